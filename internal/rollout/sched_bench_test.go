@@ -74,14 +74,18 @@ const (
 //   - the makespans, the bound, env-error retries (and how many of them
 //     ran on the VM that had just failed), the share of VM-time spent in
 //     snapshot reverts;
+//   - sched.makespan_vs_vm_time_bound: the same over the tighter bound
+//     that adds the reverts any schedule of these attempts needs (one
+//     before every attempt but each VM's first);
 //   - replays of the dynamic run's measured attempts through a
 //     zero-overhead list scheduler (sched.*_replay_vs_bound: job order as
-//     the scheduler takes them, longest step limit first, longest
-//     measured episode first), which split the gap to the bound into what
-//     the order costs and what the pool's resets and hand-offs cost;
+//     the scheduler takes them, longest step limit first with and without
+//     the reverts, longest measured episode first), which split the gap
+//     to the bound into what the order costs, what the reverts cost and
+//     what the pool's hand-offs cost;
 //   - sched.model_*: 200 other workloads of the same generator through
-//     the two policies by arithmetic alone (benchModel), to show how much
-//     the measured figures owe to the one workload's seed.
+//     the policies by arithmetic alone (benchModel), to show how much the
+//     measured figures owe to the one workload's seed.
 func BenchmarkScheduler(b *testing.B) {
 	w := newBenchSchedWork(benchSchedSeed)
 	var dyn, sta benchSchedRun
@@ -94,7 +98,12 @@ func BenchmarkScheduler(b *testing.B) {
 
 	simS := func(d time.Duration) float64 { return d.Seconds() / benchSchedScale }
 	bound := max(dyn.work/benchSchedVMs, dyn.longest)
+	wallRevert := time.Duration(float64(benchRevert) * benchSchedScale)
+	// The same bound with the snapshot reverts any schedule of these
+	// attempts needs: one before every attempt but each VM's first.
+	vmBound := max((dyn.work+time.Duration(dyn.attempts-benchSchedVMs)*wallRevert)/benchSchedVMs, dyn.longest)
 	b.ReportMetric(dyn.makespan.Seconds()/bound.Seconds(), "sched.makespan_vs_bound")
+	b.ReportMetric(dyn.makespan.Seconds()/vmBound.Seconds(), "sched.makespan_vs_vm_time_bound")
 	b.ReportMetric(sta.makespan.Seconds()/dyn.makespan.Seconds(), "sched.speedup_vs_static")
 	b.ReportMetric(simS(dyn.makespan), "sched.dynamic_makespan_s")
 	b.ReportMetric(simS(sta.makespan), "sched.static_makespan_s")
@@ -112,13 +121,18 @@ func BenchmarkScheduler(b *testing.B) {
 	b.ReportMetric(benchReplay(w.jobs, dyn.perJob, benchSchedVMs, benchOrderFIFO, 0).Seconds()/bound.Seconds(), "sched.fifo_replay_vs_bound")
 	b.ReportMetric(benchReplay(w.jobs, dyn.perJob, benchSchedVMs, benchOrderLimit, 0).Seconds()/bound.Seconds(), "sched.lpt_limit_replay_vs_bound")
 	b.ReportMetric(benchReplay(w.jobs, dyn.perJob, benchSchedVMs, benchOrderOracle, 0).Seconds()/bound.Seconds(), "sched.lpt_oracle_replay_vs_bound")
-	m := benchModel(benchModelSeeds)
+	b.ReportMetric(benchReplay(w.jobs, dyn.perJob, benchSchedVMs, benchOrderLimit, wallRevert).Seconds()/bound.Seconds(), "sched.lpt_limit_replay_with_reverts_vs_bound")
+	m := benchModel(benchModelSeeds, benchShape{Sigma: benchStepSigma, Full: benchFullProb})
 	b.ReportMetric(m.speedupMean, "sched.model_speedup_vs_static_mean")
 	b.ReportMetric(m.speedupP10, "sched.model_speedup_vs_static_p10")
 	b.ReportMetric(m.boundMean, "sched.model_makespan_vs_bound_mean")
-	b.ReportMetric(m.lptBoundMean, "sched.model_lpt_limit_makespan_vs_bound_mean")
-	b.ReportMetric(m.seedSpeedup, "sched.model_speedup_vs_static_this_seed")
-	b.ReportMetric(m.seedBound, "sched.model_makespan_vs_bound_this_seed")
+	b.ReportMetric(m.vmBoundMean, "sched.model_makespan_vs_vm_time_bound_mean")
+	b.ReportMetric(m.fifoBoundMean, "sched.model_fifo_makespan_vs_bound_mean")
+	b.ReportMetric(m.oracleBoundMean, "sched.model_oracle_makespan_vs_bound_mean")
+	b.ReportMetric(m.stepsBoundMean, "sched.model_known_steps_makespan_vs_bound_mean")
+	b.ReportMetric(m.withinBound, "sched.model_share_within_bound_target")
+	b.ReportMetric(m.seed.static.Seconds()/m.seed.lpt.Seconds(), "sched.model_speedup_vs_static_this_seed")
+	b.ReportMetric(m.seed.lpt.Seconds()/m.seed.bound.Seconds(), "sched.model_makespan_vs_bound_this_seed")
 	b.ReportMetric(dyn.makespan.Seconds(), "sched.dynamic_makespan_wall_s")
 	b.ReportMetric(sta.makespan.Seconds(), "sched.static_makespan_wall_s")
 }
@@ -135,8 +149,19 @@ type benchSchedWork struct {
 }
 
 func newBenchSchedWork(seed uint64) *benchSchedWork {
+	return newBenchSchedWorkWith(seed, benchShape{Sigma: benchStepSigma, Full: benchFullProb})
+}
+
+// benchShape is what BenchmarkSchedulerModel varies of the workload: the
+// step latency's sigma and the share of episodes that run to their step
+// limit.
+type benchShape struct{ Sigma, Full float64 }
+
+// newBenchSchedWorkWith draws the workload with the given shape (the
+// benchmark's own is benchStepSigma, benchFullProb).
+func newBenchSchedWorkWith(seed uint64, shape benchShape) *benchSchedWork {
 	r := rand.New(rand.NewPCG(seed, 1))
-	lat := sim.LogNormal(benchStepMedian, benchStepSigma, benchStepMax)
+	lat := sim.LogNormal(benchStepMedian, shape.Sigma, benchStepMax)
 	w := &benchSchedWork{steps: map[EpisodeKey][]time.Duration{}, dies: map[EpisodeKey][]int{}}
 	w.tasks = make([]scienceboard.Task, benchSchedTasks)
 	for i := range w.tasks {
@@ -155,7 +180,7 @@ func newBenchSchedWork(seed uint64) *benchSchedWork {
 		t := &w.tasks[i]
 		for k := range benchSchedSamples {
 			n := t.Steps
-			if r.Float64() >= benchFullProb {
+			if r.Float64() >= shape.Full {
 				n = 1 + r.IntN(t.Steps)
 			}
 			s := make([]time.Duration, n)
@@ -512,85 +537,172 @@ func (h *benchEvents) Pop() any {
 // benchModelSeeds is how many workloads benchModel replays.
 const benchModelSeeds = 200
 
-// benchModelResult is benchModel's answer.
-type benchModelResult struct {
-	speedupMean, speedupP10 float64 // static over dynamic makespan
-	boundMean               float64 // dynamic makespan over the bound
-	lptBoundMean            float64 // the same, longest step limit first
-	seedSpeedup, seedBound  float64 // the same for the benchmark's own workload
+// benchModelRun is one workload put through the policies by arithmetic.
+type benchModelRun struct {
+	static, fifo, lpt, oracle time.Duration // makespans
+	steps                     time.Duration // makespan in order of the true step count
+	bound                     time.Duration // max(work / VMs, longest episode)
+	vmBound                   time.Duration // the same with the reverts any schedule needs
 }
 
-// benchModel puts workloads of the benchmark's generator (seeds 1..n and
-// the benchmark's own) through the two policies by arithmetic alone — no
-// scheduler, pool or clock: the dynamic mode as a FIFO list scheduler
-// with the failed attempt's job back at the front, the static mode as
-// contiguous chunks; the revert time after every attempt, and for a VM
-// death the steps before it plus the guest client's mean retry waits. It
-// shows how much the single measured workload's figures owe to its seed.
-func benchModel(n int) benchModelResult {
+// benchModelWorkload puts one workload of the benchmark's generator
+// through the policies by arithmetic alone — no scheduler, pool or clock:
+// the dynamic mode as a list scheduler (benchReplay, in job order and in
+// step-limit order, the failed attempt's job back at the front), the
+// static mode as contiguous chunks, a list scheduler that knows every
+// episode's step count (not its length) and a clairvoyant one that knows
+// every episode's length; the revert time after every attempt, and
+// for a VM death the steps before it plus the guest client's mean retry
+// waits.
+func benchModelWorkload(seed uint64, shape benchShape) benchModelRun {
 	// The guest client's retries before it gives up on a dead VM: waits
 	// drawn from the upper half of 5, 10 and 20 s.
 	retryWaits := 3 * (vmpool.DefaultRetryWait + 2*vmpool.DefaultRetryWait + 4*vmpool.DefaultRetryWait) / 4
-	one := func(seed uint64) (speedup, vsBound, lptVsBound float64) {
-		w := newBenchSchedWork(seed)
-		attempts := make([][]benchAttempt, len(w.jobs))
-		var work, longest time.Duration
-		for i, j := range w.jobs {
-			key := EpisodeKey{j.Task.ID, j.Sample}
-			var total time.Duration
-			for _, at := range w.dies[key] {
-				var a benchAttempt
-				if at < 0 {
-					for _, d := range w.steps[key] {
-						a.d += d
-					}
-				} else {
-					for _, d := range w.steps[key][:at] {
-						a.d += d
-					}
-					a.d += retryWaits
-					a.failed = true
+	w := newBenchSchedWorkWith(seed, shape)
+	attempts := make([][]benchAttempt, len(w.jobs))
+	var work, longest time.Duration
+	n := 0
+	for i, j := range w.jobs {
+		key := EpisodeKey{j.Task.ID, j.Sample}
+		var total time.Duration
+		for _, at := range w.dies[key] {
+			var a benchAttempt
+			if at < 0 {
+				for _, d := range w.steps[key] {
+					a.d += d
 				}
-				attempts[i] = append(attempts[i], a)
-				total += a.d
-				if !a.failed {
-					break
+			} else {
+				for _, d := range w.steps[key][:at] {
+					a.d += d
 				}
+				a.d += retryWaits
+				a.failed = true
 			}
-			work += total
-			longest = max(longest, total)
-		}
-		dyn := benchReplay(w.jobs, attempts, benchSchedVMs, benchOrderFIFO, benchRevert)
-		lpt := benchReplay(w.jobs, attempts, benchSchedVMs, benchOrderLimit, benchRevert)
-		var static time.Duration
-		for _, chunk := range split(indices(len(w.jobs)), benchSchedVMs) {
-			var t time.Duration
-			for c, j := range chunk {
-				for k, a := range attempts[j.Sample] {
-					if c > 0 || k > 0 {
-						t += benchRevert
-					}
-					t += a.d
-				}
+			attempts[i] = append(attempts[i], a)
+			n++
+			total += a.d
+			if !a.failed {
+				break
 			}
-			static = max(static, t)
 		}
-		bound := max(work/benchSchedVMs, longest)
-		return static.Seconds() / dyn.Seconds(), dyn.Seconds() / bound.Seconds(), lpt.Seconds() / bound.Seconds()
+		work += total
+		longest = max(longest, total)
 	}
+	r := benchModelRun{
+		fifo:    benchReplay(w.jobs, attempts, benchSchedVMs, benchOrderFIFO, benchRevert),
+		lpt:     benchReplay(w.jobs, attempts, benchSchedVMs, benchOrderLimit, benchRevert),
+		oracle:  benchReplay(w.jobs, attempts, benchSchedVMs, benchOrderOracle, benchRevert),
+		bound:   max(work/benchSchedVMs, longest),
+		vmBound: max((work+time.Duration(n-benchSchedVMs)*benchRevert)/benchSchedVMs, longest),
+	}
+	// Longest step count first: what an order could reach that knew how
+	// many steps each episode takes, but not how long they take.
+	order := indices(len(w.jobs))
+	stepsOf := func(j Job) int { k := w.jobs[j.Sample]; return len(w.steps[EpisodeKey{k.Task.ID, k.Sample}]) }
+	sort.SliceStable(order, func(a, b int) bool { return stepsOf(order[a]) > stepsOf(order[b]) })
+	byJobs, byAttempts := make([]Job, len(order)), make([][]benchAttempt, len(order))
+	for i, j := range order {
+		byJobs[i], byAttempts[i] = w.jobs[j.Sample], attempts[j.Sample]
+	}
+	r.steps = benchReplay(byJobs, byAttempts, benchSchedVMs, benchOrderFIFO, benchRevert)
+	for _, chunk := range split(indices(len(w.jobs)), benchSchedVMs) {
+		var t time.Duration
+		for c, j := range chunk {
+			for k, a := range attempts[j.Sample] {
+				if c > 0 || k > 0 {
+					t += benchRevert
+				}
+				t += a.d
+			}
+		}
+		r.static = max(r.static, t)
+	}
+	return r
+}
+
+// benchModelResult is benchModel's answer: means over the workloads.
+type benchModelResult struct {
+	speedupMean, speedupP10 float64 // static over step-limit-order makespan
+	boundMean               float64 // step-limit-order makespan over the bound
+	vmBoundMean             float64 // the same over the bound with reverts
+	fifoBoundMean           float64 // job-order makespan over the bound
+	oracleBoundMean         float64 // clairvoyant makespan over the bound
+	stepsBoundMean          float64 // known-step-count order's makespan over the bound
+	withinBound             float64 // share of workloads whose boundMean figure is <= 1.10
+	withinSpeedup           float64 // share whose speedup is >= 1.3
+	seed                    benchModelRun
+}
+
+// benchModel puts workloads of the benchmark's generator with the given
+// shape (seeds 1..n, and the benchmark's own) through the policies
+// (benchModelWorkload). It shows how much the single measured workload's
+// figures owe to its seed, and what an ideal scheduler of each kind
+// reaches on such workloads.
+func benchModel(n int, shape benchShape) benchModelResult {
 	var r benchModelResult
 	speedups := make([]float64, 0, n)
+	f := float64(n)
 	for seed := 1; seed <= n; seed++ {
-		s, b, l := one(uint64(seed))
+		m := benchModelWorkload(uint64(seed), shape)
+		s := m.static.Seconds() / m.lpt.Seconds()
+		b := m.lpt.Seconds() / m.bound.Seconds()
 		speedups = append(speedups, s)
-		r.speedupMean += s / float64(n)
-		r.boundMean += b / float64(n)
-		r.lptBoundMean += l / float64(n)
+		r.speedupMean += s / f
+		r.boundMean += b / f
+		r.vmBoundMean += m.lpt.Seconds() / m.vmBound.Seconds() / f
+		r.fifoBoundMean += m.fifo.Seconds() / m.bound.Seconds() / f
+		r.oracleBoundMean += m.oracle.Seconds() / m.bound.Seconds() / f
+		r.stepsBoundMean += m.steps.Seconds() / m.bound.Seconds() / f
+		if b <= 1.10 {
+			r.withinBound += 1 / f
+		}
+		if s >= 1.3 {
+			r.withinSpeedup += 1 / f
+		}
 	}
 	sort.Float64s(speedups)
 	r.speedupP10 = speedups[n/10]
-	r.seedSpeedup, r.seedBound, _ = one(benchSchedSeed)
+	r.seed = benchModelWorkload(benchSchedSeed, shape)
 	return r
+}
+
+// BenchmarkSchedulerModel shows what the acceptance targets (makespan <=
+// 1.10 × the bound, >= 1.3 × faster than the static split) ask of
+// workloads of other shapes than BenchmarkScheduler's (step latency sigma
+// 1.0, 60 % of episodes to the step limit): for each shape, the means over
+// benchModelSeeds workloads of the ideal replays (benchModel) — step-limit
+// order (what the scheduler does, without its overhead), job order, and a
+// clairvoyant order — over the bound, the same over the bound that counts
+// the reverts, the speedup of step-limit order over the static split, and
+// the share of workloads that meet each target.
+func BenchmarkSchedulerModel(b *testing.B) {
+	type fig struct {
+		name string
+		v    func(benchModelResult) float64
+	}
+	figs := []fig{
+		{"lpt_vs_bound", func(m benchModelResult) float64 { return m.boundMean }},
+		{"lpt_vs_vm_time_bound", func(m benchModelResult) float64 { return m.vmBoundMean }},
+		{"fifo_vs_bound", func(m benchModelResult) float64 { return m.fifoBoundMean }},
+		{"oracle_vs_bound", func(m benchModelResult) float64 { return m.oracleBoundMean }},
+		{"known_steps_vs_bound", func(m benchModelResult) float64 { return m.stepsBoundMean }},
+		{"speedup_vs_static", func(m benchModelResult) float64 { return m.speedupMean }},
+		{"share_lpt_within_target", func(m benchModelResult) float64 { return m.withinBound }},
+		{"share_speedup_within_target", func(m benchModelResult) float64 { return m.withinSpeedup }},
+	}
+	var results map[benchShape]benchModelResult
+	shapes := []benchShape{{0.5, 0.6}, {0.5, 1}, {0.75, 0.6}, {0.75, 1}, {1, 0.6}, {1, 1}}
+	for i := 0; i < b.N; i++ {
+		results = map[benchShape]benchModelResult{}
+		for _, sh := range shapes {
+			results[sh] = benchModel(benchModelSeeds, sh)
+		}
+	}
+	for _, sh := range shapes {
+		for _, f := range figs {
+			b.ReportMetric(f.v(results[sh]), fmt.Sprintf("schedmodel.sigma_%.2f_full_%.1f.%s", sh.Sigma, sh.Full, f.name))
+		}
+	}
 }
 
 // indices is 0..n-1 as jobs whose Sample is the index (split cuts jobs).

@@ -93,7 +93,7 @@ func (b *localBucket) Put(ctx context.Context, key string, r io.Reader, size int
 		return Info{}, opError("put", key, err)
 	}
 	final := b.path(key)
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+	if err := mkdirAllSync(filepath.Dir(final)); err != nil {
 		return Info{}, opError("put", key, err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(final), tmpPrefix+"-*")
@@ -161,6 +161,28 @@ func (b *localBucket) commit(f *os.File, key string, size int64, sum string) (In
 	return Info{Key: key, Size: size, SHA256: sum, ModTime: fi.ModTime()}, nil
 }
 
+// mkdirAllSync is os.MkdirAll that also fsyncs the parent of every
+// directory it creates, so that an object committed into a new directory
+// survives a crash with its directory entries.
+func mkdirAllSync(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAllSync(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+			return err
+		}
+		return nil // made by a concurrent Put
+	}
+	return syncDir(parent)
+}
+
 // syncDir fsyncs a directory so that a rename into it survives a crash.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -187,7 +209,7 @@ func (b *localBucket) commitSpool(ctx context.Context, key string, f *os.File, s
 		os.Remove(f.Name())
 		return Info{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(b.path(key)), 0o755); err != nil {
+	if err := mkdirAllSync(filepath.Dir(b.path(key))); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return Info{}, err

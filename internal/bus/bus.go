@@ -326,28 +326,41 @@ func (b *Bus) resolve(ctx context.Context, m jetstream.Msg) ([]byte, bool, error
 	}
 	sha, ok := strings.CutPrefix(ref, "sha256:")
 	if !ok {
-		return nil, true, fmt.Errorf("claim reference %q: want sha256:<hex>", ref)
+		return nil, true, fmt.Errorf("%w: reference %q: want sha256:<hex>", errBadClaim, ref)
 	}
 	if b.claims == nil {
-		return nil, true, fmt.Errorf("claim reference %s but no claim store configured", ref)
+		return nil, true, fmt.Errorf("%w: reference %s but no claim store configured", errBadClaim, ref)
 	}
 	want, err := strconv.ParseInt(m.Headers().Get(HeaderClaimSize), 10, 64)
 	if err != nil {
-		return nil, true, fmt.Errorf("claim %s: bad %s header: %w", ref, HeaderClaimSize, err)
+		return nil, true, fmt.Errorf("%w: %s: bad %s header: %w", errBadClaim, ref, HeaderClaimSize, err)
 	}
 	rc, err := b.claims.Get(ctx, sha)
 	if err != nil {
-		return nil, true, fmt.Errorf("claim %s: %w", ref, err)
+		return nil, true, claimErr(ref, err)
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, want+1))
 	if err != nil {
-		return nil, true, fmt.Errorf("claim %s: %w", ref, err)
+		return nil, true, claimErr(ref, err)
 	}
 	if int64(len(data)) != want {
-		return nil, true, fmt.Errorf("claim %s: %d bytes, header says %d", ref, len(data), want)
+		return nil, true, fmt.Errorf("%w: %s: %d bytes, header says %d", errBadClaim, ref, len(data), want)
 	}
 	return data, true, nil
+}
+
+// errBadClaim marks a claim that cannot be resolved however often it is
+// tried (malformed reference, missing or damaged blob); other claim errors
+// (timeouts, an unavailable store) are worth a retry.
+var errBadClaim = errors.New("bad claim")
+
+// claimErr wraps a claim store error, marking the permanent ones.
+func claimErr(ref string, err error) error {
+	if errors.Is(err, blob.ErrNotFound) || errors.Is(err, blob.ErrChecksumMismatch) || errors.Is(err, blob.ErrInvalidKey) {
+		return fmt.Errorf("%w: %s: %w", errBadClaim, ref, err)
+	}
+	return fmt.Errorf("claim %s: %w", ref, err)
 }
 
 // redact hides credentials in a (comma-separated) URL list for messages:

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,8 +81,12 @@ type ConsumerSpec struct {
 	// (default 30 s). Handlers that run longer are kept alive by
 	// in-progress heartbeats every AckWait/3.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries (default 10); the last failed one is
-	// dead-lettered.
+	// MaxDeliver bounds deliveries (default 10). The runner enforces it,
+	// not the server (whose limit is off, so that the server never drops a
+	// message silently): a Retry on the last delivery is dead-lettered, and
+	// a message delivered more often than MaxDeliver — every delivery ended
+	// in a crash or an ack timeout, or its dead-letter copy failed — is
+	// dead-lettered without running the handler again.
 	MaxDeliver int
 	// MaxAckPending bounds messages in flight across all workers (default 1000).
 	MaxAckPending int
@@ -130,7 +136,7 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 		Durable:       spec.Durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       spec.AckWait,
-		MaxDeliver:    spec.MaxDeliver,
+		MaxDeliver:    -1, // enforced by the runner: see ConsumerSpec.MaxDeliver
 		MaxAckPending: spec.MaxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
@@ -279,19 +285,30 @@ func (r *runner) handle(ctx context.Context, jm jetstream.Msg) {
 		}
 	}()
 
-	start := time.Now()
-	res := r.run(ctx, jm, m, log)
+	var res Result
+	if m.Deliveries > uint64(r.spec.MaxDeliver) {
+		// Deliveries beyond the limit come from handlers that never
+		// answered (crash, hang past the ack wait) or from a dead-letter
+		// copy that failed: dead-letter now, without another try.
+		res = Reject(fmt.Sprintf("delivered %d times, more than the limit of %d, without an outcome (the handler crashed or outlived the ack wait, or an earlier dead-letter copy failed)", m.Deliveries, r.spec.MaxDeliver))
+	} else {
+		start := time.Now()
+		res = r.run(ctx, jm, m, log)
+		r.b.metrics.handleSeconds.WithLabelValues(r.spec.Durable).Observe(time.Since(start).Seconds())
+	}
 	stopHB()
 	hb.Wait()
-	r.b.metrics.handleSeconds.WithLabelValues(r.spec.Durable).Observe(time.Since(start).Seconds())
 
 	if res.action == actRetry && m.Deliveries >= uint64(r.spec.MaxDeliver) {
 		res = Reject(fmt.Sprintf("retries exhausted after %d deliveries: %s", m.Deliveries, res.reason))
 	}
+	// Settle the message even when the shutdown grace has cancelled ctx:
+	// the handler's work is done and must not be redone or lost.
+	sctx := context.WithoutCancel(ctx)
 	r.b.metrics.handled.WithLabelValues(r.spec.Durable, res.String()).Inc()
 	switch res.action {
 	case actAck:
-		if err := r.ackSync(ctx, jm); err != nil {
+		if err := r.ackSync(sctx, jm); err != nil {
 			log.Warn("ack failed; the message will be redelivered", "err", err)
 		}
 		r.count(func(s *Stats) { s.Acked++ })
@@ -303,8 +320,9 @@ func (r *runner) handle(ctx context.Context, jm jetstream.Msg) {
 		r.count(func(s *Stats) { s.Retried++ })
 	case actReject:
 		r.count(func(s *Stats) { s.Rejected++ })
-		if err := r.deadLetter(ctx, jm, m, res.reason); err != nil {
-			// Never drop: without a dead-letter copy the message stays.
+		if err := r.deadLetter(sctx, jm, m, res.reason); err != nil {
+			// Never drop: without a dead-letter copy the message stays, and
+			// its next delivery (beyond MaxDeliver if need be) tries again.
 			log.Error("dead-letter publish failed; retrying the message later", "err", err, "reason", res.reason)
 			_ = jm.NakWithDelay(r.spec.AckWait)
 			return
@@ -329,7 +347,11 @@ func (r *runner) run(ctx context.Context, jm jetstream.Msg, m *Msg, log interfac
 	}()
 	data, claimed, err := r.b.resolve(ctx, jm)
 	if err != nil {
-		return Reject(fmt.Sprintf("claim check: %v", err))
+		if errors.Is(err, errBadClaim) {
+			return Reject(fmt.Sprintf("claim check: %v", err))
+		}
+		// The claim store may be back soon (timeout, 503, outage).
+		return Retry(claimRetryDelay(m.Deliveries, r.spec.AckWait), fmt.Sprintf("claim check: %v", err))
 	}
 	m.Data, m.Claimed = data, claimed
 	return r.handler(ctx, m)
@@ -351,7 +373,7 @@ func (r *runner) deadLetter(ctx context.Context, jm jetstream.Msg, m *Msg, reaso
 		h[k] = append([]string(nil), v...)
 	}
 	h.Del(jetstream.MsgIDHeader)
-	h.Set(HeaderDeadReason, reason)
+	h.Set(HeaderDeadReason, headerValue(reason, maxDeadReason))
 	h.Set(HeaderDeadSubject, m.Subject)
 	h.Set(HeaderDeadStream, m.Stream)
 	h.Set(HeaderDeadSeq, strconv.FormatUint(m.Seq, 10))
@@ -366,6 +388,36 @@ func (r *runner) deadLetter(ctx context.Context, jm jetstream.Msg, m *Msg, reaso
 	id := fmt.Sprintf("dead:%s:%s:%d", m.Stream, r.spec.Durable, m.Seq)
 	_, err := r.b.js.PublishMsg(cctx, dm, jetstream.WithMsgID(id))
 	return err
+}
+
+// claimRetryDelay is the wait before a message whose claim could not be
+// read is tried again: 1 s, doubling per delivery, at most ackWait.
+func claimRetryDelay(deliveries uint64, ackWait time.Duration) time.Duration {
+	d := time.Second
+	for i := uint64(1); i < deliveries && d < ackWait; i++ {
+		d *= 2
+	}
+	return min(d, ackWait)
+}
+
+// maxDeadReason bounds the dead-letter reason header, so that the copy of
+// a message near the payload limit still fits (Publish keeps
+// headerAllowance free for headers).
+const maxDeadReason = 2 << 10
+
+// headerValue makes s safe as a NATS header value: line breaks (which
+// would end the header block) become spaces, and it is cut to at most max
+// bytes on a UTF-8 boundary, marked with "…".
+func headerValue(s string, max int) string {
+	s = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s)
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

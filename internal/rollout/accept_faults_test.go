@@ -57,7 +57,10 @@ func TestAcceptFaultyVMsAreQuarantined(t *testing.T) {
 	cfg := acceptConfig(dir, simTaskDir(t, acceptApp, taskIDs...), "accept-faults", log)
 	cfg.Group, cfg.Samples, cfg.VMs, cfg.SimConfig = 1, K, VMs, simCfg
 	cfg.Guest = vmpool.GuestOptions{ScreenshotTimeout: shotTimeout, RetryWait: 20 * time.Millisecond, MaxRetryWait: 100 * time.Millisecond}
-	cfg.SimTimeouts = vmpool.Timeouts{Start: 3 * time.Second, Reset: 3 * time.Second}
+	// A healthy reset is two calls (revert, health probe) of 0.4 s each; the
+	// deadline leaves room for a loaded machine (3 s was seen to pass under
+	// load) and still ends sim-3's 36 s revert hang early.
+	cfg.SimTimeouts = vmpool.Timeouts{Start: 10 * time.Second, Reset: 10 * time.Second}
 
 	sum, err := runWithin(t, 150*time.Second, cfg)
 	if err != nil {

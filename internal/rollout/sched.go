@@ -105,6 +105,11 @@ type item struct {
 	// failedOn holds the VMs on which the job ended by an environment
 	// error; a retry prefers any other VM.
 	failedOn map[string]bool
+	// bounced is set when a worker gave the job back while holding a VM it
+	// failed on and another worker took it: that worker runs it on
+	// whatever VM it gets, so that two workers never pass it back and forth
+	// (guarded by queue.mu).
+	bounced bool
 }
 
 func newQueue(jobs []Job) *queue {
@@ -130,7 +135,16 @@ func (q *queue) pop() (*item, bool) {
 	it := q.pending[0]
 	q.pending = q.pending[1:]
 	q.inflight++
+	q.cond.Broadcast() // a worker in exchange may be waiting to see it taken
 	return it, true
+}
+
+// wantsOtherVM reports whether it, leased vm, should be exchanged: it
+// failed on vm and has not bounced.
+func (q *queue) wantsOtherVM(it *item, vm string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return it.failedOn[vm] && !it.bounced
 }
 
 // exchange is called by a worker that leased vm for it, a job that already
@@ -138,7 +152,9 @@ func (q *queue) pop() (*item, bool) {
 // a pending job that did not fail on vm — meanwhile a worker whose VM frees
 // up takes it. It returns the job to run on vm; that is it itself (or
 // another job that failed there) when every other worker waits too or
-// maxWait passed, and nil when the queue is done.
+// maxWait passed. It returns nil when the queue is done, or when another
+// worker took it and nothing else here can run on vm: the caller then
+// releases vm (which the other worker may be waiting for) and pops again.
 func (q *queue) exchange(ctx context.Context, it *item, vm string, workers int, maxWait time.Duration) *item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -155,6 +171,11 @@ func (q *queue) exchange(ctx context.Context, it *item, vm string, workers int, 
 			if !other.failedOn[vm] {
 				return q.takeLocked(i)
 			}
+		}
+		if !slices.Contains(q.pending, it) {
+			// Another worker took it: it may be waiting for this very VM.
+			it.bounced = true
+			return nil
 		}
 		switch {
 		case len(q.pending) == 0 && q.inflight == 0, ctx.Err() != nil:
@@ -265,12 +286,12 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 						return
 					}
 					vm, ok := s.lease(ctx, it)
-					if ok && it.failedOn[vm.ID()] {
+					if ok && q.wantsOtherVM(it, vm.ID()) {
 						// A retry goes to another VM: run another job here
 						// while a worker whose VM frees up takes this one.
 						if it = q.exchange(ctx, it, vm.ID(), s.Workers, retryWait); it == nil {
 							s.Pool.Release(vm, nil)
-							return
+							continue // pop again: it ends when the queue is done
 						}
 					}
 					retry := ok && s.attempt(ctx, it, vm)

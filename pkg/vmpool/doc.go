@@ -1,12 +1,15 @@
 // Package vmpool leases virtual machines for rollouts and talks to them.
 //
-// Today it holds the guest HTTP client: [Guest] speaks the
-// OSWorld/ScienceBoard guest-server protocol (port 5000: screenshots,
-// command execution, accessibility tree, files) and reaches ScienceBoard's
-// app-state servers (port 8000). Every backend the pool will have — VMware,
-// Docker, any machine running the guest server, and the simulator — is
-// driven through this one client; the pool and its backends are
-// described in docs/vmpool.md.
+// [Pool] leases ready VMs to workers and resets each one in the background
+// as it comes back (reset-ahead), quarantining VMs that keep failing or get
+// stuck; its backends are VMware (vmrun), Docker (OSWorld image), any
+// machine running the guest server, and the simulator. A pool file
+// ([ParsePoolFile]) describes a real pool; docs/vmpool.md has the details.
+//
+// [Guest] is the guest HTTP client: it speaks the OSWorld/ScienceBoard
+// guest-server protocol (port 5000: screenshots, command execution,
+// accessibility tree, files) and reaches ScienceBoard's app-state servers
+// (port 8000). Every backend is driven through this one client.
 //
 // Every call has a deadline (the per-call timeout of [GuestOptions] and the
 // caller's context, whichever ends first): the clients in the wild had no

@@ -102,9 +102,14 @@ func (c DockerConfig) withDefaults() DockerConfig {
 	return c
 }
 
+// MaxDockerCount bounds docker.count: one host runs a few QEMU/KVM guests
+// at most, and a typo such as 20000000 must be an error, not a process that
+// builds specs until it runs out of memory.
+const MaxDockerCount = 256
+
 func (c DockerConfig) validate(v *validator, at string) {
-	if c.Count <= 0 {
-		v.add(at+".count", "%d: want the number of containers to run, at least 1", c.Count)
+	if c.Count <= 0 || c.Count > MaxDockerCount {
+		v.add(at+".count", "%d: want the number of containers to run, 1 to %d", c.Count, MaxDockerCount)
 	}
 	if c.HostIP != "" && net.ParseIP(c.HostIP) == nil {
 		v.add(at+".host_ip", "%q: want an IP address such as 127.0.0.1", c.HostIP)

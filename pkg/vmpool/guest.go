@@ -396,9 +396,11 @@ type attemptError struct {
 	unsent bool // the request never reached the server: always retryable
 }
 
-// do runs c with retries. A non-2xx answer is returned as an answer, not
-// an error, unless it is retryable and retries are left; the caller maps
-// it (see httpError).
+// do runs c with retries. A failed last attempt is returned as its error,
+// with the answer (if any) beside it for the caller to read. When the wait
+// before a retry would pass the caller's deadline, do gives up with the
+// last attempt's error: no deadline has expired, so the error must not
+// read as a timeout (the pool quarantines timed-out VMs at once).
 func (g *Guest) do(ctx context.Context, c call) (answer, error) {
 	for attempt := 0; ; attempt++ {
 		a, ae := g.attempt(ctx, c)
@@ -410,8 +412,8 @@ func (g *Guest) do(ctx context.Context, c call) (answer, error) {
 		}
 		wait := g.backoff(attempt)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return a, fmt.Errorf("vmpool: guest %s: %s: no time left to retry before the caller's deadline (%w); last attempt: %w",
-				c.server.Host, c.op, context.DeadlineExceeded, ae.err)
+			return a, fmt.Errorf("vmpool: guest %s: %s: no time left to retry before the caller's deadline; last attempt: %w",
+				c.server.Host, c.op, ae.err)
 		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -713,8 +715,9 @@ func (g *Guest) CursorPosition(ctx context.Context) (x, y int, err error) {
 
 // Accessibility returns the guest's accessibility tree as XML (GET
 // /accessibility → {"AT": xml}, AccessibilityTimeout, retried). The Python
-// clients call this without a timeout; on a busy desktop the guest can take
-// minutes, so it has its own, longer bound here.
+// clients call this without a timeout and have hung for hours; here it has
+// its own bound (AccessibilityTimeout), longer than the other calls' as a
+// busy desktop's tree is slow to build.
 func (g *Guest) Accessibility(ctx context.Context) (string, error) {
 	b, err := g.simple(ctx, g.get("accessibility", "/accessibility", g.opts.AccessibilityTimeout, nil))
 	if err != nil {

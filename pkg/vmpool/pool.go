@@ -755,8 +755,8 @@ func (p *Pool) Lease(ctx context.Context) (*Lease, error) {
 		p.mu.Lock()
 		v := r.lease.v
 		v.lease = nil
+		v.state = StateReady // nobody holds it, closed pool or not
 		if !p.closed {
-			v.state = StateReady
 			p.dispatchLocked(v)
 		}
 		p.mu.Unlock()

@@ -364,3 +364,44 @@ func TestPlannerIgnoringNFallsBack(t *testing.T) {
 		t.Errorf("with perfect models the task should pass: %+v", tr.Eval)
 	}
 }
+
+// An action that fails on the guest (the guest ran it: /execute answers
+// 500 as it does when the code raises) is the agent's step going wrong, not
+// the VM: the step records the error and the episode goes on to its end.
+func TestFailingActionIsAStepErrorNotAnEnvError(t *testing.T) {
+	w := startWorld(t, 1, 1, func(wc *sim.WorldConfig) {
+		perfect(wc)
+		wc.Guest.Endpoints = map[string]sim.Faults{"/execute": {ErrorProb: 1}}
+	})
+	task, ok := sim.TaskByID("ChimeraX/S01")
+	if !ok {
+		t.Fatal("no task ChimeraX/S01")
+	}
+	l, err := w.pool.Lease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.pool.ReleaseErr(l, nil)
+	tr, err := w.ag.Run(context.Background(), agent.Episode{Task: &task.Task, Samples: 1, VM: l.ID(), Guest: l.Guest()})
+	if tr == nil || err != nil {
+		t.Fatalf("run: %v (trajectory %v)", err, tr != nil)
+	}
+	if tr.Outcome.IsEnvError() {
+		t.Fatalf("outcome %+v: a failing action is not an environment error", tr.Outcome)
+	}
+	failed := 0
+	for _, s := range tr.Steps {
+		if s.Code != "" && !strings.HasPrefix(s.Code, "DONE") && !strings.HasPrefix(s.Code, "FAIL") && !strings.HasPrefix(s.Code, "WAIT") && !strings.HasPrefix(s.Code, "ANS") {
+			if s.Executed != 0 || !strings.Contains(s.Error, "failed on the guest") {
+				t.Errorf("step %d: executed %d, error %q: want candidate 0 run and its failure recorded", s.Index, s.Executed, s.Error)
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("no step ran a GUI action: %+v", tr.Steps)
+	}
+	if err := tr.Validate(); err != nil {
+		t.Errorf("trajectory does not validate: %v", err)
+	}
+}

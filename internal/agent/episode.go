@@ -344,10 +344,17 @@ func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int,
 		return s, cur, nil, nil
 	}
 	s.Code = code
-	if _, err := ep.Guest.ExecPyAutoGUI(ctx, code); err != nil {
-		return nil, nil, nil, vmErr(fmt.Sprintf("step %d: execute", i), err)
-	}
 	s.Executed = 0
+	if _, err := ep.Guest.ExecPyAutoGUI(ctx, code); err != nil {
+		var xe *vmpool.ExecError
+		if !errors.As(err, &xe) {
+			return nil, nil, nil, vmErr(fmt.Sprintf("step %d: execute", i), err)
+		}
+		// The guest ran the code and it failed (the action raised, or ran
+		// past the guest's limit): the agent's step went wrong, not the VM.
+		// The step records it and the episode goes on, as in the benchmark.
+		s.Error = "candidate 0 failed on the guest: " + err.Error()
+	}
 	return s, cur, nil, nil
 }
 

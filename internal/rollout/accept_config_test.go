@@ -189,7 +189,7 @@ func TestAcceptSummaryFileMatchesPrintout(t *testing.T) {
 	if atoi(m[0]) != sum.Episodes || atoi(m[1]) != sum.Skipped {
 		t.Errorf("printed episodes %v, file %d/%d", m, sum.Episodes, sum.Skipped)
 	}
-	m = num(`success\s+(\d+) \(([\d.]+)% of episodes without environment errors\)`)
+	m = num(`success\s+(\d+) \(([\d.]+)% of scored episodes\)`)
 	if atoi(m[0]) != sum.Success {
 		t.Errorf("printed successes %s, file %d", m[0], sum.Success)
 	}

@@ -269,9 +269,9 @@ func openStore(t *testing.T, dataDir string) *blob.Store {
 // stats is what the published trajectories say, computed independently of
 // Summary (which the tests compare with it).
 type stats struct {
-	Episodes, EnvErrors, Success, Valid, Steps int
-	Outcomes                                   map[string]int
-	Rate, AverageAtK, PassAtK, MeanSteps       float64
+	Episodes, EnvErrors, Unscored, Success, Valid, Steps int
+	Outcomes                                             map[string]int
+	Rate, AverageAtK, PassAtK, MeanSteps                 float64
 }
 
 func statsOf(ps []published) stats {
@@ -291,6 +291,10 @@ func statsOf(ps []published) stats {
 		}
 		s.Valid++
 		s.Steps += len(t.Steps)
+		if t.Eval == nil || t.Eval.Error != "" || len(t.Eval.Unsupported) > 0 {
+			s.Unscored++ // neither a success nor a failure of the agent
+			continue
+		}
 		per[t.Task.ID].n++
 		if t.Eval != nil && t.Eval.Passed {
 			s.Success++
@@ -298,8 +302,10 @@ func statsOf(ps []published) stats {
 		}
 	}
 	if s.Valid > 0 {
-		s.Rate = float64(s.Success) / float64(s.Valid)
 		s.MeanSteps = float64(s.Steps) / float64(s.Valid)
+	}
+	if n := s.Valid - s.Unscored; n > 0 {
+		s.Rate = float64(s.Success) / float64(n)
 	}
 	scored := 0
 	for _, a := range per {
@@ -334,6 +340,7 @@ func checkSummaryAgrees(t *testing.T, sum *Summary, ps []published) {
 	check("episodes", sum.Episodes, st.Episodes)
 	check("trajectories_on_stream", sum.OnStream, len(ps))
 	check("env_errors", sum.EnvErrors, st.EnvErrors)
+	check("unscored", sum.Unscored, st.Unscored)
 	check("successes", sum.Success, st.Success)
 	check("outcomes", sum.Outcomes, st.Outcomes)
 	check("publish_failures", sum.Failed, 0)

@@ -36,13 +36,23 @@ func OpenLedger(ctx context.Context, b *bus.Bus, replicas int) (*Ledger, error) 
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kv, err := b.JetStream().CreateOrUpdateKeyValue(cctx, jetstream.KeyValueConfig{
+	// An existing bucket is used as it is (an operator may have made it
+	// with more replicas); only a missing one is created.
+	if kv, err := b.JetStream().KeyValue(cctx, LedgerBucket); err == nil {
+		return &Ledger{kv: kv, timeout: 10 * time.Second}, nil
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("rollout: ledger bucket %s: %w", LedgerBucket, err)
+	}
+	kv, err := b.JetStream().CreateKeyValue(cctx, jetstream.KeyValueConfig{
 		Bucket:      LedgerBucket,
 		Description: "codapipe rollout runs and their published episodes",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	})
+	if errors.Is(err, jetstream.ErrBucketExists) { // another process was first
+		kv, err = b.JetStream().KeyValue(cctx, LedgerBucket)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rollout: ledger bucket %s: %w", LedgerBucket, err)
 	}
@@ -103,16 +113,25 @@ type Record struct {
 	ID      string           `json:"id"` // trajectory id
 	Outcome traj.OutcomeKind `json:"outcome"`
 	Passed  bool             `json:"passed"` // the evaluator passed
-	Steps   int              `json:"steps"`
+	// Unscored: the evaluator could not score the episode (it failed, a
+	// check is unsupported, or there is none), so it is neither a success
+	// nor a failure of the agent.
+	Unscored bool `json:"unscored,omitempty"`
+	Steps    int  `json:"steps"`
 }
 
 // RecordOf summarises a trajectory for the ledger.
 func RecordOf(t *traj.Trajectory) Record {
-	return Record{ID: t.ID, Outcome: t.Outcome.Kind, Passed: t.Eval != nil && t.Eval.Passed, Steps: len(t.Steps)}
+	r := Record{ID: t.ID, Outcome: t.Outcome.Kind, Passed: t.Eval != nil && t.Eval.Passed, Steps: len(t.Steps)}
+	if t.Outcome.Kind != traj.OutcomeEnvError {
+		r.Unscored = t.Eval == nil || t.Eval.Error != "" || len(t.Eval.Unsupported) > 0
+	}
+	return r
 }
 
-// MarkDone records that an episode's trajectory was published.
-func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Record) error {
+// MarkDone records that an episode's trajectory was published. With
+// keepExisting, a record already there is left as it is.
+func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Record, keepExisting bool) error {
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	key := fmt.Sprintf("%s.ep.%s.%d", keyToken(run), keyToken(ep.Task), ep.Sample)
@@ -120,49 +139,68 @@ func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Re
 	if err != nil {
 		return err
 	}
-	if _, err := l.kv.Put(cctx, key, val); err != nil {
+	if keepExisting {
+		_, err = l.kv.Create(cctx, key, val)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil
+		}
+	} else {
+		_, err = l.kv.Put(cctx, key, val)
+	}
+	if err != nil {
 		return fmt.Errorf("rollout: ledger: mark %s/%d of run %q: %w", ep.Task, ep.Sample, run, err)
 	}
 	return nil
 }
 
-// Done returns the run's published episodes of the given tasks.
+// Done returns the run's published episodes of the given tasks. It reads
+// the records with one watcher (the server streams them; no request per
+// key), and fails when the server sends nothing for the ledger's timeout.
 func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[EpisodeKey]Record, error) {
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
 	byToken := make(map[string]string, len(tasks))
 	for _, t := range tasks {
 		byToken[keyToken(t)] = t
 	}
 	prefix := keyToken(run) + ".ep."
-	lister, err := l.kv.ListKeysFiltered(cctx, prefix+">")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := l.kv.WatchFiltered(wctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("rollout: ledger: list run %q: %w", run, err)
+		return nil, fmt.Errorf("rollout: ledger: read run %q: %w", run, err)
 	}
+	defer w.Stop()
+	idle := time.NewTimer(l.timeout)
+	defer idle.Stop()
 	done := map[EpisodeKey]Record{}
-	for key := range lister.Keys() {
-		rest := strings.TrimPrefix(key, prefix)
-		i := strings.LastIndexByte(rest, '.')
-		if i < 0 {
-			continue
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("rollout: ledger: read run %q: %w", run, ctx.Err())
+		case <-idle.C:
+			return nil, fmt.Errorf("rollout: ledger: read run %q: nothing from the server for %v after %d records", run, l.timeout, len(done))
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("rollout: ledger: read run %q: the watcher stopped after %d records", run, len(done))
+			}
+			if e == nil {
+				return done, nil // every current record has been delivered
+			}
+			idle.Reset(l.timeout)
+			rest := strings.TrimPrefix(e.Key(), prefix)
+			i := strings.LastIndexByte(rest, '.')
+			if i < 0 {
+				continue
+			}
+			task, ok := byToken[rest[:i]]
+			k, err := strconv.Atoi(rest[i+1:])
+			if !ok || err != nil {
+				continue // an episode of a task not in this invocation
+			}
+			var rec Record
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				return nil, fmt.Errorf("rollout: ledger: %s: %w", e.Key(), err)
+			}
+			done[EpisodeKey{Task: task, Sample: k}] = rec
 		}
-		task, ok := byToken[rest[:i]]
-		k, err := strconv.Atoi(rest[i+1:])
-		if !ok || err != nil {
-			continue // an episode of a task not in this invocation
-		}
-		e, err := l.kv.Get(cctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("rollout: ledger: read %s: %w", key, err)
-		}
-		var rec Record
-		if err := json.Unmarshal(e.Value(), &rec); err != nil {
-			return nil, fmt.Errorf("rollout: ledger: %s: %w", key, err)
-		}
-		done[EpisodeKey{Task: task, Sample: k}] = rec
 	}
-	if err := cctx.Err(); err != nil {
-		return nil, fmt.Errorf("rollout: ledger: list run %q: %w", run, err)
-	}
-	return done, nil
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,11 +31,11 @@ func TestLedger(t *testing.T) {
 	}
 	tasks := []string{"GRASS GIS/A-01", "ChimeraX/A.01", "ChimeraX/A_01"}
 	for i, tk := range tasks {
-		if err := l.MarkDone(ctx, "nightly chimerax.v2", EpisodeKey{tk, i}, Record{ID: "id" + tk, Outcome: "finished", Passed: i == 0, Steps: i}); err != nil {
+		if err := l.MarkDone(ctx, "nightly chimerax.v2", EpisodeKey{tk, i}, Record{ID: "id" + tk, Outcome: "finished", Passed: i == 0, Steps: i}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := l.MarkDone(ctx, "other", EpisodeKey{"ChimeraX/A.01", 0}, Record{ID: "x"}); err != nil {
+	if err := l.MarkDone(ctx, "other", EpisodeKey{"ChimeraX/A.01", 0}, Record{ID: "x"}, false); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -64,6 +65,37 @@ func TestLedger(t *testing.T) {
 		if done[k] != v {
 			t.Errorf("done[%v] = %+v, want %+v", k, done[k], v)
 		}
+	}
+
+	// A duplicate publish keeps the record of the trajectory on the stream.
+	if err := l.MarkDone(ctx, "nightly chimerax.v2", EpisodeKey{"ChimeraX/A.01", 1}, Record{ID: "other", Outcome: "failed"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MarkDone(ctx, "nightly chimerax.v2", EpisodeKey{"ChimeraX/A.01", 2}, Record{ID: "new", Outcome: "failed"}, true); err != nil {
+		t.Fatal(err)
+	}
+	done, err = l.Done(ctx, "nightly chimerax.v2", tasks[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := done[EpisodeKey{"ChimeraX/A.01", 1}]; got.ID != "idChimeraX/A.01" {
+		t.Errorf("kept record %+v was overwritten", got)
+	}
+	if got := done[EpisodeKey{"ChimeraX/A.01", 2}]; got.ID != "new" {
+		t.Errorf("missing record %+v was not written", got)
+	}
+
+	// A run without records, and one with many (read in one pass).
+	if done, err := l.Done(ctx, "never ran", tasks); err != nil || len(done) != 0 {
+		t.Errorf("empty run: %v, %v", done, err)
+	}
+	for i := range 1500 {
+		if err := l.MarkDone(ctx, "big", EpisodeKey{"T", i}, Record{ID: fmt.Sprint(i)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if done, err := l.Done(ctx, "big", []string{"T"}); err != nil || len(done) != 1500 || done[EpisodeKey{"T", 1499}].ID != "1499" {
+		t.Errorf("big run: %d records, %v", len(done), err)
 	}
 }
 

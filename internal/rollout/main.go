@@ -1,5 +1,7 @@
-// Package rollout is the rollout command: the agent loop over a VM pool
-// (not built yet) and the "tasks" subcommand that lists ScienceBoard tasks.
+// Package rollout is the rollout command: the agent's episodes of an app's
+// tasks over a VM pool, scheduled dynamically, published on the bus and
+// recorded in a ledger for resuming; the "tasks" subcommand lists
+// ScienceBoard tasks and "sim" serves the simulator alone.
 package rollout
 
 import (

@@ -135,8 +135,16 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		if cfg.TimeScale > 0 {
 			wc.Clock = sim.Clock{Scale: cfg.TimeScale}
 		}
+		// The world's servers live as long as this run: Run owns them.
+		wctx, stopWorld := context.WithCancel(ctx)
+		defer func() {
+			stopWorld()
+			if world != nil {
+				world.Models.Wait()
+			}
+		}()
 		var err error
-		if world, err = sim.StartWorld(ctx, wc); err != nil {
+		if world, err = sim.StartWorld(wctx, wc); err != nil {
 			return nil, err
 		}
 		log.Info("SIMULATOR started: simulated VMs and models stand in for real ones", "vms", len(world.GuestURLs), "planner", world.Models.PlannerURL)
@@ -330,10 +338,14 @@ func publish(ctx context.Context, b *bus.Bus, l *Ledger, subject, run string, j 
 		}
 		return fmt.Errorf("trajectory %s is invalid (kept as a dead letter): %w", t.ID, verr)
 	}
-	if _, err := b.Publish(ctx, subject, t.ID, body, hdr); err != nil {
+	ack, err := b.Publish(ctx, subject, t.ID, body, hdr)
+	if err != nil {
 		return err
 	}
-	return l.MarkDone(ctx, run, EpisodeKey{j.Task.ID, j.Sample}, RecordOf(t))
+	// A duplicate means the stream already holds a trajectory with this id
+	// (an earlier invocation published it): its ledger record, if there is
+	// one, describes the stored trajectory and stays.
+	return l.MarkDone(ctx, run, EpisodeKey{j.Task.ID, j.Sample}, RecordOf(t), ack.Duplicate)
 }
 
 func loadTasks(cfg Config) ([]scienceboard.Task, error) {
@@ -399,10 +411,14 @@ type Summary struct {
 	Episodes int     `json:"episodes"`          // run by this invocation
 	Skipped  int     `json:"already_published"` // published by an earlier invocation of the run
 	Success  int     `json:"successes"`
-	Rate     float64 `json:"success_rate"` // over episodes without environment errors
+	Rate     float64 `json:"success_rate"` // over scored episodes
+	// Unscored counts episodes the evaluator could not score (it failed, a
+	// check is unsupported, or the task has none): like environment errors
+	// they are left out of the success rate, Average@K and Pass@K.
+	Unscored int `json:"unscored"`
 	// AverageAtK is the mean over tasks of the success fraction of their
-	// samples; PassAtK the fraction of tasks with at least one success.
-	// Environment-error episodes are left out of both.
+	// scored samples; PassAtK the fraction of tasks with at least one
+	// success. Environment-error and unscored episodes are left out of both.
 	AverageAtK  float64        `json:"average_at_k"`
 	PassAtK     float64        `json:"pass_at_k"`
 	EnvErrors   int            `json:"env_errors"`
@@ -435,6 +451,10 @@ func summarize(cfg Config, tasks int, results []Result, done map[EpisodeKey]Reco
 		}
 		valid++
 		steps += r.Steps
+		if r.Unscored {
+			s.Unscored++
+			return
+		}
 		a.n++
 		if r.Passed {
 			a.ok++
@@ -456,8 +476,10 @@ func summarize(cfg Config, tasks int, results []Result, done map[EpisodeKey]Reco
 		add(r.Job.Task.ID, RecordOf(r.Trajectory))
 	}
 	if valid > 0 {
-		s.Rate = float64(s.Success) / float64(valid)
 		s.MeanSteps = float64(steps) / float64(valid)
+	}
+	if n := valid - s.Unscored; n > 0 {
+		s.Rate = float64(s.Success) / float64(n)
 	}
 	scored := 0
 	for _, a := range perTask {
@@ -488,7 +510,10 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "run %s — %s: %d tasks × %d samples, G=%d\n", s.Run, s.App, s.Tasks, s.Samples, s.Group)
 	row("episodes run", "%d (already published before: %d)", s.Episodes, s.Skipped)
-	row("success", "%d (%.1f%% of episodes without environment errors)", s.Success, 100*s.Rate)
+	row("success", "%d (%.1f%% of scored episodes)", s.Success, 100*s.Rate)
+	if s.Unscored > 0 {
+		row("unscored", "%d (the evaluator failed or could not run; not counted as failures)", s.Unscored)
+	}
 	row(fmt.Sprintf("Average@%d", s.Samples), "%.2f%%", 100*s.AverageAtK)
 	row(fmt.Sprintf("Pass@%d", s.Samples), "%.2f%%", 100*s.PassAtK)
 	row("environment errors", "%d (after %d retries on other VMs)", s.EnvErrors, s.Retries)

@@ -72,8 +72,10 @@ type Scheduler struct {
 	// Workers is how many episodes run at once (the pool size).
 	Workers int
 	// EnvRetries bounds how often an episode that ended by an environment
-	// error is run again — on another VM when one frees up — before its
-	// env_error trajectory is kept (0: never; rollout's flag defaults to 2).
+	// error is run again — in Dynamic mode on another VM when one frees up,
+	// in Static mode by its chunk's worker on the next VM it leases — before
+	// its env_error trajectory is kept (0: never; rollout's flag defaults
+	// to 2).
 	EnvRetries int
 	// ID gives an episode its trajectory id (deterministic ids make
 	// re-publishing after a crash a no-op); nil uses traj.NewID.
@@ -259,7 +261,9 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 							break
 						}
 					}
-					record(it.res)
+					if it.res.Trajectory != nil || it.res.Err != nil {
+						record(it.res) // not when abandoned as ctx ended
+					}
 				}
 			}()
 		}
@@ -295,7 +299,9 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 						}
 					}
 					retry := ok && s.attempt(ctx, it, vm)
-					if !retry && ctx.Err() == nil {
+					if !retry && (it.res.Trajectory != nil || it.res.Err != nil) {
+						// Also as ctx ends: a trajectory published just
+						// then is on the stream and in the ledger.
 						record(it.res)
 					}
 					q.finish(it, retry && ctx.Err() == nil)

@@ -124,6 +124,26 @@ func (w *world) runAll(t *testing.T) map[string]*traj.Trajectory {
 	return out
 }
 
+// runOne runs one episode of the simulated task id on a leased VM and
+// fails the test unless it returns a trajectory without error.
+func (w *world) runOne(t *testing.T, id string) *traj.Trajectory {
+	t.Helper()
+	task, ok := sim.TaskByID(id)
+	if !ok {
+		t.Fatalf("no task %s", id)
+	}
+	l, err := w.pool.Lease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.pool.ReleaseErr(l, nil)
+	tr, err := w.ag.Run(context.Background(), agent.Episode{Task: &task.Task, Samples: 1, VM: l.ID(), Guest: l.Guest()})
+	if tr == nil || err != nil {
+		t.Fatalf("%s: %v (trajectory %v)", id, err, tr != nil)
+	}
+	return tr
+}
+
 func perfect(wc *sim.WorldConfig) {
 	wc.Models.Planner.DefaultSkill, wc.Models.Planner.Skill = 1, nil
 	wc.Models.Executor.GroundingNoise, wc.Models.Executor.MisgroundRate = 0, 0
@@ -339,19 +359,7 @@ func TestPlannerIgnoringNFallsBack(t *testing.T) {
 		perfect(wc)
 		wc.Models.Planner.IgnoreN = true
 	})
-	task, ok := sim.TaskByID("ChimeraX/S01")
-	if !ok {
-		t.Fatal("no task ChimeraX/S01")
-	}
-	l, err := w.pool.Lease(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.pool.ReleaseErr(l, nil)
-	tr, err := w.ag.Run(context.Background(), agent.Episode{Task: &task.Task, Samples: 1, VM: l.ID(), Guest: l.Guest()})
-	if tr == nil || err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	tr := w.runOne(t, "ChimeraX/S01")
 	if len(tr.Steps) == 0 {
 		t.Fatal("no steps")
 	}
@@ -373,19 +381,7 @@ func TestFailingActionIsAStepErrorNotAnEnvError(t *testing.T) {
 		perfect(wc)
 		wc.Guest.Endpoints = map[string]sim.Faults{"/execute": {ErrorProb: 1}}
 	})
-	task, ok := sim.TaskByID("ChimeraX/S01")
-	if !ok {
-		t.Fatal("no task ChimeraX/S01")
-	}
-	l, err := w.pool.Lease(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.pool.ReleaseErr(l, nil)
-	tr, err := w.ag.Run(context.Background(), agent.Episode{Task: &task.Task, Samples: 1, VM: l.ID(), Guest: l.Guest()})
-	if tr == nil || err != nil {
-		t.Fatalf("run: %v (trajectory %v)", err, tr != nil)
-	}
+	tr := w.runOne(t, "ChimeraX/S01")
 	if tr.Outcome.IsEnvError() {
 		t.Fatalf("outcome %+v: a failing action is not an environment error", tr.Outcome)
 	}

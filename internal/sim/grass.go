@@ -761,19 +761,10 @@ func grassLayout() *appLayout {
 
 var grassTabOf = map[string]int{"layers": 0, "output": 1, "console": 1, "run": 1, "catalog": 2}
 
-func (g *grass) visible(id string) bool {
-	if t, ok := grassTabOf[id]; ok {
-		return t == g.tab
-	}
-	return true
-}
+func (g *grass) visible(id string) bool { return tabVisible(grassTabOf, g.tab, id) }
 
 func (g *grass) click(u *ui, el *uiElement, button string, clicks int, pt image.Point) {
-	if button != "left" {
-		return
-	}
-	if rest, ok := strings.CutPrefix(el.ID, "tab-"); ok {
-		g.tab, _ = strconv.Atoi(rest)
+	if tabClick(&g.tab, el, button) {
 		return
 	}
 	switch el.ID {

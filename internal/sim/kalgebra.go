@@ -435,19 +435,33 @@ var kalTabOf = map[string]int{
 	"dictionary": 3,
 }
 
-func (k *kalgebra) visible(id string) bool {
-	if t, ok := kalTabOf[id]; ok {
-		return t == k.tab
+func (k *kalgebra) visible(id string) bool { return tabVisible(kalTabOf, k.tab, id) }
+
+// tabVisible reports whether element id shows with tab open: elements
+// listed in of belong to one tab, the others show on every tab.
+func tabVisible(of map[string]int, tab int, id string) bool {
+	if t, ok := of[id]; ok {
+		return t == tab
 	}
 	return true
 }
 
-func (k *kalgebra) click(u *ui, el *uiElement, button string, clicks int, pt image.Point) {
+// tabClick handles what a tabbed app's click does before its own elements:
+// only left clicks count, and one on "tab-N" opens tab N. It reports
+// whether the click is used up.
+func tabClick(tab *int, el *uiElement, button string) bool {
 	if button != "left" {
-		return
+		return true
 	}
 	if rest, ok := strings.CutPrefix(el.ID, "tab-"); ok {
-		k.tab, _ = strconv.Atoi(rest)
+		*tab, _ = strconv.Atoi(rest)
+		return true
+	}
+	return false
+}
+
+func (k *kalgebra) click(u *ui, el *uiElement, button string, clicks int, pt image.Point) {
+	if tabClick(&k.tab, el, button) {
 		return
 	}
 	switch el.ID {

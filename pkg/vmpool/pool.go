@@ -416,21 +416,27 @@ func (p *Pool) emitLocked(ev Event) {
 	p.onEvent(ev)
 }
 
+// tickLocked waits for t's next tick and then takes p.mu; it returns false
+// (without the lock) when the pool stops first.
+func (p *Pool) tickLocked(t *time.Ticker) bool {
+	select {
+	case <-p.ctx.Done():
+		return false
+	case <-t.C:
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	return true
+}
+
 // lockLoop retries the locks of VMs that other processes hold.
 func (p *Pool) lockLoop() {
 	t := time.NewTicker(p.cfg.LockRetry)
 	defer t.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return
-		}
+	for p.tickLocked(t) {
 		left := 0
 		for _, v := range p.vms {
 			if v.state != StateLockedElsewhere {
@@ -457,17 +463,7 @@ func (p *Pool) checkLoop() {
 	period := max(p.cfg.IdleCheck/4, 10*time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return
-		}
+	for p.tickLocked(t) {
 		now := time.Now()
 		kept := p.idle[:0]
 		for _, v := range p.idle {

@@ -21,12 +21,14 @@ type VM interface {
 	Guest() agent.Guest
 }
 
-// Pool hands out VMs. Lease blocks until a VM is ready; Release returns it,
-// with the VM's failure as cause (nil: healthy), which the pool counts
-// towards quarantine (see pkg/vmpool).
+// Pool hands out VMs. Lease blocks until a VM is ready; Release returns it
+// after an episode, with the VM's failure as cause (nil: healthy), which
+// the pool counts towards quarantine (see pkg/vmpool); Return hands back a
+// VM that was not used, with no verdict on its health.
 type Pool interface {
 	Lease(ctx context.Context) (VM, error)
 	Release(vm VM, cause error)
+	Return(vm VM)
 }
 
 // Runner runs one episode (*agent.Agent implements it): it returns the
@@ -294,7 +296,9 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 						// A retry goes to another VM: run another job here
 						// while a worker whose VM frees up takes this one.
 						if it = q.exchange(ctx, it, vm.ID(), s.Workers, retryWait); it == nil {
-							s.Pool.Release(vm, nil)
+							// Unused: a healthy verdict here would wipe
+							// the failures that should quarantine it.
+							s.Pool.Return(vm)
 							continue // pop again: it ends when the queue is done
 						}
 					}

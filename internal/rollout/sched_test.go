@@ -44,7 +44,7 @@ func (r *failFirst) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory
 // simPool starts n simulated guests — those in hung with a snapshot
 // revert that never ends, so the pool quarantines them at start — and a
 // real vmpool.Pool over them.
-func simPool(t *testing.T, n int, hung map[int]bool) *vmpool.Pool {
+func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -65,7 +65,7 @@ func simPool(t *testing.T, n int, hung map[int]bool) *vmpool.Pool {
 	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{
 		ID: "sched-test", Backend: vmpool.BackendSim, Sim: &sc, IdleCheck: -1, LockDir: t.TempDir(),
 		RetryWait: 10 * time.Millisecond, Timeouts: vmpool.Timeouts{Start: 2 * time.Second, Reset: 2 * time.Second},
-	}, vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	}, append([]vmpool.Option{vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,5 +97,100 @@ func TestSchedulerRetryWithOneUsableVM(t *testing.T) {
 	}
 	if got := r.runs[EpisodeKey{"A", 0}]; len(got) != 2 {
 		t.Errorf("A/0 ran on %v: want the failed attempt and one retry", got)
+	}
+}
+
+// failOn is a Runner whose attempts on one VM always end by a VM fault;
+// attempts elsewhere finish after took.
+type failOn struct {
+	vm   string
+	took time.Duration
+
+	mu   sync.Mutex
+	runs map[string]int // attempts per VM
+}
+
+func (r *failOn) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
+	r.mu.Lock()
+	r.runs[ep.VM]++
+	r.mu.Unlock()
+	t := &traj.Trajectory{ID: fmt.Sprintf("%s-%d", ep.Task.ID, ep.Sample), Outcome: traj.Outcome{Kind: traj.OutcomeFinished}}
+	if ep.VM == r.vm {
+		ee := &agent.EnvError{Op: "screenshot", Err: errors.New("guest gone"), VM: true}
+		t.Outcome = traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}
+		return t, ee
+	}
+	select {
+	case <-time.After(r.took):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return t, nil
+}
+
+// Regression: a retried episode that leases the VM it failed on, while
+// the other worker takes the episode, hands that VM back unused. That
+// hand-back is no verdict on the VM: it once counted as a healthy episode,
+// wiped the VM's failures in a row, and kept a VM that failed every
+// episode out of quarantine (seen in the faulty-VMs acceptance run).
+func TestSchedulerUnusedVMKeepsItsFailures(t *testing.T) {
+	returns := 0
+	for round := range 4 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			var mu sync.Mutex
+			var healthy []string
+			pool := simPool(t, 2, nil, vmpool.WithEvents(func(e vmpool.Event) {
+				if e.VM == "sim-0" && e.Kind == vmpool.EventReleased && e.Healthy {
+					mu.Lock()
+					healthy = append(healthy, e.Time.String())
+					mu.Unlock()
+				}
+			}))
+			jobs := []Job{
+				{Task: &scienceboard.Task{ID: "X", Steps: 10}, Sample: 0},
+				{Task: &scienceboard.Task{ID: "Y", Steps: 5}, Sample: 0},
+			}
+			r := &failOn{vm: "sim-0", took: 200 * time.Millisecond, runs: map[string]int{}}
+			s := &Scheduler{Runner: r, Pool: poolAdapter{pool}, Workers: 2, EnvRetries: 5, Samples: 1, Mode: Dynamic,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			results, err := s.Run(ctx, jobs)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			for _, res := range results {
+				if res.Err != nil || res.Trajectory == nil || res.Trajectory.Outcome.Kind != traj.OutcomeFinished {
+					t.Errorf("%s/%d: %+v: want it finished on sim-1", res.Job.Task.ID, res.Job.Sample, res)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			// Every episode on sim-0 failed: nothing may have reported it
+			// healthy, and its failures in a row are all its attempts.
+			if len(healthy) > 0 {
+				t.Errorf("sim-0 released healthy %d times, yet every episode on it failed", len(healthy))
+			}
+			var failures int
+			for _, v := range pool.VMs() {
+				if v.Spec.ID == "sim-0" {
+					failures = v.Failures
+					if v.Quarantine != nil {
+						failures = v.Quarantine.Failures
+					}
+				}
+			}
+			if n := r.runs["sim-0"]; failures != n {
+				t.Errorf("sim-0: %d failures in a row after %d failed attempts", failures, n)
+			}
+			st := pool.Stats()
+			returns += int(st.Returns)
+			t.Logf("attempts per VM %v; pool returns %d", r.runs, st.Returns)
+		})
+	}
+	// The hand-back happens in most rounds; if none did, the test proved
+	// nothing.
+	if returns == 0 {
+		t.Error("no VM was handed back unused in any round: the test no longer reaches the exchange path")
 	}
 }

@@ -101,6 +101,7 @@ const (
 	EventReady       EventKind = "ready"       // the VM is clean and waits for a lease (Duration: of the start/reset/check)
 	EventLeased      EventKind = "leased"      // handed to a caller (Duration: the caller's wait)
 	EventReleased    EventKind = "released"    // handed back (Duration: how long it was leased; Err: the caller's cause when unhealthy)
+	EventReturned    EventKind = "returned"    // handed back unused by Return: ready again without a reset (Duration: how long it was leased)
 	EventFailed      EventKind = "failed"      // a start, reset or health check failed (Err)
 	EventQuarantined EventKind = "quarantined" // taken out of rotation (Err)
 	EventStopped     EventKind = "stopped"     // Backend.Stop returned during Close (Err, if it failed)
@@ -128,6 +129,7 @@ type Stats struct {
 	Leases            int64 // leases handed out
 	Releases          int64
 	UnhealthyReleases int64
+	Returns           int64 // leases handed back unused (Return)
 	Starts            int64 // Backend.Start calls
 	StartFailures     int64
 	Resets            int64 // Backend.Reset calls
@@ -821,6 +823,36 @@ func (p *Pool) Release(l *Lease, healthy bool) error {
 // else unhealthy, and cause is what a quarantine reports.
 func (p *Pool) ReleaseErr(l *Lease, cause error) error { return p.release(l, cause) }
 
+// Return hands back a lease whose VM the caller did not use (no guest call
+// was made): the VM is ready again at once, without a reset, and the pool
+// learns nothing about its health — its failures in a row are kept, so a
+// failing VM that is leased and returned unused still reaches quarantine.
+// Return returns ErrReleased for a lease released or returned before, and
+// nil after Close.
+func (p *Pool) Return(l *Lease) error {
+	if l == nil || l.p != p {
+		return errors.New("vmpool: return: not a lease of this pool")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l.released {
+		return fmt.Errorf("%w (vm %s)", ErrReleased, l.spec.ID)
+	}
+	l.released = true
+	v := l.v
+	held := time.Since(l.at)
+	p.st.Busy += held
+	p.st.Returns++
+	v.lease = nil
+	p.emitLocked(Event{VM: v.spec.ID, Kind: EventReturned, Duration: held})
+	if p.closed {
+		return nil
+	}
+	v.state = StateReady
+	p.dispatchLocked(v)
+	return nil
+}
+
 func (p *Pool) release(l *Lease, cause error) error {
 	if l == nil || l.p != p {
 		return errors.New("vmpool: release: not a lease of this pool")
@@ -1071,3 +1103,6 @@ func (l *Lease) ScreenSize(ctx context.Context) (w, h int, err error) {
 
 // Release is l's pool's Release(l, healthy).
 func (l *Lease) Release(healthy bool) error { return l.p.Release(l, healthy) }
+
+// Return is l's pool's Return(l).
+func (l *Lease) Return() error { return l.p.Return(l) }

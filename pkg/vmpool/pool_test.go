@@ -405,6 +405,55 @@ func TestPoolNoDoubleLease(t *testing.T) {
 	t.Logf("%d leases, %d abandoned by their deadline", leases.Load(), abandoned.Load())
 }
 
+// TestPoolReturnUnused: a lease handed back unused is ready again without
+// a reset, and says nothing about the VM's health: failures in a row that
+// came before it still count toward quarantine.
+func TestPoolReturnUnused(t *testing.T) {
+	b := newTestBackend(1, t.Name()+":")
+	p := newTestPool(t, testConfig(t), b)
+
+	for range 2 {
+		if err := p.ReleaseErr(p.lease(t), errors.New("guest stopped answering")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := p.lease(t)
+	resets := b.count("reset", "vm-0")
+	if err := p.Return(l); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Return(); !errors.Is(err, ErrReleased) {
+		t.Fatalf("second Return: %v, want ErrReleased", err)
+	}
+	if err := p.Release(l, true); !errors.Is(err, ErrReleased) {
+		t.Fatalf("Release after Return: %v, want ErrReleased", err)
+	}
+	if err := p.Return(nil); err == nil {
+		t.Fatal("Return(nil) succeeded")
+	}
+	if vs := p.VMs(); vs[0].State != StateReady || vs[0].Failures != 2 {
+		t.Fatalf("after Return: state %s, %d failures in a row; want ready with the 2 failures kept", vs[0].State, vs[0].Failures)
+	}
+	l = p.lease(t) // at once: no reset in between
+	if n := b.count("reset", "vm-0"); n != resets {
+		t.Fatalf("%d resets after Return, want %d (none)", n, resets)
+	}
+	if p.ev.count(EventReturned, "vm-0") != 1 {
+		t.Fatalf("no %s event:\n%s", EventReturned, p.ev)
+	}
+	// The third failure in a row quarantines it: the Return did not count
+	// as a healthy episode.
+	if err := p.ReleaseErr(l, errors.New("guest stopped answering")); err != nil {
+		t.Fatal(err)
+	}
+	if q := p.Quarantined(); len(q) != 1 || q[0].Failures != 3 {
+		t.Fatalf("quarantine = %+v, want vm-0 after 3 failures in a row", q)
+	}
+	if st := p.Stats(); st.Returns != 1 || st.Releases != 3 || st.UnhealthyReleases != 3 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
 func TestPoolReleaseMisuse(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
 	p := newTestPool(t, testConfig(t), b)

@@ -24,8 +24,12 @@ import (
 // the summary must count the environment errors and retries that happened,
 // and no env_error episode may count as an agent failure.
 func TestAcceptFaultyVMsAreQuarantined(t *testing.T) {
+	// K = 3: 15 episodes keep the healthy VMs busy long enough for the
+	// hung VM to be leased for three fresh episodes — a retry is never
+	// sent back to the VM it failed on while another VM can take it, so
+	// only fresh episodes reach a faulty VM at the end of the queue.
 	const (
-		K   = 2
+		K   = 3
 		VMs = 6
 	)
 	taskIDs := []string{"S01", "S02", "S03", "S04", "S06"}

@@ -315,6 +315,8 @@ func (a poolAdapter) Release(vm VM, cause error) {
 
 func (a poolAdapter) Return(vm VM) { _ = a.p.Return(vm.(leased).Lease) }
 
+func (a poolAdapter) Usable() []string { return a.p.Usable() }
+
 // publish validates and publishes a trajectory, then records it in the
 // ledger. A trajectory that fails validation is a bug of ours: it goes to
 // the dead-letter subject with the problems, never silently away.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -24,11 +25,13 @@ type VM interface {
 // Pool hands out VMs. Lease blocks until a VM is ready; Release returns it
 // after an episode, with the VM's failure as cause (nil: healthy), which
 // the pool counts towards quarantine (see pkg/vmpool); Return hands back a
-// VM that was not used, with no verdict on its health.
+// VM that was not used, with no verdict on its health. Usable lists the
+// VMs still in rotation (not quarantined), busy or not.
 type Pool interface {
 	Lease(ctx context.Context) (VM, error)
 	Release(vm VM, cause error)
 	Return(vm VM)
+	Usable() []string
 }
 
 // Runner runs one episode (*agent.Agent implements it): it returns the
@@ -101,23 +104,21 @@ type queue struct {
 	pending  []*item
 	inflight int
 	waiting  int // workers holding a VM while they wait for a job it can run
+	// usable lists the VMs in rotation (Pool.Usable).
+	usable func() []string
 }
 
 type item struct {
 	job Job
 	res Result
 	// failedOn holds the VMs on which the job ended by an environment
-	// error; a retry prefers any other VM.
+	// error; a retry prefers any other VM. Written by the worker that runs
+	// the job, read by others only while it is pending.
 	failedOn map[string]bool
-	// bounced is set when a worker gave the job back while holding a VM it
-	// failed on and another worker took it: that worker runs it on
-	// whatever VM it gets, so that two workers never pass it back and forth
-	// (guarded by queue.mu).
-	bounced bool
 }
 
-func newQueue(jobs []Job) *queue {
-	q := &queue{}
+func newQueue(jobs []Job, usable func() []string) *queue {
+	q := &queue{usable: usable}
 	q.cond = sync.NewCond(&q.mu)
 	for _, j := range jobs {
 		q.pending = append(q.pending, &item{job: j, res: Result{Job: j}})
@@ -144,31 +145,49 @@ func (q *queue) pop() (*item, bool) {
 }
 
 // wantsOtherVM reports whether it, leased vm, should be exchanged: it
-// failed on vm and has not bounced.
+// failed on vm and another VM in rotation is one it did not fail on.
 func (q *queue) wantsOtherVM(it *item, vm string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return it.failedOn[vm] && !it.bounced
+	return it.failedOn[vm] && elsewhere(it.failedOn, q.usable())
 }
+
+// elsewhere reports whether a VM in usable is not in failed.
+func elsewhere(failed map[string]bool, usable []string) bool {
+	for _, id := range usable {
+		if !failed[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// exchangeRecheck is how often a worker waiting in exchange looks at the
+// pool again: a quarantine can leave it holding the one VM the job it gave
+// back can still run on, and the pool does not signal the queue.
+const exchangeRecheck = time.Second
 
 // exchange is called by a worker that leased vm for it, a job that already
 // failed on vm. It puts it back at the front and waits, keeping the VM, for
 // a pending job that did not fail on vm — meanwhile a worker whose VM frees
 // up takes it. It returns the job to run on vm; that is it itself (or
 // another job that failed there) when every other worker waits too or
-// maxWait passed. It returns nil when the queue is done, or when another
-// worker took it and nothing else here can run on vm: the caller then
-// releases vm (which the other worker may be waiting for) and pops again.
+// maxWait passed. It returns nil when the caller should hand vm back
+// unused and pop again: the queue is done, or another worker took it and
+// vm is the only VM in rotation left for it (that worker may be waiting
+// in Lease for this very VM), or it has waited maxWait for a job since.
+//
+// While another worker holds it and other VMs can still run it, the
+// caller keeps vm: handing vm back at once would give it to that worker,
+// which would pass it back again, and the two would trade the job and
+// the VM until another VM freed up.
 func (q *queue) exchange(ctx context.Context, it *item, vm string, workers int, maxWait time.Duration) *item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	failed := maps.Clone(it.failedOn) // it is ours only until another worker takes it
 	q.pending = append([]*item{it}, q.pending...)
 	q.inflight--
 	q.waiting++
 	defer func() { q.waiting-- }()
 	deadline := time.Now().Add(maxWait)
-	wake := time.AfterFunc(maxWait, q.cond.Broadcast)
-	defer wake.Stop()
 	q.cond.Broadcast()
 	for {
 		for i, other := range q.pending {
@@ -176,18 +195,19 @@ func (q *queue) exchange(ctx context.Context, it *item, vm string, workers int, 
 				return q.takeLocked(i)
 			}
 		}
-		if !slices.Contains(q.pending, it) {
-			// Another worker took it: it may be waiting for this very VM.
-			it.bounced = true
-			return nil
-		}
+		taken := !slices.Contains(q.pending, it)
+		expired := !time.Now().Before(deadline)
 		switch {
 		case len(q.pending) == 0 && q.inflight == 0, ctx.Err() != nil:
 			return nil
-		case len(q.pending) > 0 && (q.waiting >= workers || !time.Now().Before(deadline)):
+		case len(q.pending) > 0 && (q.waiting >= workers || expired):
 			return q.takeLocked(0) // nothing better will come
+		case taken && (expired || !elsewhere(failed, q.usable())):
+			return nil
 		}
+		wake := time.AfterFunc(min(exchangeRecheck, time.Until(deadline)), q.cond.Broadcast)
 		q.cond.Wait()
+		wake.Stop()
 	}
 }
 
@@ -276,7 +296,7 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 		// task order are kept among equals.
 		order := slices.Clone(jobs)
 		slices.SortStableFunc(order, func(a, b Job) int { return cmp.Compare(b.Task.Steps, a.Task.Steps) })
-		q := newQueue(order)
+		q := newQueue(order, s.Pool.Usable)
 		stop := context.AfterFunc(ctx, q.drain)
 		defer stop()
 		for range s.Workers {

@@ -128,8 +128,9 @@ func (r *failOn) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, e
 	return t, nil
 }
 
-// Regression: a retried episode that leases the VM it failed on, while
-// the other worker takes the episode, hands that VM back unused. That
+// Regression: a worker that leased, for a retried episode, the VM the
+// episode failed on keeps that VM while another worker runs the episode
+// elsewhere, and hands it back unused when the queue is done. That
 // hand-back is no verdict on the VM: it once counted as a healthy episode,
 // wiped the VM's failures in a row, and kept a VM that failed every
 // episode out of quarantine (seen in the faulty-VMs acceptance run).

@@ -1038,6 +1038,21 @@ func (p *Pool) VMs() []VMStatus {
 	return out
 }
 
+// Usable lists the ids of the VMs in rotation — ready, leased, starting,
+// resetting or being checked — in pool order; quarantined VMs and VMs
+// another process holds are left out.
+func (p *Pool) Usable() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.vms))
+	for _, v := range p.vms {
+		if v.state != StateQuarantined && v.state != StateLockedElsewhere {
+			out = append(out, v.spec.ID)
+		}
+	}
+	return out
+}
+
 // Size is the number of VMs in the pool, quarantined ones included.
 func (p *Pool) Size() int { return len(p.vms) }
 

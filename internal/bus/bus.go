@@ -319,10 +319,10 @@ func (b *Bus) Publish(ctx context.Context, subject, id string, body []byte, hdr 
 
 // resolve returns the message body, fetching it from the claim store when
 // the message carries a claim reference.
-func (b *Bus) resolve(ctx context.Context, m jetstream.Msg) ([]byte, bool, error) {
-	ref := m.Headers().Get(HeaderClaim)
+func (b *Bus) resolve(ctx context.Context, hdr nats.Header, data []byte) ([]byte, bool, error) {
+	ref := hdr.Get(HeaderClaim)
 	if ref == "" {
-		return m.Data(), false, nil
+		return data, false, nil
 	}
 	sha, ok := strings.CutPrefix(ref, "sha256:")
 	if !ok {
@@ -331,7 +331,7 @@ func (b *Bus) resolve(ctx context.Context, m jetstream.Msg) ([]byte, bool, error
 	if b.claims == nil {
 		return nil, true, fmt.Errorf("%w: reference %s but no claim store configured", errBadClaim, ref)
 	}
-	want, err := strconv.ParseInt(m.Headers().Get(HeaderClaimSize), 10, 64)
+	want, err := strconv.ParseInt(hdr.Get(HeaderClaimSize), 10, 64)
 	if err != nil {
 		return nil, true, fmt.Errorf("%w: %s: bad %s header: %w", errBadClaim, ref, HeaderClaimSize, err)
 	}
@@ -340,7 +340,7 @@ func (b *Bus) resolve(ctx context.Context, m jetstream.Msg) ([]byte, bool, error
 		return nil, true, claimErr(ref, err)
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, want+1))
+	data, err = io.ReadAll(io.LimitReader(rc, want+1))
 	if err != nil {
 		return nil, true, claimErr(ref, err)
 	}

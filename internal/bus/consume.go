@@ -345,7 +345,7 @@ func (r *runner) run(ctx context.Context, jm jetstream.Msg, m *Msg, log interfac
 			res = Retry(r.spec.AckWait, fmt.Sprintf("handler panicked: %v", p))
 		}
 	}()
-	data, claimed, err := r.b.resolve(ctx, jm)
+	data, claimed, err := r.b.resolve(ctx, jm.Headers(), jm.Data())
 	if err != nil {
 		if errors.Is(err, errBadClaim) {
 			return Reject(fmt.Sprintf("claim check: %v", err))

@@ -197,6 +197,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	want := make(map[EpisodeKey]bool, len(tasks)*cfg.Samples)
+	for i := range tasks {
+		for k := range cfg.Samples {
+			want[EpisodeKey{tasks[i].ID, k}] = true
+		}
+	}
+	if _, err := reconcile(ctx, b, ledger, bus.Subject(bus.Raw, cfg.App), cfg.Run, runStart, want, done, log); err != nil {
+		return nil, err
+	}
 	var jobs []Job
 	for i := range tasks {
 		for k := range cfg.Samples {
@@ -331,10 +340,10 @@ func publish(ctx context.Context, b *bus.Bus, l *Ledger, subject, run string, j 
 		return err
 	}
 	hdr := nats.Header{}
-	hdr.Set("Coda-Run", run)
-	hdr.Set("Coda-Task", j.Task.ID)
-	hdr.Set("Coda-Sample", strconv.Itoa(j.Sample))
-	hdr.Set("Coda-Outcome", string(t.Outcome.Kind))
+	hdr.Set(HeaderRun, run)
+	hdr.Set(HeaderTask, j.Task.ID)
+	hdr.Set(HeaderSample, strconv.Itoa(j.Sample))
+	hdr.Set(HeaderOutcome, string(t.Outcome.Kind))
 	if verr := t.Validate(); verr != nil {
 		hdr.Set(bus.HeaderDeadReason, verr.Error())
 		if _, err := b.Publish(ctx, bus.DeadSubject(subject), t.ID, body, hdr); err != nil {

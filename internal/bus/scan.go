@@ -1,0 +1,94 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stored is a message as its stream holds it, without its body.
+type Stored struct {
+	Seq    uint64 // stream sequence
+	Time   time.Time
+	Header nats.Header
+}
+
+// scanBatch is how many headers one Scan fetch asks for.
+const scanBatch = 512
+
+// Scan calls fn, in stream order, with every message on subject in stream
+// k that was stored at or after since (the zero time: every message). Only
+// headers travel (the consumer is headers-only); Get fetches a body. Scan
+// returns when it has seen every message stored when it began, fn's first
+// error, or an error of the server. Each request has the bus's deadline.
+func (b *Bus) Scan(ctx context.Context, k Kind, subject string, since time.Time, fn func(Stored) error) error {
+	name := StreamName(k)
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	s, err := b.js.Stream(cctx, name)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bus: scan %s: stream %s: %w", subject, name, err)
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy, HeadersOnly: true}
+	if !since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	cctx, cancel = context.WithTimeout(ctx, b.timeout)
+	c, err := s.OrderedConsumer(cctx, cfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bus: scan %s: consumer: %w", subject, err)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("bus: scan %s: %w", subject, err)
+		}
+		batch, err := c.FetchNoWait(scanBatch)
+		if err != nil {
+			return fmt.Errorf("bus: scan %s: %w", subject, err)
+		}
+		got, last := 0, false
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("bus: scan %s: %w", subject, err)
+			}
+			if err := fn(Stored{Seq: md.Sequence.Stream, Time: md.Timestamp, Header: m.Headers()}); err != nil {
+				return err
+			}
+			last = md.NumPending == 0
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("bus: scan %s: %w", subject, err)
+		}
+		if got == 0 || last {
+			return nil
+		}
+	}
+}
+
+// Get returns message seq of stream k with its body, fetched from the
+// claim store when the message travelled by claim check.
+func (b *Bus) Get(ctx context.Context, k Kind, seq uint64) ([]byte, nats.Header, error) {
+	name := StreamName(k)
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	s, err := b.js.Stream(cctx, name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bus: get %s/%d: %w", name, seq, err)
+	}
+	m, err := s.GetMsg(cctx, seq)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bus: get %s/%d: %w", name, seq, err)
+	}
+	body, _, err := b.resolve(cctx, m.Header, m.Data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bus: get %s/%d: %w", name, seq, err)
+	}
+	return body, m.Header, nil
+}

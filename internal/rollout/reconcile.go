@@ -1,0 +1,99 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Headers of a published trajectory (see docs/contracts.md).
+const (
+	HeaderRun     = "Coda-Run"
+	HeaderTask    = "Coda-Task"
+	HeaderSample  = "Coda-Sample"
+	HeaderOutcome = "Coda-Outcome"
+)
+
+// reconcileMargin widens the stream scan of reconcile before the run's
+// start, for clocks that disagree between the ledger's writer and the
+// server that stamps messages.
+const reconcileMargin = 10 * time.Minute
+
+// reconcile makes the ledger agree with the stream before a run resumes:
+// an episode of run whose trajectory is on subject but which the ledger
+// does not list (the process stopped between the publish and the ledger
+// write) is recorded from the stored trajectory and added to done, so it
+// is not run again — a re-run could come back with another outcome than
+// the trajectory the stream keeps, or, once the de-duplication window has
+// passed, be stored twice. Only episodes in want are looked at; it returns
+// how many it recorded.
+func reconcile(ctx context.Context, b *bus.Bus, l *Ledger, subject, run string, since time.Time, want map[EpisodeKey]bool, done map[EpisodeKey]Record, log *slog.Logger) (int, error) {
+	missing := 0
+	for k := range want {
+		if _, ok := done[k]; !ok {
+			missing++
+		}
+	}
+	if missing == 0 {
+		return 0, nil
+	}
+	type found struct {
+		key EpisodeKey
+		seq uint64
+	}
+	var todo []found
+	seen := map[EpisodeKey]bool{}
+	err := b.Scan(ctx, bus.Raw, subject, since.Add(-reconcileMargin), func(m bus.Stored) error {
+		if m.Header.Get(HeaderRun) != run {
+			return nil
+		}
+		k, err := strconv.Atoi(m.Header.Get(HeaderSample))
+		if err != nil {
+			log.Warn("rollout: a trajectory of this run on the stream has a bad sample header; ignored",
+				"seq", m.Seq, "header", HeaderSample, "value", m.Header.Get(HeaderSample))
+			return nil
+		}
+		key := EpisodeKey{m.Header.Get(HeaderTask), k}
+		if !want[key] || seen[key] {
+			return nil
+		}
+		if _, ok := done[key]; ok {
+			return nil
+		}
+		seen[key] = true // the first stored trajectory of an episode is the one that counts
+		todo = append(todo, found{key, m.Seq})
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rollout: compare the ledger of run %q with %s: %w", run, subject, err)
+	}
+	n := 0
+	for _, f := range todo {
+		body, _, err := b.Get(ctx, bus.Raw, f.seq)
+		if err != nil {
+			return n, fmt.Errorf("rollout: read %s/%d (seq %d) of run %q: %w", f.key.Task, f.key.Sample, f.seq, run, err)
+		}
+		t, err := traj.DecodeTrajectory(body)
+		if err != nil {
+			// Not ours to fix here: the consumers dead-letter it. The
+			// episode runs again, and the new trajectory's id is the same.
+			log.Warn("rollout: a trajectory of this run on the stream does not decode; the episode runs again",
+				"task", f.key.Task, "sample", f.key.Sample, "seq", f.seq, "err", err)
+			continue
+		}
+		rec := RecordOf(t)
+		if err := l.MarkDone(ctx, run, f.key, rec, true); err != nil {
+			return n, err
+		}
+		done[f.key] = rec
+		n++
+		log.Warn("rollout: episode on the stream but not in the ledger (the last invocation stopped between the two); recorded, not run again",
+			"task", f.key.Task, "sample", f.key.Sample, "trajectory", t.ID, "seq", f.seq, "outcome", rec.Outcome)
+	}
+	return n, nil
+}

@@ -5,6 +5,7 @@ package sim
 
 import (
 	"fmt"
+	"image"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -219,9 +220,18 @@ func (m *Models) wrongPlan(task *Task, next OracleStep, r *rand.Rand) string {
 			used[label] = true // another way to the goal
 		}
 	}
+	// Nor an element that shares screen space with one: elements of a
+	// hidden tab sit where the visible tab's are (KAlgebra's 2D and 3D
+	// Remove buttons), so a click meant for one lands on the other.
+	var usedBoxes []image.Rectangle
+	for label := range used {
+		if e, ok := m.lookupLabel(label); ok {
+			usedBoxes = append(usedBoxes, e.Box)
+		}
+	}
 	others := make([]Element, 0, len(els))
 	for _, e := range els {
-		if (!hasTarget || e.ID != target.ID) && !used[e.Label] {
+		if (!hasTarget || e.ID != target.ID) && !used[e.Label] && !overlapsAny(e.Box, usedBoxes) {
 			others = append(others, e)
 		}
 	}
@@ -295,6 +305,16 @@ func (m *Models) wrongPlan(task *Task, next OracleStep, r *rand.Rand) string {
 		return "Thought: " + mdlThoughtFor(traj.Wait, Element{}, "") + "\nAction: wait()"
 	}
 	return "Thought: " + mdlThoughtFor(traj.Finished, Element{}, "") + "\nAction: finished()"
+}
+
+// overlapsAny reports whether r shares pixels with any of rs.
+func overlapsAny(r image.Rectangle, rs []image.Rectangle) bool {
+	for _, x := range rs {
+		if r.Overlaps(x) {
+			return true
+		}
+	}
+	return false
 }
 
 func mdlWeightIf(cond bool, yes, no float64) float64 {

@@ -13,6 +13,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"regexp"
 	"strings"
@@ -1547,5 +1548,56 @@ func TestModelsSolveTasksOnMachines(t *testing.T) {
 		if err != nil || jr.Correctness != res.Passed {
 			t.Errorf("%s: judge %+v (%v), evaluator passed=%v", task.ID, jr, err, res.Passed)
 		}
+	}
+}
+
+// A wrong plan's left click never lands on an element a solution uses —
+// an oracle step's target or an alternative — even one of another tab
+// that shares its screen space (KAlgebra's 2D and 3D Remove buttons once
+// let a planner of skill 0 clear the graph by a click meant for the hidden
+// 3D tab).
+func TestWrongPlanClicksMissEverySolution(t *testing.T) {
+	tm := mdlStartModels(t, mdlFastConfig())
+	checked := 0
+	for _, task := range tm.m.world.tasks() {
+		oracle := mdlTaskOracle(task)
+		var boxes []image.Rectangle
+		var labels []string
+		for _, label := range task.Alternatives {
+			labels = append(labels, label)
+		}
+		for _, st := range oracle {
+			labels = append(labels, st.Target)
+		}
+		for _, label := range labels {
+			if e, ok := tm.m.lookupLabel(label); ok {
+				boxes = append(boxes, e.Box)
+			}
+		}
+		for k, next := range oracle {
+			for seed := range 200 {
+				r := rand.New(rand.NewPCG(uint64(seed), uint64(k)))
+				text := tm.m.wrongPlan(task, next, r)
+				p, err := uitars.Parse(text, uitars.DefaultOptions())
+				if err != nil {
+					t.Fatalf("task %s step %d: wrong plan %q does not parse: %v", mdlTaskID(task), k, text, err)
+				}
+				for _, a := range p.Actions {
+					if a.Type != traj.Click || a.Point == nil {
+						continue
+					}
+					checked++
+					pt := image.Pt(int(a.Point.X*ScreenW), int(a.Point.Y*ScreenH))
+					for i, b := range boxes {
+						if pt.In(b) {
+							t.Errorf("task %s step %d: wrong plan %q clicks (%d,%d) inside %v of a solution element", mdlTaskID(task), k, text, pt.X, pt.Y, boxes[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no wrong click was checked")
 	}
 }

@@ -104,6 +104,8 @@ type queue struct {
 	pending  []*item
 	inflight int
 	waiting  int // workers holding a VM while they wait for a job it can run
+	// parked holds the VMs of those workers.
+	parked map[string]bool
 	// usable lists the VMs in rotation (Pool.Usable).
 	usable func() []string
 }
@@ -118,7 +120,7 @@ type item struct {
 }
 
 func newQueue(jobs []Job, usable func() []string) *queue {
-	q := &queue{usable: usable}
+	q := &queue{usable: usable, parked: map[string]bool{}}
 	q.cond = sync.NewCond(&q.mu)
 	for _, j := range jobs {
 		q.pending = append(q.pending, &item{job: j, res: Result{Job: j}})
@@ -145,15 +147,27 @@ func (q *queue) pop() (*item, bool) {
 }
 
 // wantsOtherVM reports whether it, leased vm, should be exchanged: it
-// failed on vm and another VM in rotation is one it did not fail on.
+// failed on vm and another VM could take it (see elsewhere).
 func (q *queue) wantsOtherVM(it *item, vm string) bool {
-	return it.failedOn[vm] && elsewhere(it.failedOn, q.usable())
+	if !it.failedOn[vm] {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.elsewhereLocked(it.failedOn)
 }
 
-// elsewhere reports whether a VM in usable is not in failed.
-func elsewhere(failed map[string]bool, usable []string) bool {
+// elsewhereLocked reports whether a VM in rotation that a job did not fail
+// on may still take it: one that is not parked by a worker in exchange
+// (which would keep it for another job).
+func (q *queue) elsewhereLocked(failed map[string]bool) bool {
+	return q.elsewhereIn(q.usable(), failed)
+}
+
+// elsewhereIn is elsewhereLocked over a list of the VMs in rotation.
+func (q *queue) elsewhereIn(usable []string, failed map[string]bool) bool {
 	for _, id := range usable {
-		if !failed[id] {
+		if !failed[id] && !q.parked[id] {
 			return true
 		}
 	}
@@ -172,8 +186,9 @@ const exchangeRecheck = time.Second
 // another job that failed there) when every other worker waits too or
 // maxWait passed. It returns nil when the caller should hand vm back
 // unused and pop again: the queue is done, or another worker took it and
-// vm is the only VM in rotation left for it (that worker may be waiting
-// in Lease for this very VM), or it has waited maxWait for a job since.
+// no VM but vm can take it any more — every other one in rotation failed
+// it or is parked in an exchange (that worker may be waiting in Lease for
+// this very VM) — or it has waited maxWait for a job since.
 //
 // While another worker holds it and other VMs can still run it, the
 // caller keeps vm: handing vm back at once would give it to that worker,
@@ -186,12 +201,18 @@ func (q *queue) exchange(ctx context.Context, it *item, vm string, workers int, 
 	q.pending = append([]*item{it}, q.pending...)
 	q.inflight--
 	q.waiting++
-	defer func() { q.waiting-- }()
+	q.parked[vm] = true
+	defer func() {
+		q.waiting--
+		delete(q.parked, vm)
+	}()
 	deadline := time.Now().Add(maxWait)
 	q.cond.Broadcast()
 	for {
+		// A job that did not fail on vm, or one no other VM can take.
+		usable := q.usable()
 		for i, other := range q.pending {
-			if !other.failedOn[vm] {
+			if !other.failedOn[vm] || !q.elsewhereIn(usable, other.failedOn) {
 				return q.takeLocked(i)
 			}
 		}
@@ -202,7 +223,7 @@ func (q *queue) exchange(ctx context.Context, it *item, vm string, workers int, 
 			return nil
 		case len(q.pending) > 0 && (q.waiting >= workers || expired):
 			return q.takeLocked(0) // nothing better will come
-		case taken && (expired || !elsewhere(failed, q.usable())):
+		case taken && (expired || !q.elsewhereIn(usable, failed)):
 			return nil
 		}
 		wake := time.AfterFunc(min(exchangeRecheck, time.Until(deadline)), q.cond.Broadcast)

@@ -195,3 +195,46 @@ func TestSchedulerUnusedVMKeepsItsFailures(t *testing.T) {
 		t.Error("no VM was handed back unused in any round: the test no longer reaches the exchange path")
 	}
 }
+
+// More workers than usable VMs (half the pool hangs at start and is
+// quarantined), and every episode fails its first attempt. Seen stalling
+// for the 10-minute retry wait: a worker parked the last usable VM to wait
+// for a job that had not failed there, while every pending job had, and
+// the other workers waited in Lease for that very VM. A job that no other
+// VM in rotation can take now runs on the parked one.
+func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
+	for round := range 4 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			pool := simPool(t, 4, map[int]bool{2: true, 3: true})
+			var jobs []Job
+			fail := map[EpisodeKey]bool{}
+			for i := range 6 {
+				id := fmt.Sprintf("T%d", i)
+				jobs = append(jobs, Job{Task: &scienceboard.Task{ID: id, Steps: 10 - i}, Sample: 0})
+				fail[EpisodeKey{id, 0}] = true
+			}
+			r := &failFirst{fail: fail, runs: map[EpisodeKey][]string{}}
+			s := &Scheduler{Runner: r, Pool: poolAdapter{pool}, Workers: 4, EnvRetries: 2, Samples: 1, Mode: Dynamic,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			start := time.Now()
+			results, err := s.Run(ctx, jobs)
+			if err != nil {
+				for _, v := range pool.VMs() {
+					t.Logf("%s %s failures %d q %v", v.Spec.ID, v.State, v.Failures, v.Quarantine)
+				}
+				t.Logf("usable %v runs %v", pool.Usable(), r.runs)
+				t.Fatalf("Run after %v: %v (stalled)", time.Since(start).Round(time.Millisecond), err)
+			}
+			for _, res := range results {
+				if res.Err != nil || res.Trajectory == nil || res.Trajectory.Outcome.Kind != traj.OutcomeFinished {
+					t.Errorf("%s/%d: %+v: want it finished", res.Job.Task.ID, res.Job.Sample, res)
+				}
+				if len(res.VMs) != 2 {
+					t.Errorf("%s/%d ran on %v: want the failed attempt and one retry", res.Job.Task.ID, res.Job.Sample, res.VMs)
+				}
+			}
+		})
+	}
+}

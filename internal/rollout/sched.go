@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -74,7 +73,9 @@ const (
 type Scheduler struct {
 	Runner Runner
 	Pool   Pool
-	// Workers is how many episodes run at once (the pool size).
+	// Workers is how many episodes run at once: the pool size (with fewer
+	// workers than VMs, a retry parked on a VM it failed on may wait for a
+	// busy VM while another sits idle).
 	Workers int
 	// EnvRetries bounds how often an episode that ended by an environment
 	// error is run again — in Dynamic mode on another VM when one frees up,
@@ -96,18 +97,23 @@ type Scheduler struct {
 	Log     *slog.Logger
 }
 
-// queue is the shared job queue of the dynamic mode: jobs that end by an
-// environment error go back to its front.
+// queue is the shared job queue of the dynamic mode. A worker leases a VM
+// first and then takes the job to run on it (next), so that no job waits
+// inside a Lease call while a VM that could run it sits with another
+// worker. Jobs that end by an environment error go back to the front.
 type queue struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	pending  []*item
 	inflight int
-	waiting  int // workers holding a VM while they wait for a job it can run
-	// parked holds the VMs of those workers.
+	workers  int
+	// parked holds the VMs of workers waiting in next for a job their VM
+	// can run.
 	parked map[string]bool
 	// usable lists the VMs in rotation (Pool.Usable).
 	usable func() []string
+	// maxWait bounds how long a retry waits for a VM it did not fail on.
+	maxWait time.Duration
 }
 
 type item struct {
@@ -117,10 +123,12 @@ type item struct {
 	// error; a retry prefers any other VM. Written by the worker that runs
 	// the job, read by others only while it is pending.
 	failedOn map[string]bool
+	// since is when the job last went back to the queue as a retry.
+	since time.Time
 }
 
-func newQueue(jobs []Job, usable func() []string) *queue {
-	q := &queue{usable: usable, parked: map[string]bool{}}
+func newQueue(jobs []Job, workers int, usable func() []string, maxWait time.Duration) *queue {
+	q := &queue{workers: workers, usable: usable, maxWait: maxWait, parked: map[string]bool{}}
 	q.cond = sync.NewCond(&q.mu)
 	for _, j := range jobs {
 		q.pending = append(q.pending, &item{job: j, res: Result{Job: j}})
@@ -128,114 +136,84 @@ func newQueue(jobs []Job, usable func() []string) *queue {
 	return q
 }
 
-// pop returns the next job, blocking while others are in flight (they may
-// come back); ok is false when everything is done.
-func (q *queue) pop() (*item, bool) {
+// await blocks while nothing is pending and jobs are in flight (they may
+// come back); it reports whether a job is pending (false: all done, or
+// drained).
+func (q *queue) await() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.pending) == 0 && q.inflight > 0 {
 		q.cond.Wait()
 	}
-	if len(q.pending) == 0 {
-		return nil, false
-	}
-	it := q.pending[0]
-	q.pending = q.pending[1:]
-	q.inflight++
-	q.cond.Broadcast() // a worker in exchange may be waiting to see it taken
-	return it, true
+	return len(q.pending) > 0
 }
 
-// wantsOtherVM reports whether it, leased vm, should be exchanged: it
-// failed on vm and another VM could take it (see elsewhere).
-func (q *queue) wantsOtherVM(it *item, vm string) bool {
-	if !it.failedOn[vm] {
-		return false
-	}
+// take removes the first pending job without waiting (nil: none).
+func (q *queue) take() *item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.elsewhereLocked(it.failedOn)
+	if len(q.pending) == 0 {
+		return nil
+	}
+	return q.takeLocked(0)
 }
 
-// elsewhereLocked reports whether a VM in rotation that a job did not fail
-// on may still take it: one that is not parked by a worker in exchange
-// (which would keep it for another job).
-func (q *queue) elsewhereLocked(failed map[string]bool) bool {
-	return q.elsewhereIn(q.usable(), failed)
+// recheck is how often a worker parked in next looks at the pool again: a
+// quarantine can leave its VM the only one a pending job can still run on,
+// and the pool does not signal the queue.
+const recheck = time.Second
+
+// next returns the job to run on vm, a VM the caller has leased: the first
+// pending job that did not fail on vm; else the first that no other VM in
+// rotation can take, or that has waited maxWait as a retry, or any when
+// every worker is parked. Otherwise — every pending job failed on vm and
+// can go elsewhere — the caller stays parked with vm, waiting for a job
+// vm can run. It returns nil when nothing is pending (or ctx ended): the
+// caller hands vm back unused.
+func (q *queue) next(ctx context.Context, vm string) *item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	defer delete(q.parked, vm)
+	for {
+		if len(q.pending) == 0 || ctx.Err() != nil {
+			return nil
+		}
+		for i, it := range q.pending {
+			if !it.failedOn[vm] {
+				return q.takeLocked(i)
+			}
+		}
+		usable, now := q.usable(), time.Now()
+		for i, it := range q.pending {
+			if !elsewhere(usable, it.failedOn) || now.Sub(it.since) >= q.maxWait {
+				return q.takeLocked(i)
+			}
+		}
+		q.parked[vm] = true
+		if len(q.parked) >= q.workers {
+			return q.takeLocked(0) // nobody else can take a job
+		}
+		wake := time.AfterFunc(recheck, q.cond.Broadcast)
+		q.cond.Wait()
+		wake.Stop()
+	}
 }
 
-// elsewhereIn is elsewhereLocked over a list of the VMs in rotation.
-func (q *queue) elsewhereIn(usable []string, failed map[string]bool) bool {
+// elsewhere reports whether a VM in usable is not in failed.
+func elsewhere(usable []string, failed map[string]bool) bool {
 	for _, id := range usable {
-		if !failed[id] && !q.parked[id] {
+		if !failed[id] {
 			return true
 		}
 	}
 	return false
 }
 
-// exchangeRecheck is how often a worker waiting in exchange looks at the
-// pool again: a quarantine can leave it holding the one VM the job it gave
-// back can still run on, and the pool does not signal the queue.
-const exchangeRecheck = time.Second
-
-// exchange is called by a worker that leased vm for it, a job that already
-// failed on vm. It puts it back at the front and waits, keeping the VM, for
-// a pending job that did not fail on vm — meanwhile a worker whose VM frees
-// up takes it. It returns the job to run on vm; that is it itself (or
-// another job that failed there) when every other worker waits too or
-// maxWait passed. It returns nil when the caller should hand vm back
-// unused and pop again: the queue is done, or another worker took it and
-// no VM but vm can take it any more — every other one in rotation failed
-// it or is parked in an exchange (that worker may be waiting in Lease for
-// this very VM) — or it has waited maxWait for a job since.
-//
-// While another worker holds it and other VMs can still run it, the
-// caller keeps vm: handing vm back at once would give it to that worker,
-// which would pass it back again, and the two would trade the job and
-// the VM until another VM freed up.
-func (q *queue) exchange(ctx context.Context, it *item, vm string, workers int, maxWait time.Duration) *item {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	failed := maps.Clone(it.failedOn) // it is ours only until another worker takes it
-	q.pending = append([]*item{it}, q.pending...)
-	q.inflight--
-	q.waiting++
-	q.parked[vm] = true
-	defer func() {
-		q.waiting--
-		delete(q.parked, vm)
-	}()
-	deadline := time.Now().Add(maxWait)
-	q.cond.Broadcast()
-	for {
-		// A job that did not fail on vm, or one no other VM can take.
-		usable := q.usable()
-		for i, other := range q.pending {
-			if !other.failedOn[vm] || !q.elsewhereIn(usable, other.failedOn) {
-				return q.takeLocked(i)
-			}
-		}
-		taken := !slices.Contains(q.pending, it)
-		expired := !time.Now().Before(deadline)
-		switch {
-		case len(q.pending) == 0 && q.inflight == 0, ctx.Err() != nil:
-			return nil
-		case len(q.pending) > 0 && (q.waiting >= workers || expired):
-			return q.takeLocked(0) // nothing better will come
-		case taken && (expired || !q.elsewhereIn(usable, failed)):
-			return nil
-		}
-		wake := time.AfterFunc(min(exchangeRecheck, time.Until(deadline)), q.cond.Broadcast)
-		q.cond.Wait()
-		wake.Stop()
-	}
-}
-
 func (q *queue) takeLocked(i int) *item {
 	it := q.pending[i]
 	q.pending = append(q.pending[:i], q.pending[i+1:]...)
 	q.inflight++
+	q.cond.Broadcast() // a parked worker may be waiting for the queue to change
 	return it
 }
 
@@ -244,6 +222,7 @@ func (q *queue) finish(it *item, retry bool) {
 	q.mu.Lock()
 	q.inflight--
 	if retry {
+		it.since = time.Now()
 		q.pending = append([]*item{it}, q.pending...)
 	}
 	q.mu.Unlock()
@@ -317,33 +296,36 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 		// task order are kept among equals.
 		order := slices.Clone(jobs)
 		slices.SortStableFunc(order, func(a, b Job) int { return cmp.Compare(b.Task.Steps, a.Task.Steps) })
-		q := newQueue(order, s.Pool.Usable)
+		q := newQueue(order, s.Workers, s.Pool.Usable, retryWait)
 		stop := context.AfterFunc(ctx, q.drain)
 		defer stop()
 		for range s.Workers {
 			wg.Add(1)
 			go func() { // owned: waited for below
 				defer wg.Done()
-				for {
-					it, ok := q.pop()
-					if !ok || ctx.Err() != nil {
-						if ok {
+				for q.await() && ctx.Err() == nil {
+					vm, err := s.Pool.Lease(ctx)
+					if err != nil {
+						if ctx.Err() != nil {
+							return
+						}
+						// No VM can be had (every VM quarantined): the
+						// next job ends with the pool's error.
+						if it := q.take(); it != nil {
+							it.res.Err = fmt.Errorf("lease a VM for %s/%d: %w", it.job.Task.ID, it.job.Sample, err)
+							record(it.res)
 							q.finish(it, false)
 						}
-						return
+						continue
 					}
-					vm, ok := s.lease(ctx, it)
-					if ok && q.wantsOtherVM(it, vm.ID()) {
-						// A retry goes to another VM: run another job here
-						// while a worker whose VM frees up takes this one.
-						if it = q.exchange(ctx, it, vm.ID(), s.Workers, retryWait); it == nil {
-							// Unused: a healthy verdict here would wipe
-							// the failures that should quarantine it.
-							s.Pool.Return(vm)
-							continue // pop again: it ends when the queue is done
-						}
+					it := q.next(ctx, vm.ID())
+					if it == nil {
+						// Unused: a healthy verdict here would wipe the
+						// failures that should quarantine it.
+						s.Pool.Return(vm)
+						continue
 					}
-					retry := ok && s.attempt(ctx, it, vm)
+					retry := s.attempt(ctx, it, vm)
 					if !retry && (it.res.Trajectory != nil || it.res.Err != nil) {
 						// Also as ctx ends: a trajectory published just
 						// then is on the stream and in the ledger.

@@ -46,6 +46,12 @@ func (r *failFirst) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory
 // real vmpool.Pool over them.
 func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmpool.Pool {
 	t.Helper()
+	return simPoolWith(t, n, hung, nil, opts...)
+}
+
+// simPoolWith is simPool with a change to the pool's configuration.
+func simPoolWith(t *testing.T, n int, hung map[int]bool, edit func(*vmpool.PoolConfig), opts ...vmpool.Option) *vmpool.Pool {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	urls := make([]string, n)
@@ -62,10 +68,14 @@ func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmp
 	}
 	sc := vmpool.SimURLs(urls...)
 	sc.PollInterval = 5 * time.Millisecond
-	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{
+	cfg := vmpool.PoolConfig{
 		ID: "sched-test", Backend: vmpool.BackendSim, Sim: &sc, IdleCheck: -1, LockDir: t.TempDir(),
 		RetryWait: 10 * time.Millisecond, Timeouts: vmpool.Timeouts{Start: 2 * time.Second, Reset: 2 * time.Second},
-	}, append([]vmpool.Option{vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	pool, err := vmpool.NewPool(ctx, cfg, append([]vmpool.Option{vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,38 +213,54 @@ func TestSchedulerUnusedVMKeepsItsFailures(t *testing.T) {
 // the other workers waited in Lease for that very VM. A job that no other
 // VM in rotation can take now runs on the parked one.
 func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
-	for round := range 4 {
-		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			pool := simPool(t, 4, map[int]bool{2: true, 3: true})
-			var jobs []Job
-			fail := map[EpisodeKey]bool{}
-			for i := range 6 {
-				id := fmt.Sprintf("T%d", i)
-				jobs = append(jobs, Job{Task: &scienceboard.Task{ID: id, Steps: 10 - i}, Sample: 0})
-				fail[EpisodeKey{id, 0}] = true
-			}
-			r := &failFirst{fail: fail, runs: map[EpisodeKey][]string{}}
-			s := &Scheduler{Runner: r, Pool: poolAdapter{pool}, Workers: 4, EnvRetries: 2, Samples: 1, Mode: Dynamic,
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			start := time.Now()
-			results, err := s.Run(ctx, jobs)
-			if err != nil {
-				for _, v := range pool.VMs() {
-					t.Logf("%s %s failures %d q %v", v.Spec.ID, v.State, v.Failures, v.Quarantine)
+	for _, tc := range []struct {
+		name       string
+		quarantine int // failures in a row (0: the default, 3)
+	}{
+		// The usable VMs fail fresh episodes often enough to be
+		// quarantined too: the run must end anyway, with the jobs left
+		// over failing for want of a VM.
+		{"default-quarantine", 0},
+		// The failures belong to the episodes, not the VMs: every job
+		// finishes on its retry.
+		{"no-quarantine", 100},
+	} {
+		for round := range 4 {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, round), func(t *testing.T) {
+				pool := simPoolWith(t, 4, map[int]bool{2: true, 3: true}, func(c *vmpool.PoolConfig) { c.QuarantineAfter = tc.quarantine })
+				var jobs []Job
+				fail := map[EpisodeKey]bool{}
+				for i := range 6 {
+					id := fmt.Sprintf("T%d", i)
+					jobs = append(jobs, Job{Task: &scienceboard.Task{ID: id, Steps: 10 - i}, Sample: 0})
+					fail[EpisodeKey{id, 0}] = true
 				}
-				t.Logf("usable %v runs %v", pool.Usable(), r.runs)
-				t.Fatalf("Run after %v: %v (stalled)", time.Since(start).Round(time.Millisecond), err)
-			}
-			for _, res := range results {
-				if res.Err != nil || res.Trajectory == nil || res.Trajectory.Outcome.Kind != traj.OutcomeFinished {
-					t.Errorf("%s/%d: %+v: want it finished", res.Job.Task.ID, res.Job.Sample, res)
+				r := &failFirst{fail: fail, runs: map[EpisodeKey][]string{}}
+				s := &Scheduler{Runner: r, Pool: poolAdapter{pool}, Workers: 4, EnvRetries: 2, Samples: 1, Mode: Dynamic,
+					Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				start := time.Now()
+				results, err := s.Run(ctx, jobs)
+				if err != nil {
+					for _, v := range pool.VMs() {
+						t.Logf("%s %s failures %d q %v", v.Spec.ID, v.State, v.Failures, v.Quarantine)
+					}
+					t.Logf("usable %v runs %v", pool.Usable(), r.runs)
+					t.Fatalf("Run after %v: %v (stalled)", time.Since(start).Round(time.Millisecond), err)
 				}
-				if len(res.VMs) != 2 {
-					t.Errorf("%s/%d ran on %v: want the failed attempt and one retry", res.Job.Task.ID, res.Job.Sample, res.VMs)
+				for _, res := range results {
+					finished := res.Err == nil && res.Trajectory != nil && res.Trajectory.Outcome.Kind == traj.OutcomeFinished
+					switch {
+					case tc.quarantine == 0 && !finished && !errors.Is(res.Err, vmpool.ErrNoVMs):
+						t.Errorf("%s/%d: %+v: want it finished, or failed for want of a VM", res.Job.Task.ID, res.Job.Sample, res)
+					case tc.quarantine > 0 && !finished:
+						t.Errorf("%s/%d: %+v: want it finished", res.Job.Task.ID, res.Job.Sample, res)
+					case tc.quarantine > 0 && len(res.VMs) != 2:
+						t.Errorf("%s/%d ran on %v: want the failed attempt and one retry", res.Job.Task.ID, res.Job.Sample, res.VMs)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -143,7 +143,7 @@ type Stats struct {
 	// LeaseWait is the time Lease callers spent waiting, summed.
 	LeaseWait time.Duration
 	// Busy is the time VMs spent leased, summed (leases still out count up
-	// to now).
+	// to now; leases handed back unused by Return do not count).
 	Busy time.Duration
 	// Wall is the time since the pool was created.
 	Wall time.Duration
@@ -840,16 +840,14 @@ func (p *Pool) Return(l *Lease) error {
 	}
 	l.released = true
 	v := l.v
-	held := time.Since(l.at)
-	p.st.Busy += held
+	held := time.Since(l.at) // not Busy: the VM did no work
 	p.st.Returns++
 	v.lease = nil
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventReturned, Duration: held})
-	if p.closed {
-		return nil
+	v.state = StateReady // nobody holds it, closed pool or not
+	if !p.closed {
+		p.dispatchLocked(v)
 	}
-	v.state = StateReady
-	p.dispatchLocked(v)
 	return nil
 }
 

@@ -114,6 +114,8 @@ type queue struct {
 	usable func() []string
 	// maxWait bounds how long a retry waits for a VM it did not fail on.
 	maxWait time.Duration
+	// allDone is called once nothing is pending or in flight any more.
+	allDone func()
 }
 
 type item struct {
@@ -127,8 +129,8 @@ type item struct {
 	since time.Time
 }
 
-func newQueue(jobs []Job, workers int, usable func() []string, maxWait time.Duration) *queue {
-	q := &queue{workers: workers, usable: usable, maxWait: maxWait, parked: map[string]bool{}}
+func newQueue(jobs []Job, workers int, usable func() []string, maxWait time.Duration, allDone func()) *queue {
+	q := &queue{workers: workers, usable: usable, maxWait: maxWait, allDone: allDone, parked: map[string]bool{}}
 	q.cond = sync.NewCond(&q.mu)
 	for _, j := range jobs {
 		q.pending = append(q.pending, &item{job: j, res: Result{Job: j}})
@@ -193,7 +195,11 @@ func (q *queue) next(ctx context.Context, vm string) *item {
 		if len(q.parked) >= q.workers {
 			return q.takeLocked(0) // nobody else can take a job
 		}
-		wake := time.AfterFunc(recheck, q.cond.Broadcast)
+		wake := time.AfterFunc(recheck, func() {
+			q.mu.Lock() // so that the wake-up cannot come before Wait
+			q.cond.Broadcast()
+			q.mu.Unlock()
+		})
 		q.cond.Wait()
 		wake.Stop()
 	}
@@ -224,6 +230,9 @@ func (q *queue) finish(it *item, retry bool) {
 	if retry {
 		it.since = time.Now()
 		q.pending = append([]*item{it}, q.pending...)
+	}
+	if len(q.pending) == 0 && q.inflight == 0 && q.allDone != nil {
+		q.allDone()
 	}
 	q.mu.Unlock()
 	q.cond.Broadcast()
@@ -296,7 +305,12 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 		// task order are kept among equals.
 		order := slices.Clone(jobs)
 		slices.SortStableFunc(order, func(a, b Job) int { return cmp.Compare(b.Task.Steps, a.Task.Steps) })
-		q := newQueue(order, s.Workers, s.Pool.Usable, retryWait)
+		// Workers waiting in Lease when the last job ends stop waiting:
+		// the VMs they wait for may never come (quarantined, or held by
+		// another process).
+		lctx, allDone := context.WithCancel(ctx)
+		defer allDone()
+		q := newQueue(order, s.Workers, s.Pool.Usable, retryWait, allDone)
 		stop := context.AfterFunc(ctx, q.drain)
 		defer stop()
 		for range s.Workers {
@@ -304,10 +318,10 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 			go func() { // owned: waited for below
 				defer wg.Done()
 				for q.await() && ctx.Err() == nil {
-					vm, err := s.Pool.Lease(ctx)
+					vm, err := s.Pool.Lease(lctx)
 					if err != nil {
-						if ctx.Err() != nil {
-							return
+						if lctx.Err() != nil {
+							continue // ctx ended or the queue is done: await says which
 						}
 						// No VM can be had (every VM quarantined): the
 						// next job ends with the pool's error.
@@ -385,14 +399,20 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 		cause = ee
 	}
 	s.Pool.Release(vm, cause)
-	if t.Outcome.IsEnvError() {
+	if cause != nil {
+		// Only the VM's own failures steer the retry away from it: after a
+		// model endpoint or the blob store failed, any VM will do.
 		if it.failedOn == nil {
 			it.failedOn = map[string]bool{}
 		}
 		it.failedOn[vm.ID()] = true
 	}
 	if t.Outcome.IsEnvError() && (ee == nil || !ee.Permanent) && it.res.Attempts <= s.EnvRetries {
-		s.Log.Info("environment error; the episode goes to another VM", "task", j.Task.ID, "sample", j.Sample, "vm", vm.ID(), "reason", t.Outcome.Reason, "attempt", it.res.Attempts)
+		if cause != nil {
+			s.Log.Info("environment error; the episode goes to another VM", "task", j.Task.ID, "sample", j.Sample, "vm", vm.ID(), "reason", t.Outcome.Reason, "attempt", it.res.Attempts)
+		} else {
+			s.Log.Info("environment error outside the VM; the episode runs again", "task", j.Task.ID, "sample", j.Sample, "vm", vm.ID(), "reason", t.Outcome.Reason, "attempt", it.res.Attempts)
+		}
 		return true
 	}
 	it.res.Trajectory = t

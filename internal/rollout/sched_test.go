@@ -264,3 +264,131 @@ func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
 		}
 	}
 }
+
+// When the last job ends, a worker still waiting in Lease stops waiting:
+// here the only VM it could get is held by another process, and the VM of
+// the last job has just been quarantined (so the pool is not empty of
+// usable VMs either, and Lease would not fail on its own).
+func TestSchedulerEndsWhileAWorkerWaitsForAVM(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var urls []string
+	for i := range 2 {
+		u, err := sim.StartGuest(ctx, sim.NewMachine(sim.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("vm-%d", i)}), sim.GuestConfig{Seed: uint64(i), Clock: sim.Clock{Scale: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, u)
+	}
+	lockDir := t.TempDir()
+	quiet := vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	newPool := func(id string, quarantine int, urls ...string) *vmpool.Pool {
+		sc := vmpool.SimURLs(urls...)
+		sc.PollInterval = 5 * time.Millisecond
+		p, err := vmpool.NewPool(ctx, vmpool.PoolConfig{ID: id, Backend: vmpool.BackendSim, Sim: &sc, IdleCheck: -1,
+			LockDir: lockDir, QuarantineAfter: quarantine, RetryWait: 10 * time.Millisecond}, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close(context.Background()) })
+		return p
+	}
+	other := newPool("other-process", 0, urls[1])
+	waitCond(t, "the other pool holds its VM", func() bool { return other.Stats().Ready == 1 })
+	pool := newPool("sched-test", 1, urls...)
+	if st := pool.Stats(); st.LockedElsewhere != 1 {
+		t.Fatalf("pool stats %+v: want one VM held by the other pool", st)
+	}
+
+	r := &failOn{vm: "sim-0", runs: map[string]int{}}
+	s := &Scheduler{Runner: r, Pool: poolAdapter{pool}, Workers: 2, EnvRetries: 0, Samples: 1, Mode: Dynamic,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	results, err := s.Run(rctx, []Job{{Task: &scienceboard.Task{ID: "A", Steps: 5}, Sample: 0}})
+	if err != nil {
+		t.Fatalf("Run: %v (a worker kept waiting for a VM after the last job ended)", err)
+	}
+	if res := results[0]; res.Trajectory == nil || !res.Trajectory.Outcome.IsEnvError() {
+		t.Errorf("A/0: %+v: want its env_error trajectory kept (no retries)", res)
+	}
+	if q := pool.Quarantined(); len(q) != 1 || q[0].VM != "sim-0" {
+		t.Errorf("quarantined %+v, want sim-0", q)
+	}
+}
+
+// waitCond polls cond until it holds, failing the test after 30 s.
+func waitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// blockUntilRetry is a Runner for two jobs: "B" fails its first attempt
+// by an error outside the VM (a model endpoint), and "A" holds its VM
+// until B's retry has run, or gives up after a while and says so.
+type blockUntilRetry struct {
+	retried chan struct{}
+	once    sync.Once
+
+	mu      sync.Mutex
+	gaveUp  bool
+	bOnVM   []string
+	attempt int
+}
+
+func (r *blockUntilRetry) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
+	t := &traj.Trajectory{ID: ep.Task.ID, Outcome: traj.Outcome{Kind: traj.OutcomeFinished}}
+	if ep.Task.ID == "A" {
+		select {
+		case <-r.retried:
+		case <-time.After(20 * time.Second):
+			r.mu.Lock()
+			r.gaveUp = true
+			r.mu.Unlock()
+		}
+		return t, nil
+	}
+	r.mu.Lock()
+	r.attempt++
+	first := r.attempt == 1
+	r.bOnVM = append(r.bOnVM, ep.VM)
+	r.mu.Unlock()
+	if first {
+		ee := &agent.EnvError{Op: "planner", Err: errors.New("model endpoint: 503")}
+		t.Outcome = traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}
+		return t, ee
+	}
+	r.once.Do(func() { close(r.retried) })
+	return t, nil
+}
+
+// An environment error outside the VM (a model endpoint failed) says
+// nothing against the VM: the retry may run on it at once, instead of
+// waiting for another VM that is busy with a long episode.
+func TestSchedulerRetryAfterAModelErrorMayUseTheSameVM(t *testing.T) {
+	pool := simPool(t, 2, nil)
+	r := &blockUntilRetry{retried: make(chan struct{})}
+	s := &Scheduler{Runner: r, Pool: poolAdapter{pool}, Workers: 2, EnvRetries: 1, Samples: 1, Mode: Dynamic,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jobs := []Job{{Task: &scienceboard.Task{ID: "A", Steps: 10}}, {Task: &scienceboard.Task{ID: "B", Steps: 5}}}
+	results, err := s.Run(ctx, jobs)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r.gaveUp {
+		t.Errorf("B's retry (on %v) waited for A's VM: an error outside the VM steered it away from its own", r.bOnVM)
+	}
+	for _, res := range results {
+		if res.Trajectory == nil || res.Trajectory.Outcome.Kind != traj.OutcomeFinished {
+			t.Errorf("%s: %+v: want it finished", res.Job.Task.ID, res)
+		}
+	}
+}

@@ -52,6 +52,13 @@ func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmp
 // simPoolWith is simPool with a change to the pool's configuration.
 func simPoolWith(t *testing.T, n int, hung map[int]bool, edit func(*vmpool.PoolConfig), opts ...vmpool.Option) *vmpool.Pool {
 	t.Helper()
+	return poolOver(t, startGuests(t, n, hung), edit, opts...)
+}
+
+// startGuests starts n simulated guests (those in hung with a snapshot
+// revert that never ends) and returns their URLs.
+func startGuests(t *testing.T, n int, hung map[int]bool) []string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	urls := make([]string, n)
@@ -66,6 +73,13 @@ func simPoolWith(t *testing.T, n int, hung map[int]bool, edit func(*vmpool.PoolC
 		}
 		urls[i] = u
 	}
+	return urls
+}
+
+// poolOver is a real vmpool.Pool over simulated guests at urls, closed at
+// the test's end; edit changes its configuration.
+func poolOver(t *testing.T, urls []string, edit func(*vmpool.PoolConfig), opts ...vmpool.Option) *vmpool.Pool {
+	t.Helper()
 	sc := vmpool.SimURLs(urls...)
 	sc.PollInterval = 5 * time.Millisecond
 	cfg := vmpool.PoolConfig{
@@ -75,7 +89,7 @@ func simPoolWith(t *testing.T, n int, hung map[int]bool, edit func(*vmpool.PoolC
 	if edit != nil {
 		edit(&cfg)
 	}
-	pool, err := vmpool.NewPool(ctx, cfg, append([]vmpool.Option{vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
+	pool, err := vmpool.NewPool(context.Background(), cfg, append([]vmpool.Option{vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,32 +284,11 @@ func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
 // the last job has just been quarantined (so the pool is not empty of
 // usable VMs either, and Lease would not fail on its own).
 func TestSchedulerEndsWhileAWorkerWaitsForAVM(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	var urls []string
-	for i := range 2 {
-		u, err := sim.StartGuest(ctx, sim.NewMachine(sim.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("vm-%d", i)}), sim.GuestConfig{Seed: uint64(i), Clock: sim.Clock{Scale: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		urls = append(urls, u)
-	}
+	urls := startGuests(t, 2, nil)
 	lockDir := t.TempDir()
-	quiet := vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	newPool := func(id string, quarantine int, urls ...string) *vmpool.Pool {
-		sc := vmpool.SimURLs(urls...)
-		sc.PollInterval = 5 * time.Millisecond
-		p, err := vmpool.NewPool(ctx, vmpool.PoolConfig{ID: id, Backend: vmpool.BackendSim, Sim: &sc, IdleCheck: -1,
-			LockDir: lockDir, QuarantineAfter: quarantine, RetryWait: 10 * time.Millisecond}, quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close(context.Background()) })
-		return p
-	}
-	other := newPool("other-process", 0, urls[1])
+	other := poolOver(t, urls[1:], func(c *vmpool.PoolConfig) { c.ID, c.LockDir = "other-process", lockDir })
 	waitCond(t, "the other pool holds its VM", func() bool { return other.Stats().Ready == 1 })
-	pool := newPool("sched-test", 1, urls...)
+	pool := poolOver(t, urls, func(c *vmpool.PoolConfig) { c.LockDir, c.QuarantineAfter = lockDir, 1 })
 	if st := pool.Stats(); st.LockedElsewhere != 1 {
 		t.Fatalf("pool stats %+v: want one VM held by the other pool", st)
 	}
@@ -303,7 +296,7 @@ func TestSchedulerEndsWhileAWorkerWaitsForAVM(t *testing.T) {
 	r := &failOn{vm: "sim-0", runs: map[string]int{}}
 	s := &Scheduler{Runner: r, Pool: poolAdapter{pool}, Workers: 2, EnvRetries: 0, Samples: 1, Mode: Dynamic,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer rcancel()
 	results, err := s.Run(rctx, []Job{{Task: &scienceboard.Task{ID: "A", Steps: 5}, Sample: 0}})
 	if err != nil {

@@ -830,19 +830,14 @@ func (p *Pool) ReleaseErr(l *Lease, cause error) error { return p.release(l, cau
 // Return returns ErrReleased for a lease released or returned before, and
 // nil after Close.
 func (p *Pool) Return(l *Lease) error {
-	if l == nil || l.p != p {
-		return errors.New("vmpool: return: not a lease of this pool")
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if l.released {
-		return fmt.Errorf("%w (vm %s)", ErrReleased, l.spec.ID)
+	v, held, err := p.endLeaseLocked(l, "return")
+	if err != nil {
+		return err
 	}
-	l.released = true
-	v := l.v
-	held := time.Since(l.at) // not Busy: the VM did no work
+	// held is not Busy: the VM did no work.
 	p.st.Returns++
-	v.lease = nil
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventReturned, Duration: held})
 	v.state = StateReady // nobody holds it, closed pool or not
 	if !p.closed {
@@ -851,21 +846,30 @@ func (p *Pool) Return(l *Lease) error {
 	return nil
 }
 
-func (p *Pool) release(l *Lease, cause error) error {
+// endLeaseLocked ends l (Release or Return, named by op): it returns l's
+// VM, now held by nobody, and how long l was held; ErrReleased when l
+// ended before.
+func (p *Pool) endLeaseLocked(l *Lease, op string) (*vm, time.Duration, error) {
 	if l == nil || l.p != p {
-		return errors.New("vmpool: release: not a lease of this pool")
+		return nil, 0, fmt.Errorf("vmpool: %s: not a lease of this pool", op)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if l.released {
-		return fmt.Errorf("%w (vm %s)", ErrReleased, l.spec.ID)
+		return nil, 0, fmt.Errorf("%w (vm %s)", ErrReleased, l.spec.ID)
 	}
 	l.released = true
-	v := l.v
-	held := time.Since(l.at)
+	l.v.lease = nil
+	return l.v, time.Since(l.at), nil
+}
+
+func (p *Pool) release(l *Lease, cause error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, held, err := p.endLeaseLocked(l, "release")
+	if err != nil {
+		return err
+	}
 	p.st.Busy += held
 	p.st.Releases++
-	v.lease = nil
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventReleased, Healthy: cause == nil, Duration: held, Err: cause})
 	if p.closed {
 		return nil

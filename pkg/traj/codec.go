@@ -52,6 +52,25 @@ func DecodeTrajectory(data []byte) (*Trajectory, error) {
 	return &t, nil
 }
 
+// DecodeJudged decodes one judged-trajectory document, as DecodeTrajectory
+// does (the schema_version of the document, the judgement and the
+// trajectory are each checked).
+func DecodeJudged(data []byte) (*Judged, error) {
+	var j Judged
+	if err := decodeStrict(data, &j, "judged trajectory"); err != nil {
+		return nil, err
+	}
+	for _, v := range []struct {
+		n    int
+		what string
+	}{{j.SchemaVersion, "judged trajectory"}, {j.Judgement.SchemaVersion, "judgement"}, {j.Trajectory.SchemaVersion, "trajectory"}} {
+		if err := checkSchema(v.n, v.what); err != nil {
+			return nil, err
+		}
+	}
+	return &j, nil
+}
+
 // DecodeJudgement decodes one judgement document, as DecodeTrajectory does.
 func DecodeJudgement(data []byte) (*Judgement, error) {
 	var j Judgement

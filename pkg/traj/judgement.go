@@ -1,22 +1,30 @@
 package traj
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+)
 
 // Decision is the judge's classification of a trajectory.
 type Decision string
 
 // Decisions. Only CleanSuccess trajectories give reference actions in
 // CODA's labeling; Undecided means the votes did not produce a usable
-// verdict (malformed answers, endpoint failures).
+// verdict (malformed answers, endpoint failures); NotJudged means no model
+// was asked (an environment-error trajectory: no verdict on the agent is
+// possible), and Judgement.Reason says why.
 const (
 	CleanSuccess     Decision = "clean_success"
 	RedundantSuccess Decision = "success_redundant"
 	Failure          Decision = "failure"
 	Undecided        Decision = "undecided"
+	NotJudged        Decision = "not_judged"
 )
 
 // Decisions lists every decision.
-var Decisions = []Decision{CleanSuccess, RedundantSuccess, Failure, Undecided}
+var Decisions = []Decision{CleanSuccess, RedundantSuccess, Failure, Undecided, NotJudged}
 
 // Verdict is the judge's result dict. Step numbers are 1-based, as the
 // judge sees the trajectory (step number n is Trajectory.Steps[n-1]).
@@ -61,6 +69,10 @@ type Vote struct {
 	Raw       string   `json:"raw,omitempty"`      // the judge's raw answer
 	Error     string   `json:"error,omitempty"`
 	LatencyMS int64    `json:"latency_ms"`
+	// Attempts is the number of model calls behind the vote: 1, or more
+	// when malformed answers were asked again (schema version 3; 0 in
+	// older documents).
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // JudgeVersion identifies the judge configuration that produced a judgement.
@@ -68,6 +80,15 @@ type JudgeVersion struct {
 	PromptSHA256 string   `json:"prompt_sha256"` // hash of the prompt template(s)
 	Models       []string `json:"models"`        // judge models, in vote order
 	Policy       string   `json:"policy"`        // voting policy, e.g. "unanimous@4+lowres"
+}
+
+// ID is a short stable name of the judge version: the first 16 hex digits
+// of the SHA-256 of its prompt hash, models and policy. Judgements of one
+// trajectory by different judge versions are distinct (message ids,
+// archive keys); by the same version, the same.
+func (v JudgeVersion) ID() string {
+	h := sha256.Sum256([]byte(v.PromptSHA256 + "\x00" + strings.Join(v.Models, "\x00") + "\x00" + v.Policy))
+	return hex.EncodeToString(h[:8])
 }
 
 // Judgement is the judge's decision on one trajectory with all its votes.
@@ -79,10 +100,32 @@ type Judgement struct {
 	App           string `json:"app"`
 	// Verdict is the combined result dict the decision rests on; nil when
 	// Decision is Undecided.
-	Verdict   *Verdict     `json:"verdict,omitempty"`
-	Decision  Decision     `json:"decision"`
+	Verdict  *Verdict `json:"verdict,omitempty"`
+	Decision Decision `json:"decision"`
+	// Reason says why the decision is NotJudged or Undecided (schema
+	// version 3).
+	Reason    string       `json:"reason,omitempty"`
 	Votes     []Vote       `json:"votes"`
 	Judge     JudgeVersion `json:"judge"`
 	JudgedAt  time.Time    `json:"judged_at"`
 	LatencyMS int64        `json:"latency_ms"`
+}
+
+// Calls is the number of model calls behind the judgement (a vote from a
+// document without attempts counts one).
+func (j *Judgement) Calls() int {
+	n := 0
+	for _, v := range j.Votes {
+		n += max(v.Attempts, 1)
+	}
+	return n
+}
+
+// Judged is a trajectory with its judgement: what the judge publishes on
+// CODA_JUDGED and keeps in its archive, and what advantage and sftpack
+// read.
+type Judged struct {
+	SchemaVersion int        `json:"schema_version"`
+	Judgement     Judgement  `json:"judgement"`
+	Trajectory    Trajectory `json:"trajectory"`
 }

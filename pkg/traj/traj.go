@@ -11,7 +11,9 @@ import "time"
 //   - 2: each model records its coordinate space (ModelRef.Coords), and a
 //     candidate whose output did not parse says which kind of failure it
 //     was (Candidate.ParseErrorKind).
-const SchemaVersion = 2
+//   - 3: judgements may be NotJudged (with a Reason, and no votes), votes
+//     count their Attempts; the Judged document (judgement + trajectory).
+const SchemaVersion = 3
 
 // TaskRef identifies the task a trajectory ran.
 type TaskRef struct {

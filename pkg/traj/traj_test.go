@@ -128,8 +128,8 @@ func exampleJudgement() *Judgement {
 		Verdict:  &v,
 		Decision: CleanSuccess,
 		Votes: []Vote{
-			{Model: "Qwen2.5-VL-72B-Instruct", Endpoint: "http://judge:8002/v1", Resolution: "640x400", Temperature: 1, TopP: 0.6, Verdict: &v, Captions: []string{"ChimeraX with an empty view", "2olx loaded"}, LatencyMS: 3100},
-			{Model: "Qwen2.5-VL-72B-Instruct", Endpoint: "http://judge:8002/v1", Resolution: "1280x800", Temperature: 1, TopP: 0.6, Error: "no result dict in the answer", Raw: "I think it worked.", LatencyMS: 2900},
+			{Model: "Qwen2.5-VL-72B-Instruct", Endpoint: "http://judge:8002/v1", Resolution: "640x400", Temperature: 1, TopP: 0.6, Verdict: &v, Captions: []string{"ChimeraX with an empty view", "2olx loaded"}, LatencyMS: 3100, Attempts: 1},
+			{Model: "Qwen2.5-VL-72B-Instruct", Endpoint: "http://judge:8002/v1", Resolution: "1280x800", Temperature: 1, TopP: 0.6, Error: "no result dict in the answer", Raw: "I think it worked.", LatencyMS: 2900, Attempts: 3},
 		},
 		Judge:     JudgeVersion{PromptSHA256: strings.Repeat("0f", 32), Models: []string{"Qwen2.5-VL-72B-Instruct"}, Policy: "unanimous@4+lowres"},
 		JudgedAt:  time.Date(2026, 11, 21, 2, 5, 0, 0, time.UTC),
@@ -381,7 +381,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"syntax", "{\n  \"id\": \"x\",\n  oops\n}", "line 3, column 3"},
 		{"type", "{\n  \"schema_version\": \"one\"\n}", "field \"schema_version\""},
 		{"unknown field", `{"schema_version":1,"colour":"red"}`, "unknown field \"colour\""},
-		{"newer schema", `{"schema_version":3}`, "schema_version 3"},
+		{"newer schema", `{"schema_version":4}`, "schema_version 4"},
 		{"trailing", string(good) + "{}", "unexpected data after the document"},
 	}
 	for _, tc := range cases {
@@ -494,5 +494,93 @@ func TestValidateCoordsAndParseErrorKind(t *testing.T) {
 				t.Fatalf("want a problem at %s, got %v", c.bad, err)
 			}
 		})
+	}
+}
+
+func TestJudgementDecisions(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Judgement)
+		bad  string // path with a problem, "" when valid
+	}{
+		{"example", func(*Judgement) {}, ""},
+		{"not judged", func(j *Judgement) {
+			j.Decision, j.Verdict, j.Votes, j.Reason = NotJudged, nil, nil, "environment error: vm: screenshot timed out"
+		}, ""},
+		{"not judged without reason", func(j *Judgement) { j.Decision, j.Verdict, j.Votes = NotJudged, nil, nil }, "reason"},
+		{"not judged with votes", func(j *Judgement) { j.Decision, j.Verdict, j.Reason = NotJudged, nil, "x" }, "votes"},
+		{"not judged with a verdict", func(j *Judgement) { j.Decision, j.Votes, j.Reason = NotJudged, nil, "x" }, "verdict"},
+		{"undecided without votes", func(j *Judgement) { j.Decision, j.Verdict, j.Votes = Undecided, nil, nil }, "votes"},
+		{"negative attempts", func(j *Judgement) { j.Votes[0].Attempts = -1 }, "votes[0].attempts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := exampleJudgement()
+			c.edit(j)
+			err := j.Validate()
+			if c.bad == "" {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !ve.Has(c.bad) {
+				t.Fatalf("want a problem at %s, got %v", c.bad, err)
+			}
+		})
+	}
+	if n := exampleJudgement().Calls(); n != 4 {
+		t.Errorf("Calls() = %d, want 1 + 3 attempts", n)
+	}
+}
+
+func TestJudgedDocument(t *testing.T) {
+	j := Judged{SchemaVersion: SchemaVersion, Judgement: *exampleJudgement(), Trajectory: *exampleTrajectory()}
+	if err := j.Validate(); err != nil {
+		t.Fatalf("example must be valid: %v", err)
+	}
+	b, err := MarshalCompact(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeJudged(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := MarshalCompact(back); !bytes.Equal(again, b) {
+		t.Fatal("decode+encode of a judged document is not byte-identical")
+	}
+	j.Judgement.TrajectoryID = "01KAKQ3J0G7ZR4X2M5T8V9W6YC"
+	j.Trajectory.Steps[0].Index = 5
+	var ve *ValidationError
+	if err := j.Validate(); !errors.As(err, &ve) || !ve.Has("judgement.trajectory_id") || !ve.Has("trajectory.steps[0].index") {
+		t.Fatalf("want problems at judgement.trajectory_id and trajectory.steps[0].index, got %v", err)
+	}
+	if _, err := DecodeJudged([]byte(`{"schema_version":3,"judgement":{"schema_version":9},"trajectory":{"schema_version":3}}`)); !errors.Is(err, ErrSchemaVersion) {
+		t.Fatalf("a newer judgement inside: %v, want ErrSchemaVersion", err)
+	}
+}
+
+func TestJudgeVersionID(t *testing.T) {
+	v := exampleJudgement().Judge
+	id := v.ID()
+	if len(id) != 16 || strings.Trim(id, "0123456789abcdef") != "" {
+		t.Fatalf("ID %q: want 16 hex digits", id)
+	}
+	if v.ID() != id {
+		t.Fatal("ID is not stable")
+	}
+	for _, edit := range []func(*JudgeVersion){
+		func(v *JudgeVersion) { v.Policy = "majority@4" },
+		func(v *JudgeVersion) { v.Models = append(v.Models, "other") },
+		func(v *JudgeVersion) { v.PromptSHA256 = strings.Repeat("1f", 32) },
+	} {
+		w := v
+		w.Models = append([]string(nil), v.Models...)
+		edit(&w)
+		if w.ID() == id {
+			t.Errorf("%+v has the same ID as %+v", w, v)
+		}
 	}
 }

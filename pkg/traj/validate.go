@@ -1,6 +1,7 @@
 package traj
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -320,49 +321,82 @@ func (o *Outcome) validate(c *checker, p string) {
 // *ValidationError listing every problem with its field path, or nil.
 func (j *Judgement) Validate() error {
 	c := &checker{}
+	j.validate(c, "")
+	return c.result("judgement of " + j.TrajectoryID)
+}
+
+func (j *Judgement) validate(c *checker, p string) {
 	if j.SchemaVersion < 1 || j.SchemaVersion > SchemaVersion {
-		c.add("schema_version", "want 1..%d, got %d", SchemaVersion, j.SchemaVersion)
+		c.add(p+"schema_version", "want 1..%d, got %d", SchemaVersion, j.SchemaVersion)
 	}
 	if err := checkID(j.TrajectoryID); err != nil {
-		c.add("trajectory_id", "%v", err)
+		c.add(p+"trajectory_id", "%v", err)
 	}
-	c.nonEmpty("run", j.Run)
-	c.nonEmpty("task_id", j.TaskID)
-	c.nonEmpty("app", j.App)
+	c.nonEmpty(p+"run", j.Run)
+	c.nonEmpty(p+"task_id", j.TaskID)
+	c.nonEmpty(p+"app", j.App)
 	if !slices.Contains(Decisions, j.Decision) {
-		c.add("decision", "want one of %v, got %q", Decisions, j.Decision)
+		c.add(p+"decision", "want one of %v, got %q", Decisions, j.Decision)
 	}
 	switch {
-	case j.Verdict == nil && j.Decision != Undecided && j.Decision != "":
-		c.add("verdict", "required for decision %q", j.Decision)
-	case j.Verdict != nil && j.Decision == Undecided:
-		c.add("verdict", "set although the decision is undecided")
+	case j.Verdict == nil && j.Decision != Undecided && j.Decision != NotJudged && j.Decision != "":
+		c.add(p+"verdict", "required for decision %q", j.Decision)
+	case j.Verdict != nil && (j.Decision == Undecided || j.Decision == NotJudged):
+		c.add(p+"verdict", "set although the decision is %s", j.Decision)
 	case j.Verdict != nil:
-		j.Verdict.validate(c, "verdict")
+		j.Verdict.validate(c, p+"verdict")
 		if d := j.Verdict.Decide(); d != j.Decision && slices.Contains(Decisions, j.Decision) {
-			c.add("decision", "verdict says %q, decision is %q", d, j.Decision)
+			c.add(p+"decision", "verdict says %q, decision is %q", d, j.Decision)
 		}
 	}
-	if len(j.Votes) == 0 {
-		c.add("votes", "at least one vote required")
+	switch {
+	case j.Decision == NotJudged:
+		c.nonEmpty(p+"reason", j.Reason)
+		if len(j.Votes) > 0 {
+			c.add(p+"votes", "%d votes although the trajectory was not judged", len(j.Votes))
+		}
+	case len(j.Votes) == 0:
+		c.add(p+"votes", "at least one vote required")
 	}
 	for i := range j.Votes {
 		v := &j.Votes[i]
-		p := fmt.Sprintf("votes[%d]", i)
-		c.nonEmpty(p+".model", v.Model)
+		vp := fmt.Sprintf("%svotes[%d]", p, i)
+		c.nonEmpty(vp+".model", v.Model)
 		if v.Verdict == nil && v.Error == "" {
-			c.add(p+".verdict", "missing, and no error says why")
+			c.add(vp+".verdict", "missing, and no error says why")
 		}
 		if v.Verdict != nil {
-			v.Verdict.validate(c, p+".verdict")
+			v.Verdict.validate(c, vp+".verdict")
 		}
-		c.nonNeg(p+".latency_ms", v.LatencyMS)
+		c.nonNeg(vp+".latency_ms", v.LatencyMS)
+		c.nonNeg(vp+".attempts", int64(v.Attempts))
 	}
-	c.nonEmpty("judge.prompt_sha256", j.Judge.PromptSHA256)
+	c.nonEmpty(p+"judge.prompt_sha256", j.Judge.PromptSHA256)
 	if j.JudgedAt.IsZero() {
-		c.add("judged_at", "required, zero time")
+		c.add(p+"judged_at", "required, zero time")
 	}
-	return c.result("judgement of " + j.TrajectoryID)
+}
+
+// Validate checks a judged trajectory: the judgement, the trajectory, and
+// that they are about the same trajectory.
+func (j *Judged) Validate() error {
+	c := &checker{}
+	if j.SchemaVersion < 1 || j.SchemaVersion > SchemaVersion {
+		c.add("schema_version", "want 1..%d, got %d", SchemaVersion, j.SchemaVersion)
+	}
+	j.Judgement.validate(c, "judgement.")
+	if err := j.Trajectory.Validate(); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			for _, f := range ve.Fields {
+				c.add("trajectory."+f.Path, "%s", f.Msg)
+			}
+		}
+	}
+	if j.Judgement.TrajectoryID != j.Trajectory.ID {
+		c.add("judgement.trajectory_id", "%q, but the trajectory is %q", j.Judgement.TrajectoryID, j.Trajectory.ID)
+	}
+	return c.result("judged trajectory " + j.Trajectory.ID)
 }
 
 func (v *Verdict) validate(c *checker, p string) {

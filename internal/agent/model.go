@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +42,10 @@ type Model struct {
 	cfg ModelConfig
 	c   *openai.Client
 	log *slog.Logger
+	// For CompleteEncoded: the endpoint's base URL without a final
+	// slash, the API key and the HTTP client go-openai uses too.
+	base, key string
+	hc        *http.Client
 }
 
 // NewModel returns a client for cfg.
@@ -72,7 +78,8 @@ func NewModel(cfg ModelConfig, log *slog.Logger) (*Model, error) {
 		// generous backstop so no call is unbounded even without one.
 		oc.HTTPClient = &http.Client{Timeout: cfg.AttemptTimeout + 10*time.Second}
 	}
-	return &Model{cfg: cfg, c: openai.NewClientWithConfig(oc), log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL)}, nil
+	return &Model{cfg: cfg, c: openai.NewClientWithConfig(oc), log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
+		base: oc.BaseURL, key: key, hc: oc.HTTPClient.(*http.Client)}, nil
 }
 
 // Name is the model name.
@@ -104,10 +111,90 @@ type Choice struct {
 // Every attempt has its own deadline; ctx bounds the whole call.
 func (m *Model) Complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	req.Model = m.cfg.Model
+	return m.retry(ctx, func(actx context.Context) (openai.ChatCompletionResponse, error) {
+		return m.c.CreateChatCompletion(actx, req)
+	})
+}
+
+// CompleteEncoded is Complete for a request whose messages are already
+// encoded: messages is their JSON array, spliced into the body as it is;
+// req.Messages must be empty. A caller that sends the same megabytes of
+// images several times with other sampling settings (the judge's votes)
+// encodes them once. Errors are those of Complete (*openai.APIError for
+// an error answer), and so are the retries.
+func (m *Model) CompleteEncoded(ctx context.Context, req openai.ChatCompletionRequest, messages []byte) (openai.ChatCompletionResponse, error) {
+	if len(req.Messages) > 0 {
+		return openai.ChatCompletionResponse{}, errors.New("agent: CompleteEncoded: req.Messages must be empty")
+	}
+	req.Model = m.cfg.Model
+	// The request without its "messages" key: a nil field at the top
+	// level hides the embedded one.
+	rest, err := json.Marshal(struct {
+		Messages *struct{} `json:"messages,omitempty"`
+		openai.ChatCompletionRequest
+	}{ChatCompletionRequest: req})
+	if err != nil {
+		return openai.ChatCompletionResponse{}, fmt.Errorf("%s: encode request: %w", m.cfg.Model, err)
+	}
+	// {"messages":<messages>,<the other fields>}
+	body := make([]byte, 0, len(messages)+len(rest)+16)
+	body = append(body, `{"messages":`...)
+	body = append(body, messages...)
+	if len(rest) > 2 {
+		body = append(body, ',')
+		body = append(body, rest[1:]...)
+	} else {
+		body = append(body, '}')
+	}
+	return m.retry(ctx, func(actx context.Context) (openai.ChatCompletionResponse, error) {
+		return m.post(actx, body)
+	})
+}
+
+// post sends one encoded chat completion request.
+func (m *Model) post(ctx context.Context, body []byte) (openai.ChatCompletionResponse, error) {
+	var out openai.ChatCompletionResponse
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return out, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("Authorization", "Bearer "+m.key)
+	resp, err := m.hc.Do(hreq)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return out, err
+	}
+	if resp.StatusCode >= 400 {
+		var er openai.ErrorResponse
+		if json.Unmarshal(data, &er) == nil && er.Error != nil {
+			er.Error.HTTPStatusCode, er.Error.HTTPStatus = resp.StatusCode, resp.Status
+			return out, er.Error
+		}
+		return out, &openai.RequestError{HTTPStatus: resp.Status, HTTPStatusCode: resp.StatusCode, Err: fmt.Errorf("error answer: %.200q", data), Body: data}
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return out, fmt.Errorf("%s: decode answer: %w", m.cfg.Model, err)
+	}
+	return out, nil
+}
+
+// maxAnswerBytes bounds an answer read by post.
+const maxAnswerBytes = 64 << 20
+
+// retry runs attempt until it succeeds, fails in a way that retrying
+// cannot fix, or Attempts are used up, with a deadline per attempt and
+// backoff with jitter between attempts.
+func (m *Model) retry(ctx context.Context, attempt func(context.Context) (openai.ChatCompletionResponse, error)) (openai.ChatCompletionResponse, error) {
 	var last error
-	for attempt := 1; attempt <= m.cfg.Attempts; attempt++ {
+	for n := 1; n <= m.cfg.Attempts; n++ {
 		actx, cancel := context.WithTimeout(ctx, m.cfg.AttemptTimeout)
-		resp, err := m.c.CreateChatCompletion(actx, req)
+		resp, err := attempt(actx)
 		cancel()
 		if err == nil {
 			return resp, nil
@@ -116,11 +203,11 @@ func (m *Model) Complete(ctx context.Context, req openai.ChatCompletionRequest) 
 			return resp, fmt.Errorf("%s: %w", m.cfg.Model, ctx.Err())
 		}
 		last = err
-		if !retryable(err, actx) || attempt == m.cfg.Attempts {
+		if !retryable(err, actx) || n == m.cfg.Attempts {
 			break
 		}
-		wait := m.backoff(attempt)
-		m.log.Warn("model call failed; retrying", "attempt", attempt, "wait", wait, "err", err)
+		wait := m.backoff(n)
+		m.log.Warn("model call failed; retrying", "attempt", n, "wait", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

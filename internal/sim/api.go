@@ -30,9 +30,10 @@ type (
 
 // Outcomes of Faults.Draw.
 const (
-	FaultNone  = fault.None
-	FaultHang  = fault.Hang
-	FaultError = fault.Error
+	FaultNone      = fault.None
+	FaultHang      = fault.Hang
+	FaultError     = fault.Error
+	FaultRateLimit = fault.RateLimit
 )
 
 // Fixed returns a constant distribution (fault.Fixed).
@@ -120,8 +121,9 @@ func Tasks() ([]Task, error) { return tasks.All() }
 // TasksFS returns the embedded task files (tasks.FS).
 func TasksFS() fs.FS { return tasks.FS() }
 
-// WriteTasks writes the embedded task files under dir (tasks.Write).
-func WriteTasks(dir string) error { return tasks.Write(dir) }
+// WriteTasks writes the embedded task files under dir, or only the ones
+// named "<App folder>/<file stem>" (tasks.Write).
+func WriteTasks(dir string, only ...string) error { return tasks.Write(dir, only...) }
 
 // TaskByInstruction returns the task with the given instruction
 // (tasks.ByInstruction).

@@ -119,6 +119,8 @@ func (d Dist) Sample(r *rand.Rand) time.Duration {
 // Faults are per-call fault probabilities and latency of one simulated
 // service (a model endpoint or a guest server).
 type Faults struct {
+	// Latency is each call's service time (a model endpoint answers that
+	// long after the call arrived, reading and parsing it included).
 	Latency Dist `json:"latency"`
 	// HangProb: the call never answers (it waits until the client gives up,
 	// or HangFor of simulated time when HangFor > 0).
@@ -126,13 +128,17 @@ type Faults struct {
 	HangFor  time.Duration `json:"hang_for,omitempty"`
 	// ErrorProb: the call answers HTTP 500.
 	ErrorProb float64 `json:"error_prob,omitempty"`
+	// RateLimitProb: the call answers HTTP 429 (rate limited) with a
+	// Retry-After header; model endpoints only (a guest server answers
+	// 500 instead).
+	RateLimitProb float64 `json:"rate_limit_prob,omitempty"`
 	// MalformedProb: a model answer is malformed (model endpoints only).
 	MalformedProb float64 `json:"malformed_prob,omitempty"`
 }
 
 // Validate reports probabilities outside [0,1] and bad distributions.
 func (f Faults) Validate() error {
-	for name, p := range map[string]float64{"hang_prob": f.HangProb, "error_prob": f.ErrorProb, "malformed_prob": f.MalformedProb} {
+	for name, p := range map[string]float64{"hang_prob": f.HangProb, "error_prob": f.ErrorProb, "rate_limit_prob": f.RateLimitProb, "malformed_prob": f.MalformedProb} {
 		if !(p >= 0 && p <= 1) {
 			return fmt.Errorf("faults: %s = %v, want a probability in [0,1]", name, p)
 		}
@@ -145,9 +151,10 @@ type Outcome int
 
 // Outcomes of Faults.Draw.
 const (
-	None  Outcome = iota // the call is served (after its latency)
-	Hang                 // the call hangs (Faults.Hang)
-	Error                // the call answers HTTP 500
+	None      Outcome = iota // the call is served (after its latency)
+	Hang                     // the call hangs (Faults.Hang)
+	Error                    // the call answers HTTP 500
+	RateLimit                // the call answers HTTP 429
 )
 
 // Draw decides one call's fault and latency with r (in a fixed order of
@@ -160,6 +167,8 @@ func (f Faults) Draw(r *rand.Rand) (Outcome, time.Duration) {
 		return Hang, lat
 	case u < f.HangProb+f.ErrorProb:
 		return Error, lat
+	case u < f.HangProb+f.ErrorProb+f.RateLimitProb:
+		return RateLimit, lat
 	}
 	return None, lat
 }

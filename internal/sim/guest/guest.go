@@ -378,7 +378,7 @@ func (s *handler) admit(w http.ResponseWriter, r *http.Request) bool {
 	switch outcome {
 	case fault.Hang:
 		s.stats.Hangs++
-	case fault.Error:
+	case fault.Error, fault.RateLimit:
 		s.stats.Errors++
 	}
 	s.mu.Unlock()
@@ -393,7 +393,7 @@ func (s *handler) admit(w http.ResponseWriter, r *http.Request) bool {
 		if ctx.Err() != nil {
 			abandon()
 		}
-	case fault.Error:
+	case fault.Error, fault.RateLimit:
 		writeError(w, http.StatusInternalServerError, "simulator: injected fault on "+p)
 		return false
 	}

@@ -11,7 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/codapipe/codapipe/internal/sim/desktop"
@@ -57,8 +60,13 @@ type judgeFrames struct {
 	answer   string
 	states   []desktop.State // one per image, in order
 	readable []bool          // readable[i] is false when image i has no state chunk
-	lowRes   bool            // every image is narrower than the screen
-	success  bool            // the truth
+	// pos[i] is the step whose observation image i is (1-based; the
+	// screen after the last step is steps+1), read from the image's label
+	// ("Step 5 ...", "... after step 12"); without labels, i+1.
+	pos      []int
+	steps    int  // the number of steps the frames span (at least 1)
+	lowRes   bool // every image is narrower than the screen
+	success  bool // the truth
 	firstErr int
 	redund   []int
 	shared   float64 // the draw shared by every vote on this trajectory
@@ -71,6 +79,7 @@ func (m *Endpoints) readJudgeFrames(c *chatCall) *judgeFrames {
 	f := &judgeFrames{task: m.callTask(c), answer: judgeAnswerText(c), states: []desktop.State{}}
 	imgs := c.images()
 	f.lowRes = len(imgs) > 0
+	labelled := len(imgs) > 0
 	for _, img := range imgs {
 		s, err := m.world.readState(img.data)
 		f.states = append(f.states, s)
@@ -78,7 +87,24 @@ func (m *Endpoints) readJudgeFrames(c *chatCall) *judgeFrames {
 		if img.w >= desktop.ScreenW {
 			f.lowRes = false
 		}
+		p, after := framePos(img.label)
+		switch {
+		case p == 0:
+			labelled = false
+		case after:
+			f.steps = max(f.steps, p-1)
+		default:
+			f.steps = max(f.steps, p)
+		}
+		f.pos = append(f.pos, p)
 	}
+	if !labelled { // frame i shows step i
+		f.steps = len(imgs)
+		for i := range f.pos {
+			f.pos[i] = i + 1
+		}
+	}
+	f.steps = max(f.steps, 1)
 	if f.task != nil {
 		var err error
 		f.success, f.firstErr, f.redund, err = m.cfg.Judge.Truth(f.task, f.states, f.answer)
@@ -89,6 +115,45 @@ func (m *Endpoints) readJudgeFrames(c *chatCall) *judgeFrames {
 	f.shared = m.sharedVote(f.task, f.states, f.answer)
 	c.frames = f
 	return f
+}
+
+var (
+	afterStepRe = regexp.MustCompile(`(?i)\bafter\s+(?:the\s+last\s+step,?\s+)?step\s+(\d+)`)
+	stepRe      = regexp.MustCompile(`(?i)\bstep\s+(\d+)`)
+)
+
+// framePos reads the position of a frame from its label: "... after step
+// N" is the screen after step N (position N+1, after is true), "Step N
+// ..." the observation of step N; 0 when the label names no step.
+func framePos(label string) (pos int, after bool) {
+	a := afterStepRe.FindStringSubmatchIndex(label)
+	b := stepRe.FindStringSubmatchIndex(label)
+	m, after := b, false
+	if a != nil && (b == nil || a[0] <= b[0]) { // the earlier mention counts
+		m, after = a, true
+	}
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(label[m[2]:m[3]])
+	switch {
+	case err != nil || n >= 1<<20:
+		return 0, false
+	case after:
+		return n + 1, true
+	case n >= 1:
+		return n, false
+	}
+	return 0, false
+}
+
+// stepOf is the step a judge names for frame i (0-based): the step whose
+// observation it is, the last step for the screen after it.
+func (f *judgeFrames) stepOf(i int) int {
+	if i < 0 || i >= len(f.pos) {
+		return f.steps
+	}
+	return min(max(f.pos[i], 1), f.steps)
 }
 
 // judgeAnswer answers one judge call (one vote). The draws are made in a
@@ -115,31 +180,30 @@ func (m *Endpoints) judgeAnswer(c *chatCall, r *rand.Rand, temp float64) string 
 	}
 	correct := u < temper(p, temp)
 
-	steps := len(states)
-	if steps == 0 {
-		steps = 1
-	}
 	res := JudgeResult{Correctness: correct, Redundant: []int{}}
 	switch {
 	case correct && success:
-		for _, s := range redundant {
-			if s >= 1 && s <= steps {
-				res.Redundant = append(res.Redundant, s)
+		// The truth's step i turned frame i into frame i+1: a redundant
+		// step the judge can see when those frames are consecutive.
+		for _, i := range redundant {
+			if i >= 1 && i < len(f.pos) && f.pos[i] == f.pos[i-1]+1 {
+				res.Redundant = append(res.Redundant, f.stepOf(i-1))
 			}
 		}
 		sort.Ints(res.Redundant)
+		res.Redundant = slices.Compact(res.Redundant)
 		res.Optimized = len(res.Redundant) == 0
 	case correct: // a false positive: the judge believes in a clean run
 		res.Optimized = true
 	case success: // a false negative
-		fe := 1 + r.IntN(steps)
+		fe := f.stepOf(r.IntN(max(len(f.pos), 1)))
 		res.FirstErrorStep = &fe
 		res.ErrorType = "The final screen does not show the requested result."
 		res.CorrectAction = m.correctAction(task, fe)
 	default:
-		fe := firstErr
-		if fe < 1 || fe > steps {
-			fe = steps
+		fe := f.steps
+		if firstErr >= 1 && firstErr <= len(f.pos) {
+			fe = f.stepOf(firstErr - 1)
 		}
 		res.FirstErrorStep = &fe
 		res.ErrorType = m.errorType(task, answer)

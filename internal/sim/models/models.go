@@ -363,6 +363,23 @@ func (m *Endpoints) Planner() http.Handler { return m.planner }
 // Executor returns the executor endpoint's handler.
 func (m *Endpoints) Executor() http.Handler { return m.executor }
 
+// Answered returns, for the endpoint of kind "planner", "executor" or
+// "judge", the OpenAI "user" field of every call it has answered so far,
+// in order (a client tags its calls there to count them: a test that kills
+// a client checks no answered call is made again). Calls that failed by an
+// injected fault or whose client left are not listed.
+func (m *Endpoints) Answered(kind string) []string {
+	switch kind {
+	case "planner":
+		return m.planner.calls()
+	case "executor":
+		return m.executor.calls()
+	case "judge":
+		return m.judge.calls()
+	}
+	return nil
+}
+
 // Judge returns the judge endpoint's handler.
 func (m *Endpoints) Judge() http.Handler { return m.judge }
 

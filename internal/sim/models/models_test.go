@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1629,5 +1630,128 @@ func TestWrongPlanClicksMissEverySolution(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no wrong click was checked")
+	}
+}
+
+// TestModelsJudgeStepLabels: when each frame is labelled with its step
+// (a subsampled trajectory), the judge cites steps by the labels: the
+// first error step is the step of the frame the truth names, and a
+// redundant step counts only where the frames around it are consecutive
+// steps.
+func TestModelsJudgeStepLabels(t *testing.T) {
+	// Frames: steps 1, 4, 5 and the final screen after step 5.
+	labels := []string{"Step 1. It executed: click.", "Step 4. The agent thought: \"after step 2 it failed\" It executed: type.", "Step 5. It executed: DONE.", "Final screen, after step 5."}
+	request := func(task *tasks.Task, frames [][]byte) openai.ChatCompletionRequest {
+		parts := []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "Task: " + taskInstruction(task)}}
+		for i, f := range frames {
+			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: labels[i]},
+				openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: dataURI(f)}})
+		}
+		return openai.ChatCompletionRequest{Model: DefaultJudgeModel, Temperature: 1, Messages: []openai.ChatCompletionMessage{
+			textMsg(openai.ChatMessageRoleSystem, "Judge."), {Role: openai.ChatMessageRoleUser, MultiContent: parts}}}
+	}
+	cases := []struct {
+		name      string
+		truth     TruthFunc
+		wantFirst int
+		wantRed   []int
+	}{
+		// Frame 2 (step 4) is where the truth's first error is.
+		{"failure", func(*tasks.Task, []desktop.State, string) (bool, int, []int, error) { return false, 2, nil, nil }, 4, nil},
+		// Truth: step 1 (frame 1→2, steps 1→4: not consecutive, not
+		// visible as one step) and step 2 (frame 2→3, steps 4→5).
+		{"redundant", func(*tasks.Task, []desktop.State, string) (bool, int, []int, error) { return true, 0, []int{1, 2}, nil }, 0, []int{4}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := fastConfig()
+			cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 1, 0
+			cfg.Judge.Truth = c.truth
+			tm := startModels(t, cfg)
+			task := mustTask(t, tm.m, anyTask)
+			var frames [][]byte
+			for range labels {
+				frames = append(frames, pngWithState(t, 64, 40, &desktop.State{App: taskApp(task)}))
+			}
+			resp, err := tm.judge.CreateChatCompletion(context.Background(), request(task, frames))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := parseJudge(resp.Choices[0].Message.Content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.wantFirst > 0 && (res.FirstErrorStep == nil || *res.FirstErrorStep != c.wantFirst) {
+				t.Errorf("first error step %v, want %d", res.FirstErrorStep, c.wantFirst)
+			}
+			if c.wantRed != nil && !slices.Equal(res.Redundant, c.wantRed) {
+				t.Errorf("redundant %v, want %v", res.Redundant, c.wantRed)
+			}
+		})
+	}
+	for label, want := range map[string][2]int{
+		"Step 7. It executed: x.":          {7, 0},
+		"Final screen, after step 12.":     {13, 1},
+		"step 3 thought: after step 1":     {3, 0},
+		"Frame without a number":           {0, 0},
+		"Step 0":                           {0, 0},
+		"the screen after step 0, at last": {1, 1},
+	} {
+		pos, after := framePos(label)
+		if pos != want[0] || after != (want[1] == 1) {
+			t.Errorf("framePos(%q) = %d, %v; want %d, %v", label, pos, after, want[0], want[1] == 1)
+		}
+	}
+}
+
+// TestModelsRateLimit: RateLimitProb answers 429 with Retry-After, the
+// error OpenAI clients retry on.
+func TestModelsRateLimit(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Judge.Faults.RateLimitProb = 1
+	tm := startModels(t, cfg)
+	task := mustTask(t, tm.m, anyTask)
+	_, err := tm.judge.CreateChatCompletion(context.Background(), judgeRequest(taskInstruction(task), "", 1, pngWithState(t, 8, 8, nil)))
+	var apiErr *openai.APIError
+	if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != http.StatusTooManyRequests || apiErr.Type != "rate_limit_error" {
+		t.Fatalf("error %T %v, want a 429 rate_limit_error", err, err)
+	}
+	body, _ := json.Marshal(judgeRequest(taskInstruction(task), "", 1, pngWithState(t, 8, 8, nil)))
+	resp, err := http.Post(tm.srv.JudgeURL+"/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestMsgCache: the same messages are parsed once and shared; other
+// messages are not confused with them; the cache keeps at most
+// msgCacheSize lists.
+func TestMsgCache(t *testing.T) {
+	var mc msgCache
+	raw := func(i int) []byte { return fmt.Appendf(nil, `[{"role":"user","content":"message %d"}]`, i) }
+	a, aerr := mc.parse(raw(1))
+	b, berr := mc.parse(raw(1))
+	if aerr != nil || berr != nil || a != b {
+		t.Fatalf("the same messages were parsed twice (%p, %p) or failed (%v, %v)", a, b, aerr, berr)
+	}
+	c, _ := mc.parse(raw(2))
+	if c == a || c.content == a.content || c.msgs[0].text != "message 2" {
+		t.Fatal("different messages share a parse")
+	}
+	for i := 3; i < 3+msgCacheSize; i++ {
+		mc.parse(raw(i))
+	}
+	if len(mc.byKey) != msgCacheSize || len(mc.order) != msgCacheSize {
+		t.Fatalf("%d cached, want %d", len(mc.byKey), msgCacheSize)
+	}
+	if d, _ := mc.parse(raw(1)); d == a {
+		t.Fatal("the oldest entry was not evicted")
+	}
+	if _, aerr := mc.parse([]byte(`[{"role":"robot","content":"x"}]`)); aerr == nil || !strings.Contains(aerr.msg, "unknown role") {
+		t.Fatalf("bad role: %v", aerr)
 	}
 }

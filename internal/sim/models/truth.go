@@ -28,7 +28,8 @@ import (
 //     checks see DONE when there is no answer.
 //
 // Redundant steps are the steps after which the app state did not change
-// (a successful trajectory only); the first error step is not computed (0).
+// (a successful trajectory only; the last step, which ends the episode,
+// never counts); the first error step is not computed (0).
 func StateTruth(task *tasks.Task, states []desktop.State, answer string) (bool, int, []int, error) {
 	if task == nil || len(states) == 0 || expectsFail(&task.Task) {
 		return DefaultTruth(task, states, answer)
@@ -45,8 +46,11 @@ func StateTruth(task *tasks.Task, states []desktop.State, answer string) (bool, 
 	if !res.Passed {
 		return false, 0, nil, nil
 	}
+	// The last transition (the last step's screen → the final screen) is
+	// the step that ended the episode (DONE or the answer), which changes
+	// nothing by nature: it is never redundant.
 	var redundant []int
-	for i := 1; i < len(states); i++ {
+	for i := 1; i < len(states)-1; i++ {
 		// Step i (1-based) turned frame i into frame i+1.
 		a, b := states[i-1], states[i]
 		if a.App == b.App && a.Focus == b.Focus && a.SelectAll == b.SelectAll && reflect.DeepEqual(a.AppState, b.AppState) && reflect.DeepEqual(a.Fields, b.Fields) {

@@ -5,6 +5,7 @@ package models
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -21,6 +22,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -31,13 +33,14 @@ import (
 
 type wireRequest struct {
 	Model               string          `json:"model"`
-	Messages            []wireMessage   `json:"messages"`
+	Messages            rawJSON         `json:"messages"` // parsed by parseMessages`
 	N                   *int            `json:"n"`
 	Temperature         *float64        `json:"temperature"`
 	TopP                *float64        `json:"top_p"`
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	Seed                *int64          `json:"seed"`
+	User                string          `json:"user"`
 	Logprobs            *bool           `json:"logprobs"`
 	TopLogprobs         *int            `json:"top_logprobs"`
 	Stop                json.RawMessage `json:"stop"`
@@ -229,6 +232,9 @@ type callMessage struct {
 type callImage struct {
 	data []byte // decoded bytes
 	w, h int
+	// label is the text part just before the image in its message, if
+	// any (a judge request labels each frame with its step there).
+	label string
 }
 
 // userText joins the text of every user message.
@@ -266,7 +272,7 @@ func imageTokens(w, h int) int {
 // textTokens approximates a text's token count at 4 bytes per token.
 func textTokens(s string) int { return (len(s) + 3) / 4 }
 
-func parseCall(body []byte) (*chatCall, *wireRequest, *apiError) {
+func parseCall(body []byte, cache *msgCache) (*chatCall, *wireRequest, *apiError) {
 	var req wireRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		var te *json.UnmarshalTypeError
@@ -279,7 +285,7 @@ func parseCall(body []byte) (*chatCall, *wireRequest, *apiError) {
 	if req.Stream {
 		return nil, nil, badRequest("stream", "streaming is not supported by the simulated endpoints")
 	}
-	if len(req.Messages) == 0 {
+	if m := bytes.TrimSpace(req.Messages); len(m) == 0 || string(m) == "null" || string(m) == "[]" {
 		return nil, nil, badRequest("messages", "at least one message is required")
 	}
 	if req.N != nil {
@@ -348,6 +354,77 @@ func parseCall(body []byte) (*chatCall, *wireRequest, *apiError) {
 		}
 	}
 
+	pm, aerr := cache.parse(req.Messages)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	c.msgs, c.content, c.promptTokens = pm.msgs, pm.content, pm.tokens
+	return c, &req, nil
+}
+
+// parsedMessages are a request's messages as a call uses them.
+type parsedMessages struct {
+	msgs    []callMessage
+	content [32]byte // hash of the messages (roles, texts, images)
+	tokens  int      // prompt tokens
+}
+
+// msgCache keeps the last few parsed message lists by the SHA-256 of their
+// JSON, so that the same messages sent again with other sampling settings
+// (a judge's votes: megabytes of images) are not decoded again. The parsed
+// form is read-only once cached.
+type msgCache struct {
+	mu    sync.Mutex
+	order [][32]byte
+	byKey map[[32]byte]*parsedMessages
+}
+
+// msgCacheSize bounds the cached message lists.
+const msgCacheSize = 8
+
+// parse returns the parsed messages of raw (a JSON array), from the cache
+// when it has them. A nil cache parses every time.
+func (mc *msgCache) parse(raw []byte) (*parsedMessages, *apiError) {
+	if mc == nil {
+		return parseMessages(raw)
+	}
+	key := sha256.Sum256(raw)
+	mc.mu.Lock()
+	pm := mc.byKey[key]
+	mc.mu.Unlock()
+	if pm != nil {
+		return pm, nil
+	}
+	pm, aerr := parseMessages(raw)
+	if aerr != nil {
+		return nil, aerr
+	}
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if mc.byKey == nil {
+		mc.byKey = map[[32]byte]*parsedMessages{}
+	}
+	if _, ok := mc.byKey[key]; !ok {
+		if len(mc.order) >= msgCacheSize {
+			delete(mc.byKey, mc.order[0])
+			mc.order = mc.order[1:]
+		}
+		mc.order = append(mc.order, key)
+		mc.byKey[key] = pm
+	}
+	return pm, nil
+}
+
+// parseMessages validates and decodes the messages of a request.
+func parseMessages(raw []byte) (*parsedMessages, *apiError) {
+	var wms []wireMessage
+	if err := json.Unmarshal(raw, &wms); err != nil {
+		return nil, badRequest("messages", "must be an array of messages: %v", err)
+	}
+	if len(wms) == 0 {
+		return nil, badRequest("messages", "at least one message is required")
+	}
+	pm := &parsedMessages{}
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte
@@ -357,9 +434,9 @@ func parseCall(body []byte) (*chatCall, *wireRequest, *apiError) {
 	}
 	var n8 [8]byte
 	tokens := 2
-	for i, wm := range req.Messages {
+	for i, wm := range wms {
 		if !knownRoles[wm.Role] {
-			return nil, nil, badRequest(fmt.Sprintf("messages[%d].role", i), "unknown role %q (want system, user, assistant, tool or developer)", wm.Role)
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "unknown role %q (want system, user, assistant, tool or developer)", wm.Role)
 		}
 		m := callMessage{role: wm.Role}
 		field("role")
@@ -371,7 +448,7 @@ func parseCall(body []byte) (*chatCall, *wireRequest, *apiError) {
 			// An assistant turn may come without content.
 		case raw[0] == '"':
 			if err := json.Unmarshal(raw, &m.text); err != nil {
-				return nil, nil, badRequest(fmt.Sprintf("messages[%d].content", i), "invalid string: %v", err)
+				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "invalid string: %v", err)
 			}
 			field("text")
 			field(m.text)
@@ -379,25 +456,28 @@ func parseCall(body []byte) (*chatCall, *wireRequest, *apiError) {
 		case raw[0] == '[':
 			var parts []wirePart
 			if err := json.Unmarshal(raw, &parts); err != nil {
-				return nil, nil, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts: %v", err)
+				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts: %v", err)
 			}
 			var texts []string
+			label := ""
 			for j, p := range parts {
 				param := fmt.Sprintf("messages[%d].content[%d]", i, j)
 				switch p.Type {
 				case "text":
 					texts = append(texts, p.Text)
+					label = p.Text
 					field("text")
 					field(p.Text)
 					tokens += textTokens(p.Text)
 				case "image_url":
 					if p.ImageURL == nil || len(p.ImageURL.URL) == 0 {
-						return nil, nil, badRequest(param+".image_url.url", "an image_url part needs a url")
+						return nil, badRequest(param+".image_url.url", "an image_url part needs a url")
 					}
 					img, err := decodeDataURI(p.ImageURL.URL)
 					if err != nil {
-						return nil, nil, badRequest(param+".image_url.url", "%v", err)
+						return nil, badRequest(param+".image_url.url", "%v", err)
 					}
+					img.label, label = label, ""
 					m.images = append(m.images, img)
 					field("image")
 					binary.LittleEndian.PutUint64(n8[:], uint64(len(p.ImageURL.URL)))
@@ -405,18 +485,18 @@ func parseCall(body []byte) (*chatCall, *wireRequest, *apiError) {
 					h.Write(p.ImageURL.URL)
 					tokens += imageTokens(img.w, img.h)
 				default:
-					return nil, nil, badRequest(param+".type", "unknown content part type %q (want text or image_url)", p.Type)
+					return nil, badRequest(param+".type", "unknown content part type %q (want text or image_url)", p.Type)
 				}
 			}
 			m.text = strings.Join(texts, "\n")
 		default:
-			return nil, nil, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
+			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
 		}
-		c.msgs = append(c.msgs, m)
+		pm.msgs = append(pm.msgs, m)
 	}
-	h.Sum(c.content[:0])
-	c.promptTokens = tokens
-	return c, &req, nil
+	h.Sum(pm.content[:0])
+	pm.tokens = tokens
+	return pm, nil
 }
 
 // decodeDataURI decodes a "data:image/...;base64,..." URL. The simulator
@@ -468,8 +548,11 @@ type endpoint struct {
 	// ignoreN: one choice whatever n asks (EndpointConfig.IgnoreN).
 	ignoreN bool
 
-	mu   sync.Mutex
-	seen map[[16]byte]uint64 // calls per (content, seed)
+	msgs msgCache // parsed messages of recent calls
+
+	mu       sync.Mutex
+	seen     map[[16]byte]uint64 // calls per (content, seed)
+	answered []string            // the "user" field of every call that got an answer, in order
 }
 
 func newEndpoint(m *Endpoints, kind string, ec EndpointConfig, answer answerFunc) *endpoint {
@@ -535,6 +618,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 && n <= e.m.cfg.MaxRequestBytes {
 		buf.Grow(int(n) + bytes.MinRead)
@@ -551,7 +635,7 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, badRequest("", "reading the request body: %v", err))
 		return
 	}
-	call, req, aerr := parseCall(body)
+	call, req, aerr := parseCall(body, &e.msgs)
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
@@ -586,7 +670,9 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 
 	outcome, lat := e.faults.Draw(e.stream("fault", call.content, seedTag, nth))
 	ctx := r.Context()
-	if err := e.m.cfg.Clock.Sleep(ctx, lat); err != nil {
+	// The latency runs from the call's arrival: reading and parsing the
+	// request (megabytes of images for a judge) are part of it.
+	if err := sleepUntil(ctx, arrived.Add(e.m.cfg.Clock.Real(lat))); err != nil {
 		return // the client is gone
 	}
 	switch outcome {
@@ -598,6 +684,11 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 	case fault.Error:
 		writeAPIError(w, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "internal_error",
 			msg: fmt.Sprintf("simulated %s failure (injected fault)", e.kind)})
+		return
+	case fault.RateLimit:
+		w.Header().Set("Retry-After", "1")
+		writeAPIError(w, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded",
+			msg: fmt.Sprintf("simulated %s rate limit (injected fault)", e.kind)})
 		return
 	}
 
@@ -651,7 +742,34 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 	if ctx.Err() != nil {
 		return
 	}
+	e.mu.Lock()
+	e.answered = append(e.answered, req.User)
+	e.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// calls returns the "user" field of every call answered so far.
+func (e *endpoint) calls() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.answered...)
+}
+
+// sleepUntil waits until t or until ctx ends (then it returns ctx's
+// error).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
 }
 
 // applyStop cuts text before the first stop sequence.

@@ -82,13 +82,22 @@ func FS() fs.FS { return taskFiles }
 
 // Write writes the embedded task files under dir (creating
 // dir/VM/<App folder>/), so that `rollout tasks --tasks DIR` and
-// scienceboard.LoadDir read them.
-func Write(dir string) error {
-	return fs.WalkDir(FS(), ".", func(p string, d fs.DirEntry, err error) error {
+// scienceboard.LoadDir read them; with only, just those tasks, named
+// "<App folder>/<file stem>" (e.g. "ChimeraX/S01").
+func Write(dir string, only ...string) error {
+	want := map[string]bool{}
+	for _, o := range only {
+		want[o] = true
+	}
+	n := 0
+	err := fs.WalkDir(FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if !d.IsDir() && len(want) > 0 && !want[strings.TrimSuffix(strings.TrimPrefix(p, "VM/"), ".json")] {
+			return nil
+		}
 		if d.IsDir() {
 			if err := os.MkdirAll(dst, 0o755); err != nil {
 				return fmt.Errorf("sim: write tasks: %w", err)
@@ -102,8 +111,13 @@ func Write(dir string) error {
 		if err := os.WriteFile(dst, data, 0o644); err != nil {
 			return fmt.Errorf("sim: write tasks: %w", err)
 		}
+		n++
 		return nil
 	})
+	if err == nil && len(want) > 0 && n != len(want) {
+		err = fmt.Errorf("sim: write tasks: %d of the %d tasks asked for exist (names are <folder>/<stem>, e.g. ChimeraX/S01)", n, len(want))
+	}
+	return err
 }
 
 var (

@@ -189,3 +189,24 @@ func (b *Bus) EnsureKeyValue(ctx context.Context, t Topology, cfg jetstream.KeyV
 	}
 	return kv, nil
 }
+
+// KeyToken escapes a name into one token of a key-value key (and a safe
+// object-key segment): letters, digits, '-' and '_'
+// stay; every other byte becomes "=XX" (hex), so distinct names never
+// collide and dots cannot split tokens.
+func KeyToken(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "=%02X", c)
+		}
+	}
+	if b.Len() == 0 {
+		return "=00"
+	}
+	return b.String()
+}

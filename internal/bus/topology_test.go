@@ -48,3 +48,14 @@ func TestStreamConfig(t *testing.T) {
 		t.Fatal("replicas 0 must become 1")
 	}
 }
+
+// TestKeyToken: names become one key token each; distinct names stay
+// distinct.
+func TestKeyToken(t *testing.T) {
+	cases := map[string]string{"ChimeraX/A-01": "ChimeraX=2FA-01", "a.b": "a=2Eb", "GRASS GIS": "GRASS=20GIS", "": "=00", "x_y": "x_y"}
+	for in, want := range cases {
+		if got := KeyToken(in); got != want {
+			t.Errorf("KeyToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

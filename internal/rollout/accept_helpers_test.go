@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -38,20 +37,13 @@ const acceptApp = "KAlgebra"
 // run can use a few tasks instead of all of them (Config.Tasks).
 func simTaskDir(t *testing.T, app string, ids ...string) string {
 	t.Helper()
-	folder := strings.ReplaceAll(app, " ", "")
 	dir := t.TempDir()
-	dst := filepath.Join(dir, "VM", folder)
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = strings.ReplaceAll(app, " ", "") + "/" + id
 	}
-	for _, id := range ids {
-		data, err := fs.ReadFile(sim.TasksFS(), "VM/"+folder+"/"+id+".json")
-		if err != nil {
-			t.Fatalf("simulator task %s/%s: %v", app, id, err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, id+".json"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := sim.WriteTasks(dir, names...); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

@@ -48,7 +48,7 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 	lost := map[EpisodeKey]string{} // → trajectory id on the stream
 	for _, p := range ps[:2] {
 		key := EpisodeKey{p.Task, p.Sample}
-		if err := kv.Delete(ctx, fmt.Sprintf("%s.ep.%s.%d", keyToken(run), keyToken(key.Task), key.Sample)); err != nil {
+		if err := kv.Delete(ctx, fmt.Sprintf("%s.ep.%s.%d", bus.KeyToken(run), bus.KeyToken(key.Task), key.Sample)); err != nil {
 			t.Fatal(err)
 		}
 		lost[key] = p.Traj.ID

@@ -1,63 +1,26 @@
 package rollout
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"io"
 	"log/slog"
-	"net/http"
-	"os"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/docstest"
+	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/stub"
 )
 
-// docTables reads the tables of docs/operations.md that follow a
-// "<!-- NAME -->" marker: marker → rows, each row's cells trimmed.
-func docTables(t *testing.T) map[string][][]string {
-	t.Helper()
-	f, err := os.Open("../../docs/operations.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string][][]string{}
-	cur := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case strings.HasPrefix(line, "<!-- ") && strings.HasSuffix(line, " -->"):
-			cur = strings.TrimSuffix(strings.TrimPrefix(line, "<!-- "), " -->")
-			out[cur] = nil
-		case cur != "" && strings.HasPrefix(line, "|"):
-			cells := strings.Split(strings.Trim(line, "|"), "|")
-			for i := range cells {
-				cells[i] = strings.TrimSpace(cells[i])
-			}
-			if strings.HasPrefix(cells[0], "---") || cells[0] == "flag" || cells[0] == "metric" {
-				continue
-			}
-			out[cur] = append(out[cur], cells)
-		case cur != "" && line != "" && len(out[cur]) > 0:
-			cur = "" // the table ended
-		}
-	}
-	return out
-}
-
-func unquote(s string) string { return strings.Trim(s, "`") }
+const operationsDoc = "../../docs/operations.md"
 
 // TestOperationsDocsMatchHelp: the flag tables of docs/operations.md are
 // each command's flags — every flag with its environment variable and
 // default, nothing more, nothing less.
 func TestOperationsDocsMatchHelp(t *testing.T) {
-	tables := docTables(t)
+	tables := docstest.Tables(t, operationsDoc)
 	cases := []struct {
 		cmd    service.Command
 		tables []string
@@ -65,7 +28,8 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 		{Command(), []string{"flags: common", "flags: rollout"}},
 		{tasksCommand(), []string{"flags: rollout tasks"}},
 		{simCommand(), []string{"flags: rollout sim"}},
-		{stub.Judge, []string{"flags: common", "flags: consumer"}},
+		{judge.Command(), []string{"flags: common", "flags: consumer", "flags: judge"}},
+		{judge.Command().Sub[0], []string{"flags: common", "flags: judge report"}},
 		{stub.Advantage, []string{"flags: common", "flags: consumer"}},
 		{stub.SFTPack, []string{"flags: common"}},
 	}
@@ -82,7 +46,7 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 					if len(r) < 3 {
 						t.Fatalf("%s: short row %q", name, r)
 					}
-					doc[unquote(r[0])] = row{env: unquote(r[1]), def: unquote(r[2])}
+					doc[docstest.Unquote(r[0])] = row{env: docstest.Unquote(r[1]), def: docstest.Unquote(r[2])}
 				}
 			}
 			seen := map[string]bool{}
@@ -119,16 +83,7 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 // the scheduler): every metric the docs list for rollout is there, and the
 // docs list every codapipe_* metric there.
 func TestMetricsDocumented(t *testing.T) {
-	docs := map[string][]string{} // metric → services
-	for _, r := range docTables(t)["metrics"] {
-		if len(r) < 4 {
-			t.Fatalf("short metrics row %q", r)
-		}
-		docs[unquote(r[0])] = strings.Split(strings.ReplaceAll(r[3], " ", ""), ",")
-	}
-	if len(docs) == 0 {
-		t.Fatal("docs/operations.md has no metrics table")
-	}
+	docs := docstest.Metrics(t, operationsDoc)
 
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -151,40 +106,7 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Fatalf("Execute: %v (summary %+v)", err, sum)
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	scraped := map[string]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
-			scraped[f[2]] = true
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for name, services := range docs {
-		if slices.Contains(services, "rollout") && !scraped[name] {
-			t.Errorf("%s is documented for rollout but not in the scrape", name)
-		}
-	}
-	for name := range scraped {
-		if strings.HasPrefix(name, "codapipe_") && docs[name] == nil {
-			t.Errorf("%s is in the scrape but not documented in docs/operations.md", name)
-		}
-	}
-	for _, want := range []string{"go_goroutines", "process_cpu_seconds_total"} {
-		if !scraped[want] {
-			t.Errorf("%s missing: the Go and process collectors are not registered", want)
-		}
-	}
+	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, "http://"+addr+"/metrics"), "rollout")
 }
 
 // TestSharedFlagsAgree: flags that rollout and rollout sim share under one

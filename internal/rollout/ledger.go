@@ -23,7 +23,7 @@ const LedgerBucket = "CODA_RUNS"
 // finishes only the missing episodes.
 //
 // Keys: "<run>.start" → RFC 3339 start time; "<run>.ep.<task>.<sample>" →
-// a Record (JSON). Names are escaped into key tokens (see keyToken).
+// a Record (JSON). Names are escaped into key tokens (see bus.KeyToken).
 type Ledger struct {
 	kv      jetstream.KeyValue
 	timeout time.Duration
@@ -44,30 +44,10 @@ func OpenLedger(ctx context.Context, b *bus.Bus, t bus.Topology) (*Ledger, error
 	return &Ledger{kv: kv, timeout: 10 * time.Second}, nil
 }
 
-// keyToken escapes a name into one key token: letters, digits, '-' and '_'
-// stay; every other byte becomes "=XX" (hex), so distinct names never
-// collide and dots cannot split tokens.
-func keyToken(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "=%02X", c)
-		}
-	}
-	if b.Len() == 0 {
-		return "=00"
-	}
-	return b.String()
-}
-
 // Start returns the run's start time, recording now as the start when the
 // run is new. Concurrent starters of one run agree on one time.
 func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Time, error) {
-	key := keyToken(run) + ".start"
+	key := bus.KeyToken(run) + ".start"
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	v := now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
@@ -123,7 +103,7 @@ func RecordOf(t *traj.Trajectory) Record {
 func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Record, keepExisting bool) error {
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	key := fmt.Sprintf("%s.ep.%s.%d", keyToken(run), keyToken(ep.Task), ep.Sample)
+	key := fmt.Sprintf("%s.ep.%s.%d", bus.KeyToken(run), bus.KeyToken(ep.Task), ep.Sample)
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -148,9 +128,9 @@ func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Re
 func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[EpisodeKey]Record, error) {
 	byToken := make(map[string]string, len(tasks))
 	for _, t := range tasks {
-		byToken[keyToken(t)] = t
+		byToken[bus.KeyToken(t)] = t
 	}
-	prefix := keyToken(run) + ".ep."
+	prefix := bus.KeyToken(run) + ".ep."
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := l.kv.WatchFiltered(wctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())

@@ -98,12 +98,3 @@ func TestLedger(t *testing.T) {
 		t.Errorf("big run: %d records, %v", len(done), err)
 	}
 }
-
-func TestKeyToken(t *testing.T) {
-	cases := map[string]string{"ChimeraX/A-01": "ChimeraX=2FA-01", "a.b": "a=2Eb", "GRASS GIS": "GRASS=20GIS", "": "=00", "x_y": "x_y"}
-	for in, want := range cases {
-		if got := keyToken(in); got != want {
-			t.Errorf("keyToken(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -139,3 +139,39 @@ func (f *Flags) Float64(p *float64, name, env string, def float64, usage string)
 	}
 	f.Float64Var(p, name, def, withEnv(usage, env))
 }
+
+// stringList is a flag that collects every value it is given.
+type stringList struct {
+	p   *[]string
+	set bool // given on the command line: replaces the default
+}
+
+func (l *stringList) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l *stringList) Set(v string) error {
+	if !l.set {
+		*l.p, l.set = nil, true
+	}
+	*l.p = append(*l.p, v)
+	return nil
+}
+
+// Strings defines a flag that may be repeated; each use adds a value. The
+// environment fallback holds the values separated by commas. Values given
+// on the command line replace the environment's.
+func (f *Flags) Strings(p *[]string, name, env, usage string) {
+	*p = nil
+	if v, ok := f.env(env); ok {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				*p = append(*p, s)
+			}
+		}
+	}
+	f.Var(&stringList{p: p}, name, withEnv(usage+" (repeatable)", env))
+}

@@ -1,0 +1,120 @@
+// Package docstest is for the tests that hold the documentation to the
+// commands: it reads the marked tables of docs/operations.md and compares
+// the documented metrics with a live Prometheus scrape.
+package docstest
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Tables reads the tables of the Markdown file at path that follow a
+// "<!-- NAME -->" marker: marker → rows, each row's cells trimmed (header
+// and separator rows left out).
+func Tables(t testing.TB, path string) map[string][][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][][]string{}
+	cur := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "<!-- ") && strings.HasSuffix(line, " -->"):
+			cur = strings.TrimSuffix(strings.TrimPrefix(line, "<!-- "), " -->")
+			out[cur] = nil
+		case cur != "" && strings.HasPrefix(line, "|"):
+			cells := strings.Split(strings.Trim(line, "|"), "|")
+			for i := range cells {
+				cells[i] = strings.TrimSpace(cells[i])
+			}
+			if strings.HasPrefix(cells[0], "---") || cells[0] == "flag" || cells[0] == "metric" {
+				continue
+			}
+			out[cur] = append(out[cur], cells)
+		case cur != "" && line != "" && len(out[cur]) > 0:
+			cur = "" // the table ended
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Unquote strips the backquotes of a table cell.
+func Unquote(s string) string { return strings.Trim(s, "`") }
+
+// Metrics reads the "<!-- metrics -->" table of path: metric → the
+// services that serve it.
+func Metrics(t testing.TB, path string) map[string][]string {
+	t.Helper()
+	docs := map[string][]string{}
+	for _, r := range Tables(t, path)["metrics"] {
+		if len(r) < 4 {
+			t.Fatalf("short metrics row %q", r)
+		}
+		docs[Unquote(r[0])] = strings.Split(strings.ReplaceAll(r[3], " ", ""), ",")
+	}
+	if len(docs) == 0 {
+		t.Fatalf("%s has no metrics table", path)
+	}
+	return docs
+}
+
+// Scrape returns the names of the metrics served at url (its "# TYPE"
+// lines).
+func Scrape(t testing.TB, ctx context.Context, url string) map[string]bool {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	scraped := map[string]bool{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
+			scraped[f[2]] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return scraped
+}
+
+// CheckMetrics reports every metric documented for service that the
+// scrape lacks, every codapipe_* metric of the scrape the docs lack, and
+// a scrape without the Go and process collectors.
+func CheckMetrics(t testing.TB, docs map[string][]string, scraped map[string]bool, service string) {
+	t.Helper()
+	for name, services := range docs {
+		if slices.Contains(services, service) && !scraped[name] {
+			t.Errorf("%s is documented for %s but not in the scrape", name, service)
+		}
+	}
+	for name := range scraped {
+		if strings.HasPrefix(name, "codapipe_") && docs[name] == nil {
+			t.Errorf("%s is in the scrape but not documented in docs/operations.md", name)
+		}
+	}
+	for _, want := range []string{"go_goroutines", "process_cpu_seconds_total"} {
+		if !scraped[want] {
+			t.Errorf("%s missing: the Go and process collectors are not registered", want)
+		}
+	}
+}

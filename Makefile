@@ -28,13 +28,13 @@ $(TOOLS)/minio:
 ## test: lint (gofmt + vet), then every test with the race detector
 # Screenshots are ~10x slower under the race detector, so the every-task
 # simulator acceptance tests run a sample with -race and in full without it.
-FULL_ACCEPTANCE := ^(TestEverySimTaskSucceedsWithPerfectModels|TestNoSimTaskSucceedsWithSkillZero|TestOracleSolvesEveryTask|TestExecutedClicksLandOnIntendedElements|TestAcceptCoordSpacesReachTheSameSuccessRate)$$
+FULL_ACCEPTANCE := ^(TestEverySimTaskSucceedsWithPerfectModels|TestNoSimTaskSucceedsWithSkillZero|TestOracleSolvesEveryTask|TestExecutedClicksLandOnIntendedElements|TestAcceptCoordSpacesReachTheSameSuccessRate|TestAcceptJudgeRatesMatchTheClosedForm)$$
 # The report lists skipped and failed tests with their output, the tests that
 # ran against a real MinIO, and closes with "N passed, N failed, N skipped".
 test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
 	@set -o pipefail; { $(GO) test -race -count=1 -json $(PKGS) && \
-	  $(GO) test -count=1 -json -run '$(FULL_ACCEPTANCE)' ./internal/agent ./internal/sim ./internal/rollout; } | $(TOOLS)/testreport
+	  $(GO) test -count=1 -json -run '$(FULL_ACCEPTANCE)' ./internal/agent ./internal/sim ./internal/rollout ./internal/judge; } | $(TOOLS)/testreport
 
 ## lint: gofmt check + vet
 lint: vet
@@ -67,9 +67,13 @@ fuzz:
 
 ## demo: the main job end to end on the embedded defaults, on the SIMULATOR
 ## (simulated VMs and models): embedded NATS and the local blob store under
-## ./.codapipe; prints the summary (Average@K, Pass@K) and the trajectory count.
+## ./.codapipe. rollout prints its summary (Average@K, Pass@K) and the
+## trajectory count; judge judges them (unanimous@4 with a low-resolution
+## first vote) and judge report prints decisions and precision/recall.
 demo: build
 	$(BIN)/rollout --sim --app ChimeraX --group 8 --samples 4
+	$(BIN)/judge --sim --drain --lowres 640x400
+	$(BIN)/judge report
 
 clean:
 	rm -rf $(BIN) $(TOOLS)

@@ -19,22 +19,6 @@ func notBuilt(name string) func(context.Context, *service.Env) error {
 
 // The commands not built yet.
 var (
-	Judge = service.Command{
-		Name:    "judge",
-		Summary: "score trajectories with VLM judges (voting, multi-resolution, ensembles) and publish judgements",
-		Usage: `judge — score trajectories with VLM judges and publish judgements
-
-A durable consumer of raw trajectories on NATS JetStream. Each trajectory is
-scored by one or more OpenAI-compatible judge endpoints under a voting policy
-(e.g. 4 votes, success only if all agree; a low-resolution first pass; an
-ensemble of two judge models); the judgement (result dict, every vote, the
-decision clean success / success with redundancy / failure / undecided) is
-published and the judged trajectory archived for sftpack.
-
-Status: NOT BUILT YET. The judgement contract (pkg/traj: Judgement, Vote,
-Verdict) exists; the service does not. The flags below are accepted.`,
-		Common: true, Consumer: true, Run: notBuilt("judge"),
-	}
 	Advantage = service.Command{
 		Name:    "advantage",
 		Summary: "compute group-relative advantages (GRPO) and write Arrow shards for the trainer",

@@ -1,0 +1,298 @@
+package judge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Options are the judge command's settings as the command line gives
+// them.
+type Options struct {
+	Judges  []string // URL=MODEL, one per endpoint of the ensemble
+	Apps    []string
+	Policy  Policy
+	Limits  Limits
+	Workers int    // trajectories judged at once
+	Prompts string // folder with judge.tmpl; "" ours
+	Durable string
+	// MaxDeliver bounds deliveries of one trajectory (see ServiceConfig).
+	MaxDeliver int
+	AckWait    time.Duration // see ServiceConfig
+	VoteTTL    time.Duration
+	Summary    string // write the Stats as JSON here
+
+	// Sim judges with the SIMULATOR's judge endpoint, started in-process;
+	// SimConfig is a JSON file with a sim.WorldConfig whose "models" part
+	// configures it; TimeScale scales its latencies; Seed seeds it.
+	Sim       bool
+	SimConfig string
+	TimeScale float64
+	Seed      int64
+
+	Progress io.Writer
+}
+
+// ErrNotConfigured is returned when no judge endpoint is configured and
+// the simulator is not asked for.
+var ErrNotConfigured = service.Usage(errors.New("no judge endpoint"))
+
+// Execute runs the judge service as the command does: it starts the
+// SIMULATOR's judge for --sim, opens the bus, the blob store and the vote
+// cache through env, and serves until ctx ends or, with --drain, until
+// nothing is left to judge.
+func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
+	log := env.Log
+	if len(o.Judges) == 0 && !o.Sim {
+		return Stats{}, fmt.Errorf("%w: give --judge URL=MODEL (repeat it for an ensemble), or --sim to judge with the built-in SIMULATOR's judge", ErrNotConfigured)
+	}
+	if err := o.Policy.Validate(); err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	var specs []EndpointSpec
+	for _, v := range o.Judges {
+		s, err := ParseEndpoint(v)
+		if err != nil {
+			return Stats{}, service.Usage(err)
+		}
+		specs = append(specs, s)
+	}
+	prompt, err := LoadPrompt(o.Prompts)
+	if err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	if o.Sim && len(specs) == 0 {
+		sctx, stop := context.WithCancel(ctx)
+		servers, err := startSim(sctx, o)
+		if err != nil {
+			stop()
+			return Stats{}, err
+		}
+		defer func() {
+			stop()
+			servers.Wait()
+		}()
+		specs = []EndpointSpec{{URL: servers.JudgeURL, Model: sim.DefaultJudgeModel}}
+		log.Info("SIMULATOR started: a simulated judge stands in for a VLM judge (for checking a pipeline, not for training data)", "judge", servers.JudgeURL)
+	}
+	store, err := env.Store(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	b, err := env.Bus(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	cache, err := OpenCache(ctx, b, env.Common.Topology(), o.VoteTTL)
+	if err != nil {
+		return Stats{}, err
+	}
+	j, err := New(Config{
+		Endpoints: specs, Limits: o.Limits, Policy: o.Policy, Prompt: prompt,
+		Store: store, Cache: cache, Metrics: NewMetrics(env.Metrics), Log: log,
+	})
+	if err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	cfg := ServiceConfig{
+		Judge: j, Bus: b, Archive: store, Apps: o.Apps, Durable: o.Durable, Workers: o.Workers,
+		MaxDeliver: o.MaxDeliver, AckWait: o.AckWait, Drain: env.Common.Drain, Log: log,
+	}
+	if env.Common.Drain {
+		cfg.Progress = o.Progress
+	}
+	st, err := Serve(ctx, cfg)
+	if o.Summary != "" {
+		if werr := writeJSON(o.Summary, st); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	return st, err
+}
+
+func startSim(ctx context.Context, o Options) (*sim.ModelServers, error) {
+	wc := sim.DefaultWorldConfig()
+	if o.SimConfig != "" {
+		b, err := os.ReadFile(o.SimConfig)
+		if err != nil {
+			return nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
+		}
+		if err := json.Unmarshal(b, &wc); err != nil {
+			return nil, service.Usage(fmt.Errorf("--sim-config %s: %w", o.SimConfig, err))
+		}
+	}
+	mc := wc.Models
+	switch {
+	case o.Seed != 0:
+		mc.Seed = o.Seed
+	case wc.Seed != 0:
+		mc.Seed = wc.Seed
+	default:
+		mc.Seed = 1
+	}
+	scale := o.TimeScale
+	if scale <= 0 {
+		scale = 0.01
+	}
+	mc.Clock = sim.Clock{Scale: scale}
+	m, err := sim.NewModels(mc)
+	if err != nil {
+		return nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
+	}
+	return m.Start(ctx)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// PrintStats writes what a judge run did in one paragraph.
+func PrintStats(w io.Writer, st Stats) {
+	n := st.Trajectories()
+	judged := n - st.Decisions[traj.NotJudged]
+	cpt := 0.0
+	if judged > 0 {
+		cpt = float64(st.Calls) / float64(judged)
+	}
+	fmt.Fprintf(w, "judge: %d trajectories: %d clean success, %d success with redundancy, %d failure, %d undecided, %d not judged (environment errors)\n",
+		n, st.Decisions[traj.CleanSuccess], st.Decisions[traj.RedundantSuccess], st.Decisions[traj.Failure], st.Decisions[traj.Undecided], st.Decisions[traj.NotJudged])
+	fmt.Fprintf(w, "judge: %d model calls (%.2f per judged trajectory), %d republished from the archive, %d dead-lettered, %d retried\n",
+		st.Calls, cpt, st.Republished, st.DeadLettered, st.Retried)
+}
+
+const usage = `judge — score trajectories with VLM judges and publish judgements.
+
+Usage:
+  judge --judge URL=MODEL [--judge URL=MODEL ...] [--app APP] [--votes K] [--rule unanimous|majority]
+        [--lowres WxH] [--drain] [--nats URL] [--store URL] [--sim]
+  judge report [--run NAME] [--app APP] [--json]   precision/recall of the judgements in the archive
+
+A durable consumer of the raw trajectories on NATS JetStream (coda.traj.>, or one app's with --app);
+many judge processes with the same settings share the work. Each trajectory is shown to the judge
+models as its task, its keyframes (every step's screenshot and the final screen, at most
+--max-frames) and the agent's answer; K votes (--votes) are cast over the endpoints round-robin,
+the first at low resolution with --lowres (a failure there is final), and combined by --rule;
+votes stop as soon as the rest cannot change the decision. Every answered call is kept in a
+vote cache first, so a redelivery never asks twice. The judged trajectory goes to the archive
+in the blob store (judged/<run>/<app>/<id>.<version>.json) and to coda.judged.<app>.
+Environment-error trajectories are recorded as not judged, without a model call. --sim judges
+with the built-in SIMULATOR's judge. See docs/judge.md.`
+
+// Command is the judge command with its report subcommand.
+func Command() service.Command {
+	o := Options{Policy: DefaultPolicy()}
+	var rule, temps, topps, lowres string
+	return service.Command{
+		Name: "judge", Summary: "score trajectories with VLM judges (voting, multi-resolution, ensembles) and publish judgements",
+		Usage: usage, Common: true, Consumer: true,
+		Flags: func(fs *service.Flags) {
+			fs.Strings(&o.Judges, "judge", "CODAPIPE_JUDGE", "judge endpoint as URL=MODEL (OpenAI-compatible base URL and model name); several make an ensemble")
+			fs.String(&o.Limits.APIKey, "judge-key", "CODAPIPE_JUDGE_KEY", "", "API key sent to the judge endpoints")
+			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only judge this application's trajectories (default all)")
+			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "K: votes per trajectory (the low-resolution one included)")
+			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "unanimous (success only if every vote says so) or majority")
+			fs.String(&temps, "temperature", "CODAPIPE_JUDGE_TEMPERATURE", "1", "sampling temperature of the votes, one value or one per vote separated by commas")
+			fs.String(&topps, "top-p", "CODAPIPE_JUDGE_TOP_P", "0.6", "top_p of the votes, one value or one per vote separated by commas")
+			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: cast the first vote on frames scaled to fit this size; a failure there is final (e.g. 640x400; empty: off)")
+			fs.Int(&o.Policy.MaxFrames, "max-frames", "CODAPIPE_JUDGE_MAX_FRAMES", DefaultMaxFrames, "most screenshots per call; longer trajectories are subsampled evenly, first and final screen kept")
+			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer has no usable result dict is asked again")
+			fs.Bool(&o.Policy.NoEarlyExit, "no-early-exit", "CODAPIPE_JUDGE_NO_EARLY_EXIT", false, "cast every vote even when the decision is settled (to measure early exit)")
+			fs.Int(&o.Workers, "concurrency", "CODAPIPE_JUDGE_CONCURRENCY", 8, "trajectories judged at once by this process")
+			fs.Int(&o.Limits.Concurrency, "endpoint-concurrency", "CODAPIPE_JUDGE_ENDPOINT_CONCURRENCY", 8, "most calls in flight to one endpoint")
+			fs.Float64(&o.Limits.Rate, "rate", "CODAPIPE_JUDGE_RATE", 0, "most requests per second to one endpoint (token bucket; 0: unlimited)")
+			fs.Duration(&o.Limits.AttemptTimeout, "attempt-timeout", "CODAPIPE_JUDGE_ATTEMPT_TIMEOUT", 2*time.Minute, "deadline of one HTTP attempt of a judge call")
+			fs.Int(&o.Limits.Attempts, "attempts", "CODAPIPE_JUDGE_ATTEMPTS", 4, "attempts of one judge call (429, 5xx and transport errors are retried with backoff and jitter)")
+			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
+			fs.Int(&o.Limits.MaxTokens, "max-tokens", "CODAPIPE_JUDGE_MAX_TOKENS", 4096, "most tokens of one judge answer (0: the server's limit)")
+			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with a judge.tmpl prompt replacing ours (docs/judge.md)")
+			fs.String(&o.Durable, "durable", "CODAPIPE_JUDGE_DURABLE", "", "consumer name shared by the judge processes (default judge_<version>[_<app>]: a new judge version judges the stream again)")
+			fs.Int(&o.MaxDeliver, "max-deliver", "CODAPIPE_JUDGE_MAX_DELIVER", 10, "deliveries of one trajectory; endpoint failures wait and retry until the last, which judges with the votes it gets")
+			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_JUDGE_ACK_WAIT", time.Minute, "a trajectory whose judge process died is judged again this long after its last heartbeat")
+			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")
+			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")
+			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "judge with the SIMULATOR's judge endpoint, started in-process (for checking a pipeline, not for training data)")
+			fs.String(&o.SimConfig, "sim-config", "CODAPIPE_SIM_CONFIG", "", "with --sim: JSON file with the simulator's configuration; its \"models\".\"judge\" part sets the judge's rates and faults (docs/simulator.md)")
+			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", 0.01, "with --sim: wall time per simulated second")
+			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator (0: 1)")
+		},
+		Run: func(ctx context.Context, env *service.Env) error {
+			var err error
+			o.Policy.Rule = Rule(strings.TrimSpace(rule))
+			if o.Policy.Temperatures, err = ParseFloats(temps); err != nil {
+				return service.Usage(fmt.Errorf("--temperature %w", err))
+			}
+			if o.Policy.TopPs, err = ParseFloats(topps); err != nil {
+				return service.Usage(fmt.Errorf("--top-p %w", err))
+			}
+			o.Policy.LowRes = Size{}
+			if strings.TrimSpace(lowres) != "" {
+				if o.Policy.LowRes, err = ParseSize(lowres); err != nil {
+					return service.Usage(fmt.Errorf("--lowres: %w", err))
+				}
+			}
+			o.Progress = env.Stderr
+			st, err := Execute(ctx, env, o)
+			if err == nil || st.Trajectories() > 0 {
+				PrintStats(env.Stdout, st)
+			}
+			return err
+		},
+		Sub: []service.Command{reportCommand()},
+	}
+}
+
+func reportCommand() service.Command {
+	var cfg ReportConfig
+	var asJSON bool
+	return service.Command{
+		Name: "judge report", Summary: "precision, recall and decisions of the judgements in the archive",
+		Usage: `Usage: judge report [--run NAME] [--app APP] [--judge-version ID] [--json] [--store URL]
+
+Reads the judged archive in the blob store and prints, per app and overall: decisions (clean
+success, success with redundancy, failure, undecided, not judged), model calls per trajectory,
+judging latency, and the precision / recall / F1 of "clean success" against the task's own
+evaluator on the trajectories it could check. One judge version at a time: by default the one
+judged last.`,
+		Common: true,
+		Flags: func(fs *service.Flags) {
+			fs.String(&cfg.Run, "run", "CODAPIPE_RUN", "", "only this run")
+			fs.String(&cfg.App, "app", "", "", "only this application")
+			fs.String(&cfg.Version, "judge-version", "", "", "judge version id to report on (default: the one judged last)")
+			fs.Bool(&asJSON, "json", "", false, "print one JSON document instead of a table")
+		},
+		Run: func(ctx context.Context, env *service.Env) error {
+			store, err := env.Store(ctx)
+			if err != nil {
+				return err
+			}
+			r, err := BuildReport(ctx, store, cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return r.WriteJSON(env.Stdout)
+			}
+			r.Print(env.Stdout)
+			return nil
+		},
+	}
+}
+
+// Main runs the judge command with its arguments (without the program
+// name) and returns the process exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return service.MainContext(ctx, Command(), args, stdout, stderr)
+}

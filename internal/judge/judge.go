@@ -1,0 +1,348 @@
+// Package judge is the judge stage: it scores trajectories with one or
+// more OpenAI-compatible VLM judge endpoints under a voting policy (K
+// votes, unanimous or majority, a low-resolution first pass, an ensemble
+// of endpoints, early exit), keeps every answered call in a vote cache so
+// that no answer is asked for twice, and publishes and archives each
+// judged trajectory. Judge is the library (one trajectory); Service
+// consumes the stream; Report reads the archive back.
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Config configures a Judge.
+type Config struct {
+	// Endpoints are the judge models; vote i goes to Endpoints[i mod n].
+	Endpoints []EndpointSpec
+	Limits    Limits
+	Policy    Policy
+	Prompt    *Prompt      // nil: the embedded default
+	Store     *blob.Store  // where the screenshots are
+	Cache     Cache        // nil: no cache (every call goes to a model)
+	Metrics   *Metrics     // nil: none
+	Log       *slog.Logger // nil: slog.Default()
+	// Now is the clock of JudgedAt (nil: time.Now).
+	Now func() time.Time
+}
+
+// Judge judges trajectories. It is safe for concurrent use.
+type Judge struct {
+	cfg     Config
+	eps     []*endpoint
+	version traj.JudgeVersion
+	verID   string
+	log     *slog.Logger
+}
+
+// New checks cfg and builds the Judge.
+func New(cfg Config) (*Judge, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("judge: no judge endpoint (--judge URL=MODEL)")
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("judge: no blob store for the screenshots")
+	}
+	if cfg.Prompt == nil {
+		p, err := LoadPrompt("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Prompt = p
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	j := &Judge{cfg: cfg, log: cfg.Log}
+	for _, spec := range cfg.Endpoints {
+		ep, err := newEndpoint(spec, cfg.Limits, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Metrics.endpoint(spec.URL)
+		j.eps = append(j.eps, ep)
+	}
+	models := make([]string, cfg.Policy.Votes)
+	for i := range models {
+		models[i] = j.endpointOf(i).spec.Model
+	}
+	j.version = traj.JudgeVersion{PromptSHA256: cfg.Prompt.SHA256, Models: models, Policy: cfg.Policy.String()}
+	j.verID = j.version.ID()
+	return j, nil
+}
+
+// Version is the judge version every judgement of this Judge records.
+func (j *Judge) Version() traj.JudgeVersion { return j.version }
+
+// VersionID is Version().ID().
+func (j *Judge) VersionID() string { return j.verID }
+
+func (j *Judge) endpointOf(vote int) *endpoint { return j.eps[vote%len(j.eps)] }
+
+// InputError is a trajectory the judge cannot judge as it is (a
+// screenshot missing from the blob store or damaged): the message is
+// dead-lettered with the reason, not retried.
+type InputError struct{ Reason string }
+
+func (e *InputError) Error() string { return e.Reason }
+
+// EndpointError is a judge call that failed after its retries (the
+// endpoint is down, overloaded or refusing): the trajectory is judged
+// again later, when the answered votes come from the cache.
+type EndpointError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *EndpointError) Error() string {
+	return fmt.Sprintf("judge endpoint %s: %v", e.Endpoint, e.Err)
+}
+
+func (e *EndpointError) Unwrap() error { return e.Err }
+
+// Judge judges one trajectory. An environment-error trajectory (or one
+// with no screenshot) is not shown to any model: its judgement is
+// NotJudged with the reason and no votes. With final false a call that
+// fails after its retries returns an *EndpointError (judge the trajectory
+// again later); with final true (the last delivery) it makes the vote
+// unusable instead, so that the trajectory still gets a judgement
+// (undecided unless the other votes settle it). A screenshot that cannot
+// be read is an *InputError; other errors (blob store, cache) are
+// transient.
+func (j *Judge) Judge(ctx context.Context, t *traj.Trajectory, final bool) (*traj.Judgement, error) {
+	start := time.Now()
+	jd := &traj.Judgement{
+		SchemaVersion: traj.SchemaVersion, TrajectoryID: t.ID, Run: t.Run, TaskID: t.Task.ID, App: t.Task.App,
+		Votes: []traj.Vote{}, Judge: j.version,
+	}
+	frames := Keyframes(t, j.cfg.Policy.MaxFrames)
+	switch {
+	case t.Outcome.IsEnvError():
+		jd.Decision, jd.Reason = traj.NotJudged, "environment error, not a verdict on the agent: "+t.Outcome.Reason
+	case len(frames) == 0:
+		jd.Decision, jd.Reason = traj.NotJudged, errNoFrames.Error()
+	default:
+		if err := j.judge(ctx, t, frames, jd, final); err != nil {
+			return nil, err
+		}
+	}
+	jd.JudgedAt = j.cfg.Now().UTC()
+	jd.LatencyMS = time.Since(start).Milliseconds()
+	j.cfg.Metrics.done(jd, time.Since(start))
+	return jd, nil
+}
+
+// pass is the messages of one resolution, built and encoded once per
+// trajectory (megabytes of images: every vote sends the same bytes).
+type pass struct {
+	msgs       []byte // JSON array of the chat messages
+	resolution string
+}
+
+func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, jd *traj.Judgement, final bool) error {
+	pol := j.cfg.Policy
+	full, err := j.load(ctx, frames)
+	if err != nil {
+		return err
+	}
+	passes := map[bool]*pass{}
+	passFor := func(low bool) (*pass, error) {
+		if p := passes[low]; p != nil {
+			return p, nil
+		}
+		imgs := full
+		fd := make([]FrameData, len(frames))
+		for i, f := range frames {
+			fd[i] = FrameData{Frame: f, Index: i + 1, Width: f.Image.Width, Height: f.Image.Height}
+		}
+		if low {
+			imgs = make([][]byte, len(full))
+			for i, b := range full {
+				small, size, err := Resize(b, pol.LowRes)
+				if err != nil {
+					return nil, &InputError{Reason: fmt.Sprintf("screenshot %s of step %d: %v", frames[i].Image.SHA256, frames[i].Step, err)}
+				}
+				imgs[i], fd[i].Width, fd[i].Height = small, size.W, size.H
+			}
+		}
+		msgs, err := j.cfg.Prompt.Messages(Data(t, frames), fd, imgs)
+		if err != nil {
+			return nil, err
+		}
+		enc, err := EncodeMessages(msgs)
+		if err != nil {
+			return nil, fmt.Errorf("judge: encode the messages: %w", err)
+		}
+		p := &pass{msgs: enc, resolution: resolutionOf(fd)}
+		passes[low] = p
+		return p, nil
+	}
+	var out Outcome
+	for i := 0; i < pol.Votes; i++ {
+		p, err := passFor(pol.LowResVote(i))
+		if err != nil {
+			return err
+		}
+		v, err := j.vote(ctx, t, i, p, final)
+		if err != nil {
+			return err
+		}
+		jd.Votes = append(jd.Votes, v)
+		if out = pol.Decide(jd.Votes); out.Final && !pol.NoEarlyExit {
+			break
+		}
+	}
+	jd.Decision, jd.Verdict, jd.Reason = out.Decision, out.Verdict, out.Reason
+	return nil
+}
+
+// resolutionOf is the size of the largest frame sent, "WxH".
+func resolutionOf(fd []FrameData) string {
+	w, h := 0, 0
+	for _, f := range fd {
+		if f.Width*f.Height > w*h {
+			w, h = f.Width, f.Height
+		}
+	}
+	return strconv.Itoa(w) + "x" + strconv.Itoa(h)
+}
+
+// load fetches the frames' screenshots from the blob store.
+func (j *Judge) load(ctx context.Context, frames []Frame) ([][]byte, error) {
+	out := make([][]byte, len(frames))
+	for i, f := range frames {
+		b, err := j.cfg.Store.GetBytes(ctx, f.Image.SHA256)
+		switch {
+		case errors.Is(err, blob.ErrNotFound), errors.Is(err, blob.ErrChecksumMismatch), errors.Is(err, blob.ErrInvalidKey):
+			what := "step " + strconv.Itoa(f.Step)
+			if f.Final {
+				what = "the final screen"
+			}
+			return nil, &InputError{Reason: fmt.Sprintf("screenshot %s of %s cannot be read from the blob store %s: %v", f.Image.SHA256, what, j.cfg.Store, err)}
+		case err != nil:
+			return nil, fmt.Errorf("judge: screenshot %s: %w", f.Image.SHA256, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// vote casts vote i: its answered calls come from the cache when it has
+// them, the others from the vote's endpoint (stored in the cache before
+// they count); a malformed answer is asked again up to
+// Policy.MalformedRetries times.
+func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, final bool) (traj.Vote, error) {
+	pol := j.cfg.Policy
+	ep := j.endpointOf(i)
+	v := traj.Vote{
+		Model: ep.spec.Model, Endpoint: ep.spec.URL, Resolution: p.resolution,
+		Temperature: pol.Temperature(i), TopP: pol.TopP(i),
+	}
+	for a := 1; a <= 1+pol.MalformedRetries; a++ {
+		key := CallKey(t.ID, j.verID, i, a)
+		call, ok, err := j.cached(ctx, key)
+		if err != nil {
+			return v, err
+		}
+		if ok {
+			j.cfg.Metrics.hit()
+		} else {
+			call, err = j.ask(ctx, ep, p, i, a, t.ID)
+			if err != nil {
+				if ctx.Err() != nil {
+					return v, ctx.Err()
+				}
+				if !final {
+					return v, &EndpointError{Endpoint: ep.spec.URL, Err: err}
+				}
+				v.Error = fmt.Sprintf("model call failed: %v", err)
+				return v, nil
+			}
+			if j.cfg.Cache != nil {
+				if err := j.cfg.Cache.Put(ctx, key, call); err != nil {
+					return v, err
+				}
+			}
+		}
+		v.Attempts = a
+		v.LatencyMS += call.LatencyMS
+		v.Raw = call.Raw
+		ans, perr := ParseAnswer(call.Raw)
+		if perr == nil {
+			v.Verdict, v.Captions, v.Error = &ans.Verdict, ans.Captions, ""
+			return v, nil
+		}
+		j.cfg.Metrics.badAnswer(ep.spec.URL)
+		v.Error = perr.Error()
+		j.log.Debug("judge answer unusable", "trajectory", t.ID, "vote", i, "attempt", a, "err", perr)
+	}
+	return v, nil
+}
+
+func (j *Judge) cached(ctx context.Context, key string) (Call, bool, error) {
+	if j.cfg.Cache == nil {
+		return Call{}, false, nil
+	}
+	return j.cfg.Cache.Get(ctx, key)
+}
+
+// ask makes one judge call. Its "user" field names the trajectory, judge
+// version, vote and attempt; its seed is derived from them, so a call
+// asked again (after a crash before it was cached) samples the same answer
+// from a server that honours seeds, and each attempt samples a new one.
+func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, vote, attempt int, id string) (Call, error) {
+	tag := fmt.Sprintf("%s/%s/v%d/a%d", id, j.verID, vote, attempt)
+	seed := seedOf(tag)
+	req := openai.ChatCompletionRequest{
+		Temperature: float32(j.cfg.Policy.Temperature(vote)),
+		TopP:        float32(j.cfg.Policy.TopP(vote)),
+		MaxTokens:   j.cfg.Limits.MaxTokens,
+		Seed:        &seed,
+		User:        tag,
+	}
+	if err := ep.acquire(ctx); err != nil {
+		return Call{}, err
+	}
+	defer ep.release()
+	j.cfg.Metrics.flight(ep.spec.URL, 1)
+	defer j.cfg.Metrics.flight(ep.spec.URL, -1)
+	start := time.Now()
+	resp, err := ep.model.CompleteEncoded(ctx, req, p.msgs)
+	d := time.Since(start)
+	if err == nil && len(resp.Choices) == 0 {
+		err = errors.New("the answer has no choices")
+	}
+	j.cfg.Metrics.call(ep.spec.URL, d, err)
+	if err != nil {
+		return Call{}, err
+	}
+	return Call{
+		Raw: resp.Choices[0].Message.Content, Model: ep.spec.Model, Endpoint: ep.spec.URL,
+		Resolution: p.resolution, LatencyMS: d.Milliseconds(), At: time.Now().UTC(),
+	}, nil
+}
+
+// seedOf is a request seed derived from a call's tag (31 bits, so that
+// every server takes it).
+func seedOf(tag string) int {
+	h := fnv.New64a()
+	h.Write([]byte(tag))
+	return int(h.Sum64() & 0x7fffffff)
+}

@@ -1,0 +1,269 @@
+package judge
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Rule is how votes combine into a decision.
+type Rule string
+
+// Rules.
+const (
+	// Unanimous: success only when every vote says Correctness; one
+	// failing vote makes a failure.
+	Unanimous Rule = "unanimous"
+	// Majority: success when more than half of the votes say Correctness,
+	// failure when at least half say it failed (a tie is a failure:
+	// precision matters more than recall).
+	Majority Rule = "majority"
+)
+
+// Policy is how a trajectory is judged: how many votes, at which
+// sampling settings and resolutions, and how they combine.
+type Policy struct {
+	// Votes is K, every vote counted (the low-resolution one too).
+	Votes int
+	Rule  Rule
+	// Temperatures and TopPs are the sampling settings of the votes in
+	// order; a list shorter than Votes repeats its last value.
+	Temperatures []float64
+	TopPs        []float64
+	// LowRes, when set, makes vote 0 a low-resolution pass: the frames
+	// are scaled down to fit in LowRes, and a failure there is a failure
+	// without full-resolution votes.
+	LowRes Size
+	// MaxFrames bounds the frames of one call (DefaultMaxFrames).
+	MaxFrames int
+	// MalformedRetries is how many times a vote whose answer holds no
+	// usable result dict is asked again (each time a new call with its own
+	// seed) before it counts as unusable.
+	MalformedRetries int
+	// NoEarlyExit casts every vote even when the decision is already
+	// certain (for measuring what early exit saves; decisions are the
+	// same).
+	NoEarlyExit bool
+}
+
+// DefaultPolicy is CODA's: unanimous@4, temperature 1.0, top_p 0.6, no
+// low-resolution pass, 16 frames, 2 re-asks of a malformed answer.
+func DefaultPolicy() Policy {
+	return Policy{Votes: 4, Rule: Unanimous, Temperatures: []float64{1.0}, TopPs: []float64{0.6},
+		MaxFrames: DefaultMaxFrames, MalformedRetries: 2}
+}
+
+// Validate names each setting that cannot be used.
+func (p Policy) Validate() error {
+	var errs []error
+	if p.Votes < 1 || p.Votes > 64 {
+		errs = append(errs, fmt.Errorf("--votes %d: want 1..64", p.Votes))
+	}
+	if p.Rule != Unanimous && p.Rule != Majority {
+		errs = append(errs, fmt.Errorf("--rule %q: want unanimous or majority", p.Rule))
+	}
+	if len(p.Temperatures) == 0 || len(p.Temperatures) > max(p.Votes, 1) {
+		errs = append(errs, fmt.Errorf("--temperature: want 1 to %d values (one per vote), got %d", max(p.Votes, 1), len(p.Temperatures)))
+	}
+	for _, t := range p.Temperatures {
+		if !(t > 0 && t <= 2) {
+			errs = append(errs, fmt.Errorf("--temperature %v: want a value in (0, 2] (go-openai drops 0: use 0.01 for greedy)", t))
+		}
+	}
+	if len(p.TopPs) == 0 || len(p.TopPs) > max(p.Votes, 1) {
+		errs = append(errs, fmt.Errorf("--top-p: want 1 to %d values (one per vote), got %d", max(p.Votes, 1), len(p.TopPs)))
+	}
+	for _, t := range p.TopPs {
+		if !(t > 0 && t <= 1) {
+			errs = append(errs, fmt.Errorf("--top-p %v: want a value in (0, 1]", t))
+		}
+	}
+	if p.MaxFrames < 2 {
+		errs = append(errs, fmt.Errorf("--max-frames %d: want at least 2 (the first and the final screen)", p.MaxFrames))
+	}
+	if p.MalformedRetries < 0 || p.MalformedRetries > 10 {
+		errs = append(errs, fmt.Errorf("--malformed-retries %d: want 0..10", p.MalformedRetries))
+	}
+	return errors.Join(errs...)
+}
+
+func at(xs []float64, i int) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[min(i, len(xs)-1)]
+}
+
+// Temperature is the temperature of vote i.
+func (p Policy) Temperature(i int) float64 { return at(p.Temperatures, i) }
+
+// TopP is the top_p of vote i.
+func (p Policy) TopP(i int) float64 { return at(p.TopPs, i) }
+
+// LowResVote reports whether vote i is the low-resolution pass.
+func (p Policy) LowResVote(i int) bool { return i == 0 && !p.LowRes.IsZero() }
+
+// String describes the policy for JudgeVersion.Policy: every setting that
+// changes what the judge sees or how votes combine (early exit does not
+// change decisions and is left out), e.g.
+// "unanimous@4 lowres=640x400 frames=16 temperature=1 top_p=0.6 malformed_retries=2".
+func (p Policy) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s@%d", p.Rule, p.Votes)
+	if !p.LowRes.IsZero() {
+		fmt.Fprintf(&b, " lowres=%s", p.LowRes)
+	}
+	fmt.Fprintf(&b, " frames=%d temperature=%s top_p=%s malformed_retries=%d",
+		p.MaxFrames, floats(p.Temperatures), floats(p.TopPs), p.MalformedRetries)
+	return b.String()
+}
+
+func floats(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseFloats reads a comma-separated list of numbers.
+func ParseFloats(v string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(v, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%q: want numbers separated by commas", v)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// Outcome is the decision votes lead to.
+type Outcome struct {
+	Decision traj.Decision
+	Verdict  *traj.Verdict // the combined verdict (nil when Undecided)
+	Reason   string        // why, when Undecided
+	// Final is true when the votes cast so far settle the decision: the
+	// votes left cannot change it (early exit), or none are left.
+	Final bool
+}
+
+// Decide combines the votes cast so far (in order) under p.
+//
+// A vote counts as success when its verdict says Correctness, as failure
+// when it says not, and as unusable when it has no verdict (the call
+// failed or its answer could not be parsed). A failing low-resolution
+// vote is a failure at once. Otherwise:
+//   - unanimous: one failing vote is a failure; success needs K
+//     successful votes; K votes with an unusable one and no failure are
+//     undecided;
+//   - majority: success when successes > K/2, failure when failures ≥
+//     K/2; otherwise, once the votes left cannot reach either, undecided.
+//
+// The combined verdict of a success has Correctness, the union of the
+// successful votes' Redundant steps, the earliest First_Error_Step any of
+// them gave (with its Error_Type and Correct_Action), and Optimized only
+// if every one of them said so and nothing is redundant — so a success is
+// clean only when every successful vote saw it clean. The combined
+// verdict of a failure is the failing vote with the earliest
+// First_Error_Step (no step counts as after every step; ties go to the
+// earlier vote).
+func (p Policy) Decide(votes []traj.Vote) Outcome {
+	k := p.Votes
+	var yes, no, bad []int
+	for i, v := range votes {
+		switch {
+		case v.Verdict == nil:
+			bad = append(bad, i)
+		case v.Verdict.Correctness:
+			yes = append(yes, i)
+		default:
+			no = append(no, i)
+		}
+	}
+	left := k - len(votes)
+	fail := func() Outcome {
+		return Outcome{Decision: traj.Failure, Verdict: combineFailure(votes, no), Final: true}
+	}
+	succeed := func() Outcome {
+		v := combineSuccess(votes, yes)
+		return Outcome{Decision: v.Decide(), Verdict: v, Final: true}
+	}
+	undecided := func(final bool) Outcome {
+		reason := fmt.Sprintf("%d of %d votes unusable", len(bad), len(votes))
+		if len(bad) > 0 {
+			reason += ": " + votes[bad[0]].Error
+		}
+		return Outcome{Decision: traj.Undecided, Reason: reason, Final: final}
+	}
+	if len(votes) > 0 && p.LowResVote(0) && len(no) > 0 && no[0] == 0 {
+		return fail()
+	}
+	switch p.Rule {
+	case Majority:
+		switch {
+		case 2*len(yes) > k:
+			return succeed()
+		case 2*len(no) >= k:
+			return fail()
+		case 2*(len(yes)+left) <= k && 2*(len(no)+left) < k:
+			return undecided(true)
+		}
+		return undecided(left <= 0)
+	default: // unanimous
+		switch {
+		case len(no) > 0:
+			return fail()
+		case len(yes) >= k:
+			return succeed()
+		}
+		return undecided(left <= 0)
+	}
+}
+
+func combineSuccess(votes []traj.Vote, yes []int) *traj.Verdict {
+	out := &traj.Verdict{Correctness: true, Optimized: true, Redundant: []int{}}
+	for _, i := range yes {
+		v := votes[i].Verdict
+		out.Redundant = append(out.Redundant, v.Redundant...)
+		out.Optimized = out.Optimized && v.Optimized
+		if v.FirstErrorStep != nil && (out.FirstErrorStep == nil || *v.FirstErrorStep < *out.FirstErrorStep) {
+			fe := *v.FirstErrorStep
+			out.FirstErrorStep, out.ErrorType, out.CorrectAction = &fe, v.ErrorType, v.CorrectAction
+		}
+	}
+	slices.Sort(out.Redundant)
+	out.Redundant = slices.Compact(out.Redundant)
+	if len(out.Redundant) > 0 {
+		out.Optimized = false
+	}
+	return out
+}
+
+func combineFailure(votes []traj.Vote, no []int) *traj.Verdict {
+	best := -1
+	for _, i := range no {
+		fe := votes[i].Verdict.FirstErrorStep
+		if best < 0 {
+			best = i
+			continue
+		}
+		bfe := votes[best].Verdict.FirstErrorStep
+		if fe != nil && (bfe == nil || *fe < *bfe) {
+			best = i
+		}
+	}
+	v := *votes[best].Verdict
+	v.Redundant = append([]int{}, v.Redundant...)
+	if v.FirstErrorStep != nil {
+		fe := *v.FirstErrorStep
+		v.FirstErrorStep = &fe
+	}
+	return &v
+}

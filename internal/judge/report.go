@@ -1,0 +1,310 @@
+package judge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// ReportConfig selects the judgements a report covers.
+type ReportConfig struct {
+	Run string // only this run ("" all)
+	App string // only this app ("" all)
+	// Version is the judge version id to report on; "" takes the version
+	// with the latest judgement (the others are listed).
+	Version string
+}
+
+// Figures are a report's numbers for one app or overall.
+type Figures struct {
+	Trajectories int `json:"trajectories"`
+	// Decisions counts judgements by decision (every decision is a key).
+	Decisions map[traj.Decision]int `json:"decisions"`
+	// Calls are the model calls behind the judgements;
+	// CallsPerTrajectory divides them by the trajectories shown to a
+	// model (all but not_judged).
+	Calls              int     `json:"calls"`
+	CallsPerTrajectory float64 `json:"calls_per_trajectory"`
+	// LatencyMS are the mean, median and 95th percentile of the time to
+	// judge one trajectory (not_judged ones left out).
+	LatencyMS Latency `json:"latency_ms"`
+	// Evaluated is the number of judged trajectories whose task evaluator
+	// gave a result (it ran every check). On them, "clean success" is
+	// compared with the evaluator's pass: TP judged clean and passed, FP
+	// judged clean and failed, FN not judged clean (any other decision,
+	// undecided included) and passed, TN the rest.
+	Evaluated int `json:"evaluated"`
+	TP        int `json:"tp"`
+	FP        int `json:"fp"`
+	FN        int `json:"fn"`
+	TN        int `json:"tn"`
+	// Precision, Recall and F1 of clean success against the evaluator;
+	// null when undefined (nothing judged clean, nothing passed).
+	Precision *float64 `json:"precision"`
+	Recall    *float64 `json:"recall"`
+	F1        *float64 `json:"f1"`
+}
+
+// Latency summarises durations in milliseconds.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+}
+
+// Report is judge report's result.
+type Report struct {
+	Run     string             `json:"run,omitempty"`
+	App     string             `json:"app,omitempty"`
+	Version string             `json:"judge_version"`
+	Judge   traj.JudgeVersion  `json:"judge"`
+	Overall Figures            `json:"overall"`
+	Apps    map[string]Figures `json:"apps"`
+	// OtherVersions are judge versions also archived for the selection,
+	// with their number of judgements.
+	OtherVersions map[string]int `json:"other_versions,omitempty"`
+}
+
+// acc accumulates one Figures.
+type acc struct {
+	f   Figures
+	lat []float64
+}
+
+func newAcc() *acc {
+	a := &acc{f: Figures{Decisions: map[traj.Decision]int{}}}
+	for _, d := range traj.Decisions {
+		a.f.Decisions[d] = 0
+	}
+	return a
+}
+
+func (a *acc) add(j *traj.Judged) {
+	jd := &j.Judgement
+	a.f.Trajectories++
+	a.f.Decisions[jd.Decision]++
+	if jd.Decision == traj.NotJudged {
+		return
+	}
+	a.f.Calls += jd.Calls()
+	a.lat = append(a.lat, float64(jd.LatencyMS))
+	e := j.Trajectory.Eval
+	if e == nil || len(e.Unsupported) > 0 || e.Error != "" {
+		return
+	}
+	a.f.Evaluated++
+	clean := jd.Decision == traj.CleanSuccess
+	switch {
+	case clean && e.Passed:
+		a.f.TP++
+	case clean:
+		a.f.FP++
+	case e.Passed:
+		a.f.FN++
+	default:
+		a.f.TN++
+	}
+}
+
+func ratio(n, d int) *float64 {
+	if d == 0 {
+		return nil
+	}
+	r := float64(n) / float64(d)
+	return &r
+}
+
+func (a *acc) figures() Figures {
+	f := a.f
+	if judged := f.Trajectories - f.Decisions[traj.NotJudged]; judged > 0 {
+		f.CallsPerTrajectory = float64(f.Calls) / float64(judged)
+	}
+	if len(a.lat) > 0 {
+		s := slices.Clone(a.lat)
+		slices.Sort(s)
+		sum := 0.0
+		for _, x := range s {
+			sum += x
+		}
+		f.LatencyMS = Latency{Mean: sum / float64(len(s)), P50: quantile(s, 0.5), P95: quantile(s, 0.95)}
+	}
+	f.Precision = ratio(f.TP, f.TP+f.FP)
+	f.Recall = ratio(f.TP, f.TP+f.FN)
+	if f.Precision != nil && f.Recall != nil && *f.Precision+*f.Recall > 0 {
+		v := 2 * *f.Precision * *f.Recall / (*f.Precision + *f.Recall)
+		f.F1 = &v
+	} else if f.Precision != nil && f.Recall != nil {
+		zero := 0.0
+		f.F1 = &zero
+	}
+	return f
+}
+
+// quantile of sorted s by linear interpolation.
+func quantile(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
+
+// BuildReport reads the judged archive in store and reports on the
+// selected judgements.
+func BuildReport(ctx context.Context, store *blob.Store, cfg ReportConfig) (*Report, error) {
+	prefix := ArchivePrefix
+	if cfg.Run != "" {
+		prefix += bus.KeyToken(cfg.Run) + "/"
+		if cfg.App != "" {
+			prefix += bus.KeyToken(cfg.App) + "/"
+		}
+	}
+	type versionSet struct {
+		docs   []*traj.Judged
+		latest time.Time
+	}
+	byVersion := map[string]*versionSet{}
+	for info, err := range store.Bucket().List(ctx, prefix) {
+		if err != nil {
+			return nil, fmt.Errorf("judge report: list %s in %s: %w", prefix, store, err)
+		}
+		if !strings.HasSuffix(info.Key, ".json") {
+			continue
+		}
+		rc, _, err := store.Bucket().Get(ctx, info.Key)
+		if err != nil {
+			return nil, fmt.Errorf("judge report: %s: %w", info.Key, err)
+		}
+		body, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("judge report: %s: %w", info.Key, err)
+		}
+		doc, err := traj.DecodeJudged(body)
+		if err != nil {
+			return nil, fmt.Errorf("judge report: %s: %w", info.Key, err)
+		}
+		if cfg.App != "" && doc.Judgement.App != cfg.App {
+			continue
+		}
+		if cfg.Run != "" && doc.Judgement.Run != cfg.Run {
+			continue
+		}
+		ver := doc.Judgement.Judge.ID()
+		vs := byVersion[ver]
+		if vs == nil {
+			vs = &versionSet{}
+			byVersion[ver] = vs
+		}
+		vs.docs = append(vs.docs, doc)
+		if doc.Judgement.JudgedAt.After(vs.latest) {
+			vs.latest = doc.Judgement.JudgedAt
+		}
+	}
+	ver := cfg.Version
+	if ver == "" {
+		for v, vs := range byVersion {
+			if ver == "" || vs.latest.After(byVersion[ver].latest) || (vs.latest.Equal(byVersion[ver].latest) && v < ver) {
+				ver = v
+			}
+		}
+	}
+	r := &Report{Run: cfg.Run, App: cfg.App, Version: ver, Apps: map[string]Figures{}}
+	overall := newAcc()
+	apps := map[string]*acc{}
+	if vs := byVersion[ver]; vs != nil {
+		for _, d := range vs.docs {
+			r.Judge = d.Judgement.Judge
+			overall.add(d)
+			a := apps[d.Judgement.App]
+			if a == nil {
+				a = newAcc()
+				apps[d.Judgement.App] = a
+			}
+			a.add(d)
+		}
+	}
+	r.Overall = overall.figures()
+	for app, a := range apps {
+		r.Apps[app] = a.figures()
+	}
+	for v, vs := range byVersion {
+		if v != ver {
+			if r.OtherVersions == nil {
+				r.OtherVersions = map[string]int{}
+			}
+			r.OtherVersions[v] = len(vs.docs)
+		}
+	}
+	return r, nil
+}
+
+// WriteJSON writes the report as one JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Print writes the report as a table: one row per app and one overall.
+func (r *Report) Print(w io.Writer) {
+	sel := "all runs"
+	if r.Run != "" {
+		sel = "run " + r.Run
+	}
+	if r.App != "" {
+		sel += ", app " + r.App
+	}
+	if r.Version == "" {
+		fmt.Fprintf(w, "judge report (%s): no judgements in the archive\n", sel)
+		return
+	}
+	fmt.Fprintf(w, "judge report (%s), judge version %s: %s, models %s\n", sel, r.Version, r.Judge.Policy, strings.Join(r.Judge.Models, ","))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "app\ttrajectories\tclean\tredundant\tfailure\tundecided\tnot judged\tcalls/traj\tlatency p50/p95 s\tevaluated\tprecision\trecall\tF1\t")
+	row := func(name string, f Figures) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f/%.1f\t%d\t%s\t%s\t%s\t\n", name, f.Trajectories,
+			f.Decisions[traj.CleanSuccess], f.Decisions[traj.RedundantSuccess], f.Decisions[traj.Failure],
+			f.Decisions[traj.Undecided], f.Decisions[traj.NotJudged], f.CallsPerTrajectory,
+			f.LatencyMS.P50/1000, f.LatencyMS.P95/1000, f.Evaluated, pct(f.Precision), pct(f.Recall), pct(f.F1))
+	}
+	names := make([]string, 0, len(r.Apps))
+	for a := range r.Apps {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	for _, a := range names {
+		row(a, r.Apps[a])
+	}
+	row("overall", r.Overall)
+	tw.Flush()
+	fmt.Fprintln(w, "precision/recall/F1: the judge's clean success against the task evaluator's pass, on the trajectories the evaluator could check.")
+	if len(r.OtherVersions) > 0 {
+		vs := make([]string, 0, len(r.OtherVersions))
+		for v, n := range r.OtherVersions {
+			vs = append(vs, fmt.Sprintf("%s (%d)", v, n))
+		}
+		sort.Strings(vs)
+		fmt.Fprintf(w, "other judge versions in the archive: %s (--judge-version ID reports on one)\n", strings.Join(vs, ", "))
+	}
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100**p)
+}

@@ -1,0 +1,338 @@
+package judge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// ArchivePrefix starts the blob-store keys of the judged archive.
+const ArchivePrefix = "judged/"
+
+// ArchiveKey is where the judged trajectory id of run and app by judge
+// version ver is archived: judged/<run>/<app>/<id>.<ver>.json, run and app
+// escaped as bus.KeyToken does.
+func ArchiveKey(run, app, id, ver string) string {
+	return ArchivePrefix + bus.KeyToken(run) + "/" + bus.KeyToken(app) + "/" + bus.KeyToken(id) + "." + bus.KeyToken(ver) + ".json"
+}
+
+// MessageID is the JetStream message id of a judged trajectory: its id and
+// the judge version, so the same judgement is stored once and another
+// judge version's is a distinct message.
+func MessageID(id, ver string) string { return id + "." + ver }
+
+// ServiceConfig configures Serve.
+type ServiceConfig struct {
+	Judge *Judge
+	Bus   *bus.Bus
+	// Archive is the blob store the judged trajectories are kept in.
+	Archive *blob.Store
+	// Apps filters the trajectories by app (empty: all).
+	Apps []string
+	// Durable is the consumer name all judge processes of one
+	// configuration share (default DurableName).
+	Durable string
+	// Workers is the number of trajectories judged at once (default 8).
+	Workers int
+	// MaxDeliver bounds the deliveries of one trajectory (default 10):
+	// endpoint failures are retried with backoff until the last delivery,
+	// which judges with the votes it can get (unusable ones count as
+	// such).
+	MaxDeliver int
+	// RetryDelay is the first wait before a trajectory is tried again
+	// after an endpoint or store failure, doubling per delivery up to 5
+	// minutes (default 5 s).
+	RetryDelay time.Duration
+	// AckWait is how long a trajectory being judged may go without a
+	// heartbeat before NATS hands it to another worker (default 60 s;
+	// heartbeats go every AckWait/3): after a crash, its trajectories come
+	// back this long after their last heartbeat.
+	AckWait time.Duration
+	// Drain returns once nothing is left to judge.
+	Drain bool
+	// Progress, when set, gets a progress line every ProgressEvery
+	// (default 2 s) and at the end.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	Log           *slog.Logger
+}
+
+// DurableName is the default consumer name: one per judge version (a new
+// version judges the whole stream again) and app filter.
+func DurableName(ver string, apps []string) string {
+	name := "judge_" + ver
+	for _, a := range apps {
+		name += "_" + bus.KeyToken(bus.AppToken(a))
+	}
+	return name
+}
+
+// Stats counts what Serve did.
+type Stats struct {
+	Decisions map[traj.Decision]int `json:"decisions"` // judgements published, by decision
+	Calls     int                   `json:"calls"`     // model calls behind them (cached ones included)
+	// Republished counts trajectories whose judgement was already in the
+	// archive (a redelivery after a crash): published again, not judged.
+	Republished int `json:"republished"`
+	// DeadLettered counts messages given up on with a reason.
+	DeadLettered int `json:"dead_lettered"`
+	Retried      int `json:"retried"`
+}
+
+// Trajectories is the number of judgements published.
+func (s Stats) Trajectories() int {
+	n := 0
+	for _, c := range s.Decisions {
+		n += c
+	}
+	return n
+}
+
+type server struct {
+	cfg   ServiceConfig
+	log   *slog.Logger
+	start time.Time
+
+	mu sync.Mutex
+	st Stats
+}
+
+// Serve consumes raw trajectories and judges them until ctx ends, or with
+// Drain until nothing is left. For each trajectory it:
+//  1. returns the archived judgement if there is one (a redelivery),
+//  2. otherwise judges it (answered calls come from the vote cache) and
+//     archives the judged trajectory,
+//  3. publishes it on coda.judged.<app> with MessageID (de-duplicated),
+//  4. acks.
+//
+// An undecodable or invalid trajectory and one whose screenshots cannot
+// be read are dead-lettered with the reason; a failing endpoint, cache or
+// store makes the trajectory wait and come back.
+func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
+	if cfg.Judge == nil || cfg.Bus == nil || cfg.Archive == nil {
+		return Stats{}, errors.New("judge: serve needs a judge, a bus and an archive store")
+	}
+	if cfg.Durable == "" {
+		cfg.Durable = DurableName(cfg.Judge.VersionID(), cfg.Apps)
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.MaxDeliver <= 0 {
+		cfg.MaxDeliver = 10
+	}
+	if cfg.RetryDelay <= 0 {
+		cfg.RetryDelay = 5 * time.Second
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 60 * time.Second
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 2 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &server{cfg: cfg, log: cfg.Log.With("judge_version", cfg.Judge.VersionID()), start: time.Now()}
+	s.st.Decisions = map[traj.Decision]int{}
+	var filter []string
+	for _, a := range cfg.Apps {
+		filter = append(filter, bus.Subject(bus.Raw, a))
+	}
+	s.log.Info("judge: consuming trajectories", "consumer", cfg.Durable, "apps", appsOrAll(cfg.Apps), "workers", cfg.Workers,
+		"policy", cfg.Judge.Version().Policy, "models", cfg.Judge.Version().Models)
+
+	pctx, stopProgress := context.WithCancel(ctx)
+	var pwg sync.WaitGroup
+	if cfg.Progress != nil {
+		pwg.Add(1)
+		go func() { // owned by Serve: stopped and waited for below
+			defer pwg.Done()
+			t := time.NewTicker(cfg.ProgressEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-pctx.Done():
+					return
+				case <-t.C:
+					s.progress()
+				}
+			}
+		}()
+	}
+	fetchWait := time.Second
+	if cfg.Drain {
+		fetchWait = 250 * time.Millisecond // notice sooner that nothing is left
+	}
+	_, err := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
+		Stream: bus.StreamName(bus.Raw), Durable: cfg.Durable, Filter: filter,
+		Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(1000, 4*cfg.Workers),
+		AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
+	}, s.handle)
+	stopProgress()
+	pwg.Wait()
+	if cfg.Progress != nil {
+		s.progress()
+	}
+	return s.stats(), err
+}
+
+func appsOrAll(apps []string) string {
+	if len(apps) == 0 {
+		return "all"
+	}
+	return strings.Join(apps, ",")
+}
+
+func (s *server) stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	st.Decisions = make(map[traj.Decision]int, len(s.st.Decisions))
+	for k, v := range s.st.Decisions {
+		st.Decisions[k] = v
+	}
+	return st
+}
+
+func (s *server) count(f func(*Stats)) {
+	s.mu.Lock()
+	f(&s.st)
+	s.mu.Unlock()
+}
+
+// progress writes one line: judgements so far by decision, calls per
+// judged trajectory, rate.
+func (s *server) progress() {
+	st := s.stats()
+	n := st.Trajectories()
+	judged := n - st.Decisions[traj.NotJudged]
+	cpt := 0.0
+	if judged > 0 {
+		cpt = float64(st.Calls) / float64(judged)
+	}
+	el := time.Since(s.start).Seconds()
+	fmt.Fprintf(s.cfg.Progress, "judge: %d judged (clean %d, redundant %d, failure %d, undecided %d, not judged %d), %.2f calls/trajectory, %d dead-lettered, %.2f trajectories/s\n",
+		n, st.Decisions[traj.CleanSuccess], st.Decisions[traj.RedundantSuccess], st.Decisions[traj.Failure],
+		st.Decisions[traj.Undecided], st.Decisions[traj.NotJudged], cpt, st.DeadLettered, float64(n)/max(el, 1e-9))
+}
+
+func (s *server) retryDelay(deliveries uint64) time.Duration {
+	d := s.cfg.RetryDelay
+	for i := uint64(1); i < deliveries && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}
+
+func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
+	res, jd := s.process(ctx, m)
+	switch res.String() {
+	case "ack":
+		s.count(func(st *Stats) {
+			if jd != nil {
+				st.Decisions[jd.Decision]++
+				if jd.Decision != traj.NotJudged {
+					st.Calls += jd.Calls()
+				}
+			}
+		})
+	case "retry":
+		s.count(func(st *Stats) { st.Retried++ })
+	default:
+		s.count(func(st *Stats) { st.DeadLettered++ })
+	}
+	return res
+}
+
+// process judges one message; jd is the judgement published on ack.
+func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Judgement) {
+	t, err := traj.DecodeTrajectory(m.Data)
+	if err == nil {
+		err = t.Validate()
+	}
+	if err != nil {
+		return bus.Reject(fmt.Sprintf("judge: message %s on %s is not a valid trajectory: %v", m.ID, m.Subject, err)), nil
+	}
+	log := s.log.With("trajectory", t.ID, "task", t.Task.ID, "delivery", m.Deliveries)
+	ver := s.cfg.Judge.VersionID()
+	key := ArchiveKey(t.Run, t.Task.App, t.ID, ver)
+	retry := func(what string, err error) bus.Result {
+		d := s.retryDelay(m.Deliveries)
+		log.Warn("judge: trajectory will be tried again", "after", d, "what", what, "err", err)
+		return bus.Retry(d, fmt.Sprintf("judge: trajectory %s: %s: %v", t.ID, what, err))
+	}
+
+	body, jd, err := s.archived(ctx, key)
+	if err != nil {
+		return retry("read the archive", err), nil
+	}
+	if body != nil {
+		s.count(func(st *Stats) { st.Republished++ })
+		log.Info("judge: judgement already archived; publishing it again", "key", key)
+	} else {
+		final := m.Deliveries >= uint64(s.cfg.MaxDeliver)
+		jd, err = s.cfg.Judge.Judge(ctx, t, final)
+		var ie *InputError
+		var ee *EndpointError
+		switch {
+		case errors.As(err, &ie):
+			return bus.Reject(fmt.Sprintf("judge: trajectory %s: %s", t.ID, ie.Reason)), nil
+		case errors.As(err, &ee):
+			return retry("judge endpoint", err), nil
+		case err != nil:
+			return retry("judging", err), nil
+		}
+		doc := traj.Judged{SchemaVersion: traj.SchemaVersion, Judgement: *jd, Trajectory: *t}
+		if err := doc.Validate(); err != nil {
+			// A judgement this service cannot vouch for is kept, with the
+			// reason, rather than published.
+			return bus.Reject(fmt.Sprintf("judge: trajectory %s: the judged document is not valid: %v", t.ID, err)), nil
+		}
+		if body, err = traj.MarshalCompact(doc); err != nil {
+			return bus.Reject(fmt.Sprintf("judge: trajectory %s: %v", t.ID, err)), nil
+		}
+		if _, err := s.cfg.Archive.Bucket().Put(ctx, key, bytes.NewReader(body), int64(len(body)), blob.PutOptions{ContentType: "application/json"}); err != nil {
+			return retry("archive", err), nil
+		}
+	}
+	ack, err := s.cfg.Bus.Publish(ctx, bus.Subject(bus.Judged, t.Task.App), MessageID(t.ID, ver), body, nil)
+	if err != nil {
+		return retry("publish", err), nil
+	}
+	log.Debug("judge: published", "decision", jd.Decision, "votes", len(jd.Votes), "seq", ack.Seq, "duplicate", ack.Duplicate)
+	return bus.Ack(), jd
+}
+
+// archived returns the archived judged document under key, or nil.
+func (s *server) archived(ctx context.Context, key string) ([]byte, *traj.Judgement, error) {
+	rc, _, err := s.cfg.Archive.Bucket().Get(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := traj.DecodeJudged(body)
+	if err != nil {
+		// A damaged archive entry is judged again and replaced.
+		s.log.Warn("judge: archived judgement unreadable; judging again", "key", key, "err", err)
+		return nil, nil, nil
+	}
+	return body, &doc.Judgement, nil
+}

@@ -18,7 +18,13 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 ## tools: install the pinned test tools into .bin (MinIO; 2-3 minutes the first time)
-tools: $(TOOLS)/minio
+## and the independent Arrow/Parquet reader's npm packages into tools/reader/node_modules
+tools: $(TOOLS)/minio tools/reader/node_modules/.installed
+
+tools/reader/node_modules/.installed: tools/reader/package.json tools/reader/package-lock.json
+	@echo "installing the independent shard reader (npm ci in tools/reader)"
+	cd tools/reader && npm ci --no-audit --no-fund
+	@touch $@
 
 $(TOOLS)/minio:
 	@mkdir -p $(TOOLS)
@@ -69,11 +75,13 @@ fuzz:
 ## (simulated VMs and models): embedded NATS and the local blob store under
 ## ./.codapipe. rollout prints its summary (Average@K, Pass@K) and the
 ## trajectory count; judge judges them (unanimous@4 with a low-resolution
-## first vote) and judge report prints decisions and precision/recall.
+## first vote) and judge report prints decisions and precision/recall;
+## advantage writes the GRPO rows as Arrow shards under ./.codapipe/shards.
 demo: build
 	$(BIN)/rollout --sim --app ChimeraX --group 8 --samples 4
 	$(BIN)/judge --sim --drain --lowres 640x400
 	$(BIN)/judge report
+	$(BIN)/advantage --drain
 
 clean:
 	rm -rf $(BIN) $(TOOLS)

@@ -1,12 +1,12 @@
-// Command advantage computes group-relative advantages from judged trajectories
-// and writes Arrow shards for the trainer. Not built yet: it prints what it will do.
+// Command advantage computes group-relative advantages from judged
+// trajectories and writes Arrow IPC / Parquet shards for the trainer.
 package main
 
 import (
 	"os"
 
+	"github.com/codapipe/codapipe/internal/advantage"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/stub"
 )
 
-func main() { os.Exit(service.Main(stub.Advantage, os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(service.Main(advantage.Command(), os.Args[1:], os.Stdout, os.Stderr)) }

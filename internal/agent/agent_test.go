@@ -287,8 +287,13 @@ func TestPrompts(t *testing.T) {
 	if own.Hash() == def.Hash() {
 		t.Error("a changed template must change the prompt hash")
 	}
-	msgs, err := own.PlannerMessages(agent.PromptData{Instruction: "Open 2olx", App: "ChimeraX", Step: 2, StepLimit: 5, Width: 1280, Height: 800},
-		[]string{"Thought: a\nAction: wait()"}, []byte("prev"), []byte("cur"))
+	turn := agent.PlannerTurn{
+		Data:    agent.PromptData{Instruction: "Open 2olx", App: "ChimeraX", Step: 2, StepLimit: 5, Width: 1280, Height: 800},
+		History: []string{"Thought: a\nAction: wait()"},
+		Prev:    &traj.ImageRef{SHA256: "prev"}, Cur: traj.ImageRef{SHA256: "cur"},
+	}
+	png := map[string][]byte{"prev": []byte("prev"), "cur": []byte("cur")}
+	msgs, err := own.RenderPlanner(turn, func(r traj.ImageRef) (string, error) { return agent.DataURI(png[r.SHA256]), nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestPromptsNameTheSpace(t *testing.T) {
 		if !strings.Contains(em[0].Content, c.want) {
 			t.Errorf("%s: executor system prompt lacks %q:\n%s", c.space.Space, c.want, em[0].Content)
 		}
-		pm, err := p.PlannerMessages(d, nil, nil, []byte("png"))
+		pm, err := p.RenderPlanner(agent.PlannerTurn{Data: d, Cur: traj.ImageRef{SHA256: "x"}}, agent.RefURL)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -177,6 +177,7 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (*traj.Trajectory, error) {
 			Executor: traj.ModelRef{Endpoint: a.cfg.Executor.cfg.BaseURL, Model: a.cfg.Executor.cfg.Model, Checkpoint: a.cfg.Executor.cfg.Checkpoint,
 				Coords: &ec},
 		},
+		Prompts:   a.cfg.Prompts.Hash(),
 		VM:        ep.VM,
 		Steps:     []traj.Step{},
 		StartedAt: time.Now().UTC(),
@@ -229,13 +230,12 @@ func (a *Agent) episode(ctx context.Context, ep Episode, t *traj.Trajectory, log
 	if err := a.setup(ctx, ep); err != nil {
 		return err
 	}
-	var history []string
-	var prev []byte
+	var prev []byte   // the previous step's screenshot, sent again with the next
 	var held []string // keys pressed and held (keydown) and not released yet
 	defer func() { a.releaseHeld(ctx, ep, held, log) }()
 	for i := 0; i < ep.Task.Steps; i++ {
 		start := time.Now()
-		step, cur, end, err := a.step(ctx, ep, t, i, history, prev)
+		step, cur, end, err := a.step(ctx, ep, t, i, prev)
 		if step != nil {
 			t.Steps = append(t.Steps, *step)
 			held = trackHeld(held, step)
@@ -247,11 +247,6 @@ func (a *Agent) episode(ctx context.Context, ep Episode, t *traj.Trajectory, log
 		if end != nil {
 			t.Outcome = *end
 			return nil
-		}
-		if step.Executed >= 0 {
-			history = append(history, step.Candidates[step.Executed].Plan)
-		} else if len(step.Candidates) > 0 {
-			history = append(history, step.Candidates[0].Plan)
 		}
 		prev = cur
 	}
@@ -346,7 +341,7 @@ func (a *Agent) setup(ctx context.Context, ep Episode) error {
 // step runs one observe → plan → ground → execute cycle. It returns the
 // recorded step (also when it failed), the screenshot, and the outcome when
 // the executed action ends the episode.
-func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int, history []string, prev []byte) (*traj.Step, []byte, *traj.Outcome, error) {
+func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int, prev []byte) (*traj.Step, []byte, *traj.Outcome, error) {
 	s := &traj.Step{Index: i, Executed: -1, StartedAt: time.Now().UTC()}
 	t0 := time.Now()
 	cur, err := ep.Guest.Screenshot(ctx)
@@ -360,12 +355,23 @@ func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int,
 	s.Screenshot = ref
 	s.Timings.ObserveMS = time.Since(t0).Milliseconds()
 
-	d := PromptData{Instruction: ep.Task.Instruction, App: ep.Task.App, Step: i + 1, StepLimit: ep.Task.Steps, Width: ref.Width, Height: ref.Height}
-	screen := uitars.Screen{W: ref.Width, H: ref.Height}
-	if err := d.SetCoords(a.cfg.PlannerCoords, screen); err != nil {
+	// The planner's input comes from the trajectory so far (t.Steps holds
+	// the steps before this one), through the one renderer that every
+	// consumer of the trajectory calls again later.
+	turn, err := PlannerTurnAt(t, i, ref)
+	if err != nil {
 		return nil, nil, nil, vmErr("screenshot", err) // a size no coordinate space can map
 	}
-	msgs, err := a.cfg.Prompts.PlannerMessages(d, history, prev, cur)
+	d, screen := turn.Data, uitars.Screen{W: ref.Width, H: ref.Height}
+	msgs, err := a.cfg.Prompts.RenderPlanner(turn, func(r traj.ImageRef) (string, error) {
+		switch {
+		case r.SHA256 == ref.SHA256:
+			return DataURI(cur), nil
+		case prev != nil && i > 0 && r.SHA256 == t.Steps[i-1].Screenshot.SHA256:
+			return DataURI(prev), nil
+		}
+		return "", fmt.Errorf("no image %s at step %d", r.SHA256, i)
+	})
 	if err != nil {
 		return nil, nil, nil, envErr("planner prompt", err)
 	}

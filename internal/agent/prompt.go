@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ const (
 type Prompts struct {
 	plannerSystem, plannerUser, executorSystem *template.Template
 	hash                                       string
+	doc                                        []byte
 }
 
 // PromptData is what the templates see.
@@ -71,33 +73,51 @@ func (d *PromptData) SetCoords(c traj.Coords, screen uitars.Screen) error {
 // LoadPrompts reads the templates from dir, falling back to the embedded
 // defaults for files dir does not have ("" → all defaults).
 func LoadPrompts(dir string) (*Prompts, error) {
-	read := func(name string) (string, []byte, error) {
-		if dir != "" {
-			p := filepath.Join(dir, name)
-			b, err := os.ReadFile(p)
-			if err == nil {
-				return p, b, nil
-			}
-			if !os.IsNotExist(err) {
-				return p, nil, err
-			}
+	files := make(map[string]string, len(promptFiles))
+	for _, name := range promptFiles {
+		src, b, err := readPrompt(dir, name)
+		if err != nil {
+			return nil, fmt.Errorf("agent: prompt %s: %w", src, err)
 		}
-		b, err := defaultPrompts.ReadFile("prompts/" + name)
-		return "(default) " + name, b, err
+		files[name] = string(b)
 	}
+	return newPrompts(files)
+}
+
+// promptFiles are the templates of a prompt set, in the order they are parsed.
+var promptFiles = []string{PlannerSystemFile, PlannerUserFile, ExecutorSystemFile}
+
+// readPrompt reads one template from dir, or the embedded default when dir
+// is "" or does not have it; src names where it came from.
+func readPrompt(dir, name string) (src string, b []byte, err error) {
+	if dir != "" {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if err == nil {
+			return p, b, nil
+		}
+		if !os.IsNotExist(err) {
+			return p, nil, err
+		}
+	}
+	b, err = defaultPrompts.ReadFile("prompts/" + name)
+	return "(default) " + name, b, err
+}
+
+// newPrompts parses a prompt set given as template texts by file name.
+func newPrompts(files map[string]string) (*Prompts, error) {
 	p := &Prompts{}
-	h := sha256.New()
 	for _, f := range []struct {
 		name string
 		dst  **template.Template
 	}{{PlannerSystemFile, &p.plannerSystem}, {PlannerUserFile, &p.plannerUser}, {ExecutorSystemFile, &p.executorSystem}} {
-		src, b, err := read(f.name)
-		if err != nil {
-			return nil, fmt.Errorf("agent: prompt %s: %w", src, err)
+		text, ok := files[f.name]
+		if !ok {
+			return nil, fmt.Errorf("agent: prompt set has no %s", f.name)
 		}
-		t, err := template.New(f.name).Option("missingkey=error").Parse(string(b))
+		t, err := template.New(f.name).Option("missingkey=error").Parse(text)
 		if err != nil {
-			return nil, fmt.Errorf("agent: prompt %s: %w", src, err)
+			return nil, fmt.Errorf("agent: prompt %s: %w", f.name, err)
 		}
 		// Execute once with sample data so field typos fail at load time.
 		sample := PromptData{Instruction: "x", Step: 1, StepLimit: 1, Width: 1280, Height: 800}
@@ -105,17 +125,31 @@ func LoadPrompts(dir string) (*Prompts, error) {
 			return nil, err
 		}
 		if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
-			return nil, fmt.Errorf("agent: prompt %s: %w", src, err)
+			return nil, fmt.Errorf("agent: prompt %s: %w", f.name, err)
 		}
 		*f.dst = t
-		fmt.Fprintf(h, "%s\x00%s\x00", f.name, b)
 	}
-	p.hash = hex.EncodeToString(h.Sum(nil))
+	if len(files) != len(promptFiles) {
+		return nil, fmt.Errorf("agent: prompt set has %d files, want %v", len(files), promptFiles)
+	}
+	doc, err := json.Marshal(promptSetDoc{Kind: promptSetKind, Files: files})
+	if err != nil {
+		return nil, fmt.Errorf("agent: prompt set: %w", err)
+	}
+	p.doc = doc
+	sum := sha256.Sum256(doc)
+	p.hash = hex.EncodeToString(sum[:])
 	return p, nil
 }
 
-// Hash identifies the prompt set (SHA-256 over the template texts).
+// Hash identifies the prompt set: the SHA-256 of its Document, which is
+// also its name in the blob store and what a trajectory records.
 func (p *Prompts) Hash() string { return p.hash }
+
+// Document is the prompt set as stored in the blob store: JSON
+// {"kind":"codapipe.prompts/v1","files":{"<file>":"<template text>",...}}
+// with the files sorted by name (deterministic bytes).
+func (p *Prompts) Document() []byte { return p.doc }
 
 func render(t *template.Template, d PromptData) (string, error) {
 	var b strings.Builder
@@ -130,31 +164,108 @@ func DataURI(png []byte) string {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
 }
 
-// PlannerMessages lays out one planner request as CODA's inference code
-// does: the system prompt, every previous assistant turn as text, then one
-// user turn with the last two screenshots (previous and current) and the
-// task.
-func (p *Prompts) PlannerMessages(d PromptData, history []string, prev, cur []byte) ([]openai.ChatCompletionMessage, error) {
+// PlannerTurn is what the planner is shown at one step: the prompt data,
+// the plans of the steps before it (as assistant turns), and the previous
+// and current screenshots.
+type PlannerTurn struct {
+	Data    PromptData
+	History []string
+	Prev    *traj.ImageRef // nil at the first step
+	Cur     traj.ImageRef
+}
+
+// PlannerTurnAt derives the planner's turn at step i of t from the
+// trajectory alone: t.Steps[:i] give the history (each step's executed
+// plan, or candidate 0's when none was executed) and the previous
+// screenshot; cur is step i's screenshot. The agent calls it while step i
+// is being made (t.Steps holds the steps before it), and every consumer of
+// a finished trajectory calls it with t.Steps[i].Screenshot: one
+// derivation, so what is rendered later is what the planner was sent.
+func PlannerTurnAt(t *traj.Trajectory, i int, cur traj.ImageRef) (PlannerTurn, error) {
+	if i < 0 || i > len(t.Steps) {
+		return PlannerTurn{}, fmt.Errorf("agent: trajectory %s: no step %d (%d steps)", t.ID, i, len(t.Steps))
+	}
+	d := PromptData{Instruction: t.Task.Instruction, App: t.Task.App, Step: i + 1, StepLimit: t.Task.StepLimit,
+		Width: cur.Width, Height: cur.Height}
+	if err := d.SetCoords(t.Models.Planner.Space(), uitars.Screen{W: cur.Width, H: cur.Height}); err != nil {
+		return PlannerTurn{}, fmt.Errorf("agent: trajectory %s step %d: %w", t.ID, i, err)
+	}
+	turn := PlannerTurn{Data: d, Cur: cur}
+	for j := range t.Steps[:i] {
+		s := &t.Steps[j]
+		switch {
+		case s.Executed >= 0 && s.Executed < len(s.Candidates):
+			turn.History = append(turn.History, s.Candidates[s.Executed].Plan)
+		case len(s.Candidates) > 0:
+			turn.History = append(turn.History, s.Candidates[0].Plan)
+		}
+	}
+	if i > 0 {
+		prev := t.Steps[i-1].Screenshot
+		turn.Prev = &prev
+	}
+	return turn, nil
+}
+
+// ImageURL gives the URL an image is sent as in a chat message.
+type ImageURL func(traj.ImageRef) (string, error)
+
+// RefScheme starts an image reference URL ("sha256:<hex>"): the image is
+// the blob store object with that SHA-256 (blob.Key).
+const RefScheme = "sha256:"
+
+// RefURL is the ImageURL of stored messages: a reference to the blob store.
+func RefURL(r traj.ImageRef) (string, error) { return RefScheme + r.SHA256, nil }
+
+// RenderPlanner lays out one planner request as CODA's inference code
+// does: the system prompt, every previous plan as an assistant turn, then
+// one user turn with the last two screenshots (previous and current) and
+// the task. It is the one renderer of the planner's messages: the agent
+// sends what it returns, and the shard writer and the SFT builder store
+// what it returns for the same trajectory and step.
+func (p *Prompts) RenderPlanner(turn PlannerTurn, url ImageURL) ([]openai.ChatCompletionMessage, error) {
+	d := turn.Data
 	sys, err := render(p.plannerSystem, d)
 	if err != nil {
 		return nil, err
 	}
-	d.Previous = prev != nil
+	d.Previous = turn.Prev != nil
 	user, err := render(p.plannerUser, d)
 	if err != nil {
 		return nil, err
 	}
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: sys}}
-	for _, h := range history {
+	msgs := make([]openai.ChatCompletionMessage, 0, len(turn.History)+2)
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
+	for _, h := range turn.History {
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: h})
 	}
 	var parts []openai.ChatMessagePart
-	if prev != nil {
-		parts = append(parts, imagePart(prev))
+	for _, ref := range []*traj.ImageRef{turn.Prev, &turn.Cur} {
+		if ref == nil {
+			continue
+		}
+		u, err := url(*ref)
+		if err != nil {
+			return nil, fmt.Errorf("agent: planner image %s: %w", ref.SHA256, err)
+		}
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: u}})
 	}
-	parts = append(parts, imagePart(cur), openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: user})
+	parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: user})
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: parts})
 	return msgs, nil
+}
+
+// PlannerMessagesAt renders the planner's messages at step i of a finished
+// trajectory: RenderPlanner of PlannerTurnAt(t, i, t.Steps[i].Screenshot).
+func (p *Prompts) PlannerMessagesAt(t *traj.Trajectory, i int, url ImageURL) ([]openai.ChatCompletionMessage, error) {
+	if i < 0 || i >= len(t.Steps) {
+		return nil, fmt.Errorf("agent: trajectory %s: no step %d (%d steps)", t.ID, i, len(t.Steps))
+	}
+	turn, err := PlannerTurnAt(t, i, t.Steps[i].Screenshot)
+	if err != nil {
+		return nil, err
+	}
+	return p.RenderPlanner(turn, url)
 }
 
 // ExecutorMessages lays out one executor request: the system prompt, then

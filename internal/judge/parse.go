@@ -33,6 +33,43 @@ func parseErr(format string, args ...any) error {
 // exhaust the stack).
 const maxDepth = 32
 
+// indexASCIIFold is strings.Index ignoring ASCII case; byte offsets stay
+// those of s (strings.ToLower would change them for invalid UTF-8).
+func indexASCIIFold(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if asciiEqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+// lastIndexASCIIFold is strings.LastIndex ignoring ASCII case.
+func lastIndexASCIIFold(s, sub string) int {
+	for i := len(s) - len(sub); i >= 0; i-- {
+		if asciiEqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+func asciiEqualFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseAnswer reads a judge's answer: captions on lines such as "Frame 3:
 // ..." or "Step 3 - ...", and the result dict with the keys Correctness,
 // Redundant, Optimized, First_Error_Step, Error_Type and Correct_Action.
@@ -51,9 +88,9 @@ func ParseAnswer(text string) (Answer, error) {
 	}
 	a.Captions = captions(text)
 	region := text
-	if i := strings.LastIndex(strings.ToLower(text), "<res_dict>"); i >= 0 {
+	if i := lastIndexASCIIFold(text, "<res_dict>"); i >= 0 {
 		region = text[i+len("<res_dict>"):]
-		if j := strings.Index(strings.ToLower(region), "</res_dict>"); j >= 0 {
+		if j := indexASCIIFold(region, "</res_dict>"); j >= 0 {
 			region = region[:j]
 		}
 	}

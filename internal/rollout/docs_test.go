@@ -30,7 +30,6 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 		{simCommand(), []string{"flags: rollout sim"}},
 		{judge.Command(), []string{"flags: common", "flags: consumer", "flags: judge"}},
 		{judge.Command().Sub[0], []string{"flags: common", "flags: judge report"}},
-		{stub.Advantage, []string{"flags: common", "flags: consumer"}},
 		{stub.SFTPack, []string{"flags: common"}},
 	}
 	for _, c := range cases {

@@ -22,8 +22,9 @@ const LedgerBucket = "CODA_RUNS"
 // sample) have been published, so that re-running a run after a crash
 // finishes only the missing episodes.
 //
-// Keys: "<run>.start" → RFC 3339 start time; "<run>.ep.<task>.<sample>" →
-// a Record (JSON). Names are escaped into key tokens (see bus.KeyToken).
+// Keys: "<run>.start" → RFC 3339 start time; "<run>.end" → RFC 3339 time
+// the last invocation of the run went through all its episodes (absent
+// while one runs); "<run>.ep.<task>.<sample>" → a Record (JSON). Names are escaped into key tokens (see bus.KeyToken).
 type Ledger struct {
 	kv      jetstream.KeyValue
 	timeout time.Duration
@@ -64,6 +65,43 @@ func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Tim
 		return time.Time{}, fmt.Errorf("rollout: ledger: start of run %q: %w", run, err)
 	}
 	return t, nil
+}
+
+// Finish records that an invocation of the run went through every episode
+// it had to run (each published or given up on): no more trajectories of
+// it are coming unless the run is started again.
+func (l *Ledger) Finish(ctx context.Context, run string, now time.Time) error {
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	if _, err := l.kv.Put(cctx, bus.KeyToken(run)+".end", []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+		return fmt.Errorf("rollout: ledger: record end of run %q: %w", run, err)
+	}
+	return nil
+}
+
+// reopen forgets that the run was finished: an invocation is running it.
+func (l *Ledger) reopen(ctx context.Context, run string) error {
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	if err := l.kv.Delete(cctx, bus.KeyToken(run)+".end"); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("rollout: ledger: reopen run %q: %w", run, err)
+	}
+	return nil
+}
+
+// Finished reports whether the run's last invocation went through all its
+// episodes and none is running now (see Finish).
+func (l *Ledger) Finished(ctx context.Context, run string) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	_, err := l.kv.Get(cctx, bus.KeyToken(run)+".end")
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("rollout: ledger: end of run %q: %w", run, err)
+	}
+	return true, nil
 }
 
 // EpisodeKey names one episode: a task and a sample index.

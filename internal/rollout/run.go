@@ -78,8 +78,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	ag, err := newAgent(cfg, log)
+	ag, prompts, err := newAgent(cfg, log)
 	if err != nil {
+		return nil, err
+	}
+	// Every trajectory records its prompt set's hash; the set itself is
+	// stored once per run so the planner's messages can be rendered again.
+	if err := agent.StorePrompts(ctx, cfg.Store, prompts); err != nil {
 		return nil, err
 	}
 	opts := append([]vmpool.Option{vmpool.WithLogger(log)}, cfg.PoolOptions...)
@@ -122,6 +127,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if runErr != nil {
 		return sum, runErr
 	}
+	if err := ledger.Finish(context.WithoutCancel(ctx), cfg.Run, time.Now()); err != nil {
+		log.Warn("could not record the end of the run", "err", err)
+	}
 	var errs []error
 	for _, r := range results {
 		if r.Err != nil {
@@ -143,6 +151,9 @@ type jobPlan struct {
 func planJobs(ctx context.Context, cfg Config, ledger *Ledger, subject string, log *slog.Logger) (jobPlan, error) {
 	var p jobPlan
 	var err error
+	if err := ledger.reopen(ctx, cfg.Run); err != nil {
+		return p, err
+	}
 	if p.start, err = ledger.Start(ctx, cfg.Run, time.Now()); err != nil {
 		return p, err
 	}
@@ -175,24 +186,25 @@ func planJobs(ctx context.Context, cfg Config, ledger *Ledger, subject string, l
 }
 
 // newAgent builds the agent: model clients, prompts, coordinate spaces.
-func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, error) {
+func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *agent.Prompts, error) {
 	planner, err := agent.NewModel(cfg.Planner, log)
 	if err != nil {
-		return nil, fmt.Errorf("planner: %w", err)
+		return nil, nil, fmt.Errorf("planner: %w", err)
 	}
 	executor, err := agent.NewModel(cfg.Executor, log)
 	if err != nil {
-		return nil, fmt.Errorf("executor: %w", err)
+		return nil, nil, fmt.Errorf("executor: %w", err)
 	}
 	prompts, err := agent.LoadPrompts(cfg.Prompts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return agent.New(agent.Config{
+	ag, err := agent.New(agent.Config{
 		Planner: planner, Executor: executor, Prompts: prompts, Store: cfg.Store, Group: cfg.Group, Run: cfg.Run, Log: log,
 		PlannerCoords: cfg.PlannerCoords, ExecutorCoords: cfg.ExecutorCoords,
 		Sleep: cfg.Sleep, RequestSeed: cfg.RequestSeed, Metrics: agent.NewMetrics(cfg.Metrics),
 	})
+	return ag, prompts, err
 }
 
 // Publisher publishes a run's trajectories and records them in the ledger.

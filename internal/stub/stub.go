@@ -19,20 +19,6 @@ func notBuilt(name string) func(context.Context, *service.Env) error {
 
 // The commands not built yet.
 var (
-	Advantage = service.Command{
-		Name:    "advantage",
-		Summary: "compute group-relative advantages (GRPO) and write Arrow shards for the trainer",
-		Usage: `advantage — compute group-relative advantages and write Arrow shards
-
-A durable consumer of judged trajectories. It labels steps (clean successes
-give reference actions), scores each step's G non-executed candidates against
-the executed action, computes advantages (grpo / drgrpo / rloo) and writes
-Arrow IPC or Parquet shards with a manifest to a local folder or S3, acking
-messages only once their rows are durably written.
-
-Status: NOT BUILT YET. The flags below are accepted.`,
-		Common: true, Consumer: true, Run: notBuilt("advantage"),
-	}
 	SFTPack = service.Command{
 		Name:    "sftpack",
 		Summary: "merge the clean successes of expert runs into the generalization SFT dataset",

@@ -10,7 +10,7 @@ import (
 )
 
 func TestHelpSaysWhatIsNotBuilt(t *testing.T) {
-	for _, c := range []service.Command{Advantage, SFTPack} {
+	for _, c := range []service.Command{SFTPack} {
 		t.Run(c.Name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			if code := service.MainContext(context.Background(), c, []string{"--help"}, &out, &errb); code != 0 {

@@ -13,7 +13,10 @@ import "time"
 //     was (Candidate.ParseErrorKind).
 //   - 3: judgements may be NotJudged (with a Reason, and no votes), votes
 //     count their Attempts; the Judged document (judgement + trajectory).
-const SchemaVersion = 3
+//   - 4: a trajectory records the prompt set its models were prompted with
+//     (Trajectory.Prompts), so the planner's exact messages at every step
+//     can be rendered again from the trajectory.
+const SchemaVersion = 4
 
 // TaskRef identifies the task a trajectory ran.
 type TaskRef struct {
@@ -101,8 +104,13 @@ type Trajectory struct {
 	Samples       int     `json:"samples"` // K: samples per task in the run
 	Group         int     `json:"group"`   // G: each step asks for G+1 candidates
 	Models        Models  `json:"models"`
-	VM            string  `json:"vm"` // id of the VM the episode ran on
-	Steps         []Step  `json:"steps"`
+	// Prompts is the SHA-256 (lower-case hex) of the prompt set document
+	// the planner and the executor were prompted with; the document is
+	// stored by that hash in the blob store. Required from schema version
+	// 4; empty in older documents, whose prompts are unknown.
+	Prompts string `json:"prompts,omitempty"`
+	VM      string `json:"vm"` // id of the VM the episode ran on
+	Steps   []Step `json:"steps"`
 	// FinalScreenshot is the screen after the last step (the state the
 	// evaluator checks and the judge must see); nil when it could not be
 	// taken or the episode ended by an environment error.

@@ -38,7 +38,8 @@ func exampleTrajectory() *Trajectory {
 			Executor: ModelRef{Endpoint: "http://executor:8001/v1", Model: "UI-TARS-1.5-7B",
 				Coords: &Coords{Space: PixelsResized, Factor: 28, MinPixels: 3136, MaxPixels: 12845056}},
 		},
-		VM: "sim-03",
+		Prompts: "5d41402abc4b2a76b9719d911017c592ae6f4e5b1c7d2f2e0a3b8c9d1e2f3a4b",
+		VM:      "sim-03",
 		Steps: []Step{
 			{
 				Index:      0,
@@ -381,7 +382,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"syntax", "{\n  \"id\": \"x\",\n  oops\n}", "line 3, column 3"},
 		{"type", "{\n  \"schema_version\": \"one\"\n}", "field \"schema_version\""},
 		{"unknown field", `{"schema_version":1,"colour":"red"}`, "unknown field \"colour\""},
-		{"newer schema", `{"schema_version":4}`, "schema_version 4"},
+		{"newer schema", `{"schema_version":5}`, "schema_version 5"},
 		{"trailing", string(good) + "{}", "unexpected data after the document"},
 	}
 	for _, tc := range cases {
@@ -465,6 +466,9 @@ func TestValidateCoordsAndParseErrorKind(t *testing.T) {
 		{"unit", func(t *Trajectory) { t.Models.Executor.Coords = &Coords{Space: Unit} }, ""},
 		{"pixels-screen", func(t *Trajectory) { t.Models.Executor.Coords = &Coords{Space: PixelsScreen} }, ""},
 		{"unknown space", func(t *Trajectory) { t.Models.Executor.Coords = &Coords{Space: "pixels"} }, "models.executor.coords"},
+		{"no prompt set", func(t *Trajectory) { t.Prompts = "" }, "prompts"},
+		{"no prompt set at version 3", func(t *Trajectory) { t.Prompts, t.SchemaVersion = "", 3 }, ""},
+		{"prompt set not a hash", func(t *Trajectory) { t.Prompts = "planner.tmpl" }, "prompts"},
 		{"resized without factor", func(t *Trajectory) {
 			t.Models.Executor.Coords = &Coords{Space: PixelsResized, MinPixels: 1, MaxPixels: 2}
 		}, "models.executor.coords"},

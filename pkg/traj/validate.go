@@ -101,6 +101,12 @@ func (t *Trajectory) Validate() error {
 	c.nonEmpty("models.executor.model", t.Models.Executor.Model)
 	t.Models.Planner.validateCoords(c, "models.planner.coords", t.SchemaVersion)
 	t.Models.Executor.validateCoords(c, "models.executor.coords", t.SchemaVersion)
+	switch {
+	case t.Prompts == "" && t.SchemaVersion >= 4:
+		c.add("prompts", "required from schema_version 4")
+	case t.Prompts != "" && !isSHA256(t.Prompts):
+		c.add("prompts", "want 64 lower-case hex digits, got %q", t.Prompts)
+	}
 	c.nonEmpty("vm", t.VM)
 	if t.Task.StepLimit > 0 && len(t.Steps) > t.Task.StepLimit {
 		c.add("steps", "%d steps exceed the step limit %d", len(t.Steps), t.Task.StepLimit)
@@ -192,8 +198,13 @@ func (cs Coords) Check() error {
 	return nil
 }
 
+// isSHA256 reports whether s is 64 lower-case hex digits.
+func isSHA256(s string) bool {
+	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
 func (r *ImageRef) validate(c *checker, p string) {
-	if len(r.SHA256) != 64 || strings.Trim(r.SHA256, "0123456789abcdef") != "" {
+	if !isSHA256(r.SHA256) {
 		c.add(p+".sha256", "want 64 lower-case hex digits, got %q", r.SHA256)
 	}
 	if r.Size <= 0 {

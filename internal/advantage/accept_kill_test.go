@@ -1,0 +1,228 @@
+package advantage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/judge"
+	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/grpo"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// rowKey identifies a row: trajectory, step, candidate.
+type rowKey struct {
+	traj            string
+	step, candidate int32
+}
+
+// expectedKeys lists the step-mode rows the judged trajectories give under
+// the default configuration, by pkg/grpo.
+func expectedKeys(t *testing.T, judged []*traj.Judged) map[rowKey]bool {
+	t.Helper()
+	want := map[rowKey]bool{}
+	for _, jd := range judged {
+		labels, err := grpo.LabelSteps(&jd.Trajectory, &jd.Judgement, grpo.LabelModeClean)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b grpo.StepBatch
+		if _, err := b.Add(&jd.Trajectory, labels, grpo.DefaultStepOptions()); err != nil {
+			t.Fatal(err)
+		}
+		_, stats, _, err := b.Advantages(grpo.DefaultEstimator())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g, grp := range b.Groups {
+			if stats[g].Dropped {
+				continue
+			}
+			for k := grp.Offset; k < grp.Offset+grp.Size; k++ {
+				want[rowKey{jd.Trajectory.ID, int32(grp.Step), int32(b.Candidates[k])}] = true
+			}
+		}
+	}
+	return want
+}
+
+// readKeys reads the row keys of every Arrow IPC file the manifest lists.
+func readKeys(t *testing.T, bucket blob.Bucket, m shard.Manifest) map[rowKey]int {
+	t.Helper()
+	got := map[rowKey]int{}
+	for _, f := range m.Files {
+		rc, _, err := bucket.Get(context.Background(), f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := ipc.NewFileReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", f.Key, err)
+		}
+		for i := 0; i < r.NumRecords(); i++ {
+			rec, err := r.RecordBatch(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := rec.Schema()
+			col := func(name string) int {
+				idx := sc.FieldIndices(name)
+				if len(idx) != 1 {
+					t.Fatalf("%s: no column %s", f.Key, name)
+				}
+				return idx[0]
+			}
+			ids := rec.Column(col("trajectory_id")).(*array.String)
+			steps := rec.Column(col("step")).(*array.Int32)
+			cands := rec.Column(col("candidate")).(*array.Int32)
+			for j := 0; j < int(rec.NumRows()); j++ {
+				got[rowKey{ids.Value(j), steps.Value(j), cands.Value(j)}]++
+			}
+		}
+		r.Close()
+	}
+	return got
+}
+
+// Acceptance 3 (step mode): advantage is killed with SIGKILL at 5 random
+// moments while it drains the judged stream, and started again until it
+// finishes. The final shard set holds every expected row exactly once
+// (key: trajectory, step, candidate): none missing, none twice.
+func TestAcceptKillAndRestart(t *testing.T) {
+	const kills = 5
+	srv := natstest.Start(t)
+	dir := t.TempDir()
+	judged := pipelineOn(t, dir, srv.URL(), []string{"S01", "S02", "S03", "S04", "S05"}, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Many more messages: each judged trajectory again under new ids, so
+	// that the drain takes long enough to be killed in the middle.
+	all := append([]*traj.Judged(nil), judged...)
+	copies := 30
+	if raceEnabled {
+		copies = 10
+	}
+	for range copies {
+		for _, jd := range judged {
+			cp := *jd
+			cp.Trajectory.ID = traj.NewID()
+			cp.Judgement.TrajectoryID = cp.Trajectory.ID
+			body, err := traj.MarshalCompact(cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Publish(ctx, bus.Subject(bus.Judged, cp.Trajectory.Task.App), judge.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID()), body, nil); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, &cp)
+		}
+	}
+	want := expectedKeys(t, all)
+
+	args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn",
+		"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40"}
+	js, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "advantage.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envProcess+"=1", envArgs+"="+string(js))
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	killed := 0
+	for killed < kills {
+		cmd := start()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Fatalf("advantage finished before kill %d (%v): make the run longer", killed+1, err)
+		case <-time.After(time.Duration(300+rng.IntN(700)) * time.Millisecond):
+			_ = cmd.Process.Kill()
+			<-done
+			killed++
+		}
+	}
+	cmd := start()
+	if err := cmd.Wait(); err != nil {
+		log, _ := os.ReadFile(logf.Name())
+		t.Fatalf("the last run failed: %v\n%s", err, log)
+	}
+
+	bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set string
+	for info, err := range bucket.List(ctx, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(info.Key) == shard.ManifestName {
+			set = filepath.Dir(info.Key)
+		}
+	}
+	m, err := shard.ReadManifest(ctx, bucket, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readKeys(t, bucket, m)
+	missing, dup := 0, 0
+	for k := range want {
+		switch n := got[k]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			dup++
+		}
+	}
+	extra := 0
+	for k := range got {
+		if !want[k] {
+			extra++
+		}
+	}
+	t.Logf("%d kills; %d messages, %d rows expected, %d files; %d missing, %d duplicated, %d unexpected",
+		killed, len(all), len(want), len(m.Files), missing, dup, extra)
+	if missing+dup+extra != 0 || m.Counts.Rows != len(want) || m.Counts.Trajectories != len(all) {
+		t.Fatalf("after %d kills: %d missing, %d duplicated, %d unexpected rows; manifest %+v (want %d rows of %d trajectories)",
+			killed, missing, dup, extra, m.Counts, len(want), len(all))
+	}
+	_ = fmt.Sprint
+}

@@ -1,0 +1,192 @@
+package advantage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/rollout"
+	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/grpo"
+)
+
+// Version is the codapipe version written into the shards' metadata.
+var Version = "dev"
+
+// Options are the advantage command's settings as the command line gives
+// them.
+type Options struct {
+	Out           string // DIR or s3://bucket/prefix
+	Mode          string
+	Label         string
+	Preset        string // estimator preset; replaces Method, Eps, Std, ZeroVar
+	Method        string
+	Eps           float64
+	Std           string // unbiased | population
+	ZeroVar       string // keep | drop
+	Reward        grpo.RewardConfig
+	SkipUnparsed  bool
+	Outcome       grpo.OutcomeConfig
+	Format        string
+	RowsPerShard  int64
+	BytesPerShard int64
+	EmbedImages   bool
+	Apps          []string
+	Workers       int
+	Durable       string
+	AckWait       time.Duration
+	MaxDelay      time.Duration
+	Summary       string
+}
+
+// estimator builds the estimator: the preset when one is named, else
+// the method, eps, std and zero-variance flags.
+func (o *Options) estimator() (grpo.Estimator, error) {
+	if o.Preset != "" {
+		return grpo.Preset(o.Preset)
+	}
+	e := grpo.DefaultEstimator()
+	e.Method, e.Eps, e.ZeroVariance = grpo.Method(o.Method), o.Eps, grpo.ZeroVariancePolicy(o.ZeroVar)
+	switch o.Std {
+	case "unbiased":
+	case "population":
+		e.PopulationStd = true
+	default:
+		return e, fmt.Errorf("--std %q, want unbiased or population", o.Std)
+	}
+	return e, e.Validate()
+}
+
+// Execute runs the advantage service as the command does.
+func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
+	est, err := o.estimator()
+	if err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	if o.Out == "" {
+		o.Out = env.Common.DataDir + "/shards"
+	}
+	store, err := env.Store(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	out, err := blob.OpenBucket(ctx, o.Out, blob.Config{Logger: env.Log})
+	if err != nil {
+		return Stats{}, fmt.Errorf("advantage: --out %s: %w", o.Out, err)
+	}
+	b, err := env.Bus(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	ledger, err := rollout.OpenLedger(ctx, b, env.Common.Topology())
+	if err != nil {
+		return Stats{}, err
+	}
+	step := grpo.StepOptions{Reward: o.Reward, SkipUnparsed: o.SkipUnparsed}
+	cfg := Config{
+		Bus: b, Store: store, Out: out, OutURL: o.Out,
+		Mode: o.Mode, Label: grpo.LabelMode(o.Label), Estimator: est, Step: step, Outcome: o.Outcome,
+		Format: shard.Format(o.Format), RowsPerShard: o.RowsPerShard, BytesPerShard: o.BytesPerShard, EmbedImages: o.EmbedImages,
+		TempDir: env.Common.DataDir + "/tmp",
+		Apps:    o.Apps, Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
+		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: Version, Log: env.Log,
+		RunFinished: ledger.Finished,
+	}
+	if err := os.MkdirAll(cfg.TempDir, 0o755); err != nil {
+		return Stats{}, err
+	}
+	if env.Common.Drain {
+		cfg.Progress = env.Stderr
+	}
+	st, err := Serve(ctx, cfg)
+	if o.Summary != "" {
+		body, jerr := json.MarshalIndent(st, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(o.Summary, append(body, '\n'), 0o644)
+		}
+		err = errors.Join(err, jerr)
+	}
+	return st, err
+}
+
+// PrintStats writes what a run did in one paragraph.
+func PrintStats(w io.Writer, st Stats) {
+	fmt.Fprintf(w, "advantage: %d judged trajectories taken in, %d already written before, %d dead-lettered, %d retried\n",
+		st.Messages, st.Skipped, st.DeadLettered, st.Retried)
+	c := st.Counts
+	fmt.Fprintf(w, "advantage: this run wrote %d rows in %d files (%d commits): %d groups, %d kept, %d zero-variance, %d dropped\n",
+		c.Rows, st.Files, st.Commits, c.Groups, c.KeptGroups, c.ZeroVariance, c.Dropped)
+	if m := st.Manifest; m != nil {
+		fmt.Fprintf(w, "advantage: the shard set %s holds %d rows in %d files of %d trajectories\n", m.Set, m.Counts.Rows, len(m.Files), m.Counts.Trajectories)
+	}
+}
+
+const usage = `advantage — compute group-relative advantages and write training shards
+
+Usage:
+  advantage [--out DIR|s3://bucket/prefix] [--mode step|outcome] [--estimator grpo|drgrpo|rloo]
+            [--format arrow|parquet] [--embed-images] [--drain] [--nats URL] [--store URL]
+
+A durable consumer of the judged trajectories on NATS JetStream (coda.judged.>); many advantage
+processes with the same settings share the work. Step mode (CODA's decoupled GRPO): each positive
+step of a judged trajectory (a clean success's steps, --label clean; or also the steps before a
+failure's first error, --label prefix) is a group of its non-executed candidates scored against
+the executed action. Outcome mode: the K samples of a task in a run are a group with the
+trajectory's outcome as reward. Rows go to Arrow IPC or Parquet shards under
+<out>/<set>/ (the set names the configuration); a message is acknowledged only once its rows are
+in a committed shard, so a crash neither loses nor repeats a row. The manifest
+(<out>/<set>/manifest.json, also published on coda.manifest.<set>) lists the committed files.
+See docs/shards.md.`
+
+// Command is the advantage command.
+func Command() service.Command {
+	var o Options
+	return service.Command{
+		Name: "advantage", Summary: "compute group-relative advantages (GRPO) and write Arrow/Parquet shards for the trainer",
+		Usage: usage, Common: true, Consumer: true,
+		Flags: func(fs *service.Flags) {
+			fs.String(&o.Out, "out", "CODAPIPE_SHARDS", "", "where shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
+			fs.String(&o.Mode, "mode", "CODAPIPE_ADVANTAGE_MODE", ModeStep, "step (a group per positive step) or outcome (a group per task and run)")
+			fs.String(&o.Label, "label", "CODAPIPE_ADVANTAGE_LABEL", string(grpo.LabelModeClean), "step labels: clean (clean successes' steps) or prefix (also a failure's steps before its first error)")
+			fs.String(&o.Preset, "preset", "CODAPIPE_ADVANTAGE_PRESET", "", "estimator preset replacing --estimator, --eps, --std and --zero-var ("+strings.Join(grpo.PresetNames(), ", ")+")")
+			fs.String(&o.Method, "estimator", "CODAPIPE_ADVANTAGE_ESTIMATOR", string(grpo.MethodGRPO), "grpo, drgrpo or rloo")
+			fs.Float64(&o.Eps, "eps", "CODAPIPE_ADVANTAGE_EPS", grpo.DefaultEps, "ε of grpo's (r−μ)/(σ+ε)")
+			fs.String(&o.Std, "std", "CODAPIPE_ADVANTAGE_STD", "unbiased", "σ's divisor: unbiased (n−1) or population (n)")
+			fs.String(&o.ZeroVar, "zero-var", "CODAPIPE_ADVANTAGE_ZERO_VAR", string(grpo.ZeroVarianceKeep), "zero-variance groups: keep (advantages 0) or drop (no rows)")
+			fs.Float64(&o.Reward.ScrollDirectionWeight, "scroll-direction-weight", "", grpo.DefaultScrollDirectionWeight, "reward: weight of the scroll direction in a scroll's distance")
+			fs.Float64(&o.Reward.DragMinExtent, "drag-min-extent", "", grpo.DefaultDragMinExtent, "reward: smallest side of a drag's box")
+			fs.Float64(&o.Reward.TypeOnlyDist, "type-only-dist", "", grpo.DefaultTypeOnlyDist, "reward: distance part of actions with only a type")
+			fs.Bool(&o.Reward.NormalizeTyped, "normalize-typed", "", false, "reward: compare typed text case- and space-folded")
+			fs.Bool(&o.Reward.NormalizeAnswer, "normalize-answer", "", true, "reward: compare answers case- and space-folded")
+			fs.Bool(&o.SkipUnparsed, "skip-unparsed", "", false, "leave candidates without a usable action out of their group (default: reward 0)")
+			fs.Float64(&o.Outcome.CleanReward, "clean-reward", "", 1, "outcome mode: reward of a clean success")
+			fs.Float64(&o.Outcome.RedundantReward, "redundant-reward", "", 0, "outcome mode: reward of a success with redundancy")
+			fs.Float64(&o.Outcome.FailureReward, "failure-reward", "", 0, "outcome mode: reward of a failure")
+			fs.String((*string)(&o.Outcome.Eval), "eval", "", string(grpo.EvalIgnore), "outcome mode: the task evaluator's part (ignore, require, mean)")
+			fs.String(&o.Format, "format", "CODAPIPE_SHARD_FORMAT", string(shard.FormatArrow), "arrow (Arrow IPC file) or parquet (zstd)")
+			fs.Int64(&o.RowsPerShard, "rows-per-shard", "CODAPIPE_ROWS_PER_SHARD", 100000, "start a new shard after this many rows (0: no limit)")
+			fs.Int64(&o.BytesPerShard, "bytes-per-shard", "CODAPIPE_BYTES_PER_SHARD", 512<<20, "start a new shard after about this many bytes (0: no limit)")
+			fs.Bool(&o.EmbedImages, "embed-images", "CODAPIPE_EMBED_IMAGES", false, "embed the PNG bytes of the prompt's images (default: references to the blob store)")
+			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only this application's judged trajectories (default all)")
+			fs.Int(&o.Workers, "concurrency", "CODAPIPE_ADVANTAGE_CONCURRENCY", 64, "judged trajectories handled at once; a commit holds at most this many")
+			fs.String(&o.Durable, "durable", "CODAPIPE_ADVANTAGE_DURABLE", "", "consumer name shared by the processes (default advantage_<set>)")
+			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat")
+			fs.Duration(&o.MaxDelay, "max-delay", "CODAPIPE_ADVANTAGE_MAX_DELAY", 10*time.Second, "rows wait at most this long for their shard to be committed")
+			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")
+		},
+		Run: func(ctx context.Context, env *service.Env) error {
+			st, err := Execute(ctx, env, o)
+			if err == nil || st.Messages > 0 {
+				PrintStats(env.Stdout, st)
+			}
+			return err
+		},
+	}
+}

@@ -1,0 +1,191 @@
+package advantage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// errStopped fails the waiters of a commit that never happened because the
+// service stopped.
+var errStopped = errors.New("advantage: stopped before the rows were committed")
+
+// pending is the open commit: the rows added to the open shard since the
+// last commit, and the handlers waiting for them to be durable.
+type pending struct {
+	msgs    []string
+	groups  []string
+	counts  Counts
+	started time.Time
+	done    chan struct{}
+	err     error
+}
+
+func newPending() *pending { return &pending{done: make(chan struct{})} }
+
+// committer is group commit over one shard writer. Handlers add the rows
+// of their message and wait; the open shard is committed — finished,
+// uploaded, then recorded in the state bucket — when it is full, when
+// every handler of the process is waiting, or when nothing was added for
+// idle (or the oldest rows waited maxDelay); then every waiter is released
+// to ack. A message is thus acked only after its rows are durable and
+// recorded.
+type committer struct {
+	w        *shard.Writer
+	st       *state
+	workers  int
+	idle     time.Duration
+	maxDelay time.Duration
+	onCommit func(Commit)
+
+	mu       sync.Mutex
+	cur      *pending
+	working  int // handlers between begin and add/leave
+	waiting  int // handlers waiting on cur
+	lastAdd  time.Time
+	commitMu sync.Mutex // one commit at a time
+}
+
+func newCommitter(w *shard.Writer, st *state, workers int, idle, maxDelay time.Duration) *committer {
+	return &committer{w: w, st: st, workers: workers, idle: idle, maxDelay: maxDelay, cur: newPending()}
+}
+
+// begin marks a handler as working on rows.
+func (c *committer) begin() {
+	c.mu.Lock()
+	c.working++
+	c.mu.Unlock()
+}
+
+// leave marks a handler that began as done without adding rows.
+func (c *committer) leave(ctx context.Context) {
+	c.mu.Lock()
+	c.working--
+	flush := c.readyLocked(time.Now())
+	c.mu.Unlock()
+	if flush {
+		c.flush(ctx)
+	}
+}
+
+// add appends one message's rows (possibly none) to the open commit and
+// waits until it is committed; the error is the commit's.
+func (c *committer) add(ctx context.Context, msg string, groups []string, rows []shard.Row, cnt Counts) error {
+	c.mu.Lock()
+	c.working--
+	if len(rows) > 0 {
+		if err := c.w.Add(rows); err != nil {
+			c.mu.Unlock()
+			// The open shard may hold part of the rows: abort it and make
+			// everyone waiting on it try again.
+			c.fail(fmt.Errorf("advantage: shard write: %w", err))
+			return err
+		}
+	}
+	p := c.cur
+	if p.started.IsZero() {
+		p.started = time.Now()
+	}
+	p.msgs = append(p.msgs, msg)
+	p.groups = append(p.groups, groups...)
+	cnt.RowsPerApp = nil
+	for _, r := range rows {
+		if cnt.RowsPerApp == nil {
+			cnt.RowsPerApp = map[string]int{}
+		}
+		cnt.RowsPerApp[r.App]++
+	}
+	p.counts.Merge(cnt)
+	c.waiting++
+	c.lastAdd = time.Now()
+	flush := c.w.Full() || c.waiting >= c.workers
+	c.mu.Unlock()
+	if flush {
+		c.flush(ctx)
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readyLocked reports whether the open commit should be committed now
+// without waiting for more rows.
+func (c *committer) readyLocked(now time.Time) bool {
+	if len(c.cur.msgs) == 0 {
+		return false
+	}
+	if c.working == 0 && now.Sub(c.lastAdd) >= c.idle {
+		return true
+	}
+	return now.Sub(c.cur.started) >= c.maxDelay
+}
+
+// tick commits the open commit when it is ready; the service calls it
+// periodically.
+func (c *committer) tick(ctx context.Context) {
+	c.mu.Lock()
+	flush := c.readyLocked(time.Now())
+	c.mu.Unlock()
+	if flush {
+		c.flush(ctx)
+	}
+}
+
+// flush commits the open commit: the shard (when it has rows), then the
+// record; then it releases the waiters.
+func (c *committer) flush(ctx context.Context) {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	c.mu.Lock()
+	p := c.cur
+	if len(p.msgs) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.cur = newPending()
+	c.waiting = 0
+	// The writer is only touched under mu; the commit (upload) runs with
+	// mu held so no handler adds rows to a shard being finished.
+	var file *shard.File
+	var err error
+	if c.w.Rows() > 0 {
+		var f shard.File
+		f, err = c.w.Commit(ctx)
+		if err == nil {
+			file = &f
+		} else {
+			c.w.Abort()
+		}
+	}
+	c.mu.Unlock()
+	if err == nil {
+		rec := Commit{ID: traj.NewID(), Set: c.st.set, File: file, Messages: p.msgs, Groups: p.groups, Counts: p.counts, At: time.Now().UTC()}
+		if err = c.st.record(context.WithoutCancel(ctx), rec); err == nil && c.onCommit != nil {
+			c.onCommit(rec)
+		}
+	}
+	p.err = err
+	close(p.done)
+}
+
+// fail aborts the open shard and releases its waiters with err.
+func (c *committer) fail(err error) {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	c.mu.Lock()
+	p := c.cur
+	c.cur = newPending()
+	c.waiting = 0
+	c.w.Abort()
+	c.mu.Unlock()
+	p.err = err
+	close(p.done)
+}

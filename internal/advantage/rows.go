@@ -1,0 +1,286 @@
+package advantage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/grpo"
+	"github.com/codapipe/codapipe/pkg/traj"
+	"github.com/codapipe/codapipe/pkg/uitars"
+)
+
+// InputError is a judged trajectory that cannot become rows: its prompt
+// set or screenshots are missing, or its group is malformed. The message
+// is dead-lettered with Reason.
+type InputError struct{ Reason string }
+
+func (e *InputError) Error() string { return e.Reason }
+
+func inputErr(format string, args ...any) error {
+	return &InputError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// renderer renders rows' prompts and images from the blob store, keeping
+// the prompt sets it has loaded.
+type renderer struct {
+	store *blob.Store
+	embed bool
+
+	mu      sync.Mutex
+	prompts map[string]*agent.Prompts
+}
+
+func newRenderer(store *blob.Store, embed bool) *renderer {
+	return &renderer{store: store, embed: embed, prompts: map[string]*agent.Prompts{}}
+}
+
+// promptSet returns the prompt set a trajectory records.
+func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*agent.Prompts, error) {
+	if t.Prompts == "" {
+		return nil, inputErr("trajectory %s: %v", t.ID, agent.ErrNoPrompts)
+	}
+	r.mu.Lock()
+	p, ok := r.prompts[t.Prompts]
+	r.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := agent.FetchPrompts(ctx, r.store, t.Prompts)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, inputErr("trajectory %s: prompt set %s is not in the blob store", t.ID, t.Prompts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.prompts[t.Prompts] = p
+	r.mu.Unlock()
+	return p, nil
+}
+
+// prompt renders the planner's messages at step i of t (images as
+// references) and the images they show, checked to exist in the blob
+// store and, when embedding, read from it.
+func (r *renderer) prompt(ctx context.Context, p *agent.Prompts, t *traj.Trajectory, i int) (string, []shard.Image, error) {
+	var refs []traj.ImageRef
+	msgs, err := p.PlannerMessagesAt(t, i, func(ref traj.ImageRef) (string, error) {
+		refs = append(refs, ref)
+		return agent.RefURL(ref)
+	})
+	if err != nil {
+		return "", nil, inputErr("trajectory %s step %d: %v", t.ID, i, err)
+	}
+	body, err := json.Marshal(msgs)
+	if err != nil {
+		return "", nil, err
+	}
+	imgs := make([]shard.Image, len(refs))
+	for k, ref := range refs {
+		imgs[k] = shard.Image{SHA256: ref.SHA256, Width: int32(ref.Width), Height: int32(ref.Height)}
+		if r.embed {
+			b, err := r.store.GetBytes(ctx, ref.SHA256)
+			if errors.Is(err, blob.ErrNotFound) {
+				return "", nil, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
+			}
+			if err != nil {
+				return "", nil, err
+			}
+			imgs[k].Bytes = b
+			continue
+		}
+		if _, err := r.store.Stat(ctx, ref.SHA256); errors.Is(err, blob.ErrNotFound) {
+			return "", nil, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
+		} else if err != nil {
+			return "", nil, err
+		}
+	}
+	return string(body), imgs, nil
+}
+
+// action converts a parsed action to the shard's structured form.
+func action(a *traj.Action) *shard.Action {
+	if a == nil {
+		return nil
+	}
+	out := &shard.Action{Type: string(a.Type), Text: a.Text, Keys: a.Keys, Direction: a.Direction}
+	if out.Keys == nil {
+		out.Keys = []string{}
+	}
+	start, end := a.Point, (*traj.Point)(nil)
+	if a.Start != nil {
+		start, end = a.Start, a.End
+	}
+	if start != nil {
+		x, y := start.X, start.Y
+		out.X, out.Y = &x, &y
+	}
+	if end != nil {
+		x, y := end.X, end.Y
+		out.EndX, out.EndY = &x, &y
+	}
+	return out
+}
+
+// actionText is an action's canonical text (the UI-TARS form on the
+// 0–1000 grid), "" for none.
+func actionText(a *traj.Action) string {
+	if a == nil {
+		return ""
+	}
+	return uitars.Format(*a, uitars.DefaultOptions())
+}
+
+// tokens returns a count as a nullable column value (nil when 0: the
+// server did not report it).
+func tokens(n int) *int32 {
+	if n <= 0 {
+		return nil
+	}
+	v := int32(n)
+	return &v
+}
+
+// base fills the columns every row of t's step i shares.
+func base(t *traj.Trajectory, j *traj.Judgement, i, c int) shard.Row {
+	cand := &t.Steps[i].Candidates[c]
+	return shard.Row{
+		Run: t.Run, App: t.Task.App, Task: t.Task.ID, TrajectoryID: t.ID,
+		Sample: int32(t.Sample), Step: int32(t.Steps[i].Index), Candidate: int32(c),
+		Completion:   cand.Plan,
+		PromptTokens: tokens(cand.PlanTokens.Prompt), CompletionTokens: tokens(cand.PlanTokens.Completion),
+		LogProbs:   cand.PlanLogProbs,
+		Action:     action(cand.Action),
+		ActionText: actionText(cand.Action),
+		Unparsed:   !grpo.Usable(cand.Action),
+
+		PolicyModel: t.Models.Planner.Model, PolicyCheckpoint: t.Models.Planner.Checkpoint,
+		JudgeVersion: j.Judge.ID(),
+	}
+}
+
+// groupColumns sets the group statistics of a row.
+func groupColumns(r *shard.Row, adv float64, st grpo.GroupStats, id string) {
+	r.GroupID, r.GroupSize = id, int32(st.Size)
+	r.Advantage, r.GroupMean, r.GroupStd, r.GroupScale = adv, st.Mean, st.Std, st.Scale
+	r.ZeroVariance, r.DroppedReason = st.ZeroVariance, string(st.Reason)
+}
+
+// stepRows computes the step-mode rows of one judged trajectory: every
+// candidate of every kept group, with its advantage. The counts say what
+// the trajectory gave, dropped groups included.
+func (s *server) stepRows(ctx context.Context, t *traj.Trajectory, j *traj.Judgement) ([]shard.Row, Counts, error) {
+	var cnt Counts
+	cnt.Trajectories = 1
+	labels, err := grpo.LabelSteps(t, j, s.cfg.Label)
+	if err != nil {
+		return nil, cnt, inputErr("trajectory %s: %v", t.ID, err)
+	}
+	var b grpo.StepBatch
+	if _, err := b.Add(t, labels, s.cfg.Step); err != nil {
+		return nil, cnt, inputErr("trajectory %s: malformed group: %v", t.ID, err)
+	}
+	adv, stats, sum, err := b.Advantages(s.cfg.Estimator)
+	if err != nil {
+		return nil, cnt, inputErr("trajectory %s: malformed group: %v", t.ID, err)
+	}
+	cnt.add(sum)
+	if sum.KeptGroups == 0 {
+		return nil, cnt, nil
+	}
+	p, err := s.render.promptSet(ctx, t)
+	if err != nil {
+		return nil, cnt, err
+	}
+	weight := 1 / float64(sum.KeptGroups)
+	rows := make([]shard.Row, 0, sum.KeptCandidates)
+	for g, grp := range b.Groups {
+		if stats[g].Dropped {
+			continue
+		}
+		prompt, imgs, err := s.render.prompt(ctx, p, t, grp.Step)
+		if err != nil {
+			return nil, cnt, err
+		}
+		for k := grp.Offset; k < grp.Offset+grp.Size; k++ {
+			r := base(t, j, grp.Step, b.Candidates[k])
+			groupColumns(&r, adv[k], stats[g], grp.ID)
+			r.Prompt, r.Images = prompt, imgs
+			r.Reference, r.ReferenceText = action(grp.Reference), actionText(grp.Reference)
+			parts := b.Parts[k]
+			r.Reward, r.RewardTypeMatch, r.RewardDist, r.Unparsed = parts.Total, parts.TypeMatch, parts.Dist, parts.Unparsed
+			r.LossWeight = weight
+			r.LabelSource, r.Label = string(s.cfg.Label), string(grpo.LabelPositive)
+			rows = append(rows, r)
+		}
+	}
+	cnt.Rows = len(rows)
+	return rows, cnt, nil
+}
+
+// outcomeRows computes the outcome-mode rows of one complete group: every
+// executed step of every kept member, with its trajectory's advantage.
+func (s *server) outcomeRows(ctx context.Context, items []grpo.Judged, judgements map[string]*traj.Judgement) ([]shard.Row, Counts, error) {
+	var cnt Counts
+	cnt.Trajectories = len(items)
+	b, err := grpo.BuildOutcomeGroups(items, s.cfg.Outcome)
+	if err != nil {
+		return nil, cnt, inputErr("malformed outcome group: %v", err)
+	}
+	adv, stats, sum, err := b.Advantages(s.cfg.Estimator)
+	if err != nil {
+		return nil, cnt, inputErr("malformed outcome group: %v", err)
+	}
+	cnt.add(sum)
+	cnt.Excluded = len(b.Excluded)
+	var rows []shard.Row
+	for g, grp := range b.Groups {
+		if stats[g].Dropped {
+			continue
+		}
+		for m := grp.Offset; m < grp.Offset+grp.Size; m++ {
+			mem := b.Members[m]
+			t := mem.Trajectory
+			executed := 0
+			for i := range t.Steps {
+				if s := &t.Steps[i]; s.Executed >= 0 && s.Executed < len(s.Candidates) {
+					executed++
+				}
+			}
+			if executed == 0 {
+				continue
+			}
+			p, err := s.render.promptSet(ctx, t)
+			if err != nil {
+				return nil, cnt, err
+			}
+			for i := range t.Steps {
+				st := &t.Steps[i]
+				if st.Executed < 0 || st.Executed >= len(st.Candidates) {
+					continue
+				}
+				prompt, imgs, err := s.render.prompt(ctx, p, t, i)
+				if err != nil {
+					return nil, cnt, err
+				}
+				r := base(t, judgements[t.ID], i, st.Executed)
+				groupColumns(&r, adv[m], stats[g], grp.ID)
+				r.Prompt, r.Images = prompt, imgs
+				r.Reward = mem.Reward
+				r.LossWeight = 1 / float64(executed)
+				r.LabelSource, r.Label = "outcome", string(grpo.LabelPositive)
+				if mem.Reward <= 0 {
+					r.Label = string(grpo.LabelNegative)
+				}
+				rows = append(rows, r)
+			}
+		}
+	}
+	cnt.Rows = len(rows)
+	return rows, cnt, nil
+}

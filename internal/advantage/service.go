@@ -1,0 +1,511 @@
+// Package advantage is the third stage: it consumes judged trajectories,
+// computes group-relative advantages (pkg/grpo) and writes them as Arrow
+// IPC or Parquet shards (internal/shard) with a manifest, acknowledging a
+// message only once its rows are durable and recorded (see commit.go).
+package advantage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/judge"
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/grpo"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Modes.
+const (
+	ModeStep    = "step"    // CODA's decoupled GRPO: one group per positive step
+	ModeOutcome = "outcome" // one group per task and run, K trajectories
+)
+
+// Config configures Serve.
+type Config struct {
+	Bus   *bus.Bus
+	Store *blob.Store // screenshots, prompt sets and the judged archive
+	// Out is where the shard set goes (a local folder or S3 bucket), and
+	// OutURL its location as the user gave it (part of the set's identity).
+	Out    blob.Bucket
+	OutURL string
+
+	Mode      string         // ModeStep (default) or ModeOutcome
+	Label     grpo.LabelMode // step mode
+	Estimator grpo.Estimator
+	Step      grpo.StepOptions
+	Outcome   grpo.OutcomeConfig
+
+	Format        shard.Format // shard.FormatArrow (default) or shard.FormatParquet
+	RowsPerShard  int64
+	BytesPerShard int64
+	EmbedImages   bool
+	TempDir       string // local spool for open shards (default os.TempDir)
+
+	Apps     []string // filter (empty: all)
+	Durable  string   // default "advantage_<set>"
+	Workers  int      // messages handled at once (default 64)
+	AckWait  time.Duration
+	Idle     time.Duration // commit when every handler waits and nothing came for this long (default 250 ms)
+	MaxDelay time.Duration // commit rows at the latest this long after the first was added (default 10 s)
+	Drain    bool
+	// RunFinished reports whether a run's rollout is over, so an outcome
+	// group missing members can be completed without them (nil: never).
+	RunFinished func(ctx context.Context, run string) (bool, error)
+	Topology    bus.Topology
+	Version     string // codapipe version, in the schema metadata
+	Progress    io.Writer
+	Log         *slog.Logger
+}
+
+// Set is the id of the shard set a configuration writes: a hash of the
+// output location, the mode and every option that changes a row. The same
+// configuration run again continues the same set (and writes nothing a
+// second time); another one is another set, in another folder.
+func (c *Config) Set() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%v\n", c.OutURL, c.Mode, c.Label, c.Estimator.String(), c.Format, c.EmbedImages)
+	_ = json.NewEncoder(h).Encode(c.Step)
+	_ = json.NewEncoder(h).Encode(c.Outcome)
+	return c.Mode + "-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// Meta is the schema metadata of the set's files.
+func (c *Config) Meta() shard.Meta {
+	m := shard.Meta{Mode: c.Mode, Version: c.Version}
+	m.SetEstimator(c.Estimator)
+	var rc []byte
+	if c.Mode == ModeOutcome {
+		rc, _ = json.Marshal(c.Outcome)
+	} else {
+		m.LabelMode = string(c.Label)
+		rc, _ = json.Marshal(c.Step)
+	}
+	m.RewardConfig = string(rc)
+	return m
+}
+
+func (c *Config) defaults() error {
+	if c.Bus == nil || c.Store == nil || c.Out == nil {
+		return errors.New("advantage: needs a bus, a blob store and an output location")
+	}
+	if c.Mode == "" {
+		c.Mode = ModeStep
+	}
+	if c.Mode != ModeStep && c.Mode != ModeOutcome {
+		return fmt.Errorf("advantage: mode %q, want step or outcome", c.Mode)
+	}
+	if c.Label == "" {
+		c.Label = grpo.LabelModeClean
+	}
+	if c.Estimator == (grpo.Estimator{}) {
+		c.Estimator = grpo.DefaultEstimator()
+	}
+	if err := c.Estimator.Validate(); err != nil {
+		return fmt.Errorf("advantage: %w", err)
+	}
+	if c.Step == (grpo.StepOptions{}) {
+		c.Step = grpo.DefaultStepOptions()
+	}
+	if err := c.Step.Reward.Validate(); err != nil {
+		return fmt.Errorf("advantage: %w", err)
+	}
+	if c.Outcome == (grpo.OutcomeConfig{}) {
+		c.Outcome = grpo.DefaultOutcomeConfig()
+	}
+	if err := c.Outcome.Validate(); err != nil {
+		return fmt.Errorf("advantage: %w", err)
+	}
+	if c.Workers <= 0 {
+		c.Workers = 64
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 60 * time.Second
+	}
+	if c.Idle <= 0 {
+		c.Idle = 250 * time.Millisecond
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = 10 * time.Second
+	}
+	if c.Format == "" {
+		c.Format = shard.FormatArrow
+	}
+	if c.Durable == "" {
+		c.Durable = "advantage_" + bus.KeyToken(c.Set())
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return nil
+}
+
+// Stats counts what Serve did.
+type Stats struct {
+	Messages     int    `json:"messages"`      // judged trajectories taken in by this process
+	Skipped      int    `json:"skipped"`       // already committed (a redelivery)
+	DeadLettered int    `json:"dead_lettered"` // given up on, with a reason
+	Retried      int    `json:"retried"`
+	Commits      int    `json:"commits"`
+	Files        int    `json:"files"`
+	Counts       Counts `json:"counts"` // what this process committed
+	// Manifest is the set's manifest as last written (all processes' commits).
+	Manifest *shard.Manifest `json:"-"`
+}
+
+type server struct {
+	cfg    Config
+	set    string
+	log    *slog.Logger
+	render *renderer
+	st     *state
+	co     *committer
+	start  time.Time
+
+	mu       sync.Mutex
+	stats    Stats
+	flushing map[string]bool // outcome groups being flushed in this process
+}
+
+// Serve consumes judged trajectories until ctx ends, or with Drain until
+// nothing is left, and writes their rows to the shard set; at the end it
+// writes the set's manifest (every commit of every process so far) and
+// publishes it on CODA_MANIFEST.
+func Serve(ctx context.Context, cfg Config) (Stats, error) {
+	if err := cfg.defaults(); err != nil {
+		return Stats{}, err
+	}
+	set := cfg.Set()
+	st, err := openState(ctx, cfg.Bus, cfg.Topology, set)
+	if err != nil {
+		return Stats{}, err
+	}
+	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	waitWatch, err := st.watch(wctx)
+	if err != nil {
+		stopWatch()
+		return Stats{}, err
+	}
+	defer func() { stopWatch(); waitWatch() }()
+
+	meta := cfg.Meta()
+	w, err := shard.NewWriter(shard.Config{
+		Bucket: cfg.Out, Prefix: set, Format: cfg.Format, RowsPerShard: cfg.RowsPerShard, BytesPerShard: cfg.BytesPerShard,
+		TempDir: cfg.TempDir, Meta: meta,
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	defer w.Close()
+	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.EmbedImages), st: st,
+		start: time.Now(), flushing: map[string]bool{}}
+	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)
+	s.co.onCommit = func(c Commit) {
+		s.mu.Lock()
+		s.stats.Commits++
+		if c.File != nil {
+			s.stats.Files++
+		}
+		s.stats.Counts.Merge(c.Counts)
+		s.mu.Unlock()
+		s.log.Debug("advantage: committed", "commit", c.ID, "messages", len(c.Messages), "rows", c.Counts.Rows)
+	}
+	s.log.Info("advantage: consuming judged trajectories", "consumer", cfg.Durable, "mode", cfg.Mode, "estimator", cfg.Estimator.String(),
+		"out", cfg.Out.String()+"/"+set, "format", cfg.Format, "workers", cfg.Workers)
+
+	// Outcome groups completed (or whose run ended) while no process was
+	// there to write them.
+	if cfg.Mode == ModeOutcome {
+		if err := s.flushWaiting(ctx, false); err != nil {
+			return s.result(), err
+		}
+	}
+
+	tctx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
+	var twg sync.WaitGroup
+	twg.Add(1)
+	go func() { // owned by Serve: stopped and waited for below
+		defer twg.Done()
+		t := time.NewTicker(max(cfg.Idle/2, 10*time.Millisecond))
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-tctx.Done():
+				return
+			case <-t.C:
+				s.co.tick(tctx)
+				if cfg.Progress != nil && time.Since(last) >= 2*time.Second {
+					last = time.Now()
+					s.progress()
+				}
+			}
+		}
+	}()
+	var filter []string
+	for _, a := range cfg.Apps {
+		filter = append(filter, bus.Subject(bus.Judged, a))
+	}
+	fetchWait := time.Second
+	if cfg.Drain {
+		fetchWait = 250 * time.Millisecond
+	}
+	_, cerr := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
+		Stream: bus.StreamName(bus.Judged), Durable: cfg.Durable, Filter: filter,
+		Workers: cfg.Workers, MaxAckPending: max(1000, 4*cfg.Workers), AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
+	}, s.handle)
+	s.co.tick(context.WithoutCancel(ctx))
+	stopTick()
+	twg.Wait()
+	if cerr != nil {
+		return s.result(), cerr
+	}
+	if cfg.Mode == ModeOutcome && cfg.Drain {
+		if err := s.flushWaiting(context.WithoutCancel(ctx), true); err != nil {
+			return s.result(), err
+		}
+	}
+	m, err := s.writeManifest(context.WithoutCancel(ctx))
+	s.mu.Lock()
+	s.stats.Manifest = m
+	s.mu.Unlock()
+	if cfg.Progress != nil {
+		s.progress()
+	}
+	return s.result(), err
+}
+
+func (s *server) result() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *server) count(f func(*Stats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
+func (s *server) progress() {
+	st := s.result()
+	fmt.Fprintf(s.cfg.Progress, "advantage: %d judged trajectories, %d rows in %d files (%d commits), %d already written, %d dead-lettered, %s\n",
+		st.Messages, st.Counts.Rows, st.Files, st.Commits, st.Skipped, st.DeadLettered, time.Since(s.start).Round(time.Second))
+}
+
+// handle takes one judged trajectory.
+func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
+	jd, err := traj.DecodeJudged(m.Data)
+	if err == nil {
+		err = jd.Validate()
+	}
+	if err != nil {
+		s.count(func(st *Stats) { st.DeadLettered++ })
+		return bus.Reject(fmt.Sprintf("advantage: message %s on %s is not a valid judged trajectory: %v", m.ID, m.Subject, err))
+	}
+	s.count(func(st *Stats) { st.Messages++ })
+	if s.cfg.Mode == ModeOutcome {
+		return s.handleOutcome(ctx, m, jd)
+	}
+	if s.st.messageDone(m.ID) {
+		s.count(func(st *Stats) { st.Skipped++ })
+		return bus.Ack()
+	}
+	s.co.begin()
+	rows, cnt, err := s.stepRows(ctx, &jd.Trajectory, &jd.Judgement)
+	if err != nil {
+		s.co.leave(ctx)
+		return s.failed(m, err)
+	}
+	if err := s.co.add(ctx, m.ID, nil, rows, cnt); err != nil {
+		return s.failed(m, err)
+	}
+	return bus.Ack()
+}
+
+// failed turns an error into a dead letter (bad input) or a retry.
+func (s *server) failed(m *bus.Msg, err error) bus.Result {
+	var ie *InputError
+	if errors.As(err, &ie) {
+		s.count(func(st *Stats) { st.DeadLettered++ })
+		s.log.Warn("advantage: dead-lettered", "message", m.ID, "reason", ie.Reason)
+		return bus.Reject("advantage: " + ie.Reason)
+	}
+	s.count(func(st *Stats) { st.Retried++ })
+	d := min(5*time.Second*time.Duration(1<<min(m.Deliveries-1, 6)), 5*time.Minute)
+	s.log.Warn("advantage: will try again", "message", m.ID, "after", d, "err", err)
+	return bus.Retry(d, fmt.Sprintf("advantage: message %s: %v", m.ID, err))
+}
+
+// handleOutcome adds a judged trajectory to its task's group; the message
+// that completes the group writes the group's rows.
+func (s *server) handleOutcome(ctx context.Context, m *bus.Msg, jd *traj.Judged) bus.Result {
+	t := &jd.Trajectory
+	gid := grpo.OutcomeGroupID(t.Run, t.Task.ID)
+	if s.st.groupDone(gid) {
+		s.count(func(st *Stats) { st.Skipped++ })
+		return bus.Ack()
+	}
+	mem := Member{ID: t.ID, Message: m.ID, Archive: archiveKey(t, &jd.Judgement)}
+	g, err := s.st.addMember(ctx, gid, t.Run, t.Samples, mem)
+	if err != nil {
+		return s.failed(m, err)
+	}
+	if !g.Complete() {
+		return bus.Ack() // the member is kept in the state bucket
+	}
+	if err := s.flushGroup(ctx, g); err != nil {
+		return s.failed(m, err)
+	}
+	return bus.Ack()
+}
+
+// flushWaiting writes the outcome groups in waiting that are complete,
+// or (final) whose run is over, without their missing members.
+func (s *server) flushWaiting(ctx context.Context, final bool) error {
+	groups, err := s.st.waiting(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range groups {
+		g := &groups[i]
+		if s.st.groupDone(g.ID) {
+			_ = s.st.forget(ctx, g.ID)
+			continue
+		}
+		if !g.Complete() {
+			if !final || s.cfg.RunFinished == nil {
+				continue
+			}
+			over, err := s.cfg.RunFinished(ctx, g.Run)
+			if err != nil {
+				return err
+			}
+			if !over {
+				continue
+			}
+			s.log.Info("advantage: the run is over; writing an incomplete group", "group", g.ID, "members", len(g.Members), "samples", g.Samples)
+		}
+		if err := s.flushGroup(ctx, g); err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				s.log.Warn("advantage: outcome group cannot be written", "group", g.ID, "reason", ie.Reason)
+				continue
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// flushGroup writes the rows of one outcome group and, once committed,
+// forgets its waiting record.
+func (s *server) flushGroup(ctx context.Context, g *Group) error {
+	s.mu.Lock()
+	if s.flushing[g.ID] {
+		s.mu.Unlock()
+		return nil
+	}
+	s.flushing[g.ID] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.flushing, g.ID)
+		s.mu.Unlock()
+	}()
+	if s.st.groupDone(g.ID) {
+		return s.st.forget(ctx, g.ID)
+	}
+	s.co.begin()
+	items := make([]grpo.Judged, 0, len(g.Members))
+	judgements := map[string]*traj.Judgement{}
+	for _, mem := range g.Members {
+		jd, err := s.readArchive(ctx, mem.Archive)
+		if err != nil {
+			s.co.leave(ctx)
+			return err
+		}
+		items = append(items, grpo.Judged{Trajectory: &jd.Trajectory, Judgement: &jd.Judgement})
+		judgements[jd.Trajectory.ID] = &jd.Judgement
+	}
+	rows, cnt, err := s.outcomeRows(ctx, items, judgements)
+	if err != nil {
+		s.co.leave(ctx)
+		return err
+	}
+	if err := s.co.add(ctx, "group:"+g.ID, []string{g.ID}, rows, cnt); err != nil {
+		return err
+	}
+	return s.st.forget(ctx, g.ID)
+}
+
+// archiveKey is the judge's archive key of a judged trajectory.
+func archiveKey(t *traj.Trajectory, j *traj.Judgement) string {
+	return judge.ArchiveKey(t.Run, t.Task.App, t.ID, j.Judge.ID())
+}
+
+func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, error) {
+	rc, _, err := s.cfg.Store.Bucket().Get(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, inputErr("judged trajectory %s is not in the archive", key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, err
+	}
+	jd, err := traj.DecodeJudged(body)
+	if err != nil {
+		return nil, inputErr("judged trajectory %s: %v", key, err)
+	}
+	return jd, nil
+}
+
+// writeManifest writes the set's manifest from every commit record (of
+// every process) and publishes it on CODA_MANIFEST.
+func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
+	commits, err := s.st.committed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var total Counts
+	var files []shard.File
+	for _, c := range commits {
+		total.Merge(c.Counts)
+		if c.File != nil {
+			files = append(files, *c.File)
+		}
+	}
+	mf := shard.NewManifest(s.set, s.cfg.Format, s.cfg.Meta(), files)
+	m := &mf
+	m.Counts = shard.Counts{
+		Trajectories: total.Trajectories, Groups: total.Groups, ZeroVarianceGroups: total.ZeroVariance,
+		DroppedGroups: total.Dropped, Rows: total.Rows, RowsPerApp: total.RowsPerApp,
+	}
+	if err := shard.WriteManifest(ctx, s.cfg.Out, s.set, mf); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	id := fmt.Sprintf("%s.%d", s.set, len(commits))
+	if _, err := s.cfg.Bus.Publish(ctx, bus.Subject(bus.Manifest, s.set), id, body, nil); err != nil {
+		return m, fmt.Errorf("advantage: publish manifest: %w", err)
+	}
+	s.log.Info("advantage: manifest written", "key", s.set+"/manifest.json", "files", len(m.Files), "rows", total.Rows,
+		"trajectories", total.Trajectories, "groups", total.Groups, "dropped_groups", total.Dropped)
+	return m, nil
+}

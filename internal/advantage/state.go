@@ -1,0 +1,328 @@
+package advantage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/grpo"
+)
+
+// StateBucket is the JetStream key-value bucket of the advantage service:
+// commit records of shard sets ("commit.<set>.<id>") and outcome-mode
+// groups still waiting for members ("group.<set>.<group>").
+const StateBucket = "CODA_ADVANTAGE"
+
+// Counts counts what a commit (or a whole shard set) holds.
+type Counts struct {
+	Trajectories int `json:"trajectories"` // judged trajectories taken in (rows or not)
+	Groups       int `json:"groups"`       // groups built, dropped ones included
+	KeptGroups   int `json:"kept_groups"`  // groups that gave rows
+	ZeroVariance int `json:"zero_variance_groups"`
+	Dropped      int `json:"dropped_groups"`
+	Excluded     int `json:"excluded_trajectories,omitempty"` // outcome mode: left out of their group
+	Rows         int `json:"rows"`
+	// RowsPerApp counts rows by app.
+	RowsPerApp map[string]int `json:"rows_per_app"`
+}
+
+func (c *Counts) add(s grpo.Summary) {
+	c.Groups += s.Groups
+	c.KeptGroups += s.KeptGroups
+	c.ZeroVariance += s.ZeroVariance
+	c.Dropped += s.DroppedGroups
+}
+
+// Merge adds o to c.
+func (c *Counts) Merge(o Counts) {
+	c.Trajectories += o.Trajectories
+	c.Groups += o.Groups
+	c.KeptGroups += o.KeptGroups
+	c.ZeroVariance += o.ZeroVariance
+	c.Dropped += o.Dropped
+	c.Excluded += o.Excluded
+	c.Rows += o.Rows
+	for a, n := range o.RowsPerApp {
+		if c.RowsPerApp == nil {
+			c.RowsPerApp = map[string]int{}
+		}
+		c.RowsPerApp[a] += n
+	}
+}
+
+// Commit is the record of one commit: the shard it wrote (none when its
+// trajectories gave no rows) and the messages and groups it holds. Its
+// put in the state bucket is the commit point: a shard without a record is
+// not part of the set (a crash between the upload and the record leaves
+// an orphan file no manifest lists), a message with one is never written
+// again.
+type Commit struct {
+	ID       string      `json:"id"`
+	Set      string      `json:"set"`
+	File     *shard.File `json:"file,omitempty"`
+	Messages []string    `json:"messages"`         // judged message ids (trajectory.version)
+	Groups   []string    `json:"groups,omitempty"` // outcome mode: group ids
+	Counts   Counts      `json:"counts"`
+	At       time.Time   `json:"at"`
+}
+
+// Member is one judged trajectory of an outcome-mode group in waiting.
+type Member struct {
+	ID      string `json:"trajectory_id"`
+	Message string `json:"message"` // judged message id
+	Archive string `json:"archive"` // judged archive key
+}
+
+// Group is an outcome-mode group waiting for its K members.
+type Group struct {
+	ID      string   `json:"id"`
+	Run     string   `json:"run"`
+	Samples int      `json:"samples"` // K
+	Members []Member `json:"members"`
+}
+
+// Complete reports whether all K members are in.
+func (g *Group) Complete() bool { return len(g.Members) >= g.Samples }
+
+// state is the service's view of the state bucket for one set: the
+// messages and groups already committed (kept current by a watch, so a
+// message committed by another process is known before it could be
+// redelivered).
+type state struct {
+	kv      jetstream.KeyValue
+	set     string
+	timeout time.Duration
+
+	mu       sync.Mutex
+	messages map[string]bool
+	groups   map[string]bool
+	commits  map[string]Commit
+}
+
+func openState(ctx context.Context, b *bus.Bus, t bus.Topology, set string) (*state, error) {
+	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
+		Bucket:      StateBucket,
+		Description: "codapipe advantage: shard-set commit records and outcome groups in waiting",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("advantage: state bucket: %w", err)
+	}
+	return &state{kv: kv, set: set, timeout: 10 * time.Second,
+		messages: map[string]bool{}, groups: map[string]bool{}, commits: map[string]Commit{}}, nil
+}
+
+func (s *state) commitPrefix() string { return "commit." + s.set + "." }
+func (s *state) groupKey(id string) string {
+	return "group." + s.set + "." + bus.KeyToken(id)
+}
+
+// watch loads every commit record of the set and keeps loading new ones
+// until ctx ends; it returns once the records present at the start are
+// loaded, and the goroutine it starts is waited for by wait.
+func (s *state) watch(ctx context.Context) (wait func(), err error) {
+	w, err := s.kv.Watch(ctx, s.commitPrefix()+">", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("advantage: watch commits: %w", err)
+	}
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // owned by the caller through wait
+		defer close(done)
+		defer w.Stop()
+		first := true
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					if first {
+						first = false
+						close(ready)
+					}
+					continue
+				}
+				var c Commit
+				if err := json.Unmarshal(e.Value(), &c); err == nil {
+					s.learn(c)
+				}
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		<-done
+		return nil, ctx.Err()
+	}
+	return func() { <-done }, nil
+}
+
+// learn records a commit as known.
+func (s *state) learn(c Commit) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commits[c.ID] = c
+	for _, m := range c.Messages {
+		s.messages[m] = true
+	}
+	for _, g := range c.Groups {
+		s.groups[g] = true
+	}
+}
+
+func (s *state) messageDone(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.messages[id]
+}
+
+func (s *state) groupDone(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.groups[id]
+}
+
+// record stores a commit record: the commit point.
+func (s *state) record(ctx context.Context, c Commit) error {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if _, err := s.kv.Put(cctx, s.commitPrefix()+c.ID, body); err != nil {
+		return fmt.Errorf("advantage: record commit %s: %w", c.ID, err)
+	}
+	s.learn(c)
+	return nil
+}
+
+// committed returns every commit record of the set, read from the bucket
+// (not only those this process has seen), ordered by id.
+func (s *state) committed(ctx context.Context) ([]Commit, error) {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	lister, err := s.kv.ListKeysFiltered(cctx, s.commitPrefix()+">")
+	if err != nil {
+		return nil, fmt.Errorf("advantage: list commits: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]Commit, 0, len(keys))
+	for _, k := range keys {
+		e, err := s.kv.Get(cctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("advantage: read commit %s: %w", k, err)
+		}
+		var c Commit
+		if err := json.Unmarshal(e.Value(), &c); err != nil {
+			return nil, fmt.Errorf("advantage: commit %s: %w", k, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// addMember adds m to the group (created with K = samples when missing)
+// with compare-and-set, and returns the group as stored.
+func (s *state) addMember(ctx context.Context, id, run string, samples int, m Member) (*Group, error) {
+	key := s.groupKey(id)
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		var g Group
+		var rev uint64
+		e, err := s.kv.Get(cctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			g = Group{ID: id, Run: run, Samples: samples}
+		case err != nil:
+			return nil, fmt.Errorf("advantage: group %s: %w", id, err)
+		default:
+			if err := json.Unmarshal(e.Value(), &g); err != nil {
+				return nil, fmt.Errorf("advantage: group %s: %w", id, err)
+			}
+			rev = e.Revision()
+		}
+		if slices.ContainsFunc(g.Members, func(x Member) bool { return x.ID == m.ID }) {
+			return &g, nil
+		}
+		g.Members = append(g.Members, m)
+		slices.SortFunc(g.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+		body, err := json.Marshal(g)
+		if err != nil {
+			return nil, err
+		}
+		if rev == 0 {
+			_, err = s.kv.Create(cctx, key, body)
+		} else {
+			_, err = s.kv.Update(cctx, key, body, rev)
+		}
+		if err == nil {
+			return &g, nil
+		}
+		if attempt >= 20 || cctx.Err() != nil {
+			return nil, fmt.Errorf("advantage: group %s: %w", id, err)
+		}
+		// Another process changed the group first: read it again.
+	}
+}
+
+// waiting returns every outcome group of the set in waiting.
+func (s *state) waiting(ctx context.Context) ([]Group, error) {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	lister, err := s.kv.ListKeysFiltered(cctx, "group."+s.set+".>")
+	if err != nil {
+		return nil, fmt.Errorf("advantage: list groups: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []Group
+	for _, k := range keys {
+		e, err := s.kv.Get(cctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var g Group
+		if err := json.Unmarshal(e.Value(), &g); err != nil {
+			return nil, fmt.Errorf("advantage: group %s: %w", k, err)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// forget deletes a committed group's waiting record.
+func (s *state) forget(ctx context.Context, id string) error {
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.kv.Delete(cctx, s.groupKey(id))
+}

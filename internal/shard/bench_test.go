@@ -1,0 +1,123 @@
+package shard_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/shard"
+)
+
+// benchBytes is how much shard data one benchmark iteration writes.
+const benchBytes = 256 << 20
+
+// benchImage is the embedded image size of the benchmark rows (a
+// compressed 1920×1080 screenshot).
+const benchImage = 200 << 10
+
+// benchRowPool returns rows with distinct random ~200 KB images (random
+// bytes: PNG data does not compress either) and ~2 KB prompts; the
+// benchmark cycles through them.
+func benchRowPool() []shard.Row {
+	rows := make([]shard.Row, 32)
+	for i := range rows {
+		img := make([]byte, benchImage)
+		rand.Read(img)
+		rows[i] = manyRows(1, uint64(i))[0]
+		rows[i].Prompt = strings.Repeat(fmt.Sprintf(`{"role":"user","content":"step %d"},`, i), 60)
+		rows[i].Images = []shard.Image{{SHA256: fmt.Sprintf("%064x", i), Width: 1920, Height: 1080, Bytes: img}}
+	}
+	return rows
+}
+
+// writeShard writes at least n bytes of rows into one shard of a fresh
+// writer and commits it.
+func writeShard(b *testing.B, bucket blob.Bucket, tmp string, format shard.Format, pool []shard.Row, n int64) shard.File {
+	w, err := shard.NewWriter(shard.Config{Bucket: bucket, Prefix: "bench", Format: format, TempDir: tmp, Meta: testMeta()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	for i := 0; w.Bytes() < n; i += 4 {
+		j := i % len(pool)
+		if err := w.Add(pool[j : j+4]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f, err := w.Commit(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
+// rawWrite writes n bytes sequentially to a new file in dir in 1 MiB
+// writes, fsyncs and closes it, and removes it.
+func rawWrite(b *testing.B, dir string, buf []byte, n int64) {
+	path := filepath.Join(dir, "raw")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for left := n; left > 0; {
+		k := min(left, int64(len(buf)))
+		if _, err := f.Write(buf[:k]); err != nil {
+			b.Fatal(err)
+		}
+		left -= k
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	os.Remove(path)
+}
+
+// benchShardWrite writes benchBytes of rows with embedded images per
+// iteration into a local directory bucket (spool in the same file system),
+// then writes as many bytes with plain sequential writes and an fsync to
+// the same disk, and reports the shard writer's throughput against the raw
+// one.
+func benchShardWrite(b *testing.B, format shard.Format, prefix string) {
+	bucket, dir := localBucket(b)
+	tmp := b.TempDir()
+	pool := benchRowPool()
+	buf := make([]byte, 1<<20)
+	rand.Read(buf)
+	var shardTime, rawTime time.Duration
+	var written int64
+	b.SetBytes(benchBytes)
+	for b.Loop() {
+		start := time.Now()
+		f := writeShard(b, bucket, tmp, format, pool, benchBytes)
+		shardTime += time.Since(start)
+		written += f.Bytes
+
+		start = time.Now()
+		rawWrite(b, tmp, buf, f.Bytes)
+		rawTime += time.Since(start)
+
+		os.Remove(filepath.Join(dir, filepath.FromSlash(f.Key)))
+	}
+	shardRate := float64(written) / shardTime.Seconds()
+	rawRate := float64(written) / rawTime.Seconds()
+	b.ReportMetric(shardRate/rawRate, prefix+"write_vs_raw")
+	b.ReportMetric(shardRate/1e6, prefix+"write_MB_per_s")
+	b.ReportMetric(rawRate/1e6, prefix+"raw_MB_per_s")
+}
+
+// BenchmarkShardWrite measures the Arrow IPC shard writer (the default
+// format) against plain sequential writes: shard.write_vs_raw is the ratio
+// of their throughputs (target ≥ 0.5).
+func BenchmarkShardWrite(b *testing.B) { benchShardWrite(b, shard.FormatArrow, "shard.") }
+
+// BenchmarkShardWriteParquet is BenchmarkShardWrite for Parquet (zstd).
+func BenchmarkShardWriteParquet(b *testing.B) { benchShardWrite(b, shard.FormatParquet, "shard.parquet_") }

@@ -1,0 +1,556 @@
+package shard
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/codapipe/codapipe/internal/blob"
+)
+
+// Defaults of Config.
+const (
+	// DefaultBatchRows is the default of Config.BatchRows.
+	DefaultBatchRows = 512
+	// DefaultBatchBytes is the default of Config.BatchBytes.
+	DefaultBatchBytes = 32 << 20
+	// MaxBatchBytes bounds Config.BatchBytes: one record batch's strings or
+	// binary values must stay addressable by Arrow's int32 offsets.
+	MaxBatchBytes = 1 << 30
+)
+
+// ErrEmpty is returned by Commit when the open shard has no rows: a shard
+// with no rows is never committed.
+var ErrEmpty = errors.New("no rows to commit")
+
+// Config configures a Writer.
+type Config struct {
+	// Bucket receives the committed files (blob.OpenBucket: a local
+	// directory or S3). Required.
+	Bucket blob.Bucket
+	// Prefix is the key prefix of the shard set inside the bucket, e.g.
+	// "shards/run-1"; files are named "<Prefix>/<name>". Leading and trailing
+	// slashes are ignored; "" puts the files at the top of the bucket.
+	Prefix string
+	// Format is FormatArrow (default) or FormatParquet.
+	Format Format
+	// RowsPerShard makes Full report true once the open shard has this many
+	// rows; 0 means no row limit.
+	RowsPerShard int64
+	// BytesPerShard makes Full report true once the open shard's approximate
+	// size (Bytes) reaches it; 0 means no size limit.
+	BytesPerShard int64
+	// BatchRows is the most rows of one record batch (Arrow) or row group
+	// (Parquet); default DefaultBatchRows.
+	BatchRows int
+	// BatchBytes is the approximate most bytes of one record batch or row
+	// group (the rows' uncompressed size); default DefaultBatchBytes, at most
+	// MaxBatchBytes. A batch is written out as soon as it reaches BatchRows
+	// or BatchBytes, so the writer holds at most about one batch in memory
+	// (a single row larger than BatchBytes makes a batch of its own).
+	BatchBytes int64
+	// TempDir is where open shards are spooled before Commit uploads them
+	// (default os.TempDir()). Files are named codapipe-shard-*.tmp.
+	TempDir string
+	// Meta describes the shard set; it is written into every file's schema
+	// metadata. Meta.Mode is required (see Meta.Validate).
+	Meta Meta
+	// Name returns the base name (without extension) of the next shard; it
+	// must be unique within Prefix, and a valid key segment. It is called when
+	// a shard is opened. Default DefaultName. A deterministic name (say, from
+	// the ids of the messages whose rows the shard holds) makes a replayed
+	// Commit replace the same object instead of adding a duplicate.
+	Name func() string
+	// Allocator allocates the Arrow buffers (default memory.DefaultAllocator);
+	// tests pass a memory.CheckedAllocator.
+	Allocator memory.Allocator
+}
+
+// DefaultName returns a unique shard name: "part-<UTC time to the
+// nanosecond>-<16 random hex digits>", e.g.
+// "part-20260301T120000.123456789Z-9f86d081884c7d65". Names sort by
+// creation time.
+func DefaultName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "part-" + time.Now().UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// File is one committed shard file.
+type File struct {
+	// Key is the object's key in the bucket, "<Prefix>/<name>.<format>".
+	Key string `json:"key"`
+	// Rows is the number of rows in the file.
+	Rows int64 `json:"rows"`
+	// Bytes is the file's size.
+	Bytes int64 `json:"bytes"`
+	// SHA256 is the lower-case hex SHA-256 of the file, computed while it was
+	// written and verified by the bucket on upload.
+	SHA256 string `json:"sha256"`
+	// Format is the file's format.
+	Format Format `json:"format"`
+}
+
+// Writer writes Rows into shard files: rows go into Arrow builders, are
+// written out as record batches (Arrow IPC) or row groups (Parquet) to a
+// temporary file, and Commit uploads the finished file to the bucket.
+// Nothing appears in the bucket before Commit, and a file appears whole or
+// not at all (blob.Bucket.PutFile is atomic), so readers never see an
+// uncommitted or partial shard.
+//
+// A Writer is safe for concurrent use, but its calls are serialised (Commit
+// holds it for the upload); it is meant to be driven by one goroutine.
+type Writer struct {
+	mu     sync.Mutex
+	cfg    Config
+	prefix string
+	schema *arrow.Schema
+	mem    memory.Allocator // pool
+	pool   *recycler
+	b      *rowBuilder
+	cur    *spool // the open shard, nil when none
+	closed bool
+
+	lastImageBytes int // embedded image bytes of the last batch, to size the next
+}
+
+// spool is the open shard: its temporary file and format writer.
+type spool struct {
+	name string // base name with extension
+	path string // temporary file
+	f    *os.File
+	sum  *sumWriter
+	buf  *bufio.Writer
+	ipcw *ipc.FileWriter
+	pqw  *pqarrow.FileWriter
+	rows int64 // rows added, written or pending
+
+	sealed bool  // the file is complete and closed; only the upload remains
+	file   File  // when sealed
+	err    error // a write failed: the shard is unusable until Abort
+}
+
+// sumWriter counts and hashes what it writes through.
+type sumWriter struct {
+	w io.Writer
+	h hash.Hash
+	n int64
+}
+
+func (s *sumWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	s.h.Write(p[:n])
+	s.n += int64(n)
+	return n, err
+}
+
+// NewWriter checks cfg and returns a Writer with no open shard.
+func NewWriter(cfg Config) (*Writer, error) {
+	if cfg.Bucket == nil {
+		return nil, errors.New("shard: config: no bucket")
+	}
+	if cfg.Format == "" {
+		cfg.Format = FormatArrow
+	}
+	if !cfg.Format.valid() {
+		return nil, fmt.Errorf("shard: config: format %q, want %q or %q", cfg.Format, FormatArrow, FormatParquet)
+	}
+	if err := cfg.Meta.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.RowsPerShard < 0 || cfg.BytesPerShard < 0 || cfg.BatchRows < 0 || cfg.BatchBytes < 0 {
+		return nil, errors.New("shard: config: negative limit")
+	}
+	if cfg.BatchRows == 0 {
+		cfg.BatchRows = DefaultBatchRows
+	}
+	if cfg.BatchBytes == 0 {
+		cfg.BatchBytes = DefaultBatchBytes
+	}
+	cfg.BatchBytes = min(cfg.BatchBytes, MaxBatchBytes)
+	if cfg.TempDir == "" {
+		cfg.TempDir = os.TempDir()
+	}
+	if cfg.Name == nil {
+		cfg.Name = DefaultName
+	}
+	if cfg.Allocator == nil {
+		cfg.Allocator = memory.DefaultAllocator
+	}
+	prefix := strings.Trim(cfg.Prefix, "/")
+	if prefix != "" {
+		if err := blob.ValidateKey(prefix); err != nil {
+			return nil, fmt.Errorf("shard: config: prefix: %w", err)
+		}
+	}
+	if fi, err := os.Stat(cfg.TempDir); err != nil {
+		return nil, fmt.Errorf("shard: config: temp dir: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("shard: config: temp dir %s is not a directory", cfg.TempDir)
+	}
+	w := &Writer{cfg: cfg, prefix: prefix, schema: Schema(cfg.Meta)}
+	w.pool = newRecycler(cfg.Allocator, int(3*cfg.BatchBytes))
+	w.mem = w.pool
+	w.b = newRowBuilder(w.mem, w.schema)
+	return w, nil
+}
+
+// Schema returns the schema of the writer's files (with its metadata).
+func (w *Writer) Schema() *arrow.Schema { return w.schema }
+
+// key returns the bucket key of a shard file named name.
+func (w *Writer) key(name string) string {
+	if w.prefix == "" {
+		return name
+	}
+	return w.prefix + "/" + name
+}
+
+// Add appends rows to the open shard, opening one when there is none. Rows
+// are validated first (every string must be valid UTF-8): an invalid row
+// fails the whole call and adds nothing. All the rows go into the open
+// shard even when it becomes Full on the way, so that rows added together
+// are committed together; the caller checks Full after Add and commits.
+//
+// A write error (a full disk) leaves the open shard unusable: Add and
+// Commit then fail until Abort drops it.
+func (w *Writer) Add(rows []Row) error {
+	for i := range rows {
+		if err := validateRow(&rows[i]); err != nil {
+			return fmt.Errorf("shard: add: row %d: %w", i, err)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if w.cur == nil {
+		if err := w.open(); err != nil {
+			return err
+		}
+	}
+	sh := w.cur
+	for i := range rows {
+		r := &rows[i]
+		if w.b.rows > 0 && w.b.bytes+rowSize(r) > w.cfg.BatchBytes {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+		w.b.append(r)
+		sh.rows++
+		if w.b.rows >= w.cfg.BatchRows || w.b.bytes >= w.cfg.BatchBytes {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// usable reports why the writer cannot take rows: closed, a broken shard,
+// or a finished shard waiting for its upload.
+func (w *Writer) usable() error {
+	if w.closed {
+		return errors.New("shard: writer is closed")
+	}
+	if sh := w.cur; sh != nil {
+		if sh.err != nil {
+			return fmt.Errorf("shard: %s: unusable after an earlier error (Abort it): %w", sh.name, sh.err)
+		}
+		if sh.sealed {
+			return fmt.Errorf("shard: %s: finished but not uploaded: retry Commit or Abort", sh.name)
+		}
+	}
+	return nil
+}
+
+// open starts a new shard: a temporary file and the format's writer.
+func (w *Writer) open() error {
+	name := w.cfg.Name()
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("shard: name %q: contains a slash", name)
+	}
+	name += w.cfg.Format.Ext()
+	if err := blob.ValidateKey(w.key(name)); err != nil {
+		return fmt.Errorf("shard: %s: %w", name, err)
+	}
+	f, err := os.CreateTemp(w.cfg.TempDir, "codapipe-shard-*.tmp")
+	if err != nil {
+		return fmt.Errorf("shard: %s: %w", name, err)
+	}
+	sh := &spool{name: name, path: f.Name(), f: f}
+	sh.sum = &sumWriter{w: f, h: sha256.New()}
+	sh.buf = bufio.NewWriterSize(sh.sum, 1<<20)
+	switch w.cfg.Format {
+	case FormatArrow:
+		sh.ipcw, err = ipc.NewFileWriter(sh.buf, ipc.WithSchema(w.schema), ipc.WithAllocator(w.mem))
+	case FormatParquet:
+		sh.pqw, err = pqarrow.NewFileWriter(w.schema, sh.buf, parquetProps(w.mem),
+			pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(w.mem)))
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(sh.path)
+		return fmt.Errorf("shard: %s: open writer: %w", name, err)
+	}
+	w.cur = sh
+	return nil
+}
+
+// parquetProps are the Parquet writer properties: zstd, dictionary encoding
+// for the small repeated strings, none (and no min/max statistics) for the
+// large unique values (prompt, completion, image bytes, log-probs).
+func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
+	opts := []parquet.WriterProperty{
+		parquet.WithAllocator(mem),
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithDictionaryDefault(true),
+		parquet.WithStats(true),
+		parquet.WithCreatedBy("codapipe (github.com/apache/arrow-go/v18)"),
+	}
+	for _, path := range []string{"prompt", "completion", "images.list.element.bytes", "logprobs.list.element"} {
+		opts = append(opts, parquet.WithDictionaryFor(path, false), parquet.WithStatsFor(path, false))
+	}
+	return parquet.NewWriterProperties(opts...)
+}
+
+// flush writes the pending rows as one record batch or row group.
+func (w *Writer) flush() error {
+	rec := w.b.batch()
+	if rec == nil {
+		return nil
+	}
+	defer rec.Release()
+	sh := w.cur
+	imgBytes := imageDataLen(rec)
+	var err error
+	if sh.ipcw != nil {
+		err = sh.ipcw.Write(rec)
+	} else {
+		err = sh.pqw.Write(rec)
+	}
+	if err != nil {
+		sh.err = err
+		return fmt.Errorf("shard: %s: write batch: %w", sh.name, err)
+	}
+	// The next batch likely embeds as many image bytes: reserve them now
+	// rather than regrow (and copy) the buffer row by row.
+	w.lastImageBytes = min(imgBytes, int(w.cfg.BatchBytes))
+	w.b.reserveImageBytes(w.lastImageBytes)
+	return nil
+}
+
+// imageDataLen returns the bytes of embedded images in rec.
+func imageDataLen(rec arrow.RecordBatch) int {
+	data := rec.Column(colImages).Data().Children()[0].Children()[imgBytes]
+	bufs := data.Buffers()
+	if len(bufs) < 3 || bufs[2] == nil {
+		return 0
+	}
+	return bufs[2].Len()
+}
+
+// Rows returns the number of rows of the open shard (0 when none is open).
+func (w *Writer) Rows() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur == nil {
+		return 0
+	}
+	return w.cur.rows
+}
+
+// Bytes returns the approximate size of the open shard: what has been
+// written to its file so far plus the estimated size of the rows not yet
+// written out (uncompressed). 0 when no shard is open.
+func (w *Writer) Bytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bytes()
+}
+
+func (w *Writer) bytes() int64 {
+	sh := w.cur
+	if sh == nil {
+		return 0
+	}
+	if sh.sealed {
+		return sh.file.Bytes
+	}
+	return sh.sum.n + int64(sh.buf.Buffered()) + w.b.bytes
+}
+
+// Full reports whether the open shard has reached RowsPerShard rows or
+// BytesPerShard bytes.
+func (w *Writer) Full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur == nil {
+		return false
+	}
+	return (w.cfg.RowsPerShard > 0 && w.cur.rows >= w.cfg.RowsPerShard) ||
+		(w.cfg.BytesPerShard > 0 && w.bytes() >= w.cfg.BytesPerShard)
+}
+
+// Commit finishes the open shard and publishes it: it writes the pending
+// rows and the file's footer, uploads the file to the bucket under
+// "<Prefix>/<name>" with its SHA-256 (which the bucket verifies; the local
+// backend fsyncs the object and its directory before the rename that makes
+// it visible), removes the temporary file and returns the File. The next
+// Add opens a new shard.
+//
+// With no rows it returns an error wrapping ErrEmpty and commits nothing.
+// When the upload fails the finished file is kept: Commit can be called
+// again (it uploads the same bytes under the same key) or Abort drops it.
+func (w *Writer) Commit(ctx context.Context) (File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return File{}, errors.New("shard: writer is closed")
+	}
+	sh := w.cur
+	if sh == nil || sh.rows == 0 {
+		return File{}, fmt.Errorf("shard: commit: %w", ErrEmpty)
+	}
+	if sh.err != nil {
+		return File{}, fmt.Errorf("shard: %s: unusable after an earlier error (Abort it): %w", sh.name, sh.err)
+	}
+	if !sh.sealed {
+		if err := w.seal(); err != nil {
+			return File{}, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return File{}, fmt.Errorf("shard: %s: %w", sh.name, err)
+	}
+	info, err := w.cfg.Bucket.PutFile(ctx, sh.file.Key, sh.path, blob.PutOptions{
+		ContentType: contentType(w.cfg.Format),
+		SHA256:      sh.file.SHA256,
+	})
+	if err != nil {
+		return File{}, fmt.Errorf("shard: %s: upload: %w", sh.name, err)
+	}
+	if info.Size != sh.file.Bytes || (info.SHA256 != "" && info.SHA256 != sh.file.SHA256) {
+		return File{}, fmt.Errorf("shard: %s: upload stored %d bytes with SHA-256 %s, want %d bytes with %s: %w",
+			sh.name, info.Size, info.SHA256, sh.file.Bytes, sh.file.SHA256, blob.ErrChecksumMismatch)
+	}
+	w.cur = nil
+	if err := os.Remove(sh.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return sh.file, fmt.Errorf("shard: %s: committed, but removing the temporary file: %w", sh.name, err)
+	}
+	return sh.file, nil
+}
+
+// seal writes the pending rows and the footer and closes the temporary
+// file. The file is not fsynced: it is only a spool, never read after a
+// crash (the rows are re-produced from their unacknowledged inputs), and
+// the bucket makes the durable copy.
+func (w *Writer) seal() error {
+	sh := w.cur
+	fail := func(op string, err error) error {
+		sh.err = err
+		return fmt.Errorf("shard: %s: %s: %w", sh.name, op, err)
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	var err error
+	if sh.ipcw != nil {
+		err = sh.ipcw.Close()
+	} else {
+		err = sh.pqw.Close()
+	}
+	if err != nil {
+		return fail("close writer", err)
+	}
+	if err := sh.buf.Flush(); err != nil {
+		return fail("write", err)
+	}
+	if err := sh.f.Close(); err != nil {
+		return fail("close", err)
+	}
+	sh.sealed = true
+	sh.file = File{
+		Key:    w.key(sh.name),
+		Rows:   sh.rows,
+		Bytes:  sh.sum.n,
+		SHA256: hex.EncodeToString(sh.sum.h.Sum(nil)),
+		Format: w.cfg.Format,
+	}
+	return nil
+}
+
+func contentType(f Format) string {
+	if f == FormatParquet {
+		return "application/vnd.apache.parquet"
+	}
+	return "application/vnd.apache.arrow.file"
+}
+
+// Abort drops the open shard, if any: its pending rows are discarded and its
+// temporary file removed. Nothing was in the bucket.
+func (w *Writer) Abort() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.abort()
+}
+
+func (w *Writer) abort() error {
+	if rec := w.b.batch(); rec != nil {
+		rec.Release()
+	}
+	sh := w.cur
+	if sh == nil {
+		return nil
+	}
+	w.cur = nil
+	if !sh.sealed {
+		sh.f.Close() // the writer is dropped unfinished: its output is discarded
+		if sh.pqw != nil {
+			// Close releases the Parquet writer's buffers; it writes into the
+			// file that is removed below.
+			_ = sh.pqw.Close()
+		}
+	}
+	if err := os.Remove(sh.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("shard: %s: abort: %w", sh.name, err)
+	}
+	return nil
+}
+
+// Close aborts the open shard (it does not commit it) and releases the
+// writer's buffers. Further calls fail, except Close.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	err := w.abort()
+	w.closed = true
+	w.b.release()
+	w.pool.Close()
+	return err
+}

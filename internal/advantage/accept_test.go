@@ -198,4 +198,3 @@ func TestAcceptAdvantageAfterJudge(t *testing.T) {
 		t.Fatalf("a second drain:\n%s", again)
 	}
 }
-

@@ -120,4 +120,6 @@ func benchShardWrite(b *testing.B, format shard.Format, prefix string) {
 func BenchmarkShardWrite(b *testing.B) { benchShardWrite(b, shard.FormatArrow, "shard.") }
 
 // BenchmarkShardWriteParquet is BenchmarkShardWrite for Parquet (zstd).
-func BenchmarkShardWriteParquet(b *testing.B) { benchShardWrite(b, shard.FormatParquet, "shard.parquet_") }
+func BenchmarkShardWriteParquet(b *testing.B) {
+	benchShardWrite(b, shard.FormatParquet, "shard.parquet_")
+}

@@ -22,8 +22,8 @@ build:
 tools: $(TOOLS)/minio tools/reader/node_modules/.installed
 
 tools/reader/node_modules/.installed: tools/reader/package.json tools/reader/package-lock.json
-	@echo "installing the independent shard reader (npm ci in tools/reader)"
-	cd tools/reader && npm ci --no-audit --no-fund
+	@echo "installing the independent shard reader (pinned versions, lock file; npm install in tools/reader)"
+	cd tools/reader && npm install --no-audit --no-fund --no-save
 	@touch $@
 
 $(TOOLS)/minio:

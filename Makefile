@@ -84,5 +84,5 @@ demo: build
 	$(BIN)/advantage --drain
 
 clean:
-	rm -rf $(BIN) $(TOOLS)
+	rm -rf $(BIN) $(TOOLS) tools/reader/node_modules
 	$(GO) clean -testcache

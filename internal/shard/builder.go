@@ -36,12 +36,12 @@ type rowBuilder struct {
 
 // actionBuilder appends to one action struct column.
 type actionBuilder struct {
-	s                  *array.StructBuilder
-	typ, text, dir     *array.StringBuilder
-	x, y, endX, endY   *array.Float64Builder
-	keys               *array.ListBuilder
-	keyValues          *array.StringBuilder
-	nullValid, isValid []bool
+	s                *array.StructBuilder
+	typ, text, dir   *array.StringBuilder
+	x, y, endX, endY *array.Float64Builder
+	keys             *array.ListBuilder
+	keyValues        *array.StringBuilder
+	nullValid        []bool // {false}, for AppendValues
 }
 
 func newActionBuilder(b array.Builder) actionBuilder {

@@ -155,11 +155,17 @@ func manyRow(i int, rng *rand.Rand) shard.Row {
 func localBucket(t testing.TB) (blob.Bucket, string) {
 	t.Helper()
 	dir := t.TempDir()
+	return openLocal(t, dir), dir
+}
+
+// openLocal opens the local bucket at dir.
+func openLocal(t testing.TB, dir string) blob.Bucket {
+	t.Helper()
 	b, err := blob.OpenBucket(context.Background(), dir, blob.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, dir
+	return b
 }
 
 // writeRolling adds rows one at a time and commits whenever the shard is

@@ -109,7 +109,7 @@ func (m *Manifest) Validate() error {
 }
 
 // WriteManifest validates m and stores it as "<prefix>/manifest.json"
-// (indented JSON). The Put is atomic: readers see the old manifest or the
+// (indented JSON, newline-terminated). The Put is atomic: readers see the old manifest or the
 // new one. Writing it last, after every file is committed, makes it the
 // set's commit record.
 func WriteManifest(ctx context.Context, b blob.Bucket, prefix string, m Manifest) error {
@@ -117,11 +117,14 @@ func WriteManifest(ctx context.Context, b blob.Bucket, prefix string, m Manifest
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the types read list<item: …>, not list\u003citem: …\u003e
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
 		return fmt.Errorf("shard: %s: %w", key, err)
 	}
-	data = append(data, '\n')
+	data := buf.Bytes()
 	if _, err := b.Put(ctx, key, bytes.NewReader(data), int64(len(data)), blob.PutOptions{ContentType: "application/json"}); err != nil {
 		return fmt.Errorf("shard: %s: %w", key, err)
 	}

@@ -330,7 +330,10 @@ func Columns() []Column {
 
 // Column is one column of the schema as recorded in the manifest.
 type Column struct {
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Nullable bool   `json:"nullable"`
+	// Name is the column's name (Row's json tag).
+	Name string `json:"name"`
+	// Type is the Arrow type in Arrow's text form, e.g. "list<item: float64>".
+	Type string `json:"type"`
+	// Nullable says whether the column may hold nulls.
+	Nullable bool `json:"nullable"`
 }

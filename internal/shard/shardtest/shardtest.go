@@ -63,9 +63,13 @@ type File struct {
 
 // Field is one column of File.Schema.
 type Field struct {
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Nullable bool   `json:"nullable"`
+	// Name is the column's name.
+	Name string `json:"name"`
+	// Type is the reader's name for the column's type.
+	Type string `json:"type"`
+	// Nullable is the Arrow field's nullability (always true for Parquet
+	// files, whose DuckDB columns do not say).
+	Nullable bool `json:"nullable"`
 }
 
 // Reader returns the node binary and the reader script, or an error saying

@@ -104,11 +104,24 @@ func readKeys(t *testing.T, bucket blob.Bucket, m shard.Manifest) map[rowKey]int
 	return got
 }
 
-// Acceptance 3 (step mode): advantage is killed with SIGKILL at 5 random
+// Acceptance 3 (step and outcome modes): advantage is killed with SIGKILL at 5 random
 // moments while it drains the judged stream, and started again until it
 // finishes. The final shard set holds every expected row exactly once
 // (key: trajectory, step, candidate): none missing, none twice.
-func TestAcceptKillAndRestart(t *testing.T) {
+func TestAcceptAdvantageKillAndRestart(t *testing.T) {
+	for _, mode := range []string{ModeStep, ModeOutcome} {
+		if raceEnabled && mode == ModeOutcome {
+			continue // run without the race detector (make test's acceptance run)
+		}
+		t.Run(mode, func(t *testing.T) { killAndRestart(t, mode) })
+	}
+}
+
+// killAndRestart is TestAcceptAdvantageKillAndRestart in one mode. In outcome mode
+// the groups (the samples of one task in one run) are completed by their
+// last member, whose message may come in another process than the
+// others': the members wait in the KV bucket across the kills.
+func killAndRestart(t *testing.T, mode string) {
 	const kills = 5
 	srv := natstest.Start(t)
 	dir := t.TempDir()
@@ -120,21 +133,38 @@ func TestAcceptKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	// Many more messages: each judged trajectory again under new ids, so
-	// that the drain takes long enough to be killed in the middle.
+	store, err := blob.Open(ctx, filepath.Join(dir, "blobs"), blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Many more messages: each judged trajectory again under new ids (and,
+	// so that each copy is a whole outcome group of its own, in a new run),
+	// so that the drain takes long enough to be killed in the middle. The
+	// copies go into the judge's archive too, where outcome mode reads the
+	// members of a complete group.
+	if len(expectedKeys(t, judged)) == 0 {
+		t.Fatal("the run gave no clean-success rows: the test needs them")
+	}
 	all := append([]*traj.Judged(nil), judged...)
 	copies := 30
 	if raceEnabled {
 		copies = 10
 	}
+	round := 0
 	publishCopies := func(n int) {
 		for range n {
+			round++
 			for _, jd := range judged {
 				cp := *jd
 				cp.Trajectory.ID = traj.NewID()
-				cp.Judgement.TrajectoryID = cp.Trajectory.ID
+				cp.Trajectory.Run = fmt.Sprintf("%s-copy%d", jd.Trajectory.Run, round)
+				cp.Judgement.TrajectoryID, cp.Judgement.Run = cp.Trajectory.ID, cp.Trajectory.Run
 				body, err := traj.MarshalCompact(cp)
 				if err != nil {
+					t.Fatal(err)
+				}
+				key := judge.ArchiveKey(cp.Trajectory.Run, cp.Trajectory.Task.App, cp.Trajectory.ID, cp.Judgement.Judge.ID())
+				if _, err := store.Bucket().Put(ctx, key, bytes.NewReader(body), int64(len(body)), blob.PutOptions{ContentType: "application/json"}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := b.Publish(ctx, bus.Subject(bus.Judged, cp.Trajectory.Task.App), judge.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID()), body, nil); err != nil {
@@ -146,7 +176,7 @@ func TestAcceptKillAndRestart(t *testing.T) {
 	}
 	publishCopies(copies)
 
-	args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn",
+	args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--mode", mode,
 		"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40"}
 	js, err := json.Marshal(args)
 	if err != nil {
@@ -186,7 +216,16 @@ func TestAcceptKillAndRestart(t *testing.T) {
 			killed++
 		}
 	}
-	want := expectedKeys(t, all)
+	var want map[rowKey]bool
+	if mode == ModeStep {
+		want = expectedKeys(t, all)
+	} else {
+		rows, _ := expectedServiceRows(t, store, all, readerCase{mode: ModeOutcome, est: grpo.DefaultEstimator()})
+		want = map[rowKey]bool{}
+		for _, r := range rows {
+			want[rowKey{r.TrajectoryID, r.Step, r.Candidate}] = true
+		}
+	}
 	cmd := start()
 	if err := cmd.Wait(); err != nil {
 		log, _ := os.ReadFile(logf.Name())
@@ -226,11 +265,10 @@ func TestAcceptKillAndRestart(t *testing.T) {
 			extra++
 		}
 	}
-	t.Logf("%d kills; %d messages, %d rows expected, %d files; %d missing, %d duplicated, %d unexpected",
-		killed, len(all), len(want), len(m.Files), missing, dup, extra)
+	t.Logf("%s mode: %d kills; %d messages, %d rows expected, %d files; %d missing, %d duplicated, %d unexpected",
+		mode, killed, len(all), len(want), len(m.Files), missing, dup, extra)
 	if missing+dup+extra != 0 || m.Counts.Rows != len(want) || m.Counts.Trajectories != len(all) {
 		t.Fatalf("after %d kills: %d missing, %d duplicated, %d unexpected rows; manifest %+v (want %d rows of %d trajectories)",
 			killed, missing, dup, extra, m.Counts, len(want), len(all))
 	}
-	_ = fmt.Sprint
 }

@@ -3,12 +3,14 @@ package advantage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +20,6 @@ import (
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -26,11 +27,51 @@ import (
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// pipeline runs a small simulated rollout (planner skill high enough for
-// clean successes) and judges it, both as the commands do, in the data
-// directory dir; it returns the judged trajectories on the stream.
-func pipeline(t *testing.T, dir string, tasks []string, samples int) []*traj.Judged {
-	return pipelineOn(t, dir, "", tasks, samples)
+// corpus is the judged output of one simulated rollout and judge shared
+// by the tests that only read it: each gets a copy of its data directory
+// (blob store and embedded NATS server), so one pipeline runs per package
+// run instead of one per test (each takes half a minute under -race).
+var corpus struct {
+	once   sync.Once
+	dir    string
+	judged []*traj.Judged
+	err    error
+}
+
+// removeCorpus removes the shared corpus; TestMain calls it at the end.
+func removeCorpus() {
+	if corpus.dir != "" {
+		os.RemoveAll(corpus.dir)
+	}
+}
+
+// pipeline gives dir (an empty test directory) a copy of the data
+// directory of a small simulated rollout (4 tasks × 3 samples, planner
+// skill high enough for clean successes) judged by judge --drain, both as
+// the commands do; it returns the judged trajectories on the stream.
+func pipeline(t *testing.T, dir string) []*traj.Judged {
+	t.Helper()
+	corpus.once.Do(func() {
+		corpus.dir, corpus.err = os.MkdirTemp("", "codapipe-advantage-corpus-*")
+		if corpus.err != nil {
+			return
+		}
+		ok := false
+		defer func() {
+			if !ok && corpus.err == nil {
+				corpus.err = errors.New("the shared pipeline failed (see the first test that ran it)")
+			}
+		}()
+		corpus.judged = pipelineOn(t, corpus.dir, "", []string{"S01", "S02", "S03", "S04"}, 3)
+		ok = true
+	})
+	if corpus.err != nil {
+		t.Fatal(corpus.err)
+	}
+	if err := os.CopyFS(dir, os.DirFS(corpus.dir)); err != nil {
+		t.Fatalf("copy the shared corpus: %v", err)
+	}
+	return corpus.judged
 }
 
 // pipelineOn is pipeline on the NATS server at natsURL ("" : embedded).
@@ -52,23 +93,51 @@ func pipelineOn(t *testing.T, dir, natsURL string, tasks []string, samples int) 
 	if err := os.WriteFile(simCfg, []byte(`{"models": {"planner": {"default_skill": 0.85, "skill": {}}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	seed := int64(3)
 	common := &service.Common{DataDir: dir}
 	common.NATS.URL = natsURL
-	env := service.NewEnv("rollout", common, quietLog(), nil, nil)
-	if _, err := rollout.Execute(ctx, env, rollout.Options{
-		App: "ChimeraX", Tasks: tdir, Group: 3, Samples: samples, Run: "adv", VMs: 4, Sim: true, Seed: &seed,
-		TimeScale: 0.0005, Schedule: sched.Dynamic, SimConfig: simCfg,
-	}); err != nil {
+	// The simulated VMs take the episodes in any order, so how many clean
+	// successes a run gives varies (with 6 trajectories, none about one
+	// time in six): run again, under another run name, until there are
+	// two clean successes of two steps or more for the tests to use.
+	var judged []*traj.Judged
+	for attempt := range 4 {
+		seed := int64(3 + attempt)
+		run := "adv"
+		if attempt > 0 {
+			run = fmt.Sprintf("adv%d", attempt+1)
+		}
+		env := service.NewEnv("rollout", common, quietLog(), nil, nil)
+		if _, err := rollout.Execute(ctx, env, rollout.Options{
+			App: "ChimeraX", Tasks: tdir, Group: 3, Samples: samples, Run: run, VMs: 4, Sim: true, Seed: &seed,
+			TimeScale: 0.0005, Schedule: sched.Dynamic, SimConfig: simCfg,
+		}); err != nil {
+			env.Close()
+			t.Fatalf("rollout: %v", err)
+		}
 		env.Close()
-		t.Fatalf("rollout: %v", err)
+		var out, errb bytes.Buffer
+		if code := service.MainContext(ctx, judge.Command(), []string{"--data", dir, "--nats", natsURL, "--log-level", "warn", "--sim", "--drain", "--max-frames", "4"}, &out, &errb); code != 0 {
+			t.Fatalf("judge: exit %d\n%s", code, errb.String())
+		}
+		judged = judgedOn(t, ctx, common)
+		clean := 0
+		for _, jd := range judged {
+			if jd.Judgement.Decision == traj.CleanSuccess && len(jd.Trajectory.Steps) >= 2 {
+				clean++
+			}
+		}
+		if clean >= 2 {
+			break
+		}
 	}
-	env.Close()
-	var out, errb bytes.Buffer
-	if code := service.MainContext(ctx, judge.Command(), []string{"--data", dir, "--nats", natsURL, "--log-level", "warn", "--sim", "--drain", "--max-frames", "4"}, &out, &errb); code != 0 {
-		t.Fatalf("judge: exit %d\n%s", code, errb.String())
-	}
-	env = service.NewEnv("check", common, quietLog(), nil, nil)
+	return judged
+}
+
+// judgedOn reads every judged trajectory on the stream of the data
+// directory's bus.
+func judgedOn(t *testing.T, ctx context.Context, common *service.Common) []*traj.Judged {
+	t.Helper()
+	env := service.NewEnv("check", common, quietLog(), nil, nil)
 	defer env.Close()
 	b, err := env.Bus(ctx)
 	if err != nil {
@@ -136,7 +205,7 @@ func expectedRows(t *testing.T, judged []*traj.Judged) (rows, groups, kept int) 
 // SHA-256 matches; a second drain writes nothing again.
 func TestAcceptAdvantageAfterJudge(t *testing.T) {
 	dir := t.TempDir()
-	judged := pipeline(t, dir, []string{"S01", "S02", "S03"}, 2)
+	judged := pipeline(t, dir)
 	wantRows, wantGroups, _ := expectedRows(t, judged)
 	if wantRows == 0 {
 		t.Fatal("the run gave no rows: the test needs clean successes")
@@ -150,22 +219,7 @@ func TestAcceptAdvantageAfterJudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sets []string
-	for info, err := range bucket.List(ctx, "") {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasSuffix(info.Key, "/"+shard.ManifestName) {
-			sets = append(sets, strings.TrimSuffix(info.Key, "/"+shard.ManifestName))
-		}
-	}
-	if len(sets) != 1 {
-		t.Fatalf("manifests %v, want one", sets)
-	}
-	m, err := shard.ReadManifest(ctx, bucket, sets[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := onlyManifest(t, bucket)
 	if m.Counts.Rows != wantRows || m.Counts.Groups != wantGroups || m.Counts.Trajectories != len(judged) {
 		t.Fatalf("manifest counts %+v; want %d rows, %d groups, %d trajectories", m.Counts, wantRows, wantGroups, len(judged))
 	}

@@ -97,7 +97,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		TempDir: env.Common.DataDir + "/tmp",
 		Apps:    o.Apps, Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: Version, Log: env.Log,
-		RunFinished: ledger.Finished,
+		RunFinished: ledger.Finished, Metrics: NewMetrics(env.Metrics),
 	}
 	if err := os.MkdirAll(cfg.TempDir, 0o755); err != nil {
 		return Stats{}, err

@@ -41,7 +41,7 @@ type committer struct {
 	workers  int
 	idle     time.Duration
 	maxDelay time.Duration
-	onCommit func(Commit)
+	onCommit func(Commit, time.Duration)
 
 	mu       sync.Mutex
 	cur      *pending
@@ -69,23 +69,40 @@ func (c *committer) leave(ctx context.Context) {
 	flush := c.readyLocked(time.Now())
 	c.mu.Unlock()
 	if flush {
-		c.flush(ctx)
+		c.flush(ctx, c.ready)
 	}
 }
 
 // add appends one message's rows (possibly none) to the open commit and
-// waits until it is committed; the error is the commit's.
-func (c *committer) add(ctx context.Context, msg string, groups []string, rows []shard.Row, cnt Counts) error {
+// waits until it is committed; the error is the commit's. added (when not
+// nil) is called once the rows are in the writer (or failed to go in),
+// before the wait: the writer has copied them, so what they hold can be
+// let go.
+//
+// A shard that is full already is committed first: otherwise every
+// handler queued on mu ahead of the one committing it would add its rows
+// to it (shards of 1.8 GB with --bytes-per-shard 512 MiB were seen).
+func (c *committer) add(ctx context.Context, msg string, groups []string, rows []shard.Row, cnt Counts, added func()) error {
 	c.mu.Lock()
+	if len(rows) > 0 && c.w.Full() {
+		c.mu.Unlock()
+		c.flush(ctx, c.w.Full)
+		c.mu.Lock()
+	}
 	c.working--
+	var err error
 	if len(rows) > 0 {
-		if err := c.w.Add(rows); err != nil {
-			c.mu.Unlock()
-			// The open shard may hold part of the rows: abort it and make
-			// everyone waiting on it try again.
-			c.fail(fmt.Errorf("advantage: shard write: %w", err))
-			return err
-		}
+		err = c.w.Add(rows)
+	}
+	if added != nil {
+		added()
+	}
+	if err != nil {
+		c.mu.Unlock()
+		// The open shard may hold part of the rows: abort it and make
+		// everyone waiting on it try again.
+		c.fail(fmt.Errorf("advantage: shard write: %w", err))
+		return err
 	}
 	p := c.cur
 	if p.started.IsZero() {
@@ -103,10 +120,10 @@ func (c *committer) add(ctx context.Context, msg string, groups []string, rows [
 	p.counts.Merge(cnt)
 	c.waiting++
 	c.lastAdd = time.Now()
-	flush := c.w.Full() || c.waiting >= c.workers
+	flush := c.full()
 	c.mu.Unlock()
 	if flush {
-		c.flush(ctx)
+		c.flush(ctx, c.full)
 	}
 	select {
 	case <-p.done:
@@ -128,6 +145,13 @@ func (c *committer) readyLocked(now time.Time) bool {
 	return now.Sub(c.cur.started) >= c.maxDelay
 }
 
+// ready is readyLocked now.
+func (c *committer) ready() bool { return c.readyLocked(time.Now()) }
+
+// full reports whether the open commit is to be committed at once: its
+// shard is full, or every handler waits on it. Called with mu held.
+func (c *committer) full() bool { return c.w.Full() || c.waiting >= c.workers }
+
 // tick commits the open commit when it is ready; the service calls it
 // periodically.
 func (c *committer) tick(ctx context.Context) {
@@ -135,23 +159,28 @@ func (c *committer) tick(ctx context.Context) {
 	flush := c.readyLocked(time.Now())
 	c.mu.Unlock()
 	if flush {
-		c.flush(ctx)
+		c.flush(ctx, c.ready)
 	}
 }
 
 // flush commits the open commit: the shard (when it has rows), then the
-// record; then it releases the waiters.
-func (c *committer) flush(ctx context.Context) {
+// record; then it releases the waiters. The reason to commit, still (called
+// with mu held), is checked again once flush has its turn: several
+// handlers may have seen the same full shard, and the first one's commit
+// answers them all, where each would otherwise commit the few rows added
+// since as a small shard of their own.
+func (c *committer) flush(ctx context.Context, still func() bool) {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	c.mu.Lock()
 	p := c.cur
-	if len(p.msgs) == 0 {
+	if len(p.msgs) == 0 || !still() {
 		c.mu.Unlock()
 		return
 	}
 	c.cur = newPending()
 	c.waiting = 0
+	began := time.Now()
 	// The writer is only touched under mu; the commit (upload) runs with
 	// mu held so no handler adds rows to a shard being finished.
 	var file *shard.File
@@ -169,7 +198,7 @@ func (c *committer) flush(ctx context.Context) {
 	if err == nil {
 		rec := Commit{ID: traj.NewID(), Set: c.st.set, File: file, Messages: p.msgs, Groups: p.groups, Counts: p.counts, At: time.Now().UTC()}
 		if err = c.st.record(context.WithoutCancel(ctx), rec); err == nil && c.onCommit != nil {
-			c.onCommit(rec)
+			c.onCommit(rec, time.Since(began))
 		}
 	}
 	p.err = err

@@ -1,47 +1,76 @@
 package advantage
 
 import (
-	"flag"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/pkg/grpo"
 
 	"github.com/codapipe/codapipe/internal/docstest"
-	"github.com/codapipe/codapipe/internal/service"
 )
 
 // TestOperationsDocsMatchHelp: docs/operations.md lists every flag of
 // advantage with its environment variable and default, and nothing else.
 func TestOperationsDocsMatchHelp(t *testing.T) {
 	tables := docstest.Tables(t, "../../docs/operations.md")
-	doc := map[string][2]string{}
-	for _, name := range []string{"flags: common", "flags: consumer", "flags: advantage"} {
-		rows, ok := tables[name]
-		if !ok || len(rows) == 0 {
-			t.Fatalf("docs/operations.md has no table after <!-- %s -->", name)
-		}
-		for _, r := range rows {
-			doc[docstest.Unquote(r[0])] = [2]string{docstest.Unquote(r[1]), docstest.Unquote(r[2])}
-		}
+	docstest.CheckFlags(t, tables, Command(), "flags: common", "flags: consumer", "flags: advantage")
+}
+
+// TestAdvantageMetricsDocumented: a scrape of an advantage drain holds
+// every metric docs/operations.md lists for advantage, and the docs list
+// every codapipe_* metric of the scrape; the counters agree with the run.
+func TestAdvantageMetricsDocumented(t *testing.T) {
+	docs := docstest.Metrics(t, "../../docs/operations.md")
+	dir := t.TempDir()
+	judged := pipeline(t, dir)
+	common := &service.Common{DataDir: dir, Drain: true}
+	env := service.NewEnv("advantage", common, quietLog(), io.Discard, io.Discard)
+	defer env.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	addr, done, err := service.ServeMetrics(ctx, "127.0.0.1:0", env.Metrics, quietLog())
+	if err != nil {
+		t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	Command().FlagSet().VisitAll(func(f *flag.Flag) {
-		name := "--" + f.Name
-		seen[name] = true
-		env, def := service.EnvOf(f.Usage), f.DefValue
-		if env == "" {
-			env = "—"
-		}
-		if def == "" {
-			def = "—"
-		}
-		if d, ok := doc[name]; !ok {
-			t.Errorf("%s is not in the docs' table", name)
-		} else if d != [2]string{env, def} {
-			t.Errorf("%s: docs say %q; --help says env %q, default %q", name, d, env, def)
-		}
-	})
-	for name := range doc {
-		if !seen[name] {
-			t.Errorf("the docs list %s, which advantage does not have", name)
+	defer func() {
+		cancel()
+		<-done
+	}()
+	o := Options{Mode: ModeStep, Label: "clean", Method: "grpo", Eps: grpo.DefaultEps, Std: "unbiased", ZeroVar: "keep",
+		Reward: grpo.DefaultRewardConfig(), Outcome: grpo.DefaultOutcomeConfig(), Format: "arrow",
+		RowsPerShard: 100000, BytesPerShard: 512 << 20, Workers: 8, AckWait: time.Minute, MaxDelay: time.Second}
+	st, err := Execute(ctx, env, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, "http://"+addr+"/metrics"), "advantage")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape := string(body)
+	for _, c := range []struct {
+		series string
+		want   float64
+	}{
+		{`codapipe_advantage_trajectories_total{result="committed"}`, float64(len(judged))},
+		{`codapipe_advantage_rows_total`, float64(st.Counts.Rows)},
+		{`codapipe_advantage_shards_total`, float64(st.Files)},
+		{`codapipe_advantage_commits_total`, float64(st.Commits)},
+	} {
+		if !strings.Contains(scrape, fmt.Sprintf("%s %v\n", c.series, c.want)) {
+			t.Errorf("the scrape has no %s %v", c.series, c.want)
 		}
 	}
 }

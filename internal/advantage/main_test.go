@@ -5,18 +5,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/codapipe/codapipe/internal/service"
 )
 
 // envProcess makes the test binary run the advantage command instead of
-// the tests: the kill -9 test starts it as a child process. Its arguments
-// are a JSON list in envArgs.
+// the tests: the kill -9 test and BenchmarkAdvantage start it as a child
+// process. Its arguments are a JSON list in envArgs. With envReport set to
+// a file name, the child writes a childReport there when the command
+// returns (BenchmarkAdvantage reads its wall time and peak RSS).
 const (
 	envProcess = "CODAPIPE_ADVANTAGE_TEST_PROCESS"
 	envArgs    = "CODAPIPE_ADVANTAGE_TEST_ARGS"
+	envReport  = "CODAPIPE_ADVANTAGE_TEST_REPORT"
 )
+
+// childReport is what a child process run with envReport reports.
+type childReport struct {
+	Exit    int     `json:"exit"`
+	Seconds float64 `json:"seconds"`  // the command's wall time
+	PeakRSS int64   `json:"peak_rss"` // VmHWM in bytes, -1 when unknown
+}
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envProcess) == "1" {
@@ -25,7 +38,37 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", envArgs, err)
 			os.Exit(2)
 		}
-		os.Exit(service.MainContext(context.Background(), Command(), args, os.Stdout, os.Stderr))
+		start := time.Now()
+		code := service.MainContext(context.Background(), Command(), args, os.Stdout, os.Stderr)
+		if path := os.Getenv(envReport); path != "" {
+			body, _ := json.Marshal(childReport{Exit: code, Seconds: time.Since(start).Seconds(), PeakRSS: peakRSS()})
+			if err := os.WriteFile(path, body, 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", envReport, err)
+				os.Exit(2)
+			}
+		}
+		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeCorpus()
+	os.Exit(code)
+}
+
+// peakRSS returns the process's peak resident set size (VmHWM of
+// /proc/self/status) in bytes, or -1.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return -1
+			}
+			return kb << 10
+		}
+	}
+	return -1
 }

@@ -26,18 +26,117 @@ func inputErr(format string, args ...any) error {
 	return &InputError{Reason: fmt.Sprintf(format, args...)}
 }
 
+// embedBudget bounds the bytes of screenshots that the handlers of one
+// process hold at once when the images are embedded (--embed-images): a
+// handler reserves its trajectories' screenshot bytes before it reads them
+// and gives them back once its rows are in the shard writer (which copies
+// them into its batch). Without it, memory grew with --concurrency times
+// the screenshots of a trajectory (64 × ~3.5 MB, 403–442 MB peak RSS in
+// BenchmarkAdvantageService); 32 MiB still lets several handlers read at once.
+const embedBudget = 32 << 20
+
 // renderer renders rows' prompts and images from the blob store, keeping
 // the prompt sets it has loaded.
 type renderer struct {
-	store *blob.Store
-	embed bool
+	store  *blob.Store
+	embed  bool
+	budget *byteBudget // embed only
 
 	mu      sync.Mutex
 	prompts map[string]*agent.Prompts
 }
 
 func newRenderer(store *blob.Store, embed bool) *renderer {
-	return &renderer{store: store, embed: embed, prompts: map[string]*agent.Prompts{}}
+	r := &renderer{store: store, embed: embed, prompts: map[string]*agent.Prompts{}}
+	if embed {
+		r.budget = newByteBudget(embedBudget)
+	}
+	return r
+}
+
+// reserve waits until the screenshots a handler is about to embed (each
+// distinct one once, by its recorded size) fit in the embedding budget and
+// reserves them; the returned release gives them back and may be called
+// more than once. Without embedding it reserves nothing.
+func (r *renderer) reserve(ctx context.Context, refs []traj.ImageRef) (release func(), err error) {
+	if r.budget == nil || len(refs) == 0 {
+		return func() {}, nil
+	}
+	seen := map[string]bool{}
+	var n int64
+	for _, ref := range refs {
+		if !seen[ref.SHA256] {
+			seen[ref.SHA256] = true
+			n += max(ref.Size, 0)
+		}
+	}
+	return r.budget.acquire(ctx, n)
+}
+
+// promptImages lists the screenshots the planner's prompts at the steps
+// of t for which use is true show: each one's own and its previous step's.
+func promptImages(t *traj.Trajectory, use func(i int) bool) []traj.ImageRef {
+	var refs []traj.ImageRef
+	for i := range t.Steps {
+		if !use(i) {
+			continue
+		}
+		refs = append(refs, t.Steps[i].Screenshot)
+		if i > 0 {
+			refs = append(refs, t.Steps[i-1].Screenshot)
+		}
+	}
+	return refs
+}
+
+// byteBudget is a counting semaphore over bytes whose waiters are served
+// in arrival order.
+type byteBudget struct {
+	turn  chan struct{} // held by the first waiter in line
+	mu    sync.Mutex
+	limit int64
+	used  int64
+	freed chan struct{} // closed (and replaced) when bytes are released
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	return &byteBudget{turn: make(chan struct{}, 1), limit: limit, freed: make(chan struct{})}
+}
+
+// acquire waits until n bytes (at most the whole budget) are free and
+// takes them; the returned release gives them back, once.
+func (b *byteBudget) acquire(ctx context.Context, n int64) (func(), error) {
+	n = min(n, b.limit)
+	select {
+	case b.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-b.turn }()
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.limit {
+			b.used += n
+			b.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { b.release(n) }) }, nil
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // promptSet returns the prompt set a trajectory records.
@@ -66,8 +165,11 @@ func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*agent.Pr
 
 // prompt renders the planner's messages at step i of t (images as
 // references) and the images they show, checked to exist in the blob
-// store and, when embedding, read from it.
-func (r *renderer) prompt(ctx context.Context, p *agent.Prompts, t *traj.Trajectory, i int) (string, []shard.Image, error) {
+// store and, when embedding, read from it. Images read are kept in read
+// (when not nil), so that the steps of one call of stepRows or outcomeRows
+// read each screenshot once (step i's is step i+1's previous one) and
+// their rows share its bytes.
+func (r *renderer) prompt(ctx context.Context, p *agent.Prompts, t *traj.Trajectory, i int, read map[string][]byte) (string, []shard.Image, error) {
 	var refs []traj.ImageRef
 	msgs, err := p.PlannerMessagesAt(t, i, func(ref traj.ImageRef) (string, error) {
 		refs = append(refs, ref)
@@ -84,6 +186,10 @@ func (r *renderer) prompt(ctx context.Context, p *agent.Prompts, t *traj.Traject
 	for k, ref := range refs {
 		imgs[k] = shard.Image{SHA256: ref.SHA256, Width: int32(ref.Width), Height: int32(ref.Height)}
 		if r.embed {
+			if b, ok := read[ref.SHA256]; ok {
+				imgs[k].Bytes = b
+				continue
+			}
 			b, err := r.store.GetBytes(ctx, ref.SHA256)
 			if errors.Is(err, blob.ErrNotFound) {
 				return "", nil, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
@@ -92,6 +198,9 @@ func (r *renderer) prompt(ctx context.Context, p *agent.Prompts, t *traj.Traject
 				return "", nil, err
 			}
 			imgs[k].Bytes = b
+			if read != nil {
+				read[ref.SHA256] = b
+			}
 			continue
 		}
 		if _, err := r.store.Stat(ctx, ref.SHA256); errors.Is(err, blob.ErrNotFound) {
@@ -199,11 +308,12 @@ func (s *server) stepRows(ctx context.Context, t *traj.Trajectory, j *traj.Judge
 	}
 	weight := 1 / float64(sum.KeptGroups)
 	rows := make([]shard.Row, 0, sum.KeptCandidates)
+	read := map[string][]byte{}
 	for g, grp := range b.Groups {
 		if stats[g].Dropped {
 			continue
 		}
-		prompt, imgs, err := s.render.prompt(ctx, p, t, grp.Step)
+		prompt, imgs, err := s.render.prompt(ctx, p, t, grp.Step, read)
 		if err != nil {
 			return nil, cnt, err
 		}
@@ -239,6 +349,7 @@ func (s *server) outcomeRows(ctx context.Context, items []grpo.Judged, judgement
 	cnt.add(sum)
 	cnt.Excluded = len(b.Excluded)
 	var rows []shard.Row
+	read := map[string][]byte{}
 	for g, grp := range b.Groups {
 		if stats[g].Dropped {
 			continue
@@ -264,7 +375,7 @@ func (s *server) outcomeRows(ctx context.Context, items []grpo.Judged, judgement
 				if st.Executed < 0 || st.Executed >= len(st.Candidates) {
 					continue
 				}
-				prompt, imgs, err := s.render.prompt(ctx, p, t, i)
+				prompt, imgs, err := s.render.prompt(ctx, p, t, i, read)
 				if err != nil {
 					return nil, cnt, err
 				}

@@ -64,6 +64,7 @@ type Config struct {
 	Topology    bus.Topology
 	Version     string // codapipe version, in the schema metadata
 	Progress    io.Writer
+	Metrics     *Metrics // nil: none
 	Log         *slog.Logger
 }
 
@@ -209,7 +210,8 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.EmbedImages), st: st,
 		start: time.Now(), flushing: map[string]bool{}}
 	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)
-	s.co.onCommit = func(c Commit) {
+	s.co.onCommit = func(c Commit, d time.Duration) {
+		cfg.Metrics.committed(c, d)
 		s.mu.Lock()
 		s.stats.Commits++
 		if c.File != nil {
@@ -221,14 +223,6 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	s.log.Info("advantage: consuming judged trajectories", "consumer", cfg.Durable, "mode", cfg.Mode, "estimator", cfg.Estimator.String(),
 		"out", cfg.Out.String()+"/"+set, "format", cfg.Format, "workers", cfg.Workers)
-
-	// Outcome groups completed (or whose run ended) while no process was
-	// there to write them.
-	if cfg.Mode == ModeOutcome {
-		if err := s.flushWaiting(ctx, false); err != nil {
-			return s.result(), err
-		}
-	}
 
 	tctx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
 	var twg sync.WaitGroup
@@ -251,6 +245,16 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 			}
 		}
 	}()
+	// Outcome groups completed (or whose run ended) while no process was
+	// there to write them. After the ticker has started: a group's rows
+	// wait for a commit, which the ticker makes.
+	if cfg.Mode == ModeOutcome {
+		if err := s.flushWaiting(ctx, false); err != nil {
+			stopTick()
+			twg.Wait()
+			return s.result(), err
+		}
+	}
 	var filter []string
 	for _, a := range cfg.Apps {
 		filter = append(filter, bus.Subject(bus.Judged, a))
@@ -310,6 +314,7 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 	}
 	if err != nil {
 		s.count(func(st *Stats) { st.DeadLettered++ })
+		s.cfg.Metrics.trajectory("dead_lettered")
 		return bus.Reject(fmt.Sprintf("advantage: message %s on %s is not a valid judged trajectory: %v", m.ID, m.Subject, err))
 	}
 	s.count(func(st *Stats) { st.Messages++ })
@@ -318,15 +323,29 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 	}
 	if s.st.messageDone(m.ID) {
 		s.count(func(st *Stats) { st.Skipped++ })
+		s.cfg.Metrics.trajectory("skipped")
 		return bus.Ack()
 	}
 	s.co.begin()
+	// The screenshots of the labelled steps (the only ones that can give
+	// rows) are reserved in the embedding budget (a bad judgement is left to
+	// stepRows, which says why).
+	var refs []traj.ImageRef
+	if labels, err := grpo.LabelSteps(&jd.Trajectory, &jd.Judgement, s.cfg.Label); err == nil {
+		refs = promptImages(&jd.Trajectory, func(i int) bool { return labels[i] != grpo.LabelNone })
+	}
+	release, err := s.render.reserve(ctx, refs)
+	if err != nil {
+		s.co.leave(ctx)
+		return s.failed(m, err)
+	}
+	defer release()
 	rows, cnt, err := s.stepRows(ctx, &jd.Trajectory, &jd.Judgement)
 	if err != nil {
 		s.co.leave(ctx)
 		return s.failed(m, err)
 	}
-	if err := s.co.add(ctx, m.ID, nil, rows, cnt); err != nil {
+	if err := s.co.add(ctx, m.ID, nil, rows, cnt, release); err != nil {
 		return s.failed(m, err)
 	}
 	return bus.Ack()
@@ -337,6 +356,7 @@ func (s *server) failed(m *bus.Msg, err error) bus.Result {
 	var ie *InputError
 	if errors.As(err, &ie) {
 		s.count(func(st *Stats) { st.DeadLettered++ })
+		s.cfg.Metrics.trajectory("dead_lettered")
 		s.log.Warn("advantage: dead-lettered", "message", m.ID, "reason", ie.Reason)
 		return bus.Reject("advantage: " + ie.Reason)
 	}
@@ -353,6 +373,7 @@ func (s *server) handleOutcome(ctx context.Context, m *bus.Msg, jd *traj.Judged)
 	gid := grpo.OutcomeGroupID(t.Run, t.Task.ID)
 	if s.st.groupDone(gid) {
 		s.count(func(st *Stats) { st.Skipped++ })
+		s.cfg.Metrics.trajectory("skipped")
 		return bus.Ack()
 	}
 	mem := Member{ID: t.ID, Message: m.ID, Archive: archiveKey(t, &jd.Judgement)}
@@ -437,12 +458,22 @@ func (s *server) flushGroup(ctx context.Context, g *Group) error {
 		items = append(items, grpo.Judged{Trajectory: &jd.Trajectory, Judgement: &jd.Judgement})
 		judgements[jd.Trajectory.ID] = &jd.Judgement
 	}
+	var refs []traj.ImageRef
+	for _, it := range items {
+		refs = append(refs, promptImages(it.Trajectory, func(int) bool { return true })...)
+	}
+	release, err := s.render.reserve(ctx, refs)
+	if err != nil {
+		s.co.leave(ctx)
+		return err
+	}
+	defer release()
 	rows, cnt, err := s.outcomeRows(ctx, items, judgements)
 	if err != nil {
 		s.co.leave(ctx)
 		return err
 	}
-	if err := s.co.add(ctx, "group:"+g.ID, []string{g.ID}, rows, cnt); err != nil {
+	if err := s.co.add(ctx, "group:"+g.ID, []string{g.ID}, rows, cnt, release); err != nil {
 		return err
 	}
 	return s.st.forget(ctx, g.ID)

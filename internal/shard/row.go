@@ -24,7 +24,7 @@ type Row struct {
 
 	// Prompt is the planner's chat messages at this step (OpenAI chat JSON,
 	// images as references: {"type":"image_url","image_url":{"url":
-	// "codapipe-blob:sha256/<hex>"}}), rendered by the one planner renderer.
+	// "sha256:<hex>"}}), rendered by the one planner renderer.
 	Prompt string `json:"prompt"`
 	// Images are the prompt's images in order of appearance.
 	Images []Image `json:"images"`

@@ -1,0 +1,91 @@
+package advantage
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/codapipe/codapipe/internal/service"
+)
+
+// Metrics are the advantage service's Prometheus metrics.
+type Metrics struct {
+	trajectories  *prometheus.CounterVec
+	rows          prometheus.Counter
+	groups        *prometheus.CounterVec
+	commits       prometheus.Counter
+	shards        prometheus.Counter
+	shardBytes    prometheus.Counter
+	commitSeconds prometheus.Histogram
+}
+
+// NewMetrics creates the advantage service's metrics and registers them on
+// reg (nil: not registered; already registered: the registered ones are
+// used).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		trajectories: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "codapipe_advantage_trajectories_total",
+			Help: "Judged trajectories taken in, by result (committed: their rows are in a committed shard; skipped: committed before; dead_lettered).",
+		}, []string{"result"}),
+		rows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "codapipe_advantage_rows_total", Help: "Rows in committed shards.",
+		}),
+		groups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "codapipe_advantage_groups_total",
+			Help: "Groups committed, by result (kept, zero_variance: kept with advantages 0, dropped).",
+		}, []string{"result"}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "codapipe_advantage_commits_total", Help: "Group commits (a shard, when it has rows, and its commit record).",
+		}),
+		shards: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "codapipe_advantage_shards_total", Help: "Shard files committed.",
+		}),
+		shardBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "codapipe_advantage_shard_bytes_total", Help: "Bytes of the shard files committed.",
+		}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "codapipe_advantage_commit_seconds", Help: "Duration of one commit: the shard finished and stored, then its record.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+	}
+	m.trajectories = service.Register(reg, m.trajectories)
+	m.rows = service.Register(reg, m.rows)
+	m.groups = service.Register(reg, m.groups)
+	m.commits = service.Register(reg, m.commits)
+	m.shards = service.Register(reg, m.shards)
+	m.shardBytes = service.Register(reg, m.shardBytes)
+	m.commitSeconds = service.Register(reg, m.commitSeconds)
+	for _, r := range []string{"committed", "skipped", "dead_lettered"} {
+		m.trajectories.WithLabelValues(r)
+	}
+	for _, r := range []string{"kept", "zero_variance", "dropped"} {
+		m.groups.WithLabelValues(r)
+	}
+	return m
+}
+
+// committed records one commit that took d.
+func (m *Metrics) committed(c Commit, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.commits.Inc()
+	m.commitSeconds.Observe(d.Seconds())
+	m.trajectories.WithLabelValues("committed").Add(float64(c.Counts.Trajectories))
+	m.rows.Add(float64(c.Counts.Rows))
+	m.groups.WithLabelValues("kept").Add(float64(c.Counts.KeptGroups))
+	m.groups.WithLabelValues("zero_variance").Add(float64(c.Counts.ZeroVariance))
+	m.groups.WithLabelValues("dropped").Add(float64(c.Counts.Dropped))
+	if c.File != nil {
+		m.shards.Inc()
+		m.shardBytes.Add(float64(c.File.Bytes))
+	}
+}
+
+// trajectory counts one trajectory that was skipped or dead-lettered.
+func (m *Metrics) trajectory(result string) {
+	if m != nil {
+		m.trajectories.WithLabelValues(result).Inc()
+	}
+}

@@ -33,14 +33,15 @@ $(TOOLS)/minio:
 
 ## test: lint (gofmt + vet), then every test with the race detector
 # Screenshots are ~10x slower under the race detector, so the every-task
-# simulator acceptance tests run a sample with -race and in full without it.
-FULL_ACCEPTANCE := ^(TestEverySimTaskSucceedsWithPerfectModels|TestNoSimTaskSucceedsWithSkillZero|TestOracleSolvesEveryTask|TestExecutedClicksLandOnIntendedElements|TestAcceptCoordSpacesReachTheSameSuccessRate|TestAcceptJudgeRatesMatchTheClosedForm)$$
+# simulator acceptance tests run a sample with -race and in full without it;
+# so do the advantage service's estimator/format matrix and its outcome-mode kill test.
+FULL_ACCEPTANCE := ^(TestEverySimTaskSucceedsWithPerfectModels|TestNoSimTaskSucceedsWithSkillZero|TestOracleSolvesEveryTask|TestExecutedClicksLandOnIntendedElements|TestAcceptCoordSpacesReachTheSameSuccessRate|TestAcceptJudgeRatesMatchTheClosedForm|TestAcceptReaderAndEstimators|TestAcceptAdvantageKillAndRestart)$$
 # The report lists skipped and failed tests with their output, the tests that
 # ran against a real MinIO, and closes with "N passed, N failed, N skipped".
 test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
 	@set -o pipefail; { $(GO) test -race -count=1 -json $(PKGS) && \
-	  $(GO) test -count=1 -json -run '$(FULL_ACCEPTANCE)' ./internal/agent ./internal/sim ./internal/rollout ./internal/judge; } | $(TOOLS)/testreport
+	  $(GO) test -count=1 -json -run '$(FULL_ACCEPTANCE)' ./internal/agent ./internal/sim ./internal/rollout ./internal/judge ./internal/advantage; } | $(TOOLS)/testreport
 
 ## lint: gofmt check + vet
 lint: vet
@@ -76,12 +77,14 @@ fuzz:
 ## ./.codapipe. rollout prints its summary (Average@K, Pass@K) and the
 ## trajectory count; judge judges them (unanimous@4 with a low-resolution
 ## first vote) and judge report prints decisions and precision/recall;
-## advantage writes the GRPO rows as Arrow shards under ./.codapipe/shards.
+## advantage writes the GRPO rows as Arrow shards under ./.codapipe/shards;
+## sftpack builds the SFT dataset of the clean successes in ./.codapipe/sft.
 demo: build
 	$(BIN)/rollout --sim --app ChimeraX --group 8 --samples 4
 	$(BIN)/judge --sim --drain --lowres 640x400
 	$(BIN)/judge report
 	$(BIN)/advantage --drain
+	$(BIN)/sftpack build --out ./.codapipe/sft
 
 clean:
 	rm -rf $(BIN) $(TOOLS) tools/reader/node_modules

@@ -1,12 +1,13 @@
 // Command sftpack builds the generalization SFT dataset from the clean
-// successes of expert runs. Not built yet: it prints what it will do.
+// successes of expert runs (the judge's archive) and exports it to a
+// bucket.
 package main
 
 import (
 	"os"
 
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/stub"
+	"github.com/codapipe/codapipe/internal/sft"
 )
 
-func main() { os.Exit(service.Main(stub.SFTPack, os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(service.Main(sft.Command(), os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,16 +1,20 @@
 // Package docstest is for the tests that hold the documentation to the
-// commands: it reads the marked tables of docs/operations.md and compares
-// the documented metrics with a live Prometheus scrape.
+// commands: it reads the marked tables of docs/operations.md, checks the
+// flag tables against the commands' flags (CheckFlags) and compares the
+// documented metrics with a live Prometheus scrape.
 package docstest
 
 import (
 	"bufio"
 	"context"
+	"flag"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/service"
 )
 
 // Tables reads the tables of the Markdown file at path that follow a
@@ -53,6 +57,56 @@ func Tables(t testing.TB, path string) map[string][][]string {
 
 // Unquote strips the backquotes of a table cell.
 func Unquote(s string) string { return strings.Trim(s, "`") }
+
+// CheckFlags checks that the union of the named tables (markers such as
+// "flags: common") lists exactly cmd's flags, each with the environment
+// variable and default --help shows ("—" for none): it reports a flag the
+// tables lack, a row for a flag cmd does not have, a differing variable
+// or default, and a named table that is missing or empty.
+func CheckFlags(t testing.TB, tables map[string][][]string, cmd service.Command, names ...string) {
+	t.Helper()
+	type row struct{ env, def string }
+	doc := map[string]row{}
+	for _, name := range names {
+		rows, ok := tables[name]
+		if !ok || len(rows) == 0 {
+			t.Errorf("no table after <!-- %s -->", name)
+			continue
+		}
+		for _, r := range rows {
+			if len(r) < 3 {
+				t.Errorf("%s: short row %q", name, r)
+				continue
+			}
+			doc[Unquote(r[0])] = row{env: Unquote(r[1]), def: Unquote(r[2])}
+		}
+	}
+	seen := map[string]bool{}
+	cmd.FlagSet().VisitAll(func(f *flag.Flag) {
+		name := "--" + f.Name
+		seen[name] = true
+		d, ok := doc[name]
+		if !ok {
+			t.Errorf("%s: %s is not in the docs' tables %q", cmd.Name, name, names)
+			return
+		}
+		env, def := service.EnvOf(f.Usage), f.DefValue
+		if env == "" {
+			env = "—"
+		}
+		if def == "" {
+			def = "—"
+		}
+		if d.env != env || d.def != def {
+			t.Errorf("%s: %s: docs say env %q, default %q; --help says %q, %q", cmd.Name, name, d.env, d.def, env, def)
+		}
+	})
+	for name := range doc {
+		if !seen[name] {
+			t.Errorf("the docs list %s, which %s does not have", name, cmd.Name)
+		}
+	}
+}
 
 // Metrics reads the "<!-- metrics -->" table of path: metric → the
 // services that serve it.

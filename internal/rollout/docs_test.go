@@ -11,7 +11,6 @@ import (
 	"github.com/codapipe/codapipe/internal/docstest"
 	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/stub"
 )
 
 const operationsDoc = "../../docs/operations.md"
@@ -30,49 +29,10 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 		{simCommand(), []string{"flags: rollout sim"}},
 		{judge.Command(), []string{"flags: common", "flags: consumer", "flags: judge"}},
 		{judge.Command().Sub[0], []string{"flags: common", "flags: judge report"}},
-		{stub.SFTPack, []string{"flags: common"}},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd.Name, func(t *testing.T) {
-			type row struct{ env, def string }
-			doc := map[string]row{}
-			for _, name := range c.tables {
-				rows, ok := tables[name]
-				if !ok || len(rows) == 0 {
-					t.Fatalf("docs/operations.md has no table after <!-- %s -->", name)
-				}
-				for _, r := range rows {
-					if len(r) < 3 {
-						t.Fatalf("%s: short row %q", name, r)
-					}
-					doc[docstest.Unquote(r[0])] = row{env: docstest.Unquote(r[1]), def: docstest.Unquote(r[2])}
-				}
-			}
-			seen := map[string]bool{}
-			c.cmd.FlagSet().VisitAll(func(f *flag.Flag) {
-				name := "--" + f.Name
-				seen[name] = true
-				d, ok := doc[name]
-				if !ok {
-					t.Errorf("%s is not in the docs' table", name)
-					return
-				}
-				env, def := service.EnvOf(f.Usage), f.DefValue
-				if env == "" {
-					env = "—"
-				}
-				if def == "" {
-					def = "—"
-				}
-				if d.env != env || d.def != def {
-					t.Errorf("%s: docs say env %q, default %q; --help says %q, %q", name, d.env, d.def, env, def)
-				}
-			})
-			for name := range doc {
-				if !seen[name] {
-					t.Errorf("the docs list %s, which %s does not have", name, c.cmd.Name)
-				}
-			}
+			docstest.CheckFlags(t, tables, c.cmd, c.tables...)
 		})
 	}
 }

@@ -1,0 +1,574 @@
+package export_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/export"
+	"github.com/minio/minio-go/v7"
+)
+
+// TestExportFresh exports a dataset to an empty destination: every file is uploaded and stored
+// with its SHA-256, the manifest is the last object written, progress is reported, and a second
+// run is a no-op.
+func TestExportFresh(t *testing.T) {
+	for _, be := range backends(t) {
+		for _, prefix := range []string{"", "sft/run-1"} {
+			t.Run(be.name+"/prefix="+prefix, func(t *testing.T) {
+				d := writeDataset(t, t.TempDir(), "v1", standardSet)
+				dst := be.open(t)
+				rec := &recorder{Bucket: dst.bucket}
+				var mu sync.Mutex
+				var events []export.Progress
+				opts := export.Options{Progress: func(p export.Progress) {
+					mu.Lock()
+					events = append(events, p)
+					mu.Unlock()
+				}}
+				st, err := export.Dir(t.Context(), d.dir, rec, prefix, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := len(d.files)
+				if st.Files != n || st.Uploaded != n || st.Skipped != 0 || st.Bytes != d.totalBytes() ||
+					st.TotalBytes != d.totalBytes() || !st.ManifestUploaded || st.ManifestDeleted {
+					t.Errorf("stats %s, want %d files uploaded, %d bytes, manifest uploaded", describe(st), n, d.totalBytes())
+				}
+				evs := rec.take()
+				checkManifestLast(t, evs, key(prefix, export.ManifestName))
+				if got, want := stored(evs), keysOf(prefix, append(d.paths(), export.ManifestName)); !slices.Equal(got, want) {
+					t.Errorf("stored %v, want %v", got, want)
+				}
+				verifyExported(t, dst.bucket, prefix, d)
+				if dst.wire != nil {
+					if got, want := dst.wire.take(), keysOf(prefix, append(d.paths(), export.ManifestName)); !slices.Equal(got, want) {
+						t.Errorf("upload requests for %v, want %v", got, want)
+					}
+				}
+
+				// Progress: one event after the check, one per file uploaded (Path set), one after
+				// the commit, and maybe some as the large file is read.
+				var done []string
+				for _, e := range events {
+					if e.Path != "" {
+						done = append(done, e.Path)
+					}
+				}
+				if slices.Sort(done); !slices.Equal(done, d.paths()) || len(events) < n+2 {
+					t.Fatalf("%d progress events, want one per file and more: %+v", len(events), events)
+				}
+				first, last := events[0], events[len(events)-1]
+				if first.FilesDone != 0 || first.BytesToUpload != d.totalBytes() || first.Files != n || first.Committed {
+					t.Errorf("first progress event %+v", first)
+				}
+				if !last.Committed || last.FilesDone != n || last.Bytes != d.totalBytes() {
+					t.Errorf("last progress event %+v", last)
+				}
+				for i := 1; i < len(events); i++ {
+					if events[i].FilesDone < events[i-1].FilesDone || events[i].Bytes < events[i-1].Bytes {
+						t.Errorf("progress went backwards: %+v then %+v", events[i-1], events[i])
+					}
+				}
+
+				// Again: nothing to do.
+				st, err = export.Dir(t.Context(), d.dir, rec, prefix, export.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Uploaded != 0 || st.Skipped != n || st.Bytes != 0 || st.ManifestUploaded || st.ManifestDeleted {
+					t.Errorf("second run: stats %s, want all %d skipped, no manifest written", describe(st), n)
+				}
+				if evs := rec.take(); len(evs) != 0 {
+					t.Errorf("second run wrote %v, want nothing", evs)
+				}
+				if dst.wire != nil {
+					if got := dst.wire.take(); len(got) != 0 {
+						t.Errorf("second run sent uploads for %v", got)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestExportResumesAfterCancel cancels the context after the first K uploads have completed,
+// then runs the export again: the first run leaves no manifest, the second uploads exactly the
+// objects that are not complete at the destination, and the manifest last.
+func TestExportResumesAfterCancel(t *testing.T) {
+	cases := []struct {
+		name     string
+		parallel int
+		k        int
+	}{
+		{"sequential", 1, 3},
+		{"parallel", 4, 2},
+		{"first", 2, 1},
+	}
+	for _, be := range backends(t) {
+		for _, tc := range cases {
+			t.Run(be.name+"/"+tc.name, func(t *testing.T) {
+				const prefix = "sft/v1"
+				d := writeDataset(t, t.TempDir(), "v1", standardSet)
+				dst := be.open(t)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				st, err := export.Dir(ctx, d.dir, dst.bucket, prefix, export.Options{
+					Parallel: tc.parallel,
+					Progress: func(p export.Progress) {
+						if p.Uploaded == tc.k {
+							cancel()
+						}
+					},
+				})
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("interrupted run: error %v, want context.Canceled", err)
+				}
+				if !strings.Contains(err.Error(), "manifest not written") {
+					t.Errorf("interrupted run: error %q does not say the manifest was not written", err)
+				}
+				if st.Uploaded < tc.k || st.ManifestUploaded {
+					t.Errorf("interrupted run: stats %s, want at least %d uploaded, no manifest", describe(st), tc.k)
+				}
+				noManifest(t, dst.bucket, prefix)
+				done := complete(t, dst.bucket, prefix, d)
+				if tc.parallel == 1 && len(done) != tc.k {
+					t.Errorf("sequential: %d objects complete after the cancel, want %d", len(done), tc.k)
+				}
+				if len(done) < tc.k || len(done) == len(d.files) {
+					t.Fatalf("%d of %d objects complete after the cancel, want at least %d and not all", len(done), len(d.files), tc.k)
+				}
+				if dst.wire != nil {
+					dst.wire.take()
+				}
+
+				rec := &recorder{Bucket: dst.bucket}
+				st, err = export.Dir(t.Context(), d.dir, rec, prefix, export.Options{Parallel: tc.parallel})
+				if err != nil {
+					t.Fatal(err)
+				}
+				missing := without(d.paths(), done)
+				if st.Uploaded != len(missing) || st.Skipped != len(done) || !st.ManifestUploaded {
+					t.Errorf("re-run: stats %s, want %d uploaded (files − already complete), %d skipped", describe(st), len(missing), len(done))
+				}
+				evs := rec.take()
+				checkManifestLast(t, evs, key(prefix, export.ManifestName))
+				want := keysOf(prefix, append(missing, export.ManifestName))
+				if got := stored(evs); !slices.Equal(got, want) {
+					t.Errorf("re-run stored %v, want %v", got, want)
+				}
+				if dst.wire != nil {
+					if got := dst.wire.take(); !slices.Equal(got, want) {
+						t.Errorf("re-run sent uploads for %v, want %v", got, want)
+					}
+				}
+				verifyExported(t, dst.bucket, prefix, d)
+			})
+		}
+	}
+}
+
+// TestExportRepairsChangedObject changes one object of a complete export in different ways; the
+// re-run deletes the (current) manifest first, re-uploads exactly that object and writes the
+// manifest again, last.
+func TestExportRepairsChangedObject(t *testing.T) {
+	const prefix = "sft/v1"
+	const victim = "images/chimerax/0002.png"
+	type change struct {
+		name string
+		s3   bool // S3 only
+		do   func(t *testing.T, dst *dest, k string, size int64)
+	}
+	changes := []change{
+		{"other bytes, same size", false, func(t *testing.T, dst *dest, k string, size int64) {
+			if _, err := dst.bucket.Put(t.Context(), k, bytes.NewReader(seedBytes(size, 1)), size, blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"truncated", false, func(t *testing.T, dst *dest, k string, size int64) {
+			if _, err := dst.bucket.Put(t.Context(), k, bytes.NewReader(seedBytes(size/2, 2)), size/2, blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"deleted", false, func(t *testing.T, dst *dest, k string, size int64) {
+			if err := dst.bucket.Delete(t.Context(), k); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaced by another tool, no recorded sha256", true, func(t *testing.T, dst *dest, k string, size int64) {
+			_, err := dst.client.PutObject(t.Context(), dst.s3Bucket, "root/"+k, bytes.NewReader(seedBytes(size, 3)), size, minio.PutObjectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, be := range backends(t) {
+		for _, ch := range changes {
+			if ch.s3 && be.name == "local" {
+				continue
+			}
+			t.Run(be.name+"/"+ch.name, func(t *testing.T) {
+				d := writeDataset(t, t.TempDir(), "v1", standardSet)
+				dst := be.open(t)
+				if _, err := export.Dir(t.Context(), d.dir, dst.bucket, prefix, export.Options{}); err != nil {
+					t.Fatal(err)
+				}
+				ch.do(t, dst, key(prefix, victim), d.files[victim].Bytes)
+				if dst.wire != nil {
+					dst.wire.take()
+				}
+				rec := &recorder{Bucket: dst.bucket}
+				st, err := export.Dir(t.Context(), d.dir, rec, prefix, export.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Uploaded != 1 || st.Skipped != len(d.files)-1 || st.Bytes != d.files[victim].Bytes || !st.ManifestDeleted || !st.ManifestUploaded {
+					t.Errorf("stats %s, want exactly %s re-uploaded, the manifest deleted and written again", describe(st), victim)
+				}
+				evs := rec.take()
+				mkey := key(prefix, export.ManifestName)
+				if evs[0] != (event{"delete", mkey}) || evs[1] != (event{"start", key(prefix, victim)}) {
+					t.Errorf("events %v, want the manifest deleted before the repair", evs)
+				}
+				checkManifestLast(t, evs, mkey)
+				want := keysOf(prefix, []string{victim, export.ManifestName})
+				if got := stored(evs); !slices.Equal(got, want) {
+					t.Errorf("stored %v, want %v", got, want)
+				}
+				if dst.wire != nil {
+					if got := dst.wire.take(); !slices.Equal(got, want) {
+						t.Errorf("sent uploads for %v, want %v", got, want)
+					}
+				}
+				verifyExported(t, dst.bucket, prefix, d)
+			})
+		}
+	}
+}
+
+// TestExportReplacesOutdatedManifest exports a new version of a dataset over an older one: the
+// old manifest is deleted before anything else is written, so that an interrupted export of the
+// new version leaves no manifest; the resumed export completes it.
+func TestExportReplacesOutdatedManifest(t *testing.T) {
+	const prefix = "sft"
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			dst := be.open(t)
+			old := writeDataset(t, t.TempDir(), "v1", standardSet)
+			if _, err := export.Dir(t.Context(), old.dir, dst.bucket, prefix, export.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			// v2: the same paths with new content, except the small JSON file and one image.
+			d := writeDataset(t, t.TempDir(), "v2", standardSet)
+			for _, p := range []string{"dataset_info.json", "images/kalgebra/0001.png"} {
+				b, err := os.ReadFile(filepath.Join(old.dir, p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(d.dir, p), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				d.files[p] = old.files[p]
+			}
+			var list []manifestFile
+			for _, p := range d.paths() {
+				list = append(list, d.files[p])
+			}
+			writeManifest(t, d.dir, map[string]any{"version": "v2", "files": list})
+
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			rec := &recorder{Bucket: dst.bucket}
+			_, err := export.Dir(ctx, d.dir, rec, prefix, export.Options{Parallel: 1, Progress: func(p export.Progress) {
+				if p.Uploaded == 2 {
+					cancel()
+				}
+			}})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v, want context.Canceled", err)
+			}
+			if evs := rec.take(); evs[0] != (event{"delete", key(prefix, export.ManifestName)}) {
+				t.Errorf("first write %v, want the deletion of the old manifest", evs[0])
+			}
+			noManifest(t, dst.bucket, prefix)
+
+			st, err := export.Dir(t.Context(), d.dir, rec, prefix, export.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Skipped: the files equal in both versions (the two copied, the empty one) and the two
+			// uploaded by the interrupted run.
+			same := 2
+			for p, f := range d.files {
+				if old.files[p] == f {
+					same++
+				}
+			}
+			if want := len(d.files) - same; st.Uploaded != want || st.Skipped != same || st.ManifestDeleted {
+				t.Errorf("stats %s, want %d uploaded and %d skipped", describe(st), want, same)
+			}
+			checkManifestLast(t, rec.take(), key(prefix, export.ManifestName))
+			verifyExported(t, dst.bucket, prefix, d)
+		})
+	}
+}
+
+// TestExportContentMismatch exports a folder where one file's content differs from the
+// manifest's SHA-256 (same size): with HashLocal nothing is uploaded; without it the upload of
+// that file fails (and stores nothing) and the manifest is not written.
+func TestExportContentMismatch(t *testing.T) {
+	for _, be := range backends(t) {
+		for _, hashLocal := range []bool{true, false} {
+			// A single PUT; PutFile's multipart upload on S3 (never started: PutFile hashes
+			// first); a streamed multipart upload on S3 (aborted before its last part).
+			for _, bad := range []string{"train.jsonl", midFile, largeFile} {
+				name := be.name + "/upload-verifies/" + bad
+				if hashLocal {
+					name = be.name + "/hash-local/" + bad
+				}
+				t.Run(name, func(t *testing.T) {
+					d := writeDataset(t, t.TempDir(), "v1", standardSet)
+					if err := os.WriteFile(filepath.Join(d.dir, bad), seedBytes(d.files[bad].Bytes, 9), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					dst := be.open(t)
+					rec := &recorder{Bucket: dst.bucket}
+					st, err := export.Dir(t.Context(), d.dir, rec, "x", export.Options{HashLocal: hashLocal, Parallel: 1})
+					if err == nil {
+						t.Fatal("no error")
+					}
+					t.Log(err)
+					if !strings.Contains(err.Error(), "export: "+bad+": ") || !strings.Contains(err.Error(), d.files[bad].SHA256) {
+						t.Errorf("error %q does not name %s and the expected sha256", err, bad)
+					}
+					noManifest(t, dst.bucket, "x")
+					if _, err := dst.bucket.Stat(t.Context(), key("x", bad)); !errors.Is(err, blob.ErrNotFound) {
+						t.Errorf("%s: Stat error %v, want not found (nothing stored)", bad, err)
+					}
+					if !errors.Is(err, blob.ErrChecksumMismatch) {
+						t.Errorf("error %v, want ErrChecksumMismatch", err)
+					}
+					if evs := rec.take(); hashLocal && (len(evs) != 0 || st.Uploaded != 0) {
+						t.Errorf("HashLocal: writes %v, want none", evs)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestExportBadManifest checks that a manifest that does not match the folder, or is malformed,
+// fails with an error naming the file and what was expected, and that nothing is written.
+func TestExportBadManifest(t *testing.T) {
+	good := []spec{{"a.jsonl", 100}, {"img/b.png", 200}}
+	entry := func(path string, size int64, sum string) map[string]any {
+		return map[string]any{"path": path, "bytes": size, "sha256": sum}
+	}
+	var sumA, sumB string
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, dir string) any // returns the manifest (nil: leave none)
+		want  []string                           // substrings of the error
+	}{
+		{"missing file", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("a.jsonl", 100, sumA), entry("img/c.png", 10, sumB)}}
+		}, []string{"export: img/c.png: listed in the manifest (10 bytes) but missing from"}},
+		{"size mismatch", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("a.jsonl", 101, sumA), entry("img/b.png", 200, sumB)}}
+		}, []string{"export: a.jsonl: ", "has 100 bytes, the manifest says 101"}},
+		{"parent path", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("a.jsonl", 100, sumA), entry("../x", 1, sumB)}}
+		}, []string{`"../x" (manifest.json files[1])`, `".." in path`}},
+		{"inner parent path", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("img/../a.jsonl", 100, sumA)}}
+		}, []string{`"img/../a.jsonl"`, `".." in path`}},
+		{"duplicate", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("a.jsonl", 100, sumA), entry("img/b.png", 200, sumB), entry("a.jsonl", 100, sumA)}}
+		}, []string{`"a.jsonl" (manifest.json files[2]): listed twice (also files[0])`}},
+		{"absolute path", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry(filepath.Join(dir, "a.jsonl"), 100, sumA)}}
+		}, []string{"absolute path"}},
+		{"unclean path", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("img//b.png", 200, sumB)}}
+		}, []string{`"img//b.png"`, "not a clean path"}},
+		{"lists itself", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("a.jsonl", 100, sumA), entry("manifest.json", 5, sumA)}}
+		}, []string{"the manifest cannot list itself"}},
+		{"reserved name", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry(".tmp-x", 100, sumA)}}
+		}, []string{`".tmp-x"`, "invalid key"}},
+		{"no sha256", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{map[string]any{"path": "a.jsonl", "bytes": 100}}}
+		}, []string{`"a.jsonl" (manifest.json files[0]): no "sha256"`}},
+		{"bad sha256", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("a.jsonl", 100, "abc")}}
+		}, []string{`"sha256" "abc" is not 64 hex digits`}},
+		{"no bytes", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{map[string]any{"path": "a.jsonl", "sha256": sumA}}}
+		}, []string{`no "bytes"`}},
+		{"no files list", func(t *testing.T, dir string) any {
+			return map[string]any{"counts": map[string]int{}}
+		}, []string{`has no "files" list`}},
+		{"not json", func(t *testing.T, dir string) any {
+			return "not an object"
+		}, []string{"is not a JSON object"}},
+		{"no manifest", func(t *testing.T, dir string) any {
+			return nil
+		}, []string{"export: manifest.json: ", "no such file"}},
+		{"directory listed", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("img", 0, sumA)}}
+		}, []string{"export: img: ", "is not a regular file"}},
+		{"several problems", func(t *testing.T, dir string) any {
+			return map[string]any{"files": []any{entry("a.jsonl", 7, sumA), entry("../y", 1, sumB), entry("gone.png", 3, sumB)}}
+		}, []string{"export: a.jsonl: ", `"../y"`, "export: gone.png: "}},
+	}
+	dst := localDest(t) // the checks run before any write: one backend suffices
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := writeDataset(t, dir, "v1", good)
+			sumA, sumB = d.files["a.jsonl"].SHA256, d.files["img/b.png"].SHA256
+			os.Remove(filepath.Join(dir, export.ManifestName))
+			if m := tc.setup(t, dir); m != nil {
+				writeManifest(t, dir, m)
+			}
+			rec := &recorder{Bucket: dst.bucket}
+			st, err := export.Dir(t.Context(), dir, rec, tc.name, export.Options{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if evs := rec.take(); len(evs) != 0 || st.Uploaded != 0 {
+				t.Errorf("writes %v, want none", evs)
+			}
+			for info, err := range dst.bucket.List(t.Context(), tc.name) {
+				t.Errorf("object %s at the destination (err %v)", info.Key, err)
+			}
+		})
+	}
+}
+
+// TestExportEmptyFileList exports a manifest without files: only the manifest is written.
+func TestExportEmptyFileList(t *testing.T) {
+	dir := t.TempDir()
+	writeManifest(t, dir, map[string]any{"files": []any{}})
+	dst := localDest(t)
+	st, err := export.Dir(t.Context(), dir, dst.bucket, "/empty/", export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 0 || !st.ManifestUploaded {
+		t.Errorf("stats %s", describe(st))
+	}
+	if _, err := dst.bucket.Stat(t.Context(), "empty/"+export.ManifestName); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestExportRetries makes the upload of one file fail in different ways: failures that a new
+// attempt may not meet again are retried (up to 3 attempts in all), the others are not; a
+// failure that remains stops the export, names the file, starts no further upload and writes
+// no manifest. Progress never counts the bytes of a failed attempt.
+func TestExportRetries(t *testing.T) {
+	damaged := fmt.Errorf("blob: put x: %w: the server rejected the upload as damaged in transit", blob.ErrChecksumMismatch)
+	cases := []struct {
+		name     string
+		failures int   // how many attempts fail
+		err      error // the failure
+		attempts int   // attempts expected
+		ok       bool
+	}{
+		{"damaged in transit once", 1, damaged, 2, true},
+		{"network error twice", 2, errors.New("connection reset by peer"), 3, true},
+		{"network error always", 5, errors.New("connection reset by peer"), 3, false},
+		{"access denied", 5, fmt.Errorf("blob: put x: %w", blob.ErrAccessDenied), 1, false},
+		{"deadline", 5, fmt.Errorf("blob: put x: %w", context.DeadlineExceeded), 1, false},
+	}
+	for _, victim := range []string{largeFile, "train.jsonl"} { // a stream (Put), and PutFile
+		for _, tc := range cases {
+			t.Run(victim+"/"+tc.name, func(t *testing.T) {
+				d := writeDataset(t, t.TempDir(), "v1", standardSet)
+				dst := localDest(t)
+				fb := &failingBucket{recorder: recorder{Bucket: dst.bucket}, fail: "p/" + victim, failures: tc.failures, err: tc.err}
+				var mu sync.Mutex
+				var maxBytes, lastBytes int64
+				st, err := export.Dir(t.Context(), d.dir, fb, "p", export.Options{Parallel: 1, Progress: func(p export.Progress) {
+					mu.Lock()
+					maxBytes, lastBytes = max(maxBytes, p.Bytes), p.Bytes
+					mu.Unlock()
+				}})
+				if got := fb.attempts.Load(); got != int64(tc.attempts) {
+					t.Errorf("%d attempts, want %d", got, tc.attempts)
+				}
+				if maxBytes > d.totalBytes() {
+					t.Errorf("progress counted %d bytes, more than the %d to send", maxBytes, d.totalBytes())
+				}
+				if tc.ok {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if st.Uploaded != len(d.files) || st.Bytes != d.totalBytes() || lastBytes != d.totalBytes() {
+						t.Errorf("stats %s, last progress %d bytes; want every file uploaded once", describe(st), lastBytes)
+					}
+					verifyExported(t, dst.bucket, "p", d)
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), "export: "+victim+": ") || !strings.Contains(err.Error(), tc.err.Error()) {
+					t.Fatalf("error %v, want the failure naming the file", err)
+				}
+				// Path order, one at a time: the files before the victim are uploaded, no other.
+				before := slices.Index(d.paths(), victim)
+				if st.Uploaded != before {
+					t.Errorf("stats %s, want %d uploaded before the failure", describe(st), before)
+				}
+				if got := stored(fb.take()); !slices.Equal(got, keysOf("p", d.paths()[:before])) {
+					t.Errorf("stored %v, want the files before %s", got, victim)
+				}
+				noManifest(t, dst.bucket, "p")
+			})
+		}
+	}
+}
+
+// failingBucket fails the first failures Puts and PutFiles of one key with err; a Put after
+// reading half of the content.
+type failingBucket struct {
+	recorder
+	fail     string
+	failures int
+	err      error
+	attempts atomic.Int64
+}
+
+func (f *failingBucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts blob.PutOptions) (blob.Info, error) {
+	if key == f.fail {
+		if n := f.attempts.Add(1); n <= int64(f.failures) {
+			io.CopyN(io.Discard, r, size/2)
+			return blob.Info{}, f.err
+		}
+	}
+	return f.recorder.Put(ctx, key, r, size, opts)
+}
+
+func (f *failingBucket) PutFile(ctx context.Context, key, path string, opts blob.PutOptions) (blob.Info, error) {
+	if key == f.fail {
+		if n := f.attempts.Add(1); n <= int64(f.failures) {
+			return blob.Info{}, f.err
+		}
+	}
+	return f.recorder.PutFile(ctx, key, path, opts)
+}

@@ -1,0 +1,199 @@
+package sft
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Names of the dataset's files and folders.
+const (
+	ManifestName    = "manifest.json"
+	DatasetInfoName = "dataset_info.json"
+	TrainName       = "train.jsonl"
+	ValName         = "val.jsonl"
+	ImagesDir       = "images"
+	ParquetDir      = "parquet"
+)
+
+// ManifestKind names the format of manifest.json.
+const ManifestKind = "codapipe.sft/v1"
+
+// Layout names how samples are laid out (see ShareGPT): version it when
+// the mapping of the planner's messages changes.
+const Layout = "sharegpt/history-folded/v1"
+
+// Manifest is manifest.json: what the build selected and wrote. Files
+// lists every file of the dataset but manifest.json itself (the shape
+// internal/export reads); the manifest is written last.
+type Manifest struct {
+	Kind     string `json:"kind"`
+	Producer string `json:"producer"`
+	Layout   string `json:"layout"`
+	// Selection is the flags the build ran with.
+	Selection Selection `json:"selection"`
+	// Counts follow the trajectories through the selection.
+	Counts Counts `json:"counts"`
+	// Splits: "train" and "val".
+	Splits map[string]SplitInfo `json:"splits"`
+	// Apps, Tasks and Runs count the kept trajectories and their samples.
+	Apps  map[string]Count     `json:"apps"`
+	Tasks map[string]TaskCount `json:"tasks"`
+	Runs  map[string]Count     `json:"runs"`
+	// JudgeVersions are the judge versions of the kept trajectories'
+	// judgements.
+	JudgeVersions map[string]JudgeVersionCount `json:"judge_versions"`
+	// PromptSets are the prompt-set hashes the samples were rendered with.
+	PromptSets []string `json:"prompt_sets"`
+	// Skipped lists the bad input: records that do not decode and
+	// trajectories that cannot become samples, with the reason.
+	Skipped []Skipped `json:"skipped"`
+	// Files is every file of the dataset but manifest.json, sorted by path.
+	Files []File `json:"files"`
+}
+
+// Selection is the selection flags as a build used them.
+type Selection struct {
+	Runs         []string `json:"runs"`
+	Apps         []string `json:"apps"`
+	Since        string   `json:"since,omitempty"`
+	Until        string   `json:"until,omitempty"`
+	JudgeVersion string   `json:"judge_version,omitempty"`
+	RequireEval  bool     `json:"require_eval"`
+	MaxPerTask   int      `json:"max_per_task"`
+	ValFraction  float64  `json:"val_fraction"`
+	Seed         int64    `json:"seed"`
+	ShardBytes   int64    `json:"shard_bytes"`
+}
+
+// Counts follow the archive's records through the selection, in order.
+type Counts struct {
+	// Records is the archive records of the selected runs and apps;
+	// Undecodable of them could not be read.
+	Records     int `json:"records"`
+	Undecodable int `json:"undecodable"`
+	// Trajectories is the distinct trajectories among them.
+	Trajectories int `json:"trajectories"`
+	// NoJudgement: no usable judgement (none by --judge-version, or a
+	// record of the trajectory does not decode).
+	NoJudgement int `json:"no_judgement"`
+	// OutOfRange: started outside --since/--until.
+	OutOfRange int `json:"out_of_range"`
+	// Decisions counts the chosen judgements by decision.
+	Decisions map[string]int `json:"decisions"`
+	// EvalFailed: clean successes whose task evaluator ran and failed
+	// (--require-eval).
+	EvalFailed int `json:"eval_failed"`
+	// Skipped: clean successes that cannot become samples (Manifest.Skipped).
+	Skipped int `json:"skipped"`
+	// Duplicates: clean successes with the executed action sequence of a
+	// kept trajectory of their task.
+	Duplicates int `json:"duplicates"`
+	// OverLimit: left out by --max-per-task.
+	OverLimit int `json:"over_limit"`
+	// Kept trajectories give Samples samples (one per step), showing
+	// Images distinct screenshots.
+	Kept    int `json:"kept"`
+	Samples int `json:"samples"`
+	Images  int `json:"images"`
+}
+
+// SplitInfo describes one split.
+type SplitInfo struct {
+	Tasks        int      `json:"tasks"`
+	Trajectories int      `json:"trajectories"`
+	Samples      int      `json:"samples"`
+	JSONL        string   `json:"jsonl"`
+	Parquet      []string `json:"parquet"`
+}
+
+// Count is trajectories and samples.
+type Count struct {
+	Trajectories int `json:"trajectories"`
+	Samples      int `json:"samples"`
+}
+
+// TaskCount is a task's count with its app and split.
+type TaskCount struct {
+	App          string `json:"app"`
+	Split        string `json:"split"`
+	Trajectories int    `json:"trajectories"`
+	Samples      int    `json:"samples"`
+}
+
+// JudgeVersionCount is a judge version and what the build kept of its
+// judgements.
+type JudgeVersionCount struct {
+	traj.JudgeVersion
+	Trajectories int `json:"trajectories"`
+	Samples      int `json:"samples"`
+}
+
+// Skipped is one piece of bad input.
+type Skipped struct {
+	// Key is the archive record's key.
+	Key          string `json:"key"`
+	TrajectoryID string `json:"trajectory_id,omitempty"`
+	Run          string `json:"run,omitempty"`
+	App          string `json:"app,omitempty"`
+	Task         string `json:"task,omitempty"`
+	Reason       string `json:"reason"`
+}
+
+// File is one file of the dataset: its slash-separated path relative to
+// the dataset folder, size and SHA-256 (lower-case hex).
+type File struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// marshalJSON encodes v as indented JSON with a final newline, without
+// HTML escaping (so "<image>" stays as it is).
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// ReadManifest reads the manifest.json of a dataset folder.
+func ReadManifest(dir string) (*Manifest, error) {
+	body, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("sft: %s: %w", filepath.Join(dir, ManifestName), err)
+	}
+	if m.Kind != ManifestKind {
+		return nil, fmt.Errorf("sft: %s: kind %q, want %q", filepath.Join(dir, ManifestName), m.Kind, ManifestKind)
+	}
+	return &m, nil
+}
+
+// sortFiles sorts files by path.
+func sortFiles(fs []File) {
+	slices.SortFunc(fs, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// sortSkipped sorts the skipped list by key, then trajectory id.
+func sortSkipped(s []Skipped) {
+	slices.SortFunc(s, func(a, b Skipped) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.TrajectoryID, b.TrajectoryID)
+	})
+}

@@ -1,0 +1,401 @@
+package sft
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/judge"
+	"github.com/codapipe/codapipe/internal/miniotest"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// trajectoriesOf returns the trajectory ids the build wrote samples of.
+func trajectoriesOf(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, rs := range records(t, dir) {
+		for _, r := range rs {
+			out[r.TrajectoryID] = true
+		}
+	}
+	return out
+}
+
+// TestSelection: judge versions (latest by default, --judge-version),
+// de-duplication by executed actions, --require-eval, --max-per-task,
+// --runs/--apps globs and --since/--until, on a copy of the corpus with
+// fabricated records.
+func TestSelection(t *testing.T) {
+	c := sharedCorpus(t)
+	docs := archived(t, c.store())
+	clean := cleanKeys(docs)
+	if len(clean) < 3 {
+		t.Fatalf("%d clean successes: the test needs three", len(clean))
+	}
+	store := copyCorpus(t, c)
+	x, y, z := docs[clean[0]], docs[clean[1]], docs[clean[2]]
+
+	// A duplicate of x: another trajectory of its task with the same
+	// executed actions (its id is newer, so x is the one kept).
+	dup := cloneJudged(t, x)
+	dup.Trajectory.ID = traj.NewID()
+	dup.Judgement.TrajectoryID = dup.Trajectory.ID
+	putArchived(t, store, dup)
+
+	// y judged again later by another judge version, as a failure.
+	rejudged := cloneJudged(t, y)
+	rejudged.Judgement.Judge.Policy = "another-policy"
+	rejudged.Judgement.JudgedAt = y.Judgement.JudgedAt.Add(time.Hour)
+	rejudged.Judgement.Verdict = &traj.Verdict{Correctness: false, Redundant: []int{}}
+	rejudged.Judgement.Decision = traj.Failure
+	putArchived(t, store, rejudged)
+	oldVer, newVer := y.Judgement.Judge.ID(), rejudged.Judgement.Judge.ID()
+
+	// z's task evaluator ran and failed.
+	zf := cloneJudged(t, z)
+	zf.Trajectory.Eval = &traj.EvalResult{Passed: false, Checks: []traj.CheckResult{{Type: "states", Passed: false}}}
+	putArchived(t, store, zf)
+
+	// The clean successes (by their latest judgement) whose evaluator
+	// ran and failed, counted by the test.
+	evalFailed := map[string]bool{zf.Trajectory.ID: true}
+	for _, jd := range docs {
+		e := jd.Trajectory.Eval
+		if jd.Judgement.Decision == traj.CleanSuccess && jd.Trajectory.ID != y.Trajectory.ID && e != nil && !e.Passed && len(e.Unsupported) == 0 && e.Error == "" {
+			evalFailed[jd.Trajectory.ID] = true
+		}
+	}
+	all := len(expectedSamples(t, store, archived(t, store)))
+	// Trajectories of the corpus that repeat another's executed actions.
+	natural := 0
+	seqs := map[string]bool{}
+	for _, jd := range docs {
+		if jd.Judgement.Decision != traj.CleanSuccess || jd.Trajectory.ID == y.Trajectory.ID {
+			continue
+		}
+		k := jd.Trajectory.Task.ID + "\x00" + actionSequence(&jd.Trajectory)
+		if seqs[k] {
+			natural++
+		}
+		seqs[k] = true
+	}
+
+	build := func(t *testing.T, args ...string) (*Manifest, map[string]bool) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "sft")
+		buildCLI(t, store, out, args...)
+		return readManifest(t, out), trajectoriesOf(t, out)
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		m, got := build(t)
+		if !got[x.Trajectory.ID] || got[dup.Trajectory.ID] || m.Counts.Duplicates != 1+natural {
+			t.Errorf("de-duplication: x kept %v, its duplicate kept %v, %d duplicates counted, want %d", got[x.Trajectory.ID], got[dup.Trajectory.ID], m.Counts.Duplicates, 1+natural)
+		}
+		if got[y.Trajectory.ID] {
+			t.Error("y was kept although its latest judgement is a failure")
+		}
+		if !got[z.Trajectory.ID] {
+			t.Error("z was left out without --require-eval")
+		}
+		if m.Counts.Samples != all {
+			t.Errorf("%d samples, the test expects %d", m.Counts.Samples, all)
+		}
+		if jv := m.JudgeVersions[oldVer]; jv.Trajectories != m.Counts.Kept || jv.PromptSHA256 == "" {
+			t.Errorf("judge versions %+v: want every kept trajectory under %s", m.JudgeVersions, oldVer)
+		}
+	})
+	t.Run("judge version", func(t *testing.T) {
+		m, got := build(t, "--judge-version", oldVer)
+		if !got[y.Trajectory.ID] {
+			t.Error("y was left out under its clean judgement's version")
+		}
+		m, got = build(t, "--judge-version", newVer)
+		if len(got) != 0 || m.Counts.NoJudgement != m.Counts.Trajectories-1 || m.Counts.Decisions[string(traj.Failure)] != 1 {
+			t.Errorf("under the new version only y is judged, a failure: kept %v, counts %+v", got, m.Counts)
+		}
+	})
+	t.Run("require eval", func(t *testing.T) {
+		m, got := build(t, "--require-eval")
+		if got[z.Trajectory.ID] || m.Counts.EvalFailed != len(evalFailed) {
+			t.Errorf("z kept %v; %d evaluator failures counted, want %d", got[z.Trajectory.ID], m.Counts.EvalFailed, len(evalFailed))
+		}
+	})
+	t.Run("max per task", func(t *testing.T) {
+		m, got := build(t, "--max-per-task", "1")
+		perTask := map[string][]*traj.Judged{}
+		for _, jd := range archived(t, store) {
+			if got[jd.Trajectory.ID] {
+				perTask[jd.Trajectory.Task.ID] = append(perTask[jd.Trajectory.Task.ID], jd)
+			}
+		}
+		for task, tc := range m.Tasks {
+			if tc.Trajectories != 1 || len(perTask[task]) != 1 {
+				t.Errorf("task %s keeps %d trajectories", task, tc.Trajectories)
+			}
+		}
+		if m.Counts.OverLimit == 0 {
+			t.Error("nothing over the limit")
+		}
+		// The one kept is among the shortest of the task's candidates.
+		for task, kept := range perTask {
+			for _, jd := range archived(t, store) {
+				if jd.Trajectory.Task.ID == task && jd.Judgement.Decision == traj.CleanSuccess && jd.Trajectory.ID != dup.Trajectory.ID &&
+					jd.Trajectory.ID != y.Trajectory.ID && len(jd.Trajectory.Steps) < len(kept[0].Trajectory.Steps) {
+					t.Errorf("task %s kept a %d-step trajectory over a %d-step one", task, len(kept[0].Trajectory.Steps), len(jd.Trajectory.Steps))
+				}
+			}
+		}
+	})
+	t.Run("runs and apps", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			all  bool
+		}{
+			{[]string{"--runs", "sft-*"}, true},
+			{[]string{"--runs", "other,sft-expert"}, true},
+			{[]string{"--runs", "nightly-*"}, false},
+			{[]string{"--apps", "ChimeraX"}, true},
+			{[]string{"--apps", "Celestia", "--apps", "KAlgebra"}, false},
+		} {
+			m, _ := build(t, tc.args...)
+			if (m.Counts.Samples == all) != tc.all || (!tc.all && m.Counts.Records != 0) {
+				t.Errorf("%v: %d records, %d samples", tc.args, m.Counts.Records, m.Counts.Samples)
+			}
+		}
+	})
+	t.Run("time range", func(t *testing.T) {
+		var first, last time.Time
+		for _, jd := range docs {
+			s := jd.Trajectory.StartedAt
+			if first.IsZero() || s.Before(first) {
+				first = s
+			}
+			if s.After(last) {
+				last = s
+			}
+		}
+		m, _ := build(t, "--since", last.Add(time.Second).Format(time.RFC3339Nano))
+		if m.Counts.Samples != 0 || m.Counts.OutOfRange != m.Counts.Trajectories {
+			t.Errorf("--since after the last start: %+v", m.Counts)
+		}
+		m, _ = build(t, "--since", first.Format(time.RFC3339Nano), "--until", last.Add(time.Second).Format(time.RFC3339Nano))
+		if m.Counts.Samples != all || m.Counts.OutOfRange != 0 {
+			t.Errorf("--since/--until around every start: %+v", m.Counts)
+		}
+		m, _ = build(t, "--until", "2000-01-01")
+		if m.Counts.Samples != 0 {
+			t.Errorf("--until 2000-01-01: %+v", m.Counts)
+		}
+	})
+	t.Run("split by task", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "sft")
+		buildCLI(t, store, out, "--val-fraction", "0.5", "--seed", "7")
+		m := readManifest(t, out)
+		for task, tc := range m.Tasks {
+			if tc.Split != SplitOf(task, 7, 0.5) {
+				t.Errorf("task %s in %s, SplitOf says %s", task, tc.Split, SplitOf(task, 7, 0.5))
+			}
+		}
+		in := map[string]map[string]bool{}
+		for split, rs := range records(t, out) {
+			for _, r := range rs {
+				if in[r.Task] == nil {
+					in[r.Task] = map[string]bool{}
+				}
+				in[r.Task][split] = true
+			}
+		}
+		for task, splits := range in {
+			if len(splits) != 1 {
+				t.Errorf("task %s has samples in %v", task, splits)
+			}
+		}
+	})
+}
+
+// TestSplitOf: whole tasks, deterministic, about the fraction asked for,
+// 0 and 1 at the ends, and a task's split does not depend on the others.
+func TestSplitOf(t *testing.T) {
+	for _, f := range []float64{0, 0.05, 0.2, 0.5, 1} {
+		val := 0
+		const n = 20000
+		for i := range n {
+			task := fmt.Sprintf("App/T-%05d", i)
+			s := SplitOf(task, 3, f)
+			if s != SplitOf(task, 3, f) {
+				t.Fatal("not deterministic")
+			}
+			if s == SplitVal {
+				val++
+			}
+		}
+		got := float64(val) / n
+		if math.Abs(got-f) > 0.01 || (f == 0 && val != 0) || (f == 1 && val != n) {
+			t.Errorf("fraction %v: %v of the tasks in val", f, got)
+		}
+	}
+	if SplitOf("A/x", 1, 0.5) == SplitOf("A/x", 2, 0.5) && SplitOf("A/y", 1, 0.5) == SplitOf("A/y", 2, 0.5) &&
+		SplitOf("A/z", 1, 0.5) == SplitOf("A/z", 2, 0.5) && SplitOf("A/w", 1, 0.5) == SplitOf("A/w", 2, 0.5) {
+		t.Error("the seed changes nothing")
+	}
+}
+
+// TestParseArchiveKey: keys made by judge.ArchiveKey come apart into the
+// same names, whatever characters they hold; other keys are refused.
+func TestParseArchiveKey(t *testing.T) {
+	for _, n := range []struct{ run, app, id, ver string }{
+		{"sft-expert", "ChimeraX", "01ABC", "3612d87c3c433c43"},
+		{"night/1", "GRASS GIS", "01X", "v1"},
+		{"..", "a.b", "id.with.dots", "ver"},
+		{"ünï=cødé", "=41", "x", "y"},
+	} {
+		key := judge.ArchiveKey(n.run, n.app, n.id, n.ver)
+		k, ok := parseArchiveKey(key)
+		if !ok || k.Run != n.run || k.App != n.app || k.ID != n.id || k.Version != n.ver || k.Key != key {
+			t.Errorf("%q: %+v %v", key, k, ok)
+		}
+	}
+	for _, key := range []string{"judged/a/b/c.json", "judged/a/b/c.d.e.json", "judged/a/c.v.json", "other/a/b/c.v.json", "judged/a/b/c.v.txt", "judged/a=4/b/c.v.json", "judged/a=zz/b/c.v.json"} {
+		if k, ok := parseArchiveKey(key); ok {
+			t.Errorf("%q parsed as %+v", key, k)
+		}
+	}
+}
+
+// TestChooseJudgement: the version asked for, else the latest (the
+// greater version id on a tie); an unreadable record among the candidates
+// leaves the trajectory without a judgement.
+func TestChooseJudgement(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(ver string, at time.Time, errs string) record {
+		return record{archiveKey: archiveKey{Key: "k-" + ver, ID: "T", Version: ver}, JudgedAt: at, Err: errs}
+	}
+	cases := []struct {
+		name string
+		recs []record
+		want string
+		ver  string // chosen version, "" for none
+	}{
+		{"one", []record{rec("a", t0, "")}, "", "a"},
+		{"latest", []record{rec("a", t0.Add(time.Hour), ""), rec("b", t0, "")}, "", "a"},
+		{"tie: greater id", []record{rec("a", t0, ""), rec("b", t0, "")}, "", "b"},
+		{"asked for", []record{rec("a", t0.Add(time.Hour), ""), rec("b", t0, "")}, "b", "b"},
+		{"asked for, absent", []record{rec("a", t0, "")}, "c", ""},
+		{"unreadable candidate", []record{rec("a", t0, ""), rec("b", time.Time{}, "does not decode")}, "", ""},
+		{"unreadable other version", []record{rec("a", t0, ""), rec("b", time.Time{}, "does not decode")}, "a", "a"},
+		{"unreadable asked for", []record{rec("a", t0, ""), rec("b", time.Time{}, "does not decode")}, "b", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, why := chooseJudgement(c.recs, c.want)
+			switch {
+			case c.ver == "" && r != nil:
+				t.Errorf("chose %s", r.Version)
+			case c.ver != "" && (r == nil || r.Version != c.ver):
+				t.Errorf("chose %+v (%s), want %s", r, why, c.ver)
+			case r == nil && why == "":
+				t.Error("no reason")
+			}
+		})
+	}
+}
+
+// TestCommandErrors: bad flags and arguments are usage errors (exit 2)
+// that leave the output alone.
+func TestCommandErrors(t *testing.T) {
+	foreign := t.TempDir()
+	if err := os.WriteFile(filepath.Join(foreign, "thesis.tex"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "blobs")
+	data := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{nil, "subcommand"},
+		{[]string{"build", "--data", data, "--store", store}, "--out"},
+		{[]string{"build", "--data", data, "--store", store, "--out", t.TempDir() + "/x", "--since", "yesterday"}, "--since"},
+		{[]string{"build", "--data", data, "--store", store, "--out", t.TempDir() + "/x", "--since", "2026-03-02", "--until", "2026-03-01"}, "not before"},
+		{[]string{"build", "--data", data, "--store", store, "--out", t.TempDir() + "/x", "--val-fraction", "1.5"}, "--val-fraction"},
+		{[]string{"build", "--data", data, "--store", store, "--out", t.TempDir() + "/x", "--runs", "[a"}, "pattern"},
+		{[]string{"build", "--data", data, "--store", store, "--out", foreign}, "not an sftpack dataset"},
+		{[]string{"export", t.TempDir(), "s3://bucket/x"}, "not an sftpack dataset"},
+		{[]string{"export", t.TempDir()}, "want DIR"},
+	} {
+		_, stderr, code := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(foreign, "thesis.tex")); err != nil || string(b) != "mine" {
+		t.Error("a refused --out was changed")
+	}
+}
+
+// TestEmptyArchive: no judged trajectories is an empty dataset, not an
+// error.
+func TestEmptyArchive(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sft")
+	buildCLI(t, filepath.Join(t.TempDir(), "blobs"), out)
+	m := readManifest(t, out)
+	if m.Counts.Samples != 0 || len(m.Files) != 3 {
+		t.Errorf("counts %+v, files %+v", m.Counts, m.Files)
+	}
+	checkFiles(t, out, m)
+}
+
+// TestBuildToBucket: --out s3://… builds under the data directory and
+// exports to the bucket (a real MinIO): every file the manifest lists is
+// there with its SHA-256, the manifest too, and the staging folder is
+// gone; sftpack export sends a local build the same way.
+func TestBuildToBucket(t *testing.T) {
+	c := sharedCorpus(t)
+	srv := miniotest.Start(t)
+	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
+	t.Setenv("AWS_REGION", miniotest.Region)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	data := t.TempDir()
+	stdout, stderr, code := runCLI(t, "build", "--data", data, "--store", c.store(), "--out", srv.URL("datasets/sft"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	local := filepath.Join(t.TempDir(), "sft")
+	buildCLI(t, c.store(), local)
+	m := readManifest(t, local)
+	ctx := context.Background()
+	check := func(prefix string) {
+		b, err := blob.OpenBucket(ctx, srv.URL(prefix), srv.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range append(slices.Clone(m.Files), File{Path: ManifestName}) {
+			info, err := b.Stat(ctx, f.Path)
+			if err != nil {
+				t.Errorf("%s/%s: %v", prefix, f.Path, err)
+				continue
+			}
+			if f.SHA256 != "" && (info.Size != f.Bytes || info.SHA256 != f.SHA256) {
+				t.Errorf("%s/%s: %d bytes, SHA-256 %s; want %d, %s", prefix, f.Path, info.Size, info.SHA256, f.Bytes, f.SHA256)
+			}
+		}
+	}
+	check("datasets/sft")
+	if ents, _ := os.ReadDir(filepath.Join(data, "sftpack")); len(ents) != 0 {
+		t.Errorf("the staging folder is left behind: %v", ents)
+	}
+	if _, stderr, code := runCLI(t, "export", local, srv.URL("exported")); code != 0 {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	check("exported")
+}

@@ -35,7 +35,16 @@ type rowKey struct {
 // the default configuration, by pkg/grpo.
 func expectedKeys(t *testing.T, judged []*traj.Judged) map[rowKey]bool {
 	t.Helper()
+	want, _ := stepExpectation(t, judged)
+	return want
+}
+
+// stepExpectation runs pkg/grpo over the judged trajectories in step mode
+// under the default configuration: the rows' keys and the summed summary.
+func stepExpectation(t *testing.T, judged []*traj.Judged) (map[rowKey]bool, grpo.Summary) {
+	t.Helper()
 	want := map[rowKey]bool{}
+	var total grpo.Summary
 	for _, jd := range judged {
 		labels, err := grpo.LabelSteps(&jd.Trajectory, &jd.Judgement, grpo.LabelModeClean)
 		if err != nil {
@@ -45,10 +54,11 @@ func expectedKeys(t *testing.T, judged []*traj.Judged) map[rowKey]bool {
 		if _, err := b.Add(&jd.Trajectory, labels, grpo.DefaultStepOptions()); err != nil {
 			t.Fatal(err)
 		}
-		_, stats, _, err := b.Advantages(grpo.DefaultEstimator())
+		_, stats, sum, err := b.Advantages(grpo.DefaultEstimator())
 		if err != nil {
 			t.Fatal(err)
 		}
+		total.Add(sum)
 		for g, grp := range b.Groups {
 			if stats[g].Dropped {
 				continue
@@ -58,7 +68,7 @@ func expectedKeys(t *testing.T, judged []*traj.Judged) map[rowKey]bool {
 			}
 		}
 	}
-	return want
+	return want, total
 }
 
 // readKeys reads the row keys of every Arrow IPC file the manifest lists.

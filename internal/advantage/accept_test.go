@@ -21,7 +21,6 @@ import (
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
-	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -176,27 +175,11 @@ func advantageCLI(t *testing.T, dir string, args ...string) string {
 }
 
 // expectedRows is what pkg/grpo says the judged trajectories give in step
-// mode under the default configuration: rows, groups, dropped groups.
+// mode under the default configuration: rows, groups, kept groups.
 func expectedRows(t *testing.T, judged []*traj.Judged) (rows, groups, kept int) {
 	t.Helper()
-	for _, jd := range judged {
-		labels, err := grpo.LabelSteps(&jd.Trajectory, &jd.Judgement, grpo.LabelModeClean)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b grpo.StepBatch
-		if _, err := b.Add(&jd.Trajectory, labels, grpo.DefaultStepOptions()); err != nil {
-			t.Fatal(err)
-		}
-		_, _, sum, err := b.Advantages(grpo.DefaultEstimator())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows += sum.KeptCandidates
-		groups += sum.Groups
-		kept += sum.KeptGroups
-	}
-	return rows, groups, kept
+	_, sum := stepExpectation(t, judged)
+	return sum.KeptCandidates, sum.Groups, sum.KeptGroups
 }
 
 // Acceptance 1 (Go side): after a simulated rollout and judge --drain,

@@ -20,7 +20,7 @@ import (
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/sim"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -83,7 +83,7 @@ func pipelineOn(t *testing.T, dir, natsURL string, tasks []string, samples int) 
 	for i, id := range tasks {
 		names[i] = "ChimeraX/" + id
 	}
-	if err := sim.WriteTasks(tdir, names...); err != nil {
+	if err := simtasks.Write(tdir, names...); err != nil {
 		t.Fatal(err)
 	}
 	// A good planner (the default's skill is low for ChimeraX), so the run

@@ -17,6 +17,9 @@ import (
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	openai "github.com/sashabaranov/go-openai"
@@ -40,7 +43,7 @@ func startWorldWith(t *testing.T, vms, group int, tweak func(*sim.WorldConfig), 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	wc := sim.DefaultWorldConfig()
-	wc.VMs, wc.Clock = vms, sim.Clock{Scale: 0}
+	wc.VMs, wc.Clock = vms, fault.Clock{Scale: 0}
 	if tweak != nil {
 		tweak(&wc)
 	}
@@ -62,11 +65,11 @@ func startWorldWith(t *testing.T, vms, group int, tweak func(*sim.WorldConfig), 
 	if err != nil {
 		t.Fatal(err)
 	}
-	planner, err := agent.NewModel(agent.ModelConfig{BaseURL: w.Models.PlannerURL, Model: sim.DefaultPlannerModel, Attempts: 2, Backoff: time.Millisecond}, nil)
+	planner, err := agent.NewModel(agent.ModelConfig{BaseURL: w.Models.PlannerURL, Model: simmodels.DefaultPlannerModel, Attempts: 2, Backoff: time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	executor, err := agent.NewModel(agent.ModelConfig{BaseURL: w.Models.ExecutorURL, Model: sim.DefaultExecutorModel, Attempts: 2, Backoff: time.Millisecond}, nil)
+	executor, err := agent.NewModel(agent.ModelConfig{BaseURL: w.Models.ExecutorURL, Model: simmodels.DefaultExecutorModel, Attempts: 2, Backoff: time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func startWorldWith(t *testing.T, vms, group int, tweak func(*sim.WorldConfig), 
 		t.Fatal(err)
 	}
 	seed := int64(7)
-	acfg := agent.Config{Planner: planner, Executor: executor, Prompts: prompts, Store: store, Group: group, Run: "test", RequestSeed: &seed, Sleep: sim.Clock{Scale: 1e-6}.Sleep}
+	acfg := agent.Config{Planner: planner, Executor: executor, Prompts: prompts, Store: store, Group: group, Run: "test", RequestSeed: &seed, Sleep: fault.Clock{Scale: 1e-6}.Sleep}
 	if agentTweak != nil {
 		agentTweak(&acfg)
 	}
@@ -89,14 +92,14 @@ func startWorldWith(t *testing.T, vms, group int, tweak func(*sim.WorldConfig), 
 // runAll runs one episode of every simulated task, on the pool's VMs.
 func (w *world) runAll(t *testing.T) map[string]*traj.Trajectory {
 	t.Helper()
-	tasks, err := sim.Tasks()
+	tasks, err := simtasks.All()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if raceEnabled {
 		// One task per app under the race detector (see race_on_test.go).
 		seen := map[string]bool{}
-		var some []sim.Task
+		var some []simtasks.Task
 		for _, tk := range tasks {
 			if !seen[tk.App] {
 				seen[tk.App] = true
@@ -143,7 +146,7 @@ func (w *world) runAll(t *testing.T) map[string]*traj.Trajectory {
 // fails the test unless it returns a trajectory without error.
 func (w *world) runOne(t *testing.T, id string) *traj.Trajectory {
 	t.Helper()
-	task, ok := sim.TaskByID(id)
+	task, ok := simtasks.ByID(id)
 	if !ok {
 		t.Fatalf("no task %s", id)
 	}
@@ -212,11 +215,11 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	msgs := []openai.ChatCompletionMessage{{Role: "user", Content: "Thought: Click the 'ChimeraX command line' field."}}
-	start := func(f sim.Faults) string {
-		mc := sim.DefaultModelsConfig()
-		mc.Clock = sim.Clock{Scale: 0}
+	start := func(f fault.Faults) string {
+		mc := simmodels.DefaultConfig()
+		mc.Clock = fault.Clock{Scale: 0}
 		mc.Executor.Faults = f
-		m, err := sim.NewModels(mc)
+		m, err := simmodels.New(mc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +230,7 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 		return s.ExecutorURL
 	}
 	t.Run("5xx then success", func(t *testing.T) {
-		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(sim.Faults{ErrorProb: 0.5}), Model: sim.DefaultExecutorModel, Attempts: 12, Backoff: time.Millisecond}, nil)
+		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(fault.Faults{ErrorProb: 0.5}), Model: simmodels.DefaultExecutorModel, Attempts: 12, Backoff: time.Millisecond}, nil)
 		for i := range 10 {
 			seed := i
 			if _, err := m.Sample(ctx, msgs, 1, agent.Params{Temperature: 1, Seed: &seed}); err != nil {
@@ -236,7 +239,7 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 		}
 	})
 	t.Run("always 500", func(t *testing.T) {
-		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(sim.Faults{ErrorProb: 1}), Model: sim.DefaultExecutorModel, Attempts: 3, Backoff: time.Millisecond}, nil)
+		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(fault.Faults{ErrorProb: 1}), Model: simmodels.DefaultExecutorModel, Attempts: 3, Backoff: time.Millisecond}, nil)
 		_, err := m.Sample(ctx, msgs, 1, agent.Params{Temperature: 1})
 		var api *openai.APIError
 		if !errors.As(err, &api) || api.HTTPStatusCode != 500 {
@@ -244,7 +247,7 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 		}
 	})
 	t.Run("hang hits the attempt deadline", func(t *testing.T) {
-		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(sim.Faults{HangProb: 1}), Model: sim.DefaultExecutorModel, Attempts: 2, AttemptTimeout: 200 * time.Millisecond, Backoff: time.Millisecond}, nil)
+		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(fault.Faults{HangProb: 1}), Model: simmodels.DefaultExecutorModel, Attempts: 2, AttemptTimeout: 200 * time.Millisecond, Backoff: time.Millisecond}, nil)
 		t0 := time.Now()
 		_, err := m.Sample(ctx, msgs, 1, agent.Params{Temperature: 1})
 		if err == nil {
@@ -255,14 +258,14 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 		}
 	})
 	t.Run("n is honoured", func(t *testing.T) {
-		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(sim.Faults{}), Model: sim.DefaultExecutorModel}, nil)
+		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(fault.Faults{}), Model: simmodels.DefaultExecutorModel}, nil)
 		got, err := m.Sample(ctx, msgs, 5, agent.Params{Temperature: 1})
 		if err != nil || len(got) != 5 {
 			t.Fatalf("%d choices, %v", len(got), err)
 		}
 	})
 	t.Run("bad request is not retried", func(t *testing.T) {
-		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(sim.Faults{}), Model: sim.DefaultExecutorModel, Attempts: 5, Backoff: time.Hour}, nil)
+		m, _ := agent.NewModel(agent.ModelConfig{BaseURL: start(fault.Faults{}), Model: simmodels.DefaultExecutorModel, Attempts: 5, Backoff: time.Hour}, nil)
 		_, err := m.Sample(ctx, nil, 1, agent.Params{Temperature: 1}) // no messages: 400
 		var api *openai.APIError
 		if !errors.As(err, &api) || api.HTTPStatusCode != 400 {
@@ -319,11 +322,11 @@ func TestPrompts(t *testing.T) {
 // runs in fresh worlds produce byte-identical screenshots and model
 // answers (the times and ids differ).
 func TestSameSeedSameTrajectory(t *testing.T) {
-	tasks, err := sim.Tasks()
+	tasks, err := simtasks.All()
 	if err != nil {
 		t.Fatal(err)
 	}
-	picks := []*sim.Task{&tasks[0], &tasks[len(tasks)/2], &tasks[len(tasks)-1]}
+	picks := []*simtasks.Task{&tasks[0], &tasks[len(tasks)/2], &tasks[len(tasks)-1]}
 	run := func(seed int64) []*traj.Trajectory {
 		w := startWorld(t, 1, 3, func(wc *sim.WorldConfig) { wc.Seed = seed })
 		var out []*traj.Trajectory
@@ -399,7 +402,7 @@ func TestPlannerIgnoringNFallsBack(t *testing.T) {
 func TestFailingActionIsAStepErrorNotAnEnvError(t *testing.T) {
 	w := startWorld(t, 1, 1, func(wc *sim.WorldConfig) {
 		perfect(wc)
-		wc.Guest.Endpoints = map[string]sim.Faults{"/execute": {ErrorProb: 1}}
+		wc.Guest.Endpoints = map[string]fault.Faults{"/execute": {ErrorProb: 1}}
 	})
 	tr := w.runOne(t, "ChimeraX/S01")
 	if tr.Outcome.IsEnvError() {

@@ -12,6 +12,9 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
@@ -50,11 +53,11 @@ func BenchmarkStepLatency(b *testing.B) {
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	clock := sim.Clock{Scale: benchStepScale}
+	clock := fault.Clock{Scale: benchStepScale}
 	wc := sim.DefaultWorldConfig()
 	wc.VMs, wc.Seed, wc.Clock = 2, 11, clock
-	wc.Models.Planner.Faults = sim.Faults{Latency: sim.Fixed(benchPlannerLatency)}
-	wc.Models.Executor.Faults = sim.Faults{Latency: sim.Fixed(benchExecutorLatency)}
+	wc.Models.Planner.Faults = fault.Faults{Latency: fault.Fixed(benchPlannerLatency)}
+	wc.Models.Executor.Faults = fault.Faults{Latency: fault.Fixed(benchExecutorLatency)}
 	w, err := sim.StartWorld(ctx, wc)
 	if err != nil {
 		b.Fatal(err)
@@ -79,8 +82,8 @@ func BenchmarkStepLatency(b *testing.B) {
 		}
 		return m
 	}
-	planner := model(w.Models.PlannerURL, sim.DefaultPlannerModel)
-	executor := model(w.Models.ExecutorURL, sim.DefaultExecutorModel)
+	planner := model(w.Models.PlannerURL, simmodels.DefaultPlannerModel)
+	executor := model(w.Models.ExecutorURL, simmodels.DefaultExecutorModel)
 	prompts, err := agent.LoadPrompts("")
 	if err != nil {
 		b.Fatal(err)
@@ -90,7 +93,7 @@ func BenchmarkStepLatency(b *testing.B) {
 		// Sleep (setup waits, the wait() action's pause) is near zero:
 		// the figure is about the model calls of a step.
 		ag, err := agent.New(agent.Config{Planner: planner, Executor: executor, Prompts: prompts, Store: store,
-			Group: group, Run: "bench", RequestSeed: &seed, Sleep: sim.Clock{Scale: 1e-3}.Sleep, Log: quiet})
+			Group: group, Run: "bench", RequestSeed: &seed, Sleep: fault.Clock{Scale: 1e-3}.Sleep, Log: quiet})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -177,7 +180,7 @@ func BenchmarkStepLatency(b *testing.B) {
 // benchStepTasks picks benchTasksPerApp simulated tasks with a step limit
 // of 10 or more from each app, in a fixed order.
 func benchStepTasks(b *testing.B) []*scienceboard.Task {
-	all, err := sim.Tasks()
+	all, err := simtasks.All()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
@@ -67,9 +69,9 @@ func TestExecutedClicksLandOnIntendedElements(t *testing.T) {
 					if c.Action == nil || !(c.Action.Type.Pointed() && c.Action.Point != nil || c.Action.Type == traj.Drag) {
 						continue
 					}
-					var els []sim.Element
+					var els []desktop.Element
 					for _, m := range quoted.FindAllStringSubmatch(c.Thought, -1) {
-						if e, ok := sim.FindElement(m[1]); ok {
+						if e, ok := desktop.FindElement(m[1]); ok {
 							els = append(els, e)
 						}
 					}
@@ -172,7 +174,7 @@ func TestHeldKeysAreReleasedAtTheEnd(t *testing.T) {
 		}
 		c.Executor = exec
 	})
-	task, _ := sim.TaskByID("ChimeraX/S01")
+	task, _ := simtasks.ByID("ChimeraX/S01")
 	l, err := w.pool.Lease(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/sim"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -129,7 +130,7 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	tasks, err := sim.Tasks()
+	tasks, err := simtasks.All()
 	if err != nil {
 		t.Fatal(err)
 	}

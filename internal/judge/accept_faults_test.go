@@ -10,7 +10,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/sim"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -27,7 +27,7 @@ func TestAcceptFaults(t *testing.T) {
 	common := &service.Common{DataDir: t.TempDir(), Store: filepath.Join(c.dir, "blobs")}
 	common.NATS.URL = srv.URL()
 
-	models, ep := startSimJudge(t, 1, func(mc *sim.ModelsConfig) {
+	models, ep := startSimJudge(t, 1, func(mc *simmodels.Config) {
 		mc.Judge.Faults.ErrorProb = 0.1
 		mc.Judge.Faults.RateLimitProb = 0.1
 		mc.Judge.Faults.MalformedProb = 0.2

@@ -14,7 +14,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -64,9 +65,9 @@ func TestAcceptKillAndRestart(t *testing.T) {
 	raw := republish(t, b, c.trajs, "kill-"+traj.NewID(), 24)
 
 	// Judge calls take 40 ms, so that kills land in the middle of calls.
-	edit := func(c *sim.ModelsConfig) {
-		c.Clock = sim.Clock{Scale: 1}
-		c.Judge.Faults.Latency = sim.Fixed(40 * time.Millisecond)
+	edit := func(c *simmodels.Config) {
+		c.Clock = fault.Clock{Scale: 1}
+		c.Judge.Faults.Latency = fault.Fixed(40 * time.Millisecond)
 	}
 	models, ep := startSimJudge(t, 1, edit)
 	args := []string{

@@ -7,20 +7,22 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // startSimJudge serves the SIMULATOR's model endpoints (its judge with
 // the default rates unless edit changes them) until the test ends.
-func startSimJudge(t testing.TB, seed int64, edit func(*sim.ModelsConfig)) (*sim.Models, EndpointSpec) {
+func startSimJudge(t testing.TB, seed int64, edit func(*simmodels.Config)) (*simmodels.Endpoints, EndpointSpec) {
 	t.Helper()
-	cfg := sim.DefaultModelsConfig()
+	cfg := simmodels.DefaultConfig()
 	cfg.Seed = seed
 	if edit != nil {
 		edit(&cfg)
 	}
-	m, err := sim.NewModels(cfg)
+	m, err := simmodels.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,24 +36,24 @@ func startSimJudge(t testing.TB, seed int64, edit func(*sim.ModelsConfig)) (*sim
 		cancel()
 		srv.Wait()
 	})
-	return m, EndpointSpec{URL: srv.JudgeURL, Model: sim.DefaultJudgeModel}
+	return m, EndpointSpec{URL: srv.JudgeURL, Model: simmodels.DefaultJudgeModel}
 }
 
 // simTruth is what truly happened in tr as the simulated judge decides it
-// from the frames it is shown: sim.StateTruth on their state chunks.
+// from the frames it is shown: simmodels.StateTruth on their state chunks.
 func simTruth(t testing.TB, store *blob.Store, tr *traj.Trajectory, maxFrames int) bool {
 	t.Helper()
-	task, ok := sim.TaskByInstruction(tr.Task.Instruction)
+	task, ok := simtasks.ByInstruction(tr.Task.Instruction)
 	if !ok {
 		t.Fatalf("trajectory %s: no simulator task has its instruction", tr.ID)
 	}
-	var states []sim.State
+	var states []desktop.State
 	for _, f := range Keyframes(tr, maxFrames) {
 		b, err := store.GetBytes(context.Background(), f.Image.SHA256)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := sim.ReadStateChunk(b)
+		st, err := desktop.ReadStateChunk(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +63,7 @@ func simTruth(t testing.TB, store *blob.Store, tr *traj.Trajectory, maxFrames in
 	if tr.Outcome.Kind == traj.OutcomeAnswered {
 		answer = singleLine(tr.Outcome.Answer)
 	}
-	ok, _, _, err := sim.StateTruth(task, states, answer)
+	ok, _, _, err := simmodels.StateTruth(task, states, answer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,13 @@ package judge
 import (
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 
 // BenchmarkResize: one simulated 1280×800 screenshot scaled to fit 640×400
 // (Catmull-Rom), as the low-resolution pass does for each frame.
 func BenchmarkResize(b *testing.B) {
-	m := sim.NewMachine(sim.MachineConfig{Seed: 3, ID: "vm"})
+	m := desktop.NewMachine(desktop.MachineConfig{Seed: 3, ID: "vm"})
 	if err := m.Launch("chimerax"); err != nil {
 		b.Fatal(err)
 	}

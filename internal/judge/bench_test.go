@@ -7,7 +7,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -83,9 +84,9 @@ func BenchmarkJudgeThroughput(b *testing.B) {
 	)
 	c := benchCorpus(b)
 	store := c.store(b)
-	_, ep := startSimJudge(b, 1, func(cfg *sim.ModelsConfig) {
-		cfg.Clock = sim.Clock{Scale: 1}
-		cfg.Judge.Faults.Latency = sim.Fixed(latency)
+	_, ep := startSimJudge(b, 1, func(cfg *simmodels.Config) {
+		cfg.Clock = fault.Clock{Scale: 1}
+		cfg.Judge.Faults.Latency = fault.Fixed(latency)
 	})
 	ctx := context.Background()
 	for b.Loop() {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -81,7 +83,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 			stop()
 			servers.Wait()
 		}()
-		specs = []EndpointSpec{{URL: servers.JudgeURL, Model: sim.DefaultJudgeModel}}
+		specs = []EndpointSpec{{URL: servers.JudgeURL, Model: simmodels.DefaultJudgeModel}}
 		log.Info("SIMULATOR started: a simulated judge stands in for a VLM judge (for checking a pipeline, not for training data)", "judge", servers.JudgeURL)
 	}
 	store, err := env.Store(ctx)
@@ -119,7 +121,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	return st, err
 }
 
-func startSim(ctx context.Context, o Options) (*sim.ModelServers, error) {
+func startSim(ctx context.Context, o Options) (*simmodels.Servers, error) {
 	wc := sim.DefaultWorldConfig()
 	if o.SimConfig != "" {
 		b, err := os.ReadFile(o.SimConfig)
@@ -143,8 +145,8 @@ func startSim(ctx context.Context, o Options) (*sim.ModelServers, error) {
 	if scale <= 0 {
 		scale = 0.01
 	}
-	mc.Clock = sim.Clock{Scale: scale}
-	m, err := sim.NewModels(mc)
+	mc.Clock = fault.Clock{Scale: scale}
+	m, err := simmodels.New(mc)
 	if err != nil {
 		return nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
 	}

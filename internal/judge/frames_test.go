@@ -8,7 +8,7 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -131,7 +131,7 @@ func TestFitAndParseSize(t *testing.T) {
 // its text chunks (the simulator's state among them) and gets the size
 // asked for; one that fits comes back unchanged.
 func TestResizeKeepsTheStateChunk(t *testing.T) {
-	m := sim.NewMachine(sim.MachineConfig{Seed: 3, ID: "vm"})
+	m := desktop.NewMachine(desktop.MachineConfig{Seed: 3, ID: "vm"})
 	if err := m.Launch("chimerax"); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestResizeKeepsTheStateChunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := sim.ReadStateChunk(shot)
+	want, err := desktop.ReadStateChunk(shot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestResizeKeepsTheStateChunk(t *testing.T) {
 	if err != nil || cfg.Width != 640 || cfg.Height != 400 {
 		t.Fatalf("decoded %dx%d, %v", cfg.Width, cfg.Height, err)
 	}
-	got, err := sim.ReadStateChunk(small)
+	got, err := desktop.ReadStateChunk(small)
 	if err != nil {
 		t.Fatalf("state chunk lost: %v", err)
 	}
@@ -165,7 +165,7 @@ func TestResizeKeepsTheStateChunk(t *testing.T) {
 		t.Errorf("the small image (%d bytes) is not smaller than the original (%d)", len(small), len(shot))
 	}
 	same, size, err := Resize(shot, Size{2000, 2000})
-	if err != nil || !bytes.Equal(same, shot) || size != (Size{sim.ScreenW, sim.ScreenH}) {
+	if err != nil || !bytes.Equal(same, shot) || size != (Size{desktop.ScreenW, desktop.ScreenH}) {
 		t.Fatalf("an image that fits must come back as it is: %v %v", size, err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/sim"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -92,7 +92,7 @@ func taskDir(t testing.TB, ids ...string) string {
 	for i, id := range ids {
 		names[i] = acceptApp + "/" + id
 	}
-	if err := sim.WriteTasks(dir, names...); err != nil {
+	if err := simtasks.Write(dir, names...); err != nil {
 		t.Fatal(err)
 	}
 	return dir

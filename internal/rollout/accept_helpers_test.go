@@ -22,7 +22,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/sim"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,7 +42,7 @@ func simTaskDir(t *testing.T, app string, ids ...string) string {
 	for i, id := range ids {
 		names[i] = strings.ReplaceAll(app, " ", "") + "/" + id
 	}
-	if err := sim.WriteTasks(dir, names...); err != nil {
+	if err := simtasks.Write(dir, names...); err != nil {
 		t.Fatal(err)
 	}
 	return dir

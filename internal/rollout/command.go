@@ -23,6 +23,9 @@ import (
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
@@ -185,17 +188,17 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		cfg.Pool = vmpool.PoolConfig{ID: "sim-" + bus.AppToken(o.Run), Backend: "sim", Sim: &sc, IdleCheck: -1,
 			LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}
 		if cfg.Planner.BaseURL == "" {
-			cfg.Planner.BaseURL, cfg.Planner.Model = world.Models.PlannerURL, sim.DefaultPlannerModel
+			cfg.Planner.BaseURL, cfg.Planner.Model = world.Models.PlannerURL, simmodels.DefaultPlannerModel
 		}
 		if cfg.Executor.BaseURL == "" {
-			cfg.Executor.BaseURL, cfg.Executor.Model = world.Models.ExecutorURL, sim.DefaultExecutorModel
+			cfg.Executor.BaseURL, cfg.Executor.Model = world.Models.ExecutorURL, simmodels.DefaultExecutorModel
 		}
 		seed := int64(1)
 		if o.Seed != nil {
 			seed = *o.Seed
 		}
 		cfg.RequestSeed = &seed
-		cfg.Sleep = sim.Clock{Scale: o.timeScale()}.Sleep
+		cfg.Sleep = fault.Clock{Scale: o.timeScale()}.Sleep
 	} else if cfg.Pool, err = vmpool.LoadPoolFile(o.Pool); err != nil {
 		return nil, err
 	}
@@ -249,7 +252,7 @@ func startSim(ctx context.Context, o Options, pc, ec traj.Coords, log *slog.Logg
 	if o.Seed != nil {
 		wc.Seed = *o.Seed
 	}
-	wc.Clock = sim.Clock{Scale: o.timeScale()}
+	wc.Clock = fault.Clock{Scale: o.timeScale()}
 	if wc.Models.Planner.Coords == (traj.Coords{}) {
 		wc.Models.Planner.Coords = pc
 	}
@@ -277,7 +280,7 @@ func loadTasks(o Options) ([]scienceboard.Task, error) {
 			return nil, fmt.Errorf("--tasks %s: %w", o.Tasks, err)
 		}
 	case o.Sim:
-		st, err := sim.Tasks()
+		st, err := simtasks.All()
 		if err != nil {
 			return nil, err
 		}

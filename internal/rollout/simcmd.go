@@ -7,6 +7,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
@@ -45,7 +47,7 @@ func simCommand() service.Command {
 					seed = wc.Seed
 				}
 			}
-			wc.VMs, wc.Seed, wc.Clock = vms, seed, sim.Clock{Scale: scale}
+			wc.VMs, wc.Seed, wc.Clock = vms, seed, fault.Clock{Scale: scale}
 			w, err := sim.StartWorld(ctx, wc)
 			if err != nil {
 				return err
@@ -60,9 +62,9 @@ func simCommand() service.Command {
 			if ec == (traj.Coords{}) {
 				ec = uitars.Resized()
 			}
-			fmt.Fprintf(out, "planner   %s  (model %s, points in %s)\n", w.Models.PlannerURL, sim.DefaultPlannerModel, uitars.CoordsString(pc))
-			fmt.Fprintf(out, "executor  %s  (model %s, points in %s)\n", w.Models.ExecutorURL, sim.DefaultExecutorModel, uitars.CoordsString(ec))
-			fmt.Fprintf(out, "judge     %s  (model %s)\n", w.Models.JudgeURL, sim.DefaultJudgeModel)
+			fmt.Fprintf(out, "planner   %s  (model %s, points in %s)\n", w.Models.PlannerURL, simmodels.DefaultPlannerModel, uitars.CoordsString(pc))
+			fmt.Fprintf(out, "executor  %s  (model %s, points in %s)\n", w.Models.ExecutorURL, simmodels.DefaultExecutorModel, uitars.CoordsString(ec))
+			fmt.Fprintf(out, "judge     %s  (model %s)\n", w.Models.JudgeURL, simmodels.DefaultJudgeModel)
 			for i, u := range w.GuestURLs {
 				fmt.Fprintf(out, "vm %-4d   %s\n", i, u)
 			}

@@ -17,7 +17,9 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/scienceboard"
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
@@ -51,7 +53,7 @@ const (
 // twice, in Dynamic mode (shared queue) and in Static mode (CODA's
 // contiguous split into one chunk per VM), each time over a fresh real
 // vmpool.Pool whose "sim" backend drives 32 real simulated guest servers
-// (sim.StartGuest) with a snapshot revert time and injected VM deaths.
+// (simguest.Start) with a snapshot revert time and injected VM deaths.
 //
 // The runner is not the agent: each episode is a fixed list of step
 // latencies drawn once from a heavy-tailed distribution (so both modes get
@@ -167,7 +169,7 @@ type benchShape struct{ Sigma, Full float64 }
 // benchmark's own is benchStepSigma, benchFullProb).
 func newBenchSchedWorkWith(seed uint64, shape benchShape) *benchSchedWork {
 	r := rand.New(rand.NewPCG(seed, 1))
-	lat := sim.LogNormal(benchStepMedian, shape.Sigma, benchStepMax)
+	lat := fault.LogNormal(benchStepMedian, shape.Sigma, benchStepMax)
 	w := &benchSchedWork{steps: map[benchKey][]time.Duration{}, dies: map[benchKey][]int{}}
 	w.tasks = make([]scienceboard.Task, benchSchedTasks)
 	for i := range w.tasks {
@@ -246,23 +248,23 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	clock := sim.Clock{Scale: benchSchedScale}
+	clock := fault.Clock{Scale: benchSchedScale}
 
 	urls := make([]string, benchSchedVMs)
 	for i := range urls {
-		m := sim.NewMachine(sim.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("bench-%02d", i)})
-		u, err := sim.StartGuest(ctx, m, sim.GuestConfig{
+		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("bench-%02d", i)})
+		g, err := simguest.Start(ctx, m, simguest.Config{
 			Clock: clock, Seed: uint64(benchSchedSeed + i),
-			RevertTime: sim.Fixed(benchRevert),
+			RevertTime: fault.Fixed(benchRevert),
 			// A dead VM resets connections: the client's retries (3, from
 			// 5 s apart, scaled) fail too and the episode ends with an
 			// environment error.
-			DeathMode: sim.DeathReset,
+			DeathMode: simguest.DeathReset,
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		urls[i] = u
+		urls[i] = g.URL
 	}
 	sc := vmpool.SimURLs(urls...)
 	sc.PollInterval = max(clock.Real(time.Second), 5*time.Millisecond)
@@ -354,7 +356,7 @@ func benchWaitReady(b *testing.B, pool *vmpool.Pool) {
 // step latencies, each step one guest call and then a sleep of the
 // latency on the simulated clock.
 type benchRunner struct {
-	clock  sim.Clock
+	clock  fault.Clock
 	steps  map[benchKey][]time.Duration
 	dies   map[benchKey][]int
 	index  map[benchKey]int

@@ -12,7 +12,9 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/scienceboard"
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
@@ -63,15 +65,15 @@ func startGuests(t *testing.T, n int, hung map[int]bool) []string {
 	t.Cleanup(cancel)
 	urls := make([]string, n)
 	for i := range urls {
-		gc := sim.GuestConfig{Seed: uint64(i), Clock: sim.Clock{Scale: 1}}
+		gc := simguest.Config{Seed: uint64(i), Clock: fault.Clock{Scale: 1}}
 		if hung[i] {
-			gc.RevertTime = sim.Fixed(time.Hour)
+			gc.RevertTime = fault.Fixed(time.Hour)
 		}
-		u, err := sim.StartGuest(ctx, sim.NewMachine(sim.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("vm-%d", i)}), gc)
+		g, err := simguest.Start(ctx, desktop.NewMachine(desktop.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("vm-%d", i)}), gc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		urls[i] = u
+		urls[i] = g.URL
 	}
 	return urls
 }

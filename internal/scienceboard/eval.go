@@ -18,7 +18,7 @@ import (
 // StateSource serves the app-state endpoints that ScienceBoard's
 // evaluators read (the port-8000 servers in the VMs): a request with a nil
 // body is a GET, one with a body a POST. A non-2xx answer is an error. The
-// guest client implements it for real VMs, sim.AppStateSource for the
+// guest client implements it for real VMs, tasks.AppStateSource for the
 // simulator.
 type StateSource interface {
 	AppState(ctx context.Context, path string, body []byte) ([]byte, error)

@@ -21,7 +21,7 @@ import (
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/sim"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -90,7 +90,7 @@ func runPipeline(dir string, tasks []string, samples int) string {
 	for i, id := range tasks {
 		names[i] = "ChimeraX/" + id
 	}
-	if err := sim.WriteTasks(tdir, names...); err != nil {
+	if err := simtasks.Write(tdir, names...); err != nil {
 		return err.Error()
 	}
 	simCfg := filepath.Join(dir, "sim.json")

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"image"
 	"image/png"
 	"math/rand/v2"
@@ -34,19 +36,19 @@ type episode struct {
 
 // newTaskMachine returns a fresh machine with the task's initialize items
 // applied.
-func newTaskMachine(t testing.TB, task *Task, seed int64) Machine {
+func newTaskMachine(t testing.TB, task *tasks.Task, seed int64) desktop.Machine {
 	t.Helper()
-	m := NewMachine(MachineConfig{Seed: seed, ID: "test"})
-	if err := RunInit(m, &task.Task, nil); err != nil {
+	m := desktop.NewMachine(desktop.MachineConfig{Seed: seed, ID: "test"})
+	if err := tasks.RunInit(m, &task.Task, nil); err != nil {
 		t.Fatalf("%s: init: %v", task.ID, err)
 	}
 	return m
 }
 
 // play executes one UI-TARS action text the way the rollout does:
-// uitars.Parse → uitars.Render → ParsePyAutoGUI → Machine.Input. It
+// uitars.Parse → uitars.Render → desktop.ParsePyAutoGUI → desktop.Machine.Input. It
 // returns the final action when the action ends the episode.
-func play(t testing.TB, m Machine, action string) (scienceboard.FinalAction, bool) {
+func play(t testing.TB, m desktop.Machine, action string) (scienceboard.FinalAction, bool) {
 	t.Helper()
 	parsed, err := uitars.Parse(action, uitars.DefaultOptions())
 	if err != nil {
@@ -67,7 +69,7 @@ func play(t testing.TB, m Machine, action string) (scienceboard.FinalAction, boo
 		case code == uitars.TokenWait:
 			continue
 		}
-		evs, err := ParsePyAutoGUI("import pyautogui; import time; pyautogui.FAILSAFE = False; " + strings.ReplaceAll(code, "\n", "; "))
+		evs, err := desktop.ParsePyAutoGUI("import pyautogui; import time; pyautogui.FAILSAFE = False; " + strings.ReplaceAll(code, "\n", "; "))
 		if err != nil {
 			t.Fatalf("pyautogui %q: %v", code, err)
 		}
@@ -82,7 +84,7 @@ func play(t testing.TB, m Machine, action string) (scienceboard.FinalAction, boo
 
 // runActions plays actions (one per step), screenshots after every step and
 // evaluates the task.
-func runActions(t testing.TB, task *Task, m Machine, actions []string, screenshots bool) episode {
+func runActions(t testing.TB, task *tasks.Task, m desktop.Machine, actions []string, screenshots bool) episode {
 	t.Helper()
 	var ep episode
 	shot := func() {
@@ -105,11 +107,11 @@ func runActions(t testing.TB, task *Task, m Machine, actions []string, screensho
 		}
 		shot()
 	}
-	ep.result = scienceboard.Evaluate(context.Background(), &task.Task, AppStateSource(m), ep.final)
+	ep.result = scienceboard.Evaluate(context.Background(), &task.Task, tasks.AppStateSource(m), ep.final)
 	return ep
 }
 
-func oracleActions(task *Task) []string {
+func oracleActions(task *tasks.Task) []string {
 	out := make([]string, len(task.Oracle))
 	for i, s := range task.Oracle {
 		out[i] = s.Action
@@ -117,9 +119,9 @@ func oracleActions(task *Task) []string {
 	return out
 }
 
-func mustTasks(t testing.TB) []Task {
+func mustTasks(t testing.TB) []tasks.Task {
 	t.Helper()
-	ts, err := Tasks()
+	ts, err := tasks.All()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +184,7 @@ func failedCleanly(t *testing.T, what string, r traj.EvalResult) {
 	}
 }
 
-func finalKind(task *Task) string {
+func finalKind(task *tasks.Task) string {
 	last := task.Oracle[len(task.Oracle)-1].Action
 	switch {
 	case strings.HasPrefix(last, "ANS "):
@@ -202,7 +204,7 @@ func TestNoStepsFails(t *testing.T) {
 					continue // covered below
 				}
 				m := newTaskMachine(t, &task, int64(i+100))
-				r := scienceboard.Evaluate(context.Background(), &task.Task, AppStateSource(m), final)
+				r := scienceboard.Evaluate(context.Background(), &task.Task, tasks.AppStateSource(m), final)
 				failedCleanly(t, fmt.Sprintf("no steps, final %+v", final), r)
 			}
 		})
@@ -261,7 +263,7 @@ func TestMutate(t *testing.T) {
 }
 
 // wrongFinal returns a final action that must not satisfy the task.
-func wrongFinal(task *Task) string {
+func wrongFinal(task *tasks.Task) string {
 	last := task.Oracle[len(task.Oracle)-1].Action
 	if ans, ok := strings.CutPrefix(last, "ANS "); ok {
 		return "ANS " + mutate(ans)
@@ -304,13 +306,13 @@ func TestRandomWrongStepsFail(t *testing.T) {
 	for i, task := range mustTasks(t) {
 		task := task
 		targets := map[string]bool{}
-		var fields []Element
+		var fields []desktop.Element
 		for _, s := range task.Oracle {
 			if s.Target != "" {
 				targets[s.Target] = true
 			}
 		}
-		for _, e := range Elements(task.App) {
+		for _, e := range desktop.Elements(task.App) {
 			if e.Kind == "field" {
 				fields = append(fields, e)
 			}
@@ -325,7 +327,7 @@ func TestRandomWrongStepsFail(t *testing.T) {
 					visible := visibleElements(m)
 					switch rng.IntN(3) {
 					case 0, 1: // click a visible element that is not an oracle target
-						var cands []Element
+						var cands []desktop.Element
 						for _, e := range visible {
 							if !targets[e.Label] && e.Kind != "field" {
 								cands = append(cands, e)
@@ -337,7 +339,7 @@ func TestRandomWrongStepsFail(t *testing.T) {
 						e := cands[rng.IntN(len(cands))]
 						a = traj.Action{Type: traj.Click, Point: gridPoint(e)}
 					default: // type wrong text into a visible field
-						var vf []Element
+						var vf []desktop.Element
 						for _, f := range fields {
 							for _, v := range visible {
 								if v.Label == f.Label {
@@ -362,10 +364,10 @@ func TestRandomWrongStepsFail(t *testing.T) {
 }
 
 // visibleElements parses the accessibility tree.
-func visibleElements(m Machine) []Element {
-	var out []Element
+func visibleElements(m desktop.Machine) []desktop.Element {
+	var out []desktop.Element
 	tree := m.Accessibility()
-	for _, e := range Elements(m.State().App) {
+	for _, e := range desktop.Elements(m.State().App) {
 		if strings.Contains(tree, `name="`+e.Label+`"`) {
 			out = append(out, e)
 		}
@@ -374,7 +376,7 @@ func visibleElements(m Machine) []Element {
 }
 
 func TestScreenshotsDecodeWithState(t *testing.T) {
-	task, ok := TaskByID("ChimeraX/S02")
+	task, ok := tasks.ByID("ChimeraX/S02")
 	if !ok {
 		t.Fatal("no task ChimeraX/S02")
 	}
@@ -389,13 +391,13 @@ func TestScreenshotsDecodeWithState(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
-		if img.Bounds() != image.Rect(0, 0, ScreenW, ScreenH) {
+		if img.Bounds() != image.Rect(0, 0, desktop.ScreenW, desktop.ScreenH) {
 			t.Fatalf("bounds %v", img.Bounds())
 		}
 		if _, ok := img.(*image.RGBA); !ok || b[8+8+9] != 2 {
 			t.Fatalf("decoded as %T with colour type %d, want 8-bit RGB (type 2)", img, b[8+8+9])
 		}
-		st, err := ReadStateChunk(b)
+		st, err := desktop.ReadStateChunk(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,8 +408,8 @@ func TestScreenshotsDecodeWithState(t *testing.T) {
 	}
 }
 
-// mustRoundTrip normalises a State through JSON (numbers become float64).
-func mustRoundTrip(t *testing.T, st State) string {
+// mustRoundTrip normalises a desktop.State through JSON (numbers become float64).
+func mustRoundTrip(t *testing.T, st desktop.State) string {
 	t.Helper()
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -455,7 +457,7 @@ func TestDeterminism(t *testing.T) {
 
 // gridPoint is the element's centre on the 0–1000 grid, as oracle actions
 // write it.
-func gridPoint(e Element) *traj.Point {
+func gridPoint(e desktop.Element) *traj.Point {
 	gx, gy := e.GridCenter()
 	return &traj.Point{X: float64(gx) / 1000, Y: float64(gy) / 1000}
 }

@@ -20,9 +20,8 @@
 //   - fault: fault and latency injection scaled by one time factor.
 //
 // This package wires them into a world (StartWorld: N machines behind
-// guest servers plus the model endpoints) and re-exports their API as
-// aliases and thin forwarders (api.go), so that callers can keep using
-// sim.NewMachine, sim.StartGuest, sim.NewModels, sim.Tasks, ...
+// guest servers plus the model endpoints). Callers that need one part
+// import its sub-package.
 //
 // Everything is seeded: the same seed and configuration reproduce a run
 // byte for byte.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	"github.com/codapipe/codapipe/internal/sim/guest"
 )
 
 // TestWorldWaitsForItsGoroutines: once the world's Done is closed, no
@@ -23,7 +25,7 @@ func TestWorldWaitsForItsGoroutines(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := sim.DefaultWorldConfig()
-	cfg.VMs, cfg.Clock = 2, sim.Clock{Scale: 0}
+	cfg.VMs, cfg.Clock = 2, fault.Clock{Scale: 0}
 	w, err := sim.StartWorld(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +69,8 @@ func TestStartWorldFailureStopsWhatItStarted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := sim.DefaultWorldConfig()
-	cfg.VMs, cfg.Clock = 3, sim.Clock{Scale: 0}
-	cfg.PerVM = map[int]sim.GuestConfig{2: {DieProb: 2}} // invalid: the third guest fails to start
+	cfg.VMs, cfg.Clock = 3, fault.Clock{Scale: 0}
+	cfg.PerVM = map[int]guest.Config{2: {DieProb: 2}} // invalid: the third guest fails to start
 	if w, err := sim.StartWorld(ctx, cfg); err == nil {
 		t.Fatalf("StartWorld accepted die_prob 2 (world %v)", w.GuestURLs)
 	}

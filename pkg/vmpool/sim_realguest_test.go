@@ -10,22 +10,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 )
 
 // startSimGuests starts n guest servers of the real simulator.
-func startSimGuests(t *testing.T, n int, cfg sim.GuestConfig) []string {
+func startSimGuests(t *testing.T, n int, cfg simguest.Config) []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	var urls []string
 	for i := 0; i < n; i++ {
-		m := sim.NewMachine(sim.MachineConfig{Seed: int64(i + 1), ID: "sim-vm"})
-		u, err := sim.StartGuest(ctx, m, cfg)
+		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(i + 1), ID: "sim-vm"})
+		g, err := simguest.Start(ctx, m, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		urls = append(urls, u)
+		urls = append(urls, g.URL)
 	}
 	return urls
 }
@@ -49,10 +51,10 @@ func simStats(t *testing.T, url string) (resets int) {
 // The sim backend against the real simulated guest (internal/sim): leases
 // work end to end, releases revert the machine.
 func TestSimBackendRealGuest(t *testing.T) {
-	urls := startSimGuests(t, 2, sim.GuestConfig{
-		BootTime:   sim.Fixed(50 * time.Millisecond),
-		RevertTime: sim.Fixed(80 * time.Millisecond),
-		Clock:      sim.Clock{Scale: 1},
+	urls := startSimGuests(t, 2, simguest.Config{
+		BootTime:   fault.Fixed(50 * time.Millisecond),
+		RevertTime: fault.Fixed(80 * time.Millisecond),
+		Clock:      fault.Clock{Scale: 1},
 	})
 	cfg := testConfig(t)
 	cfg.Backend = BackendSim
@@ -67,7 +69,7 @@ func TestSimBackendRealGuest(t *testing.T) {
 	if err != nil || len(png) < 1000 {
 		t.Fatalf("screenshot: %d bytes, %v", len(png), err)
 	}
-	if w, h, err := l.ScreenSize(ctx); err != nil || w != sim.ScreenW || h != sim.ScreenH {
+	if w, h, err := l.ScreenSize(ctx); err != nil || w != desktop.ScreenW || h != desktop.ScreenH {
 		t.Fatalf("screen size %dx%d, %v", w, h, err)
 	}
 	if pf, err := l.Guest().Platform(ctx); err != nil || !strings.Contains(pf, "simulator") {
@@ -85,7 +87,7 @@ func TestSimBackendRealGuest(t *testing.T) {
 // A simulated VM that dies mid-episode (every call hangs) is released
 // unhealthy by the agent, reverted by the pool, and serves again.
 func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
-	urls := startSimGuests(t, 1, sim.GuestConfig{RevertTime: sim.Fixed(20 * time.Millisecond), Clock: sim.Clock{Scale: 1}})
+	urls := startSimGuests(t, 1, simguest.Config{RevertTime: fault.Fixed(20 * time.Millisecond), Clock: fault.Clock{Scale: 1}})
 	cfg := testConfig(t)
 	cfg.Backend = BackendSim
 	sc := SimURLs(urls...)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
-	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -59,7 +59,7 @@ func TestAcceptBadInputDeadLettered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := judge.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID())
+		id := archive.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID())
 		publish(id, body)
 		return id, &cp
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
-	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -173,11 +173,11 @@ func killAndRestart(t *testing.T, mode string) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				key := judge.ArchiveKey(cp.Trajectory.Run, cp.Trajectory.Task.App, cp.Trajectory.ID, cp.Judgement.Judge.ID())
+				key := archive.Key(cp.Trajectory.Run, cp.Trajectory.Task.App, cp.Trajectory.ID, cp.Judgement.Judge.ID())
 				if _, err := store.Bucket().Put(ctx, key, bytes.NewReader(body), int64(len(body)), blob.PutOptions{ContentType: "application/json"}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := b.Publish(ctx, bus.Subject(bus.Judged, cp.Trajectory.Task.App), judge.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID()), body, nil); err != nil {
+				if _, err := b.Publish(ctx, bus.Subject(bus.Judged, cp.Trajectory.Task.App), archive.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID()), body, nil); err != nil {
 					t.Fatal(err)
 				}
 				all = append(all, &cp)

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/miniotest"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/shard/shardtest"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -344,7 +344,7 @@ func checkImages(t *testing.T, ctx context.Context, store *blob.Store, rows []sh
 			t.Fatalf("%s step %d: no images", r.TrajectoryID, r.Step)
 		}
 		for _, im := range r.Images {
-			if !strings.Contains(r.Prompt, agent.RefScheme+im.SHA256) {
+			if !strings.Contains(r.Prompt, prompt.RefScheme+im.SHA256) {
 				t.Errorf("%s step %d: the prompt does not reference image %s", r.TrajectoryID, r.Step, im.SHA256)
 			}
 			if embed {

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
-	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -143,11 +143,11 @@ func benchInput(b *testing.B, dir, natsURL string) (rows, trajectories int, imag
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := agent.LoadPrompts("")
+	p, err := prompt.Load("")
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := agent.StorePrompts(ctx, store, p); err != nil {
+	if err := prompt.Store(ctx, store, p); err != nil {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -188,7 +188,7 @@ func benchInput(b *testing.B, dir, natsURL string) (rows, trajectories int, imag
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := bb.Publish(ctx, bus.Subject(bus.Judged, jd.Trajectory.Task.App), judge.MessageID(jd.Trajectory.ID, jd.Judgement.Judge.ID()), body, nil); err != nil {
+		if _, err := bb.Publish(ctx, bus.Subject(bus.Judged, jd.Trajectory.Task.App), archive.MessageID(jd.Trajectory.ID, jd.Judgement.Judge.ID()), body, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
-	"github.com/codapipe/codapipe/internal/rollout"
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -85,7 +85,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	ledger, err := rollout.OpenLedger(ctx, b, env.Common.Topology())
+	runs, err := ledger.Open(ctx, b, env.Common.Topology())
 	if err != nil {
 		return Stats{}, err
 	}
@@ -97,7 +97,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		TempDir: env.Common.DataDir + "/tmp",
 		Apps:    o.Apps, Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: Version, Log: env.Log,
-		RunFinished: ledger.Finished, Metrics: NewMetrics(env.Metrics),
+		RunFinished: runs.Finished, Metrics: NewMetrics(env.Metrics),
 	}
 	if err := os.MkdirAll(cfg.TempDir, 0o755); err != nil {
 		return Stats{}, err

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -38,16 +38,14 @@ const embedBudget = 32 << 20
 // renderer renders rows' prompts and images from the blob store, keeping
 // the prompt sets it has loaded.
 type renderer struct {
-	store  *blob.Store
-	embed  bool
-	budget *byteBudget // embed only
-
-	mu      sync.Mutex
-	prompts map[string]*agent.Prompts
+	store   *blob.Store
+	embed   bool
+	budget  *byteBudget // embed only
+	prompts *prompt.Cache
 }
 
 func newRenderer(store *blob.Store, embed bool) *renderer {
-	r := &renderer{store: store, embed: embed, prompts: map[string]*agent.Prompts{}}
+	r := &renderer{store: store, embed: embed, prompts: prompt.NewCache(store)}
 	if embed {
 		r.budget = newByteBudget(embedBudget)
 	}
@@ -139,28 +137,14 @@ func (b *byteBudget) release(n int64) {
 	b.mu.Unlock()
 }
 
-// promptSet returns the prompt set a trajectory records.
-func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*agent.Prompts, error) {
-	if t.Prompts == "" {
-		return nil, inputErr("trajectory %s: %v", t.ID, agent.ErrNoPrompts)
+// promptSet returns the prompt set a trajectory records; one it cannot
+// have is bad input.
+func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*prompt.Set, error) {
+	p, err := r.prompts.Of(ctx, t)
+	if prompt.Unavailable(err) {
+		return nil, inputErr("trajectory %s: %v", t.ID, err)
 	}
-	r.mu.Lock()
-	p, ok := r.prompts[t.Prompts]
-	r.mu.Unlock()
-	if ok {
-		return p, nil
-	}
-	p, err := agent.FetchPrompts(ctx, r.store, t.Prompts)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, inputErr("trajectory %s: prompt set %s is not in the blob store", t.ID, t.Prompts)
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	r.prompts[t.Prompts] = p
-	r.mu.Unlock()
-	return p, nil
+	return p, err
 }
 
 // prompt renders the planner's messages at step i of t (images as
@@ -169,11 +153,11 @@ func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*agent.Pr
 // (when not nil), so that the steps of one call of stepRows or outcomeRows
 // read each screenshot once (step i's is step i+1's previous one) and
 // their rows share its bytes.
-func (r *renderer) prompt(ctx context.Context, p *agent.Prompts, t *traj.Trajectory, i int, read map[string][]byte) (string, []shard.Image, error) {
+func (r *renderer) prompt(ctx context.Context, p *prompt.Set, t *traj.Trajectory, i int, read map[string][]byte) (string, []shard.Image, error) {
 	var refs []traj.ImageRef
 	msgs, err := p.PlannerMessagesAt(t, i, func(ref traj.ImageRef) (string, error) {
 		refs = append(refs, ref)
-		return agent.RefURL(ref)
+		return prompt.RefURL(ref)
 	})
 	if err != nil {
 		return "", nil, inputErr("trajectory %s step %d: %v", t.ID, i, err)

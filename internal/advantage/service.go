@@ -16,9 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
-	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -481,7 +481,7 @@ func (s *server) flushGroup(ctx context.Context, g *Group) error {
 
 // archiveKey is the judge's archive key of a judged trajectory.
 func archiveKey(t *traj.Trajectory, j *traj.Judgement) string {
-	return judge.ArchiveKey(t.Run, t.Task.App, t.ID, j.Judge.ID())
+	return archive.Key(t.Run, t.Task.App, t.ID, j.Judge.ID())
 }
 
 func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, error) {

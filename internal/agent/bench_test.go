@@ -10,6 +10,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -75,8 +77,8 @@ func BenchmarkStepLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	model := func(url, name string) *agent.Model {
-		m, err := agent.NewModel(agent.ModelConfig{BaseURL: url, Model: name, Attempts: 1}, quiet)
+	model := func(url, name string) *model.Client {
+		m, err := model.New(model.Config{BaseURL: url, Model: name, Attempts: 1}, quiet)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func BenchmarkStepLatency(b *testing.B) {
 	}
 	planner := model(w.Models.PlannerURL, simmodels.DefaultPlannerModel)
 	executor := model(w.Models.ExecutorURL, simmodels.DefaultExecutorModel)
-	prompts, err := agent.LoadPrompts("")
+	prompts, err := prompt.Load("")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
@@ -102,7 +104,7 @@ func TestExecutedClicksLandOnIntendedElements(t *testing.T) {
 // the model where positions lie in its configured space, on this
 // screenshot.
 func TestPromptsNameTheSpace(t *testing.T) {
-	p, err := agent.LoadPrompts("")
+	p, err := prompt.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestPromptsNameTheSpace(t *testing.T) {
 		{traj.Coords{Space: traj.PixelsScreen}, "whole pixels of the 1920x1080 image"},
 		{traj.Coords{Space: traj.Unit}, "fractions of the image width and height from 0 to 1"},
 	} {
-		d := agent.PromptData{Instruction: "Open 2olx", App: "ChimeraX", Step: 1, StepLimit: 5, Width: screen.W, Height: screen.H}
+		d := prompt.Data{Instruction: "Open 2olx", App: "ChimeraX", Step: 1, StepLimit: 5, Width: screen.W, Height: screen.H}
 		if err := d.SetCoords(c.space, screen); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +129,7 @@ func TestPromptsNameTheSpace(t *testing.T) {
 		if !strings.Contains(em[0].Content, c.want) {
 			t.Errorf("%s: executor system prompt lacks %q:\n%s", c.space.Space, c.want, em[0].Content)
 		}
-		pm, err := p.RenderPlanner(agent.PlannerTurn{Data: d, Cur: traj.ImageRef{SHA256: "x"}}, agent.RefURL)
+		pm, err := p.RenderPlanner(prompt.PlannerTurn{Data: d, Cur: traj.ImageRef{SHA256: "x"}}, prompt.RefURL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +170,7 @@ func TestHeldKeysAreReleasedAtTheEnd(t *testing.T) {
 	}))
 	defer srv.Close()
 	w := startWorldWith(t, 1, 0, perfect, func(c *agent.Config) {
-		exec, err := agent.NewModel(agent.ModelConfig{BaseURL: srv.URL + "/v1", Model: "canned", Attempts: 1}, nil)
+		exec, err := model.New(model.Config{BaseURL: srv.URL + "/v1", Model: "canned", Attempts: 1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -39,16 +41,16 @@ type Store interface {
 
 // Config configures the agent.
 type Config struct {
-	Planner  *Model
-	Executor *Model
-	Prompts  *Prompts
+	Planner  *model.Client
+	Executor *model.Client
+	Prompts  *prompt.Set
 	Store    Store
 	// Group is G: each step asks for G+1 plans; plan 0 is executed.
 	Group int
 	// PlannerParams default to CODA's decoding: temperature 1.0, top_p 0.9,
 	// up to 1500 tokens. ExecutorParams default to greedy (a tiny
 	// temperature, since go-openai drops 0), up to 256 tokens.
-	PlannerParams, ExecutorParams Params
+	PlannerParams, ExecutorParams model.Params
 	// PlannerCoords and ExecutorCoords are the coordinate spaces the two
 	// models write points in; they are recorded in every trajectory. Zero
 	// means grid1000 for the planner (CODA's planner prompts) and
@@ -86,11 +88,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Group < 0 {
 		return nil, fmt.Errorf("agent: group %d: want G >= 0", cfg.Group)
 	}
-	if cfg.PlannerParams == (Params{}) {
-		cfg.PlannerParams = Params{Temperature: 1.0, TopP: 0.9, MaxTokens: 1500}
+	if cfg.PlannerParams == (model.Params{}) {
+		cfg.PlannerParams = model.Params{Temperature: 1.0, TopP: 0.9, MaxTokens: 1500}
 	}
-	if cfg.ExecutorParams == (Params{}) {
-		cfg.ExecutorParams = Params{Temperature: 1e-6, TopP: 1, MaxTokens: 256}
+	if cfg.ExecutorParams == (model.Params{}) {
+		cfg.ExecutorParams = model.Params{Temperature: 1e-6, TopP: 1, MaxTokens: 256}
 	}
 	if cfg.PlannerCoords == (traj.Coords{}) {
 		cfg.PlannerCoords = uitars.Grid()
@@ -172,9 +174,9 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (*traj.Trajectory, error) {
 		},
 		Sample: ep.Sample, Samples: ep.Samples, Group: a.cfg.Group,
 		Models: traj.Models{
-			Planner: traj.ModelRef{Endpoint: a.cfg.Planner.cfg.BaseURL, Model: a.cfg.Planner.cfg.Model, Checkpoint: a.cfg.Planner.cfg.Checkpoint,
+			Planner: traj.ModelRef{Endpoint: a.cfg.Planner.Config().BaseURL, Model: a.cfg.Planner.Config().Model, Checkpoint: a.cfg.Planner.Config().Checkpoint,
 				Coords: &pc},
-			Executor: traj.ModelRef{Endpoint: a.cfg.Executor.cfg.BaseURL, Model: a.cfg.Executor.cfg.Model, Checkpoint: a.cfg.Executor.cfg.Checkpoint,
+			Executor: traj.ModelRef{Endpoint: a.cfg.Executor.Config().BaseURL, Model: a.cfg.Executor.Config().Model, Checkpoint: a.cfg.Executor.Config().Checkpoint,
 				Coords: &ec},
 		},
 		Prompts:   a.cfg.Prompts.Hash(),
@@ -358,7 +360,7 @@ func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int,
 	// The planner's input comes from the trajectory so far (t.Steps holds
 	// the steps before this one), through the one renderer that every
 	// consumer of the trajectory calls again later.
-	turn, err := PlannerTurnAt(t, i, ref)
+	turn, err := prompt.PlannerTurnAt(t, i, ref)
 	if err != nil {
 		return nil, nil, nil, vmErr("screenshot", err) // a size no coordinate space can map
 	}
@@ -366,9 +368,9 @@ func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int,
 	msgs, err := a.cfg.Prompts.RenderPlanner(turn, func(r traj.ImageRef) (string, error) {
 		switch {
 		case r.SHA256 == ref.SHA256:
-			return DataURI(cur), nil
+			return model.DataURI(cur), nil
 		case prev != nil && i > 0 && r.SHA256 == t.Steps[i-1].Screenshot.SHA256:
-			return DataURI(prev), nil
+			return model.DataURI(prev), nil
 		}
 		return "", fmt.Errorf("no image %s at step %d", r.SHA256, i)
 	})
@@ -453,7 +455,7 @@ func (a *Agent) observe(ctx context.Context, shot []byte) (traj.ImageRef, error)
 // ground turns every plan into a candidate: answers are kept as they are,
 // every other plan's thought goes to the executor; all executor calls run
 // concurrently.
-func (a *Agent) ground(ctx context.Context, ep Episode, step int, d PromptData, screen uitars.Screen, plans []Choice, cur []byte) ([]traj.Candidate, error) {
+func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data, screen uitars.Screen, plans []model.Choice, cur []byte) ([]traj.Candidate, error) {
 	popt := uitars.Options{Coords: a.cfg.PlannerCoords, Image: screen}
 	eopt := uitars.Options{Coords: a.cfg.ExecutorCoords, Image: screen}
 	if err := d.SetCoords(a.cfg.ExecutorCoords, screen); err != nil {

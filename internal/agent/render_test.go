@@ -19,6 +19,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/sim"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -120,13 +122,13 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 		capt, u = startCapture(t, c.Planner.Config().BaseURL)
 		mc := c.Planner.Config()
 		mc.BaseURL = u
-		p, err := agent.NewModel(mc, nil)
+		p, err := model.New(mc, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Planner = p
 		store = c.Store.(*blob.Store)
-		if err := agent.StorePrompts(context.Background(), store, c.Prompts); err != nil {
+		if err := prompt.Store(context.Background(), store, c.Prompts); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -149,7 +151,7 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		prompts, err := agent.FetchPrompts(ctx, store, tr.Prompts)
+		prompts, err := prompt.Fetch(ctx, store, tr.Prompts)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +161,7 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 		}
 		fromStore := func(r traj.ImageRef) (string, error) {
 			png, err := store.GetBytes(context.Background(), r.SHA256)
-			return agent.DataURI(png), err
+			return model.DataURI(png), err
 		}
 		for i := range tr.Steps {
 			got, err := prompts.PlannerMessagesAt(tr, i, fromStore)
@@ -169,7 +171,7 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 			if g, s := normalized(t, got), normalized(t, sent[i]); g != s {
 				t.Fatalf("%s step %d: rebuilt messages differ from what the planner received:\nrebuilt  %s\nreceived %s", tr.ID, i, g, s)
 			}
-			refs, err := prompts.PlannerMessagesAt(tr, i, agent.RefURL)
+			refs, err := prompts.PlannerMessagesAt(tr, i, prompt.RefURL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,77 +185,4 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 		t.Fatalf("only %d steps over %d trajectories: the test needs multi-step trajectories", steps, n)
 	}
 	t.Logf("%d steps of %d trajectories rebuilt identically", steps, n)
-}
-
-func TestPromptSetDocument(t *testing.T) {
-	p, err := agent.LoadPrompts("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(p.Document())
-	if hex.EncodeToString(sum[:]) != p.Hash() {
-		t.Fatal("the hash is not the SHA-256 of the document")
-	}
-	q, err := agent.ParsePrompts(p.Document())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Hash() != p.Hash() || !bytes.Equal(q.Document(), p.Document()) {
-		t.Fatal("a parsed document must keep its hash and bytes")
-	}
-	for name, doc := range map[string]string{
-		"not json":      "{",
-		"unknown kind":  `{"kind":"x","files":{}}`,
-		"missing file":  `{"kind":"codapipe.prompts/v1","files":{"planner.tmpl":"x"}}`,
-		"unknown field": `{"kind":"codapipe.prompts/v1","files":{},"extra":1}`,
-		"bad template":  `{"kind":"codapipe.prompts/v1","files":{"planner.tmpl":"{{.Nope}}","planner_user.tmpl":"x","executor.tmpl":"x"}}`,
-	} {
-		if _, err := agent.ParsePrompts([]byte(doc)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	store, err := blob.Open(context.Background(), t.TempDir(), blob.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := agent.FetchPrompts(context.Background(), store, ""); err != agent.ErrNoPrompts {
-		t.Errorf("no hash: %v, want ErrNoPrompts", err)
-	}
-	if _, err := agent.FetchPrompts(context.Background(), store, p.Hash()); err == nil {
-		t.Error("a prompt set never stored was found")
-	}
-	if err := agent.StorePrompts(context.Background(), store, p); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := agent.FetchPrompts(context.Background(), store, p.Hash()); err != nil || got.Hash() != p.Hash() {
-		t.Fatalf("fetch: %v", err)
-	}
-}
-
-// TestPlannerTurnAtHistory: the history is each earlier step's executed
-// plan, or candidate 0's when the step executed nothing.
-func TestPlannerTurnAtHistory(t *testing.T) {
-	ref := func(s string) traj.ImageRef {
-		return traj.ImageRef{SHA256: strings.Repeat(s, 64), Size: 1, Width: 1280, Height: 800}
-	}
-	tr := &traj.Trajectory{ID: "x", Task: traj.TaskRef{Instruction: "do", App: "A", StepLimit: 9},
-		Models: traj.Models{Planner: traj.ModelRef{Coords: &traj.Coords{Space: traj.Grid1000}}},
-		Steps: []traj.Step{
-			{Index: 0, Executed: 1, Screenshot: ref("a"), Candidates: []traj.Candidate{{Plan: "p0"}, {Plan: "p1"}}},
-			{Index: 1, Executed: -1, Screenshot: ref("b"), Candidates: []traj.Candidate{{Plan: "q0"}, {Plan: "q1"}}},
-			{Index: 2, Executed: 0, Screenshot: ref("c"), Candidates: []traj.Candidate{{Plan: "r0"}}},
-		}}
-	turn, err := agent.PlannerTurnAt(tr, 2, tr.Steps[2].Screenshot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(turn.History, ",") != "p1,q0" || turn.Prev == nil || turn.Prev.SHA256 != ref("b").SHA256 || turn.Data.Step != 3 {
-		t.Fatalf("turn %+v", turn)
-	}
-	if turn, err = agent.PlannerTurnAt(tr, 0, tr.Steps[0].Screenshot); err != nil || turn.Prev != nil || len(turn.History) != 0 {
-		t.Fatalf("first step: %+v %v", turn, err)
-	}
-	if _, err := agent.PlannerTurnAt(tr, 4, ref("d")); err == nil {
-		t.Fatal("a step past the end was accepted")
-	}
 }

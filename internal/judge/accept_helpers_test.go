@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/rollout"
@@ -133,7 +134,7 @@ func archived(t testing.TB, store *blob.Store) map[string]*traj.Judged {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out := map[string]*traj.Judged{}
-	for info, err := range store.Bucket().List(ctx, ArchivePrefix) {
+	for info, err := range store.Bucket().List(ctx, archive.Prefix) {
 		if err != nil {
 			t.Fatal(err)
 		}

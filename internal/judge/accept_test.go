@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -78,10 +79,10 @@ func TestAcceptDemoJudged(t *testing.T) {
 			t.Errorf("trajectory %s has two judged messages", id)
 		}
 		byID[id] = d
-		if got, want := msgs[i].Header.Get("Nats-Msg-Id"), MessageID(id, d.Judgement.Judge.ID()); got != want {
+		if got, want := msgs[i].Header.Get("Nats-Msg-Id"), archive.MessageID(id, d.Judgement.Judge.ID()); got != want {
 			t.Errorf("message id %q, want %q", got, want)
 		}
-		key := ArchiveKey(d.Trajectory.Run, d.Trajectory.Task.App, id, d.Judgement.Judge.ID())
+		key := archive.Key(d.Trajectory.Run, d.Trajectory.Task.App, id, d.Judgement.Judge.ID())
 		if a := arch[key]; a == nil || a.Judgement.JudgedAt != d.Judgement.JudgedAt || a.Judgement.Decision != d.Judgement.Decision {
 			t.Errorf("trajectory %s: archive entry %s missing or different from the message", id, key)
 		}
@@ -153,13 +154,13 @@ func TestAcceptDemoJudged(t *testing.T) {
 func TestArchiveAndMessageIDsPerVersion(t *testing.T) {
 	a, b := traj.JudgeVersion{PromptSHA256: "p", Models: []string{"m"}, Policy: "unanimous@4"}, traj.JudgeVersion{PromptSHA256: "p", Models: []string{"m"}, Policy: "majority@4"}
 	id := traj.NewID()
-	if ArchiveKey("r", "ChimeraX", id, a.ID()) == ArchiveKey("r", "ChimeraX", id, b.ID()) || MessageID(id, a.ID()) == MessageID(id, b.ID()) {
+	if archive.Key("r", "ChimeraX", id, a.ID()) == archive.Key("r", "ChimeraX", id, b.ID()) || archive.MessageID(id, a.ID()) == archive.MessageID(id, b.ID()) {
 		t.Fatal("two judge versions share a key")
 	}
-	if got := ArchiveKey("night/1", "GRASS GIS", id, a.ID()); got != "judged/night=2F1/GRASS=20GIS/"+id+"."+a.ID()+".json" {
+	if got := archive.Key("night/1", "GRASS GIS", id, a.ID()); got != "judged/night=2F1/GRASS=20GIS/"+id+"."+a.ID()+".json" {
 		t.Fatalf("archive key %q", got)
 	}
-	if filepath.Base(ArchiveKey("..", "..", id, a.ID())) == ".." || strings.Contains(ArchiveKey("..", "x", id, "v"), "/../") {
+	if filepath.Base(archive.Key("..", "..", id, a.ID())) == ".." || strings.Contains(archive.Key("..", "x", id, "v"), "/../") {
 		t.Fatal("a run name escapes the archive")
 	}
 	if !slices.Equal([]string{DurableName("v", nil), DurableName("v", []string{"GRASS GIS"})}, []string{"judge_v", "judge_v_GRASS_GIS"}) {

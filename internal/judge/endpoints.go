@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/model"
 )
 
 // EndpointSpec is one judge endpoint of the ensemble: --judge URL=MODEL.
@@ -59,7 +59,7 @@ type Limits struct {
 // included), and every HTTP attempt takes a token of its rate limit.
 type endpoint struct {
 	spec  EndpointSpec
-	model *agent.Model
+	model *model.Client
 	slots chan struct{}
 }
 
@@ -100,7 +100,7 @@ func newEndpoint(spec EndpointSpec, lim Limits, log *slog.Logger) (*endpoint, er
 	if lim.Rate > 0 {
 		rt = rateLimited{bucket: rate.NewLimiter(rate.Limit(lim.Rate), conc), base: tr}
 	}
-	m, err := agent.NewModel(agent.ModelConfig{
+	m, err := model.New(model.Config{
 		BaseURL: spec.URL, Model: spec.Model, APIKey: lim.APIKey,
 		AttemptTimeout: lim.AttemptTimeout, Attempts: lim.Attempts, Backoff: lim.Backoff,
 		// Each attempt's deadline is its context's (AttemptTimeout).

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -165,7 +166,7 @@ func quantile(s []float64, q float64) float64 {
 // BuildReport reads the judged archive in store and reports on the
 // selected judgements.
 func BuildReport(ctx context.Context, store *blob.Store, cfg ReportConfig) (*Report, error) {
-	prefix := ArchivePrefix
+	prefix := archive.Prefix
 	if cfg.Run != "" {
 		prefix += bus.KeyToken(cfg.Run) + "/"
 		if cfg.App != "" {

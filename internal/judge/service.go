@@ -11,25 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
-
-// ArchivePrefix starts the blob-store keys of the judged archive.
-const ArchivePrefix = "judged/"
-
-// ArchiveKey is where the judged trajectory id of run and app by judge
-// version ver is archived: judged/<run>/<app>/<id>.<ver>.json, run and app
-// escaped as bus.KeyToken does.
-func ArchiveKey(run, app, id, ver string) string {
-	return ArchivePrefix + bus.KeyToken(run) + "/" + bus.KeyToken(app) + "/" + bus.KeyToken(id) + "." + bus.KeyToken(ver) + ".json"
-}
-
-// MessageID is the JetStream message id of a judged trajectory: its id and
-// the judge version, so the same judgement is stored once and another
-// judge version's is a distinct message.
-func MessageID(id, ver string) string { return id + "." + ver }
 
 // ServiceConfig configures Serve.
 type ServiceConfig struct {
@@ -266,7 +252,7 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 	}
 	log := s.log.With("trajectory", t.ID, "task", t.Task.ID, "delivery", m.Deliveries)
 	ver := s.cfg.Judge.VersionID()
-	key := ArchiveKey(t.Run, t.Task.App, t.ID, ver)
+	key := archive.Key(t.Run, t.Task.App, t.ID, ver)
 	retry := func(what string, err error) bus.Result {
 		d := s.retryDelay(m.Deliveries)
 		log.Warn("judge: trajectory will be tried again", "after", d, "what", what, "err", err)
@@ -306,7 +292,7 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 			return retry("archive", err), nil
 		}
 	}
-	ack, err := s.cfg.Bus.Publish(ctx, bus.Subject(bus.Judged, t.Task.App), MessageID(t.ID, ver), body, nil)
+	ack, err := s.cfg.Bus.Publish(ctx, bus.Subject(bus.Judged, t.Task.App), archive.MessageID(t.ID, ver), body, nil)
 	if err != nil {
 		return retry("publish", err), nil
 	}

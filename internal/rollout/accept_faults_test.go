@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
 
@@ -85,10 +86,10 @@ func TestAcceptFaultyVMsAreQuarantined(t *testing.T) {
 	if len(ps) != total {
 		t.Fatalf("%d trajectories on the stream, want every one of the %d episodes", len(ps), total)
 	}
-	seen := map[EpisodeKey]bool{}
+	seen := map[ledger.EpisodeKey]bool{}
 	for _, p := range ps {
 		tr := p.Traj
-		key := EpisodeKey{tr.Task.ID, tr.Sample}
+		key := ledger.EpisodeKey{Task: tr.Task.ID, Sample: tr.Sample}
 		if seen[key] {
 			t.Errorf("episode %v published twice", key)
 		}

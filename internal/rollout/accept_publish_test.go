@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -42,7 +43,7 @@ func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	ledger, err := OpenLedger(ctx, b, bus.DefaultTopology())
+	runs, err := ledger.Open(ctx, b, bus.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
 	for _, id := range taskIDs {
 		names = append(names, acceptApp+"/"+id)
 	}
-	done, err := ledger.Done(ctx, cfg.Run, names)
+	done, err := runs.Done(ctx, cfg.Run, names)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +78,8 @@ func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
 		if tr.Run != cfg.Run || tr.Task.App != acceptApp || tr.Group != G || tr.Samples != K {
 			t.Errorf("%s: run %q app %q G %d K %d, want %q %q %d %d", where, tr.Run, tr.Task.App, tr.Group, tr.Samples, cfg.Run, acceptApp, G, K)
 		}
-		if want := done[EpisodeKey{tr.Task.ID, tr.Sample}]; want != RecordOf(tr) {
-			t.Errorf("%s: the ledger records %+v for this episode, want %+v", where, want, RecordOf(tr))
+		if want := done[ledger.EpisodeKey{Task: tr.Task.ID, Sample: tr.Sample}]; want != ledger.RecordOf(tr) {
+			t.Errorf("%s: the ledger records %+v for this episode, want %+v", where, want, ledger.RecordOf(tr))
 		}
 		if tr.Outcome.IsEnvError() {
 			t.Errorf("%s: env_error (%s) in a world without faults", where, tr.Outcome.Reason)

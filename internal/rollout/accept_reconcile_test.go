@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ledger"
 )
 
 // A process that stops between publishing a trajectory and writing its
@@ -41,13 +42,13 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 	b := openTestBus(t, dir)
 	ctx := context.Background()
 	ps := readPublished(t, b, openStore(t, dir), acceptApp)
-	kv, err := b.JetStream().KeyValue(ctx, LedgerBucket)
+	kv, err := b.JetStream().KeyValue(ctx, ledger.Bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost := map[EpisodeKey]string{} // → trajectory id on the stream
+	lost := map[ledger.EpisodeKey]string{} // → trajectory id on the stream
 	for _, p := range ps[:2] {
-		key := EpisodeKey{p.Task, p.Sample}
+		key := ledger.EpisodeKey{Task: p.Task, Sample: p.Sample}
 		if err := kv.Delete(ctx, fmt.Sprintf("%s.ep.%s.%d", bus.KeyToken(run), bus.KeyToken(key.Task), key.Sample)); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 		t.Errorf("%d episodes reported as recorded from the stream, want %d", len(recs), len(lost))
 	}
 	for _, r := range recs {
-		key := EpisodeKey{r.Attrs["task"], 0}
+		key := ledger.EpisodeKey{Task: r.Attrs["task"], Sample: 0}
 		fmt.Sscan(r.Attrs["sample"], &key.Sample)
 		if id, ok := lost[key]; !ok || r.Attrs["trajectory"] != id {
 			t.Errorf("recorded %v as %s; lost were %v", key, r.Attrs["trajectory"], lost)
@@ -84,7 +85,7 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 	// The ledger holds the stream's trajectories again.
 	b = openTestBus(t, dir)
 	defer b.Close()
-	l, err := OpenLedger(ctx, b, bus.DefaultTopology())
+	l, err := ledger.Open(ctx, b, bus.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 		t.Errorf("ledger lists %d episodes, want %d", len(done), total)
 	}
 	for _, p := range ps {
-		if got, want := done[EpisodeKey{p.Task, p.Sample}], RecordOf(p.Traj); got != want {
+		if got, want := done[ledger.EpisodeKey{Task: p.Task, Sample: p.Sample}], ledger.RecordOf(p.Traj); got != want {
 			t.Errorf("ledger %s/%d: %+v, want the stream's %+v", p.Task, p.Sample, got, want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ledger"
 )
 
 // Acceptance 5: a run killed part-way is finished by running it again
@@ -89,11 +90,11 @@ watch:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger, err := OpenLedger(cctx, held, bus.DefaultTopology())
+	runs, err := ledger.Open(cctx, held, bus.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := ledger.Done(cctx, run, names)
+	done, err := runs.Done(cctx, run, names)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,16 +158,16 @@ watch:
 	if len(final) != total {
 		t.Errorf("ledger records %d episodes, want %d", len(final), total)
 	}
-	byHeader := map[EpisodeKey]bool{}
+	byHeader := map[ledger.EpisodeKey]bool{}
 	ids := map[string]bool{}
 	for _, p := range ps {
 		tr := p.Traj
-		key := EpisodeKey{p.Task, p.Sample}
+		key := ledger.EpisodeKey{Task: p.Task, Sample: p.Sample}
 		if byHeader[key] {
 			t.Errorf("(task, sample) %v published twice", key)
 		}
 		byHeader[key] = true
-		if key != (EpisodeKey{tr.Task.ID, tr.Sample}) {
+		if key != (ledger.EpisodeKey{Task: tr.Task.ID, Sample: tr.Sample}) {
 			t.Errorf("headers say %v, trajectory %s says %s/%d", key, tr.ID, tr.Task.ID, tr.Sample)
 		}
 		if ids[tr.ID] {
@@ -189,16 +190,16 @@ watch:
 	}
 	for _, id := range names {
 		for k := range K {
-			if !byHeader[EpisodeKey{id, k}] {
+			if !byHeader[ledger.EpisodeKey{Task: id, Sample: k}] {
 				t.Errorf("episode %s/%d missing from the stream", id, k)
 			}
 		}
 	}
 }
 
-func mustLedger(t *testing.T, b *bus.Bus) *Ledger {
+func mustLedger(t *testing.T, b *bus.Bus) *ledger.Ledger {
 	t.Helper()
-	l, err := OpenLedger(context.Background(), b, bus.DefaultTopology())
+	l, err := ledger.Open(context.Background(), b, bus.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}

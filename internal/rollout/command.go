@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
@@ -48,8 +48,8 @@ type Options struct {
 	// Sim, the simulator.
 	Seed      *int64
 	TimeScale float64 // with Sim: wall time per simulated second
-	Planner   agent.ModelConfig
-	Executor  agent.ModelConfig
+	Planner   model.Config
+	Executor  model.Config
 	// PlannerCoords and ExecutorCoords are the coordinate spaces the two
 	// models write points in (uitars.ParseCoords; empty: grid1000 for the
 	// planner, pixels-resized for the executor). With Sim, the simulated

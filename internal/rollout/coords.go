@@ -3,70 +3,10 @@ package rollout
 import (
 	"fmt"
 
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
-
-// Grounding counts what the executor answered in one episode (or a run):
-// how many candidates it grounded, how many answers did not parse, how
-// many were well formed but outside its coordinate space, and the largest
-// numbers it wrote, in the units of its space.
-type Grounding struct {
-	Grounded   int `json:"grounded"`               // candidates sent to the executor
-	Unparsed   int `json:"unparsed,omitempty"`     // answers that are not an action (syntax)
-	OutOfRange int `json:"out_of_range,omitempty"` // well-formed points outside the space
-	Points     int `json:"points,omitempty"`       // points parsed
-	// MaxX and MaxY are the largest x and y written (normalised point ×
-	// the space's extent); ExtW and ExtH the extents of the space on the
-	// screenshots (e.g. 1288 and 812 for pixels-resized on 1280×800).
-	MaxX float64 `json:"max_x,omitempty"`
-	MaxY float64 `json:"max_y,omitempty"`
-	ExtW float64 `json:"ext_w,omitempty"`
-	ExtH float64 `json:"ext_h,omitempty"`
-}
-
-// groundingOf counts the executor's answers in a trajectory, in the
-// executor's recorded coordinate space.
-func groundingOf(t *traj.Trajectory) Grounding {
-	var g Grounding
-	space := t.Models.Executor.Space()
-	for _, s := range t.Steps {
-		w, h, err := uitars.Extent(space, uitars.Screen{W: s.Screenshot.Width, H: s.Screenshot.Height})
-		if err == nil {
-			g.ExtW, g.ExtH = max(g.ExtW, w), max(g.ExtH, h)
-		}
-		for _, c := range s.Candidates {
-			if c.ExecutorOutput == "" && c.ParseError == "" {
-				continue // an answer: not grounded
-			}
-			g.Grounded++
-			switch {
-			case c.ParseErrorKind == traj.ParseOutOfRange:
-				g.OutOfRange++
-			case c.Action == nil:
-				g.Unparsed++
-			case err == nil:
-				for _, p := range []*traj.Point{c.Action.Point, c.Action.Start, c.Action.End} {
-					if p != nil {
-						g.Points++
-						g.MaxX, g.MaxY = max(g.MaxX, p.X*w), max(g.MaxY, p.Y*h)
-					}
-				}
-			}
-		}
-	}
-	return g
-}
-
-// add accumulates o into g.
-func (g *Grounding) add(o Grounding) {
-	g.Grounded += o.Grounded
-	g.Unparsed += o.Unparsed
-	g.OutOfRange += o.OutOfRange
-	g.Points += o.Points
-	g.MaxX, g.MaxY = max(g.MaxX, o.MaxX), max(g.MaxY, o.MaxY)
-	g.ExtW, g.ExtH = max(g.ExtW, o.ExtW), max(g.ExtH, o.ExtH)
-}
 
 // Thresholds of the grounding warnings.
 const (
@@ -79,7 +19,7 @@ const (
 	warnMinPoints = 100
 )
 
-// warnings says what looks wrong with the executor's answers over a run
+// groundingWarnings says what looks wrong with the executor's answers over a run
 // whose executor was configured with space: a share of out-of-range points
 // (the executor writes in another space), many unparseable answers, or —
 // after warnMinPoints points — numbers that never leave [0, 1000] although
@@ -87,7 +27,7 @@ const (
 // read as pixels of a large screen), or never leave [0, 1] in a space far
 // larger (fractions read as pixels or grid). Each warning names the
 // figures and what to check.
-func (g Grounding) warnings(space traj.Coords) []string {
+func groundingWarnings(g ledger.Grounding, space traj.Coords) []string {
 	if g.Grounded == 0 {
 		return nil
 	}

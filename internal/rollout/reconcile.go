@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -32,7 +33,7 @@ const reconcileMargin = 10 * time.Minute
 // the trajectory the stream keeps, or, once the de-duplication window has
 // passed, be stored twice. Only episodes in want are looked at; it returns
 // how many it recorded.
-func reconcile(ctx context.Context, b *bus.Bus, l *Ledger, subject, run string, since time.Time, want map[EpisodeKey]bool, done map[EpisodeKey]Record, log *slog.Logger) (int, error) {
+func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run string, since time.Time, want map[ledger.EpisodeKey]bool, done map[ledger.EpisodeKey]ledger.Record, log *slog.Logger) (int, error) {
 	missing := 0
 	for k := range want {
 		if _, ok := done[k]; !ok {
@@ -43,11 +44,11 @@ func reconcile(ctx context.Context, b *bus.Bus, l *Ledger, subject, run string, 
 		return 0, nil
 	}
 	type found struct {
-		key EpisodeKey
+		key ledger.EpisodeKey
 		seq uint64
 	}
 	var todo []found
-	seen := map[EpisodeKey]bool{}
+	seen := map[ledger.EpisodeKey]bool{}
 	err := b.Scan(ctx, bus.Raw, subject, since.Add(-reconcileMargin), func(m bus.Stored) error {
 		if m.Header.Get(HeaderRun) != run {
 			return nil
@@ -58,7 +59,7 @@ func reconcile(ctx context.Context, b *bus.Bus, l *Ledger, subject, run string, 
 				"seq", m.Seq, "header", HeaderSample, "value", m.Header.Get(HeaderSample))
 			return nil
 		}
-		key := EpisodeKey{m.Header.Get(HeaderTask), k}
+		key := ledger.EpisodeKey{Task: m.Header.Get(HeaderTask), Sample: k}
 		if !want[key] || seen[key] {
 			return nil
 		}
@@ -86,7 +87,7 @@ func reconcile(ctx context.Context, b *bus.Bus, l *Ledger, subject, run string, 
 				"task", f.key.Task, "sample", f.key.Sample, "seq", f.seq, "err", err)
 			continue
 		}
-		rec := RecordOf(t)
+		rec := ledger.RecordOf(t)
 		if err := l.MarkDone(ctx, run, f.key, rec, true); err != nil {
 			return n, err
 		}

@@ -12,6 +12,9 @@ import (
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -38,7 +41,7 @@ type Config struct {
 	PoolOptions []vmpool.Option
 	// Planner and Executor are the model endpoints, PlannerCoords and
 	// ExecutorCoords the coordinate spaces they write points in.
-	Planner, Executor             agent.ModelConfig
+	Planner, Executor             model.Config
 	PlannerCoords, ExecutorCoords traj.Coords
 	Prompts                       string // prompt template folder; empty: ours
 	// Sleep and RequestSeed go to the agent (agent.Config).
@@ -69,12 +72,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	ledger, err := OpenLedger(ctx, cfg.Bus, cfg.Topology)
+	runs, err := ledger.Open(ctx, cfg.Bus, cfg.Topology)
 	if err != nil {
 		return nil, err
 	}
 	subject := bus.Subject(bus.Raw, cfg.App)
-	plan, err := planJobs(ctx, cfg, ledger, subject, log)
+	plan, err := planJobs(ctx, cfg, runs, subject, log)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +87,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	// Every trajectory records its prompt set's hash; the set itself is
 	// stored once per run so the planner's messages can be rendered again.
-	if err := agent.StorePrompts(ctx, cfg.Store, prompts); err != nil {
+	if err := prompt.Store(ctx, cfg.Store, prompts); err != nil {
 		return nil, err
 	}
 	opts := append([]vmpool.Option{vmpool.WithLogger(log)}, cfg.PoolOptions...)
@@ -109,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 
 	prog := newProgress(cfg.Progress, len(plan.jobs), log)
-	pub := &Publisher{Bus: cfg.Bus, Ledger: ledger, Subject: subject, Run: cfg.Run}
+	pub := &Publisher{Bus: cfg.Bus, Ledger: runs, Subject: subject, Run: cfg.Run}
 	s := &sched.Scheduler{
 		Runner: ag, Pool: sched.VMPool(pool), Workers: pool.Size(), EnvRetries: cfg.EnvRetries,
 		Samples: cfg.Samples, Mode: cfg.Schedule, Log: log, Metrics: sched.NewMetrics(cfg.Metrics),
@@ -127,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if runErr != nil {
 		return sum, runErr
 	}
-	if err := ledger.Finish(context.WithoutCancel(ctx), cfg.Run, time.Now()); err != nil {
+	if err := runs.Finish(context.WithoutCancel(ctx), cfg.Run, time.Now()); err != nil {
 		log.Warn("could not record the end of the run", "err", err)
 	}
 	var errs []error
@@ -141,41 +144,41 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 
 // jobPlan is what a run still has to do.
 type jobPlan struct {
-	start time.Time             // the run's start (first invocation)
-	done  map[EpisodeKey]Record // published by an earlier invocation
-	jobs  []sched.Job           // every (task, sample) not published yet
+	start time.Time                           // the run's start (first invocation)
+	done  map[ledger.EpisodeKey]ledger.Record // published by an earlier invocation
+	jobs  []sched.Job                         // every (task, sample) not published yet
 }
 
 // planJobs records the run's start in the ledger (or reads it), reconciles
 // the ledger with the stream, and lists the episodes not published yet.
-func planJobs(ctx context.Context, cfg Config, ledger *Ledger, subject string, log *slog.Logger) (jobPlan, error) {
+func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject string, log *slog.Logger) (jobPlan, error) {
 	var p jobPlan
 	var err error
-	if err := ledger.reopen(ctx, cfg.Run); err != nil {
+	if err := runs.Reopen(ctx, cfg.Run); err != nil {
 		return p, err
 	}
-	if p.start, err = ledger.Start(ctx, cfg.Run, time.Now()); err != nil {
+	if p.start, err = runs.Start(ctx, cfg.Run, time.Now()); err != nil {
 		return p, err
 	}
 	names := make([]string, len(cfg.Tasks))
 	for i := range cfg.Tasks {
 		names[i] = cfg.Tasks[i].ID
 	}
-	if p.done, err = ledger.Done(ctx, cfg.Run, names); err != nil {
+	if p.done, err = runs.Done(ctx, cfg.Run, names); err != nil {
 		return p, err
 	}
-	want := make(map[EpisodeKey]bool, len(cfg.Tasks)*cfg.Samples)
+	want := make(map[ledger.EpisodeKey]bool, len(cfg.Tasks)*cfg.Samples)
 	for i := range cfg.Tasks {
 		for k := range cfg.Samples {
-			want[EpisodeKey{cfg.Tasks[i].ID, k}] = true
+			want[ledger.EpisodeKey{Task: cfg.Tasks[i].ID, Sample: k}] = true
 		}
 	}
-	if _, err := reconcile(ctx, cfg.Bus, ledger, subject, cfg.Run, p.start, want, p.done, log); err != nil {
+	if _, err := reconcile(ctx, cfg.Bus, runs, subject, cfg.Run, p.start, want, p.done, log); err != nil {
 		return p, err
 	}
 	for i := range cfg.Tasks {
 		for k := range cfg.Samples {
-			if _, ok := p.done[EpisodeKey{cfg.Tasks[i].ID, k}]; !ok {
+			if _, ok := p.done[ledger.EpisodeKey{Task: cfg.Tasks[i].ID, Sample: k}]; !ok {
 				p.jobs = append(p.jobs, sched.Job{Task: &cfg.Tasks[i], Sample: k})
 			}
 		}
@@ -186,16 +189,16 @@ func planJobs(ctx context.Context, cfg Config, ledger *Ledger, subject string, l
 }
 
 // newAgent builds the agent: model clients, prompts, coordinate spaces.
-func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *agent.Prompts, error) {
-	planner, err := agent.NewModel(cfg.Planner, log)
+func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *prompt.Set, error) {
+	planner, err := model.New(cfg.Planner, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("planner: %w", err)
 	}
-	executor, err := agent.NewModel(cfg.Executor, log)
+	executor, err := model.New(cfg.Executor, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("executor: %w", err)
 	}
-	prompts, err := agent.LoadPrompts(cfg.Prompts)
+	prompts, err := prompt.Load(cfg.Prompts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,7 +213,7 @@ func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *agent.Prompts, error
 // Publisher publishes a run's trajectories and records them in the ledger.
 type Publisher struct {
 	Bus     *bus.Bus
-	Ledger  *Ledger
+	Ledger  *ledger.Ledger
 	Subject string // coda.traj.<app>
 	Run     string
 }
@@ -247,7 +250,7 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 	// A duplicate means the stream already holds a trajectory with this id
 	// (an earlier invocation published it): its ledger record, if there is
 	// one, describes the stored trajectory and stays.
-	return p.Ledger.MarkDone(ctx, p.Run, EpisodeKey{j.Task.ID, j.Sample}, RecordOf(t), ack.Duplicate)
+	return p.Ledger.MarkDone(ctx, p.Run, ledger.EpisodeKey{Task: j.Task.ID, Sample: j.Sample}, ledger.RecordOf(t), ack.Duplicate)
 }
 
 func streamCount(ctx context.Context, b *bus.Bus, subject string) (uint64, error) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -54,29 +55,29 @@ type Summary struct {
 	Quarantined     []string `json:"quarantined_vms"`
 	WallSeconds     float64  `json:"wall_seconds"`
 	OnStream        uint64   `json:"trajectories_on_stream"`
-	// ExecutorCoords is the executor's coordinate space; Grounding counts
+	// ExecutorCoords is the executor's coordinate space; ledger.Grounding counts
 	// its answers over the run, and UnparsedShare and OutOfRangeShare are
 	// the shares of grounded candidates whose answer did not parse or had
 	// a point outside that space (both score 0 in every group).
-	ExecutorCoords  string    `json:"executor_coords"`
-	Grounding       Grounding `json:"grounding"`
-	UnparsedShare   float64   `json:"unparsed_share"`
-	OutOfRangeShare float64   `json:"out_of_range_share"`
+	ExecutorCoords  string           `json:"executor_coords"`
+	Grounding       ledger.Grounding `json:"grounding"`
+	UnparsedShare   float64          `json:"unparsed_share"`
+	OutOfRangeShare float64          `json:"out_of_range_share"`
 	// Warnings say what looks wrong with the run's data (printed loudly).
 	Warnings []string `json:"warnings"`
 }
 
 // summarize builds the summary of a run from this invocation's results and
 // the ledger records of earlier invocations (done).
-func summarize(cfg Config, results []sched.Result, done map[EpisodeKey]Record, wall time.Duration, ps vmpool.Stats) *Summary {
+func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]ledger.Record, wall time.Duration, ps vmpool.Stats) *Summary {
 	s := &Summary{Run: cfg.Run, App: cfg.App, Tasks: len(cfg.Tasks), Samples: cfg.Samples, Group: cfg.Group, Skipped: len(done),
 		Outcomes: map[string]int{}, WallSeconds: wall.Seconds(), Utilisation: ps.Utilisation, Quarantined: []string{}}
 	type agg struct{ ok, n int }
 	perTask := map[string]*agg{}
 	steps, valid := 0, 0
-	add := func(task string, r Record) {
+	add := func(task string, r ledger.Record) {
 		s.Outcomes[string(r.Outcome)]++
-		s.Grounding.add(r.Grounding)
+		s.Grounding.Add(r.Grounding)
 		a := perTask[task]
 		if a == nil {
 			a = &agg{}
@@ -113,7 +114,7 @@ func summarize(cfg Config, results []sched.Result, done map[EpisodeKey]Record, w
 			continue
 		}
 		s.Episodes++
-		add(r.Job.Task.ID, RecordOf(r.Trajectory))
+		add(r.Job.Task.ID, ledger.RecordOf(r.Trajectory))
 	}
 	if valid > 0 {
 		s.MeanSteps = float64(steps) / float64(valid)
@@ -142,7 +143,7 @@ func summarize(cfg Config, results []sched.Result, done map[EpisodeKey]Record, w
 	}
 	ec := uitars.WithDefaults(cfg.ExecutorCoords)
 	s.ExecutorCoords = uitars.CoordsString(ec)
-	s.Warnings = append([]string{}, s.Grounding.warnings(ec)...)
+	s.Warnings = append([]string{}, groundingWarnings(s.Grounding, ec)...)
 	for _, q := range ps.QuarantinedVMs {
 		s.Quarantined = append(s.Quarantined, q.VM+": "+q.Reason)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -27,9 +28,9 @@ func TestSummaryLeavesUnscoredEpisodesOut(t *testing.T) {
 		{Job: sched.Job{Task: b, Sample: 0}, Attempts: 3, Trajectory: &traj.Trajectory{ID: "4", Outcome: traj.Outcome{Kind: traj.OutcomeEnvError}}},
 		{Job: sched.Job{Task: b, Sample: 1}, Attempts: 1, Trajectory: finished("5", &traj.EvalResult{Checks: []traj.CheckResult{{Type: "x"}}})},
 	}
-	done := map[EpisodeKey]Record{
-		{"B", 2}: RecordOf(finished("6", nil)),                                     // no evaluator
-		{"A", 3}: {ID: "7", Outcome: traj.OutcomeFinished, Passed: true, Steps: 2}, // a record written before "unscored" existed
+	done := map[ledger.EpisodeKey]ledger.Record{
+		{Task: "B", Sample: 2}: ledger.RecordOf(finished("6", nil)),                              // no evaluator
+		{Task: "A", Sample: 3}: {ID: "7", Outcome: traj.OutcomeFinished, Passed: true, Steps: 2}, // a record written before "unscored" existed
 	}
 	s := summarize(Config{App: "X", Samples: 4, Tasks: make([]scienceboard.Task, 2)}, results, done, 0, vmpool.Stats{})
 	if s.Success != 2 || s.Unscored != 3 || s.EnvErrors != 1 || s.Retries != 2 {

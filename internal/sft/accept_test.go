@@ -15,8 +15,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/shard/shardtest"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -107,11 +107,11 @@ func wantUser(t *testing.T, storeDir string, e expSample) (system, user string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := agent.FetchPrompts(context.Background(), store, e.jd.Trajectory.Prompts)
+	p, err := prompt.Fetch(context.Background(), store, e.jd.Trajectory.Prompts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := p.PlannerMessagesAt(&e.jd.Trajectory, e.step, agent.RefURL)
+	msgs, err := p.PlannerMessagesAt(&e.jd.Trajectory, e.step, prompt.RefURL)
 	if err != nil {
 		t.Fatal(err)
 	}

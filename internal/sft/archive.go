@@ -7,96 +7,13 @@ import (
 	"io"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
-	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
-
-// archiveKey is an archive key taken apart: judge.ArchiveKey(run, app,
-// id, version) = judged/<run>/<app>/<id>.<version>.json, each part
-// escaped as bus.KeyToken does.
-type archiveKey struct {
-	Key                   string
-	Run, App, ID, Version string
-}
-
-// parseArchiveKey takes a judged-archive key apart; ok is false for a key
-// that judge.ArchiveKey does not make.
-func parseArchiveKey(key string) (archiveKey, bool) {
-	rest, ok := strings.CutPrefix(key, judge.ArchivePrefix)
-	if !ok {
-		return archiveKey{}, false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 {
-		return archiveKey{}, false
-	}
-	name, ok := strings.CutSuffix(parts[2], ".json")
-	if !ok {
-		return archiveKey{}, false
-	}
-	idTok, verTok, ok := strings.Cut(name, ".")
-	if !ok || strings.Contains(verTok, ".") {
-		return archiveKey{}, false
-	}
-	k := archiveKey{Key: key}
-	for _, p := range []struct {
-		tok string
-		dst *string
-	}{{parts[0], &k.Run}, {parts[1], &k.App}, {idTok, &k.ID}, {verTok, &k.Version}} {
-		s, ok := unescapeToken(p.tok)
-		if !ok {
-			return archiveKey{}, false
-		}
-		*p.dst = s
-	}
-	if judge.ArchiveKey(k.Run, k.App, k.ID, k.Version) != key {
-		return archiveKey{}, false
-	}
-	return k, true
-}
-
-// unescapeToken reverses bus.KeyToken: "=XX" is the byte with hex XX.
-func unescapeToken(s string) (string, bool) {
-	if s == "" {
-		return "", false
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '=' {
-			b.WriteByte(c)
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", false
-		}
-		hi, ok1 := unhex(s[i+1])
-		lo, ok2 := unhex(s[i+2])
-		if !ok1 || !ok2 {
-			return "", false
-		}
-		b.WriteByte(hi<<4 | lo)
-		i += 2
-	}
-	return b.String(), true
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
-}
 
 // matchAny reports whether s matches one of the glob patterns (path.Match;
 // a plain name matches itself); no patterns match everything.
@@ -115,7 +32,7 @@ func matchAny(patterns []string, s string) bool {
 // record is what the first pass keeps of one archive record: enough to
 // choose a trajectory's judgement and to filter it, not the trajectory.
 type record struct {
-	archiveKey
+	archive.Name
 	// Err says why the record cannot be used (it does not decode, or does
 	// not match its key); the fields below are then zero.
 	Err       string
@@ -132,7 +49,7 @@ type record struct {
 // readJudged reads and decodes the judged trajectory archived under key.
 // A record that does not decode or does not match its key is an
 // *inputError; a store failure is returned as is.
-func readJudged(ctx context.Context, store *blob.Store, k archiveKey) (*traj.Judged, error) {
+func readJudged(ctx context.Context, store *blob.Store, k archive.Name) (*traj.Judged, error) {
 	rc, _, err := store.Bucket().Get(ctx, k.Key)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, inputErr("the record is no longer in the archive")
@@ -165,8 +82,8 @@ func readJudged(ctx context.Context, store *blob.Store, k archiveKey) (*traj.Jud
 }
 
 // summarize keeps what the first pass needs of a judged trajectory.
-func summarize(k archiveKey, jd *traj.Judged) record {
-	r := record{archiveKey: k, Task: jd.Trajectory.Task.ID, JudgedAt: jd.Judgement.JudgedAt,
+func summarize(k archive.Name, jd *traj.Judged) record {
+	r := record{Name: k, Task: jd.Trajectory.Task.ID, JudgedAt: jd.Judgement.JudgedAt,
 		StartedAt: jd.Trajectory.StartedAt, Decision: jd.Judgement.Decision, Judge: jd.Judgement.Judge}
 	if e := jd.Trajectory.Eval; e != nil && len(e.Unsupported) == 0 && e.Error == "" {
 		r.EvalRan, r.EvalPassed = true, e.Passed
@@ -176,12 +93,12 @@ func summarize(k archiveKey, jd *traj.Judged) record {
 
 // listArchive lists the archive records of the selected runs and apps, in
 // key order, and the keys under judged/ that are not archive records.
-func listArchive(ctx context.Context, store *blob.Store, runs, apps []string) (keys []archiveKey, strays []string, err error) {
-	for info, err := range store.Bucket().List(ctx, judge.ArchivePrefix) {
+func listArchive(ctx context.Context, store *blob.Store, runs, apps []string) (keys []archive.Name, strays []string, err error) {
+	for info, err := range store.Bucket().List(ctx, archive.Prefix) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("sft: list %s in %s: %w", judge.ArchivePrefix, store, err)
+			return nil, nil, fmt.Errorf("sft: list %s in %s: %w", archive.Prefix, store, err)
 		}
-		k, ok := parseArchiveKey(info.Key)
+		k, ok := archive.Parse(info.Key)
 		if !ok {
 			strays = append(strays, info.Key)
 			continue
@@ -196,14 +113,14 @@ func listArchive(ctx context.Context, store *blob.Store, runs, apps []string) (k
 // readRecords reads every listed record with workers goroutines and
 // returns their summaries in the order of keys. Only store failures are
 // errors; a record that cannot be used has Err set.
-func readRecords(ctx context.Context, store *blob.Store, keys []archiveKey, workers int, done func()) ([]record, error) {
+func readRecords(ctx context.Context, store *blob.Store, keys []archive.Name, workers int, done func()) ([]record, error) {
 	out := make([]record, len(keys))
 	err := parallel(ctx, len(keys), workers, func(ctx context.Context, i int) error {
 		defer done()
 		jd, err := readJudged(ctx, store, keys[i])
 		var ie *inputError
 		if errors.As(err, &ie) {
-			out[i] = record{archiveKey: keys[i], Err: ie.Reason}
+			out[i] = record{Name: keys[i], Err: ie.Reason}
 			return nil
 		}
 		if err != nil {

@@ -162,7 +162,7 @@ func Build(ctx context.Context, cfg Config) (*Manifest, error) {
 	err = parallel(ctx, len(cands), cfg.Workers, func(ctx context.Context, i int) error {
 		defer prog.add(1, 0)
 		c := cands[i]
-		jd, err := readJudged(ctx, cfg.Store, c.rec.archiveKey)
+		jd, err := readJudged(ctx, cfg.Store, c.rec.Name)
 		if err == nil {
 			var ss []Sample
 			if ss, err = render.samples(ctx, jd); err == nil {
@@ -503,7 +503,7 @@ func (w *datasetWriter) writeSplit(ctx context.Context, split string, list []*ca
 		out := make([][]Sample, len(batch))
 		err := parallel(ctx, len(batch), w.cfg.Workers, func(ctx context.Context, i int) error {
 			c := batch[i]
-			jd, err := readJudged(ctx, w.cfg.Store, c.rec.archiveKey)
+			jd, err := readJudged(ctx, w.cfg.Store, c.rec.Name)
 			if err == nil {
 				out[i], err = w.render.samples(ctx, jd)
 			}

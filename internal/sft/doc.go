@@ -11,7 +11,7 @@
 // de-duplicates trajectories of one task with the same executed action
 // sequence, caps trajectories per task, and splits by task into train and
 // val. Every step of a kept trajectory becomes one sample: the planner's
-// messages at that step as agent.Prompts.PlannerMessagesAt renders them
+// messages at that step as prompt.Set.PlannerMessagesAt renders them
 // (the one renderer the agent uses), mapped onto the alternating
 // user/assistant layout LLaMA-Factory and ms-swift require (see
 // ShareGPT), with the executed candidate's plan as the target.

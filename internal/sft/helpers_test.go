@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/rollout"
@@ -155,7 +156,7 @@ func archived(t testing.TB, storeDir string) map[string]*traj.Judged {
 		t.Fatal(err)
 	}
 	out := map[string]*traj.Judged{}
-	for info, err := range b.List(ctx, judge.ArchivePrefix) {
+	for info, err := range b.List(ctx, archive.Prefix) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +186,7 @@ func putArchived(t testing.TB, storeDir string, jd *traj.Judged) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := judge.ArchiveKey(jd.Trajectory.Run, jd.Trajectory.Task.App, jd.Trajectory.ID, jd.Judgement.Judge.ID())
+	key := archive.Key(jd.Trajectory.Run, jd.Trajectory.Task.App, jd.Trajectory.ID, jd.Judgement.Judge.ID())
 	putRaw(t, storeDir, key, body)
 	return key
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -66,7 +66,7 @@ type Sample struct {
 // SHA-256.
 func ImagePath(sha string) string { return ImagesDir + "/" + sha + ".png" }
 
-// ShareGPT maps the planner's messages (agent.Prompts.RenderPlanner: a
+// ShareGPT maps the planner's messages (prompt.Set.RenderPlanner: a
 // system message, the previous plans as assistant messages, then one user
 // message with the screenshots and the task) and the target plan onto the
 // alternating layout sharegpt trainers require: the system message, ONE
@@ -185,40 +185,26 @@ func actionSequence(t *traj.Trajectory) string {
 type renderer struct {
 	store *blob.Store
 
-	mu      sync.Mutex
-	prompts map[string]*agent.Prompts
-	stats   map[string]bool // sha → in the store
+	prompts *prompt.Cache
+
+	mu    sync.Mutex
+	stats map[string]bool // sha → in the store
 }
 
 func newRenderer(store *blob.Store) *renderer {
-	return &renderer{store: store, prompts: map[string]*agent.Prompts{}, stats: map[string]bool{}}
+	return &renderer{store: store, prompts: prompt.NewCache(store), stats: map[string]bool{}}
 }
 
-// promptSet returns the prompt set t records (agent.FetchPrompts, once
-// per hash).
-func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*agent.Prompts, error) {
-	if t.Prompts == "" {
-		return nil, inputErr("%v", agent.ErrNoPrompts)
-	}
-	r.mu.Lock()
-	p, ok := r.prompts[t.Prompts]
-	r.mu.Unlock()
-	if ok {
-		return p, nil
-	}
-	p, err := agent.FetchPrompts(ctx, r.store, t.Prompts)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, inputErr("its prompt set %s is missing from the blob store", t.Prompts)
-	}
-	if errors.Is(err, blob.ErrChecksumMismatch) {
-		return nil, inputErr("its prompt set %s is corrupt in the blob store: %v", t.Prompts, err)
+// promptSet returns the prompt set t records; one it cannot have is bad
+// input.
+func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*prompt.Set, error) {
+	p, err := r.prompts.Of(ctx, t)
+	if prompt.Unavailable(err) {
+		return nil, inputErr("%v", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sft: trajectory %s: %w", t.ID, err)
 	}
-	r.mu.Lock()
-	r.prompts[t.Prompts] = p
-	r.mu.Unlock()
 	return p, nil
 }
 
@@ -260,7 +246,7 @@ func (r *renderer) samples(ctx context.Context, jd *traj.Judged) ([]Sample, erro
 	}
 	out := make([]Sample, 0, len(t.Steps))
 	for i := range t.Steps {
-		msgs, err := p.PlannerMessagesAt(t, i, agent.RefURL)
+		msgs, err := p.PlannerMessagesAt(t, i, prompt.RefURL)
 		if err != nil {
 			return nil, inputErr("step %d: the planner's messages cannot be rendered: %v", i, err)
 		}
@@ -284,7 +270,7 @@ func (r *renderer) samples(ctx context.Context, jd *traj.Judged) ([]Sample, erro
 		}
 		shas := make([]string, len(urls))
 		for k, u := range urls {
-			sha, ok := strings.CutPrefix(u, agent.RefScheme)
+			sha, ok := strings.CutPrefix(u, prompt.RefScheme)
 			if !ok {
 				return nil, inputErr("step %d: image URL %q is not a blob reference", i, u)
 			}

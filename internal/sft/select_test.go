@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/export"
-	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -251,35 +251,13 @@ func TestSplitOf(t *testing.T) {
 	}
 }
 
-// TestParseArchiveKey: keys made by judge.ArchiveKey come apart into the
-// same names, whatever characters they hold; other keys are refused.
-func TestParseArchiveKey(t *testing.T) {
-	for _, n := range []struct{ run, app, id, ver string }{
-		{"sft-expert", "ChimeraX", "01ABC", "3612d87c3c433c43"},
-		{"night/1", "GRASS GIS", "01X", "v1"},
-		{"..", "a.b", "id.with.dots", "ver"},
-		{"ünï=cødé", "=41", "x", "y"},
-	} {
-		key := judge.ArchiveKey(n.run, n.app, n.id, n.ver)
-		k, ok := parseArchiveKey(key)
-		if !ok || k.Run != n.run || k.App != n.app || k.ID != n.id || k.Version != n.ver || k.Key != key {
-			t.Errorf("%q: %+v %v", key, k, ok)
-		}
-	}
-	for _, key := range []string{"judged/a/b/c.json", "judged/a/b/c.d.e.json", "judged/a/c.v.json", "other/a/b/c.v.json", "judged/a/b/c.v.txt", "judged/a=4/b/c.v.json", "judged/a=zz/b/c.v.json"} {
-		if k, ok := parseArchiveKey(key); ok {
-			t.Errorf("%q parsed as %+v", key, k)
-		}
-	}
-}
-
 // TestChooseJudgement: the version asked for, else the latest (the
 // greater version id on a tie); an unreadable record among the candidates
 // leaves the trajectory without a judgement.
 func TestChooseJudgement(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	rec := func(ver string, at time.Time, errs string) record {
-		return record{archiveKey: archiveKey{Key: "k-" + ver, ID: "T", Version: ver}, JudgedAt: at, Err: errs}
+		return record{Name: archive.Name{Key: "k-" + ver, ID: "T", Version: ver}, JudgedAt: at, Err: errs}
 	}
 	cases := []struct {
 		name string

@@ -1,10 +1,15 @@
-package agent
+// Package prompt holds the prompt templates of the planner and the executor
+// and the one renderer of the planner's messages: the agent sends what
+// RenderPlanner returns, and the shard writer and the SFT builder store
+// what it returns for the same trajectory and step. A prompt set is stored
+// in the blob store under its SHA-256, which every trajectory records, so
+// a finished trajectory's prompts can be rendered again exactly.
+package prompt
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -13,13 +18,14 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	openai "github.com/sashabaranov/go-openai"
 )
 
-//go:embed prompts/*.tmpl
-var defaultPrompts embed.FS
+//go:embed templates/*.tmpl
+var defaults embed.FS
 
 // Prompt template files. A prompt directory given by the user holds any of
 // them; the missing ones keep our defaults.
@@ -29,15 +35,16 @@ const (
 	ExecutorSystemFile = "executor.tmpl"     // system prompt of the executor
 )
 
-// Prompts are the parsed prompt templates (Go text/template).
-type Prompts struct {
+// Set is a parsed prompt set: the templates (Go text/template) of one
+// run's planner and executor prompts.
+type Set struct {
 	plannerSystem, plannerUser, executorSystem *template.Template
 	hash                                       string
 	doc                                        []byte
 }
 
-// PromptData is what the templates see.
-type PromptData struct {
+// Data is what the templates see.
+type Data struct {
 	Instruction   string
 	App           string
 	Step          int // 1-based
@@ -57,7 +64,7 @@ type PromptData struct {
 
 // SetCoords fills the coordinate fields for a model writing in space c on
 // a screenshot of size screen.
-func (d *PromptData) SetCoords(c traj.Coords, screen uitars.Screen) error {
+func (d *Data) SetCoords(c traj.Coords, screen uitars.Screen) error {
 	desc, err := uitars.Describe(c, screen)
 	if err != nil {
 		return err
@@ -70,18 +77,18 @@ func (d *PromptData) SetCoords(c traj.Coords, screen uitars.Screen) error {
 	return nil
 }
 
-// LoadPrompts reads the templates from dir, falling back to the embedded
+// Load reads the templates from dir, falling back to the embedded
 // defaults for files dir does not have ("" → all defaults).
-func LoadPrompts(dir string) (*Prompts, error) {
+func Load(dir string) (*Set, error) {
 	files := make(map[string]string, len(promptFiles))
 	for _, name := range promptFiles {
 		src, b, err := readPrompt(dir, name)
 		if err != nil {
-			return nil, fmt.Errorf("agent: prompt %s: %w", src, err)
+			return nil, fmt.Errorf("prompt: prompt %s: %w", src, err)
 		}
 		files[name] = string(b)
 	}
-	return newPrompts(files)
+	return newSet(files)
 }
 
 // promptFiles are the templates of a prompt set, in the order they are parsed.
@@ -100,41 +107,41 @@ func readPrompt(dir, name string) (src string, b []byte, err error) {
 			return p, nil, err
 		}
 	}
-	b, err = defaultPrompts.ReadFile("prompts/" + name)
+	b, err = defaults.ReadFile("templates/" + name)
 	return "(default) " + name, b, err
 }
 
-// newPrompts parses a prompt set given as template texts by file name.
-func newPrompts(files map[string]string) (*Prompts, error) {
-	p := &Prompts{}
+// newSet parses a prompt set given as template texts by file name.
+func newSet(files map[string]string) (*Set, error) {
+	p := &Set{}
 	for _, f := range []struct {
 		name string
 		dst  **template.Template
 	}{{PlannerSystemFile, &p.plannerSystem}, {PlannerUserFile, &p.plannerUser}, {ExecutorSystemFile, &p.executorSystem}} {
 		text, ok := files[f.name]
 		if !ok {
-			return nil, fmt.Errorf("agent: prompt set has no %s", f.name)
+			return nil, fmt.Errorf("prompt: prompt set has no %s", f.name)
 		}
 		t, err := template.New(f.name).Option("missingkey=error").Parse(text)
 		if err != nil {
-			return nil, fmt.Errorf("agent: prompt %s: %w", f.name, err)
+			return nil, fmt.Errorf("prompt: prompt %s: %w", f.name, err)
 		}
 		// Execute once with sample data so field typos fail at load time.
-		sample := PromptData{Instruction: "x", Step: 1, StepLimit: 1, Width: 1280, Height: 800}
+		sample := Data{Instruction: "x", Step: 1, StepLimit: 1, Width: 1280, Height: 800}
 		if err := sample.SetCoords(uitars.Grid(), uitars.DefaultScreen); err != nil {
 			return nil, err
 		}
 		if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
-			return nil, fmt.Errorf("agent: prompt %s: %w", f.name, err)
+			return nil, fmt.Errorf("prompt: prompt %s: %w", f.name, err)
 		}
 		*f.dst = t
 	}
 	if len(files) != len(promptFiles) {
-		return nil, fmt.Errorf("agent: prompt set has %d files, want %v", len(files), promptFiles)
+		return nil, fmt.Errorf("prompt: prompt set has %d files, want %v", len(files), promptFiles)
 	}
 	doc, err := json.Marshal(promptSetDoc{Kind: promptSetKind, Files: files})
 	if err != nil {
-		return nil, fmt.Errorf("agent: prompt set: %w", err)
+		return nil, fmt.Errorf("prompt: prompt set: %w", err)
 	}
 	p.doc = doc
 	sum := sha256.Sum256(doc)
@@ -144,31 +151,26 @@ func newPrompts(files map[string]string) (*Prompts, error) {
 
 // Hash identifies the prompt set: the SHA-256 of its Document, which is
 // also its name in the blob store and what a trajectory records.
-func (p *Prompts) Hash() string { return p.hash }
+func (p *Set) Hash() string { return p.hash }
 
 // Document is the prompt set as stored in the blob store: JSON
 // {"kind":"codapipe.prompts/v1","files":{"<file>":"<template text>",...}}
 // with the files sorted by name (deterministic bytes).
-func (p *Prompts) Document() []byte { return p.doc }
+func (p *Set) Document() []byte { return p.doc }
 
-func render(t *template.Template, d PromptData) (string, error) {
+func render(t *template.Template, d Data) (string, error) {
 	var b strings.Builder
 	if err := t.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("agent: prompt %s: %w", t.Name(), err)
+		return "", fmt.Errorf("prompt: prompt %s: %w", t.Name(), err)
 	}
 	return strings.TrimSpace(b.String()), nil
-}
-
-// DataURI encodes a PNG as a data URI.
-func DataURI(png []byte) string {
-	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
 }
 
 // PlannerTurn is what the planner is shown at one step: the prompt data,
 // the plans of the steps before it (as assistant turns), and the previous
 // and current screenshots.
 type PlannerTurn struct {
-	Data    PromptData
+	Data    Data
 	History []string
 	Prev    *traj.ImageRef // nil at the first step
 	Cur     traj.ImageRef
@@ -183,12 +185,12 @@ type PlannerTurn struct {
 // derivation, so what is rendered later is what the planner was sent.
 func PlannerTurnAt(t *traj.Trajectory, i int, cur traj.ImageRef) (PlannerTurn, error) {
 	if i < 0 || i > len(t.Steps) {
-		return PlannerTurn{}, fmt.Errorf("agent: trajectory %s: no step %d (%d steps)", t.ID, i, len(t.Steps))
+		return PlannerTurn{}, fmt.Errorf("prompt: trajectory %s: no step %d (%d steps)", t.ID, i, len(t.Steps))
 	}
-	d := PromptData{Instruction: t.Task.Instruction, App: t.Task.App, Step: i + 1, StepLimit: t.Task.StepLimit,
+	d := Data{Instruction: t.Task.Instruction, App: t.Task.App, Step: i + 1, StepLimit: t.Task.StepLimit,
 		Width: cur.Width, Height: cur.Height}
 	if err := d.SetCoords(t.Models.Planner.Space(), uitars.Screen{W: cur.Width, H: cur.Height}); err != nil {
-		return PlannerTurn{}, fmt.Errorf("agent: trajectory %s step %d: %w", t.ID, i, err)
+		return PlannerTurn{}, fmt.Errorf("prompt: trajectory %s step %d: %w", t.ID, i, err)
 	}
 	turn := PlannerTurn{Data: d, Cur: cur}
 	for j := range t.Steps[:i] {
@@ -223,7 +225,7 @@ func RefURL(r traj.ImageRef) (string, error) { return RefScheme + r.SHA256, nil 
 // the task. It is the one renderer of the planner's messages: the agent
 // sends what it returns, and the shard writer and the SFT builder store
 // what it returns for the same trajectory and step.
-func (p *Prompts) RenderPlanner(turn PlannerTurn, url ImageURL) ([]openai.ChatCompletionMessage, error) {
+func (p *Set) RenderPlanner(turn PlannerTurn, url ImageURL) ([]openai.ChatCompletionMessage, error) {
 	d := turn.Data
 	sys, err := render(p.plannerSystem, d)
 	if err != nil {
@@ -246,7 +248,7 @@ func (p *Prompts) RenderPlanner(turn PlannerTurn, url ImageURL) ([]openai.ChatCo
 		}
 		u, err := url(*ref)
 		if err != nil {
-			return nil, fmt.Errorf("agent: planner image %s: %w", ref.SHA256, err)
+			return nil, fmt.Errorf("prompt: planner image %s: %w", ref.SHA256, err)
 		}
 		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: u}})
 	}
@@ -257,9 +259,9 @@ func (p *Prompts) RenderPlanner(turn PlannerTurn, url ImageURL) ([]openai.ChatCo
 
 // PlannerMessagesAt renders the planner's messages at step i of a finished
 // trajectory: RenderPlanner of PlannerTurnAt(t, i, t.Steps[i].Screenshot).
-func (p *Prompts) PlannerMessagesAt(t *traj.Trajectory, i int, url ImageURL) ([]openai.ChatCompletionMessage, error) {
+func (p *Set) PlannerMessagesAt(t *traj.Trajectory, i int, url ImageURL) ([]openai.ChatCompletionMessage, error) {
 	if i < 0 || i >= len(t.Steps) {
-		return nil, fmt.Errorf("agent: trajectory %s: no step %d (%d steps)", t.ID, i, len(t.Steps))
+		return nil, fmt.Errorf("prompt: trajectory %s: no step %d (%d steps)", t.ID, i, len(t.Steps))
 	}
 	turn, err := PlannerTurnAt(t, i, t.Steps[i].Screenshot)
 	if err != nil {
@@ -270,7 +272,7 @@ func (p *Prompts) PlannerMessagesAt(t *traj.Trajectory, i int, url ImageURL) ([]
 
 // ExecutorMessages lays out one executor request: the system prompt, then
 // the planner's thought and the current screenshot.
-func (p *Prompts) ExecutorMessages(d PromptData, thought string, cur []byte) ([]openai.ChatCompletionMessage, error) {
+func (p *Set) ExecutorMessages(d Data, thought string, cur []byte) ([]openai.ChatCompletionMessage, error) {
 	sys, err := render(p.executorSystem, d)
 	if err != nil {
 		return nil, err
@@ -285,5 +287,5 @@ func (p *Prompts) ExecutorMessages(d PromptData, thought string, cur []byte) ([]
 }
 
 func imagePart(png []byte) openai.ChatMessagePart {
-	return openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: DataURI(png)}}
+	return openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: model.DataURI(png)}}
 }

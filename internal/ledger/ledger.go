@@ -1,4 +1,9 @@
-package rollout
+// Package ledger is the run ledger: a JetStream key-value bucket that
+// records, per rollout run, its start and end and which episodes (task,
+// sample) have been published, with a summary record of each. Rollout
+// writes it to resume a run without duplicates; advantage reads whether a
+// run has finished to complete its outcome groups.
+package ledger
 
 import (
 	"context"
@@ -11,12 +16,13 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/pkg/traj"
+	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// LedgerBucket is the JetStream key-value bucket that records runs and
+// Bucket is the JetStream key-value bucket that records runs and
 // their published episodes.
-const LedgerBucket = "CODA_RUNS"
+const Bucket = "CODA_RUNS"
 
 // Ledger records, per run, its start time and which episodes (task,
 // sample) have been published, so that re-running a run after a crash
@@ -30,17 +36,17 @@ type Ledger struct {
 	timeout time.Duration
 }
 
-// OpenLedger creates (with t's replicas) or opens the ledger bucket; an
+// Open creates (with t's replicas) or opens the ledger bucket; an
 // existing bucket is used as the operator configured it unless t.Update.
-func OpenLedger(ctx context.Context, b *bus.Bus, t bus.Topology) (*Ledger, error) {
+func Open(ctx context.Context, b *bus.Bus, t bus.Topology) (*Ledger, error) {
 	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
-		Bucket:      LedgerBucket,
+		Bucket:      Bucket,
 		Description: "codapipe rollout runs and their published episodes",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rollout: ledger: %w", err)
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	return &Ledger{kv: kv, timeout: 10 * time.Second}, nil
 }
@@ -54,15 +60,15 @@ func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Tim
 	v := now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 	_, err := l.kv.Create(cctx, key, []byte(v))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return time.Time{}, fmt.Errorf("rollout: ledger: record start of run %q: %w", run, err)
+		return time.Time{}, fmt.Errorf("ledger: record start of run %q: %w", run, err)
 	}
 	e, err := l.kv.Get(cctx, key)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("rollout: ledger: read start of run %q: %w", run, err)
+		return time.Time{}, fmt.Errorf("ledger: read start of run %q: %w", run, err)
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(e.Value()))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("rollout: ledger: start of run %q: %w", run, err)
+		return time.Time{}, fmt.Errorf("ledger: start of run %q: %w", run, err)
 	}
 	return t, nil
 }
@@ -74,17 +80,17 @@ func (l *Ledger) Finish(ctx context.Context, run string, now time.Time) error {
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	if _, err := l.kv.Put(cctx, bus.KeyToken(run)+".end", []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
-		return fmt.Errorf("rollout: ledger: record end of run %q: %w", run, err)
+		return fmt.Errorf("ledger: record end of run %q: %w", run, err)
 	}
 	return nil
 }
 
-// reopen forgets that the run was finished: an invocation is running it.
-func (l *Ledger) reopen(ctx context.Context, run string) error {
+// Reopen forgets that the run was finished: an invocation is running it.
+func (l *Ledger) Reopen(ctx context.Context, run string) error {
 	cctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	if err := l.kv.Delete(cctx, bus.KeyToken(run)+".end"); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("rollout: ledger: reopen run %q: %w", run, err)
+		return fmt.Errorf("ledger: reopen run %q: %w", run, err)
 	}
 	return nil
 }
@@ -99,7 +105,7 @@ func (l *Ledger) Finished(ctx context.Context, run string) (bool, error) {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("rollout: ledger: end of run %q: %w", run, err)
+		return false, fmt.Errorf("ledger: end of run %q: %w", run, err)
 	}
 	return true, nil
 }
@@ -129,7 +135,7 @@ type Record struct {
 // RecordOf summarises a trajectory for the ledger.
 func RecordOf(t *traj.Trajectory) Record {
 	r := Record{ID: t.ID, Outcome: t.Outcome.Kind, Passed: t.Eval != nil && t.Eval.Passed, Steps: len(t.Steps),
-		Grounding: groundingOf(t)}
+		Grounding: GroundingOf(t)}
 	if t.Outcome.Kind != traj.OutcomeEnvError {
 		r.Unscored = t.Eval == nil || t.Eval.Error != "" || len(t.Eval.Unsupported) > 0
 	}
@@ -155,7 +161,7 @@ func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Re
 		_, err = l.kv.Put(cctx, key, val)
 	}
 	if err != nil {
-		return fmt.Errorf("rollout: ledger: mark %s/%d of run %q: %w", ep.Task, ep.Sample, run, err)
+		return fmt.Errorf("ledger: mark %s/%d of run %q: %w", ep.Task, ep.Sample, run, err)
 	}
 	return nil
 }
@@ -173,7 +179,7 @@ func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[Epis
 	defer cancel()
 	w, err := l.kv.WatchFiltered(wctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("rollout: ledger: read run %q: %w", run, err)
+		return nil, fmt.Errorf("ledger: read run %q: %w", run, err)
 	}
 	defer w.Stop()
 	idle := time.NewTimer(l.timeout)
@@ -182,12 +188,12 @@ func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[Epis
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("rollout: ledger: read run %q: %w", run, ctx.Err())
+			return nil, fmt.Errorf("ledger: read run %q: %w", run, ctx.Err())
 		case <-idle.C:
-			return nil, fmt.Errorf("rollout: ledger: read run %q: nothing from the server for %v after %d records", run, l.timeout, len(done))
+			return nil, fmt.Errorf("ledger: read run %q: nothing from the server for %v after %d records", run, l.timeout, len(done))
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil, fmt.Errorf("rollout: ledger: read run %q: the watcher stopped after %d records", run, len(done))
+				return nil, fmt.Errorf("ledger: read run %q: the watcher stopped after %d records", run, len(done))
 			}
 			if e == nil {
 				return done, nil // every current record has been delivered
@@ -205,9 +211,70 @@ func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[Epis
 			}
 			var rec Record
 			if err := json.Unmarshal(e.Value(), &rec); err != nil {
-				return nil, fmt.Errorf("rollout: ledger: %s: %w", e.Key(), err)
+				return nil, fmt.Errorf("ledger: %s: %w", e.Key(), err)
 			}
 			done[EpisodeKey{Task: task, Sample: k}] = rec
 		}
 	}
+}
+
+// Grounding counts what the executor answered in one episode (or a run):
+// how many candidates it grounded, how many answers did not parse, how
+// many were well formed but outside its coordinate space, and the largest
+// numbers it wrote, in the units of its space.
+type Grounding struct {
+	Grounded   int `json:"grounded"`               // candidates sent to the executor
+	Unparsed   int `json:"unparsed,omitempty"`     // answers that are not an action (syntax)
+	OutOfRange int `json:"out_of_range,omitempty"` // well-formed points outside the space
+	Points     int `json:"points,omitempty"`       // points parsed
+	// MaxX and MaxY are the largest x and y written (normalised point ×
+	// the space's extent); ExtW and ExtH the extents of the space on the
+	// screenshots (e.g. 1288 and 812 for pixels-resized on 1280×800).
+	MaxX float64 `json:"max_x,omitempty"`
+	MaxY float64 `json:"max_y,omitempty"`
+	ExtW float64 `json:"ext_w,omitempty"`
+	ExtH float64 `json:"ext_h,omitempty"`
+}
+
+// GroundingOf counts the executor's answers in a trajectory, in the
+// executor's recorded coordinate space.
+func GroundingOf(t *traj.Trajectory) Grounding {
+	var g Grounding
+	space := t.Models.Executor.Space()
+	for _, s := range t.Steps {
+		w, h, err := uitars.Extent(space, uitars.Screen{W: s.Screenshot.Width, H: s.Screenshot.Height})
+		if err == nil {
+			g.ExtW, g.ExtH = max(g.ExtW, w), max(g.ExtH, h)
+		}
+		for _, c := range s.Candidates {
+			if c.ExecutorOutput == "" && c.ParseError == "" {
+				continue // an answer: not grounded
+			}
+			g.Grounded++
+			switch {
+			case c.ParseErrorKind == traj.ParseOutOfRange:
+				g.OutOfRange++
+			case c.Action == nil:
+				g.Unparsed++
+			case err == nil:
+				for _, p := range []*traj.Point{c.Action.Point, c.Action.Start, c.Action.End} {
+					if p != nil {
+						g.Points++
+						g.MaxX, g.MaxY = max(g.MaxX, p.X*w), max(g.MaxY, p.Y*h)
+					}
+				}
+			}
+		}
+	}
+	return g
+}
+
+// Add accumulates o into g.
+func (g *Grounding) Add(o Grounding) {
+	g.Grounded += o.Grounded
+	g.Unparsed += o.Unparsed
+	g.OutOfRange += o.OutOfRange
+	g.Points += o.Points
+	g.MaxX, g.MaxY = max(g.MaxX, o.MaxX), max(g.MaxY, o.MaxY)
+	g.ExtW, g.ExtH = max(g.ExtW, o.ExtW), max(g.ExtH, o.ExtH)
 }

@@ -1,4 +1,4 @@
-package agent
+package prompt
 
 import (
 	"bytes"
@@ -15,29 +15,29 @@ import (
 // promptSetKind names the format of a prompt set document.
 const promptSetKind = "codapipe.prompts/v1"
 
-// promptSetDoc is a prompt set document (Prompts.Document).
+// promptSetDoc is a prompt set document (Set.Document).
 type promptSetDoc struct {
 	Kind  string            `json:"kind"`
 	Files map[string]string `json:"files"`
 }
 
-// ErrNoPrompts reports a trajectory that records no prompt set (schema
+// ErrNotRecorded reports a trajectory that records no prompt set (schema
 // version < 4): its prompts cannot be rendered again.
-var ErrNoPrompts = errors.New("the trajectory records no prompt set (schema_version < 4)")
+var ErrNotRecorded = errors.New("the trajectory records no prompt set (schema_version < 4)")
 
-// ParsePrompts reads a prompt set document (Prompts.Document). The result
+// Parse reads a prompt set document (Set.Document). The result
 // has the same Hash as the set that wrote it.
-func ParsePrompts(doc []byte) (*Prompts, error) {
+func Parse(doc []byte) (*Set, error) {
 	var d promptSetDoc
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("agent: prompt set document: %w", err)
+		return nil, fmt.Errorf("prompt: prompt set document: %w", err)
 	}
 	if d.Kind != promptSetKind {
-		return nil, fmt.Errorf("agent: prompt set document: kind %q, want %q", d.Kind, promptSetKind)
+		return nil, fmt.Errorf("prompt: prompt set document: kind %q, want %q", d.Kind, promptSetKind)
 	}
-	p, err := newPrompts(d.Files)
+	p, err := newSet(d.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -50,38 +50,39 @@ func ParsePrompts(doc []byte) (*Prompts, error) {
 	return p, nil
 }
 
-// PromptStore is the part of the blob store prompt sets need.
-type PromptStore interface {
+// Blobs is the part of the blob store prompt sets need; *blob.Store
+// implements it.
+type Blobs interface {
 	PutBytes(ctx context.Context, b []byte) (blob.Ref, error)
 	GetBytes(ctx context.Context, sha256Hex string) ([]byte, error)
 }
 
-// StorePrompts stores the prompt set's document in the blob store under its
+// Store stores the prompt set's document in the blob store under its
 // hash (a no-op when it is there already).
-func StorePrompts(ctx context.Context, s Store, p *Prompts) error {
+func Store(ctx context.Context, s Blobs, p *Set) error {
 	ref, err := s.PutBytes(ctx, p.Document())
 	if err != nil {
-		return fmt.Errorf("agent: store prompt set %s: %w", p.Hash(), err)
+		return fmt.Errorf("prompt: store prompt set %s: %w", p.Hash(), err)
 	}
 	if ref.SHA256 != p.Hash() {
-		return fmt.Errorf("agent: store prompt set %s: stored as %s", p.Hash(), ref.SHA256)
+		return fmt.Errorf("prompt: store prompt set %s: stored as %s", p.Hash(), ref.SHA256)
 	}
 	return nil
 }
 
-// FetchPrompts loads the prompt set with the given hash from the blob store
+// Fetch loads the prompt set with the given hash from the blob store
 // (the store verifies the content against the hash).
-func FetchPrompts(ctx context.Context, s PromptStore, hash string) (*Prompts, error) {
+func Fetch(ctx context.Context, s Blobs, hash string) (*Set, error) {
 	if hash == "" {
-		return nil, ErrNoPrompts
+		return nil, ErrNotRecorded
 	}
 	doc, err := s.GetBytes(ctx, hash)
 	if err != nil {
-		return nil, fmt.Errorf("agent: prompt set %s: %w", hash, err)
+		return nil, fmt.Errorf("prompt: prompt set %s: %w", hash, err)
 	}
-	p, err := ParsePrompts(doc)
+	p, err := Parse(doc)
 	if err != nil {
-		return nil, fmt.Errorf("agent: prompt set %s: %w", hash, err)
+		return nil, fmt.Errorf("prompt: prompt set %s: %w", hash, err)
 	}
 	return p, nil
 }

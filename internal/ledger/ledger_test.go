@@ -1,4 +1,4 @@
-package rollout
+package ledger
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/pkg/traj"
+	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
 func TestLedger(t *testing.T) {
@@ -16,7 +18,7 @@ func TestLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := OpenLedger(ctx, b, bus.DefaultTopology())
+	l, err := Open(ctx, b, bus.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	l, err = OpenLedger(ctx, b, bus.DefaultTopology())
+	l, err = Open(ctx, b, bus.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,5 +98,31 @@ func TestLedger(t *testing.T) {
 	}
 	if done, err := l.Done(ctx, "big", []string{"T"}); err != nil || len(done) != 1500 || done[EpisodeKey{"T", 1499}].ID != "1499" {
 		t.Errorf("big run: %d records, %v", len(done), err)
+	}
+}
+
+func TestGroundingOf(t *testing.T) {
+	rc := uitars.Resized()
+	shot := traj.ImageRef{Width: 1280, Height: 800}
+	tr := &traj.Trajectory{
+		Models: traj.Models{Executor: traj.ModelRef{Coords: &rc}},
+		Steps: []traj.Step{{Screenshot: shot, Candidates: []traj.Candidate{
+			{ExecutorOutput: "Action: click(start_box='(644,406)')", Action: &traj.Action{Type: traj.Click, Point: &traj.Point{X: 0.5, Y: 0.5}}},
+			{ExecutorOutput: "Action: drag(...)", Action: &traj.Action{Type: traj.Drag, Start: &traj.Point{X: 0.25, Y: 1}, End: &traj.Point{X: 1, Y: 0}}},
+			{ExecutorOutput: "Action: click(start_box='(2000,1)')", ParseError: "x out", ParseErrorKind: traj.ParseOutOfRange},
+			{ExecutorOutput: "garbage", ParseError: "bad", ParseErrorKind: traj.ParseSyntax},
+			{ParseError: "empty input", ParseErrorKind: traj.ParseSyntax},                           // the executor answered nothing
+			{Plan: "Thought: x\nAction: ANS 4", Action: &traj.Action{Type: traj.Answer, Text: "4"}}, // not grounded
+		}}},
+	}
+	got := GroundingOf(tr)
+	want := Grounding{Grounded: 5, Unparsed: 2, OutOfRange: 1, Points: 3, MaxX: 1288, MaxY: 812, ExtW: 1288, ExtH: 812}
+	if got != want {
+		t.Fatalf("groundingOf = %+v, want %+v", got, want)
+	}
+	// A version 1 trajectory has no coords: grid1000.
+	tr.Models.Executor.Coords = nil
+	if g := GroundingOf(tr); g.ExtW != 1000 || g.MaxX != 1000 || g.MaxY != 1000 {
+		t.Errorf("v1 trajectory: %+v, want grid extents", g)
 	}
 }

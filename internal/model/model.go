@@ -1,8 +1,15 @@
-package agent
+// Package model is the client of the OpenAI-compatible chat endpoints the
+// pipeline calls (planner, executor, judge): retries with backoff on 429,
+// 5xx and transport errors, a deadline on every attempt, sampling
+// parameters, n answers per request with a fallback for servers that
+// ignore n, and pre-encoded requests for callers that send the same images
+// several times.
+package model
 
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +25,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// ModelConfig says how to call one OpenAI-compatible chat endpoint.
-type ModelConfig struct {
+// Config says how to call one OpenAI-compatible chat endpoint.
+type Config struct {
 	BaseURL string // e.g. http://planner:8000/v1
 	Model   string
 	APIKey  string // sent as a bearer token; vLLM accepts any value by default
@@ -37,9 +44,9 @@ type ModelConfig struct {
 	HTTPClient *http.Client
 }
 
-// Model is a chat endpoint with retries and a deadline on every attempt.
-type Model struct {
-	cfg ModelConfig
+// Client is a chat endpoint with retries and a deadline on every attempt.
+type Client struct {
+	cfg Config
 	c   *openai.Client
 	log *slog.Logger
 	// For CompleteEncoded: the endpoint's base URL without a final
@@ -48,10 +55,10 @@ type Model struct {
 	hc        *http.Client
 }
 
-// NewModel returns a client for cfg.
-func NewModel(cfg ModelConfig, log *slog.Logger) (*Model, error) {
+// New returns a client for cfg.
+func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if cfg.BaseURL == "" || cfg.Model == "" {
-		return nil, fmt.Errorf("agent: model endpoint needs a base URL and a model name (got %q, %q)", cfg.BaseURL, cfg.Model)
+		return nil, fmt.Errorf("model: endpoint needs a base URL and a model name (got %q, %q)", cfg.BaseURL, cfg.Model)
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 120 * time.Second
@@ -78,15 +85,15 @@ func NewModel(cfg ModelConfig, log *slog.Logger) (*Model, error) {
 		// generous backstop so no call is unbounded even without one.
 		oc.HTTPClient = &http.Client{Timeout: cfg.AttemptTimeout + 10*time.Second}
 	}
-	return &Model{cfg: cfg, c: openai.NewClientWithConfig(oc), log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
+	return &Client{cfg: cfg, c: openai.NewClientWithConfig(oc), log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
 		base: oc.BaseURL, key: key, hc: oc.HTTPClient.(*http.Client)}, nil
 }
 
 // Name is the model name.
-func (m *Model) Name() string { return m.cfg.Model }
+func (m *Client) Name() string { return m.cfg.Model }
 
 // Config returns the model's configuration.
-func (m *Model) Config() ModelConfig { return m.cfg }
+func (m *Client) Config() Config { return m.cfg }
 
 // Params are the decoding parameters of a request.
 type Params struct {
@@ -109,7 +116,7 @@ type Choice struct {
 
 // Complete sends one request, retrying retryable failures with backoff.
 // Every attempt has its own deadline; ctx bounds the whole call.
-func (m *Model) Complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+func (m *Client) Complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	req.Model = m.cfg.Model
 	return m.retry(ctx, func(actx context.Context) (openai.ChatCompletionResponse, error) {
 		return m.c.CreateChatCompletion(actx, req)
@@ -122,9 +129,9 @@ func (m *Model) Complete(ctx context.Context, req openai.ChatCompletionRequest) 
 // images several times with other sampling settings (the judge's votes)
 // encodes them once. Errors are those of Complete (*openai.APIError for
 // an error answer), and so are the retries.
-func (m *Model) CompleteEncoded(ctx context.Context, req openai.ChatCompletionRequest, messages []byte) (openai.ChatCompletionResponse, error) {
+func (m *Client) CompleteEncoded(ctx context.Context, req openai.ChatCompletionRequest, messages []byte) (openai.ChatCompletionResponse, error) {
 	if len(req.Messages) > 0 {
-		return openai.ChatCompletionResponse{}, errors.New("agent: CompleteEncoded: req.Messages must be empty")
+		return openai.ChatCompletionResponse{}, errors.New("model: CompleteEncoded: req.Messages must be empty")
 	}
 	req.Model = m.cfg.Model
 	// The request without its "messages" key: a nil field at the top
@@ -152,7 +159,7 @@ func (m *Model) CompleteEncoded(ctx context.Context, req openai.ChatCompletionRe
 }
 
 // post sends one encoded chat completion request.
-func (m *Model) post(ctx context.Context, body []byte) (openai.ChatCompletionResponse, error) {
+func (m *Client) post(ctx context.Context, body []byte) (openai.ChatCompletionResponse, error) {
 	var out openai.ChatCompletionResponse
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
@@ -190,7 +197,7 @@ const maxAnswerBytes = 64 << 20
 // retry runs attempt until it succeeds, fails in a way that retrying
 // cannot fix, or Attempts are used up, with a deadline per attempt and
 // backoff with jitter between attempts.
-func (m *Model) retry(ctx context.Context, attempt func(context.Context) (openai.ChatCompletionResponse, error)) (openai.ChatCompletionResponse, error) {
+func (m *Client) retry(ctx context.Context, attempt func(context.Context) (openai.ChatCompletionResponse, error)) (openai.ChatCompletionResponse, error) {
 	var last error
 	for n := 1; n <= m.cfg.Attempts; n++ {
 		actx, cancel := context.WithTimeout(ctx, m.cfg.AttemptTimeout)
@@ -219,7 +226,7 @@ func (m *Model) retry(ctx context.Context, attempt func(context.Context) (openai
 	return openai.ChatCompletionResponse{}, fmt.Errorf("%s at %s: %w", m.cfg.Model, m.cfg.BaseURL, last)
 }
 
-func (m *Model) backoff(attempt int) time.Duration {
+func (m *Client) backoff(attempt int) time.Duration {
 	d := m.cfg.Backoff << (attempt - 1)
 	if d > 30*time.Second || d <= 0 {
 		d = 30 * time.Second
@@ -247,7 +254,7 @@ func retryable(err error, attemptCtx context.Context) bool {
 // Sample asks for n answers to msgs in one request; when the server
 // returns fewer (some ignore n), the rest are requested concurrently, one
 // per request.
-func (m *Model) Sample(ctx context.Context, msgs []openai.ChatCompletionMessage, n int, p Params) ([]Choice, error) {
+func (m *Client) Sample(ctx context.Context, msgs []openai.ChatCompletionMessage, n int, p Params) ([]Choice, error) {
 	if n < 1 {
 		n = 1
 	}
@@ -331,4 +338,9 @@ func choices(resp openai.ChatCompletionResponse, lat time.Duration) []Choice {
 		out = append(out, ch)
 	}
 	return out
+}
+
+// DataURI encodes a PNG as a data URI, the way chat messages carry images.
+func DataURI(png []byte) string {
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
 }

@@ -1,0 +1,68 @@
+// Package archive names the judged archive: the blob-store keys under
+// which the judge keeps every judged trajectory, and the JetStream message
+// ids it publishes them with. The judge writes by these names; advantage
+// and sftpack read by them.
+package archive
+
+import (
+	"strings"
+
+	"github.com/codapipe/codapipe/internal/bus"
+)
+
+// Prefix starts the blob-store keys of the judged archive.
+const Prefix = "judged/"
+
+// Key is where the judged trajectory id of run and app by judge version
+// ver is archived: judged/<run>/<app>/<id>.<ver>.json, each part escaped
+// as bus.KeyToken does (so no name can escape the prefix or split a part).
+func Key(run, app, id, ver string) string {
+	return Prefix + bus.KeyToken(run) + "/" + bus.KeyToken(app) + "/" + bus.KeyToken(id) + "." + bus.KeyToken(ver) + ".json"
+}
+
+// MessageID is the JetStream message id of a judged trajectory: its id and
+// the judge version, so the same judgement is stored once and another
+// judge version's is a distinct message.
+func MessageID(id, ver string) string { return id + "." + ver }
+
+// Name is an archive key taken apart.
+type Name struct {
+	Key                   string
+	Run, App, ID, Version string
+}
+
+// Parse takes an archive key apart; ok is false for a key that Key does
+// not make.
+func Parse(key string) (Name, bool) {
+	rest, ok := strings.CutPrefix(key, Prefix)
+	if !ok {
+		return Name{}, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 {
+		return Name{}, false
+	}
+	file, ok := strings.CutSuffix(parts[2], ".json")
+	if !ok {
+		return Name{}, false
+	}
+	idTok, verTok, ok := strings.Cut(file, ".")
+	if !ok || strings.Contains(verTok, ".") {
+		return Name{}, false
+	}
+	n := Name{Key: key}
+	for _, p := range []struct {
+		tok string
+		dst *string
+	}{{parts[0], &n.Run}, {parts[1], &n.App}, {idTok, &n.ID}, {verTok, &n.Version}} {
+		s, ok := bus.ParseKeyToken(p.tok)
+		if !ok {
+			return Name{}, false
+		}
+		*p.dst = s
+	}
+	if Key(n.Run, n.App, n.ID, n.Version) != key {
+		return Name{}, false
+	}
+	return n, true
+}

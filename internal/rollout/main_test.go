@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/scienceboard/sbtest"
 )
 
-const realTasks = "../../../shared/scienceboard/tasks"
+// realTasks is the repository's copy of the benchmark's task files.
+var realTasks = sbtest.Copy()
 
 func TestTasksJSONCountsTheBenchmark(t *testing.T) {
 	var out, errb bytes.Buffer

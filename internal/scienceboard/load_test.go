@@ -7,17 +7,18 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/scienceboard/sbtest"
 )
 
-// realTasks is the benchmark's tasks root, shared beside the repository
-// (/work/main/internal/scienceboard -> /work/shared/scienceboard/tasks).
-// The files are read in place, never copied into the project.
-const realTasks = "../../../shared/scienceboard/tasks"
+// realTasks is the repository's copy of the benchmark's task files
+// (testdata/scienceboard); the tests below count and check its files.
+var realTasks = sbtest.Copy()
 
 func needRealTasks(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(realTasks); err != nil {
-		t.Fatalf("benchmark tasks not found at %s (expected /work/shared/scienceboard/tasks beside the repo): %v", realTasks, err)
+		t.Fatalf("the repository's copy of the benchmark tasks is missing at %s: %v", realTasks, err)
 	}
 }
 

@@ -3,10 +3,12 @@ package scienceboard
 import (
 	"strings"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/scienceboard/sbtest"
 )
 
 func TestSetupStepsOfTheBenchmark(t *testing.T) {
-	set, err := LoadDir("../../../shared/scienceboard/tasks")
+	set, err := LoadDir(sbtest.Tasks())
 	if err != nil {
 		t.Fatal(err)
 	}

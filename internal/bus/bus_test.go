@@ -17,6 +17,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,18 +54,6 @@ func streamMsgs(t *testing.T, b *bus.Bus, k bus.Kind) uint64 {
 		t.Fatal(err)
 	}
 	return info.State.Msgs
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func spec(durable string) bus.ConsumerSpec {
@@ -486,7 +475,7 @@ func TestExternalServerAuth(t *testing.T) {
 		}
 		srv.Restart()
 		var n uint64
-		waitFor(t, "reconnect and stream state", 15*time.Second, func() bool {
+		poll.Until(t, "reconnect and stream state", 15*time.Second, func() bool {
 			s, err := b.JetStream().Stream(ctx, bus.StreamName(bus.Raw))
 			if err != nil {
 				return false

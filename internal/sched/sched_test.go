@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -282,7 +283,7 @@ func TestSchedulerEndsWhileAWorkerWaitsForAVM(t *testing.T) {
 	urls := startGuests(t, 2, nil)
 	lockDir := t.TempDir()
 	other := poolOver(t, urls[1:], func(c *vmpool.PoolConfig) { c.ID, c.LockDir = "other-process", lockDir })
-	waitCond(t, "the other pool holds its VM", func() bool { return other.Stats().Ready == 1 })
+	poll.Until(t, "the other pool holds its VM", 30*time.Second, func() bool { return other.Stats().Ready == 1 })
 	pool := poolOver(t, urls, func(c *vmpool.PoolConfig) { c.LockDir, c.QuarantineAfter = lockDir, 1 })
 	if st := pool.Stats(); st.LockedElsewhere != 1 {
 		t.Fatalf("pool stats %+v: want one VM held by the other pool", st)
@@ -302,18 +303,6 @@ func TestSchedulerEndsWhileAWorkerWaitsForAVM(t *testing.T) {
 	}
 	if q := pool.Quarantined(); len(q) != 1 || q[0].VM != "sim-0" {
 		t.Errorf("quarantined %+v, want sim-0", q)
-	}
-}
-
-// waitCond polls cond until it holds, failing the test after 30 s.
-func waitCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -20,8 +20,7 @@ import (
 // decision contradicts its verdict) are each dead-lettered with a
 // reason naming the problem; every good trajectory's rows are written.
 func TestAcceptBadInputDeadLettered(t *testing.T) {
-	dir := t.TempDir()
-	judged := pipeline(t, dir)
+	dir, judged := corpus(t)
 	var good *traj.Judged
 	for _, jd := range judged {
 		if jd.Judgement.Decision == traj.CleanSuccess && len(jd.Trajectory.Steps) >= 2 {

@@ -20,6 +20,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -135,7 +136,9 @@ func killAndRestart(t *testing.T, mode string) {
 	const kills = 5
 	srv := natstest.Start(t)
 	dir := t.TempDir()
-	judged := pipelineOn(t, dir, srv.URL(), []string{"S01", "S02", "S03", "S04", "S05"}, 2)
+	spec := corpusSpec
+	spec.Tasks, spec.Samples, spec.NATS = []string{"S01", "S02", "S03", "S04", "S05"}, 2, srv.URL()
+	judged := pipetest.Run(t, dir, spec).Judged
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Logger: quietLog()})

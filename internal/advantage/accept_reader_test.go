@@ -70,8 +70,7 @@ func readerCases() []readerCase {
 // matches to 1e-9.
 func TestAcceptReaderAndEstimators(t *testing.T) {
 	shardtest.Require(t)
-	dir := t.TempDir()
-	judged := pipeline(t, dir)
+	dir, judged := corpus(t)
 	ctx := context.Background()
 	store, err := blob.Open(ctx, dir+"/blobs", blob.Config{})
 	if err != nil {

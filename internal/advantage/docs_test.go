@@ -27,8 +27,7 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 // every codapipe_* metric of the scrape; the counters agree with the run.
 func TestAdvantageMetricsDocumented(t *testing.T) {
 	docs := docstest.Metrics(t, "../../docs/operations.md")
-	dir := t.TempDir()
-	judged := pipeline(t, dir)
+	dir, judged := corpus(t)
 	common := &service.Common{DataDir: dir, Drain: true}
 	env := service.NewEnv("advantage", common, quietLog(), io.Discard, io.Discard)
 	defer env.Close()

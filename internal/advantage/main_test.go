@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/service"
 )
 
@@ -50,7 +51,7 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	code := m.Run()
-	removeCorpus()
+	pipetest.Cleanup()
 	os.Exit(code)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -24,12 +25,12 @@ import (
 // nothing again, and judge report prints the table and the JSON document.
 func TestAcceptDemoJudged(t *testing.T) {
 	dir := t.TempDir()
-	o := rolloutOptions("demo", 2)
-	o.Tasks = taskDir(t, "S01", "S02", "S03", "S04", "S05")
 	// VM 1 fails every call and episodes are not retried: some
 	// trajectories end by an environment error.
-	o.SimConfig = simConfigFile(t, `{"per_vm": {"1": {"faults": {"error_prob": 1}}}}`)
-	raw := produce(t, &service.Common{DataDir: dir}, o)
+	raw := pipetest.Run(t, dir, pipetest.Spec{
+		App: acceptApp, Tasks: []string{"S01", "S02", "S03", "S04", "S05"}, Samples: 2, Group: 1, Run: "demo",
+		Sim: `{"per_vm": {"1": {"faults": {"error_prob": 1}}}}`, RolloutArgs: []string{"--env-retries", "0"},
+	}).Trajectories
 	envErrs := 0
 	for _, tr := range raw {
 		if tr.Outcome.IsEnvError() {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/pipetest"
 )
 
 // envProcess makes the test binary run the judge command instead of the
@@ -26,6 +28,6 @@ func TestMain(m *testing.M) {
 		os.Exit(Main(context.Background(), args, os.Stdout, os.Stderr))
 	}
 	code := m.Run()
-	cleanupShared()
+	pipetest.Cleanup()
 	os.Exit(code)
 }

@@ -3,37 +3,22 @@ package judge
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
-	"github.com/codapipe/codapipe/internal/service"
-	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // corpus is a simulated run's trajectories with the blob store that holds
-// their screenshots, shared by the tests and benchmarks of one binary.
+// their screenshots, shared by the tests and benchmarks of one binary
+// (pipetest.Once): tests add to its store under run names of their own.
 type corpus struct {
 	dir   string // data directory (embedded NATS store, blobs)
 	trajs []*traj.Trajectory
-}
-
-var (
-	corporaMu  sync.Mutex
-	corpora    = map[string]*corpus{}
-	sharedDirs []string // removed after every test has run
-)
-
-func cleanupShared() {
-	for _, d := range sharedDirs {
-		os.RemoveAll(d)
-	}
 }
 
 // testFrames is --max-frames of the acceptance tests: fewer under -race,
@@ -55,47 +40,11 @@ func sharedCorpus(t testing.TB) *corpus {
 // (none: all).
 func skillCorpus(t testing.TB, skill float64, samples int, tasks ...string) *corpus {
 	t.Helper()
-	corporaMu.Lock()
-	defer corporaMu.Unlock()
-	name := fmt.Sprintf("skill%v-k%d-%s", skill, samples, strings.Join(tasks, "-"))
-	if c := corpora[name]; c != nil {
-		return c
-	}
-	dir, err := os.MkdirTemp("", "codapipe-judge-corpus-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sharedDirs = append(sharedDirs, dir)
-	cfg := filepath.Join(dir, "sim.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"models": {"planner": {"default_skill": %v}}}`, skill), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	o := rolloutOptions(name, samples)
-	o.Group, o.SimConfig, o.TimeScale = 0, cfg, 0.0002
-	if len(tasks) > 0 {
-		o.Tasks = taskDir(t, tasks...)
-	}
-	c := &corpus{dir: dir, trajs: produce(t, &service.Common{DataDir: dir}, o)}
-	corpora[name] = c
-	return c
-}
-
-// taskDir writes the simulator's tasks ids of acceptApp to a folder.
-func taskDir(t testing.TB, ids ...string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "codapipe-judge-tasks-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sharedDirs = append(sharedDirs, dir)
-	names := make([]string, len(ids))
-	for i, id := range ids {
-		names[i] = acceptApp + "/" + id
-	}
-	if err := simtasks.Write(dir, names...); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	p := pipetest.Once(t, pipetest.Spec{
+		App: acceptApp, Tasks: tasks, Samples: samples, Group: -1, TimeScale: 0.0002,
+		Run: fmt.Sprintf("skill%v-k%d", skill, samples), Sim: fmt.Sprintf(`{"models": {"planner": {"default_skill": %v}}}`, skill),
+	})
+	return &corpus{dir: p.Dir, trajs: p.Trajectories}
 }
 
 // republish publishes up to n of trajs again under new ids and the run

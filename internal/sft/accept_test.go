@@ -139,13 +139,13 @@ func wantUser(t *testing.T, storeDir string, e expSample) (system, user string) 
 // judged documents; every sample is the expected one.
 func TestAcceptBuildAfterJudge(t *testing.T) {
 	c := sharedCorpus(t)
-	docs := archived(t, c.store())
-	want := expectedSamples(t, c.store(), docs)
+	docs := archived(t, c.StoreDir())
+	want := expectedSamples(t, c.StoreDir(), docs)
 	if len(want) < 5 {
 		t.Fatalf("the simulated run gave %d samples: the test needs clean successes", len(want))
 	}
 	out := filepath.Join(t.TempDir(), "sft")
-	stdout := buildCLI(t, c.store(), out, "--val-fraction", "0.5")
+	stdout := buildCLI(t, c.StoreDir(), out, "--val-fraction", "0.5")
 	t.Logf("sftpack build:\n%s", stdout)
 	if !strings.Contains(stdout, "task") || !strings.Contains(stdout, "ChimeraX") {
 		t.Errorf("the build did not print the counts per app and task:\n%s", stdout)
@@ -186,7 +186,7 @@ func TestAcceptBuildAfterJudge(t *testing.T) {
 		if !slices.Equal(r.Images, paths) {
 			t.Errorf("sample %s: images %v, want %v", id, r.Images, paths)
 		}
-		sys, user := wantUser(t, c.store(), e)
+		sys, user := wantUser(t, c.StoreDir(), e)
 		wantMsgs := []Message{{"system", sys}, {"user", user}, {"assistant", e.target}}
 		if !slices.Equal(r.Messages, wantMsgs) {
 			t.Errorf("sample %s: messages\n%q\nwant\n%q", id, r.Messages, wantMsgs)
@@ -354,8 +354,8 @@ func TestAcceptBuildsAreByteIdentical(t *testing.T) {
 	a := filepath.Join(t.TempDir(), "a")
 	b := filepath.Join(t.TempDir(), "b")
 	args := []string{"--val-fraction", "0.3", "--shard-bytes", "2000000", "--concurrency", "3"}
-	buildCLI(t, c.store(), a, args...)
-	buildCLI(t, c.store(), b, append(args[:len(args)-2:len(args)-2], "--concurrency", "7")...)
+	buildCLI(t, c.StoreDir(), a, args...)
+	buildCLI(t, c.StoreDir(), b, append(args[:len(args)-2:len(args)-2], "--concurrency", "7")...)
 	fa, fb := tree(t, a), tree(t, b)
 	if len(fa) != len(fb) {
 		t.Fatalf("the builds have %d and %d files", len(fa), len(fb))
@@ -373,7 +373,7 @@ func TestAcceptBuildsAreByteIdentical(t *testing.T) {
 		t.Errorf("%d Parquet shards: --shard-bytes 2000000 should give several", shards)
 	}
 	// Building again into the same folder replaces it with the same bytes.
-	buildCLI(t, c.store(), a, args...)
+	buildCLI(t, c.StoreDir(), a, args...)
 	if again := tree(t, a); len(again) != len(fa) {
 		t.Errorf("a rebuild in place has %d files, want %d", len(again), len(fa))
 	} else {

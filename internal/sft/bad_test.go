@@ -18,7 +18,7 @@ import (
 // build writes every other sample — for each kind of bad input.
 func TestBadInputIsSkipped(t *testing.T) {
 	c := sharedCorpus(t)
-	docs := archived(t, c.store())
+	docs := archived(t, c.StoreDir())
 	clean := cleanKeys(docs)
 	if len(clean) < 2 {
 		t.Fatalf("%d clean successes: the test needs two", len(clean))
@@ -110,7 +110,7 @@ func TestBadInputIsSkipped(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			store := copyCorpus(t, c)
+			store := freshStore(t)
 			key := ""
 			for _, k := range clean {
 				if tc.pick == nil || tc.pick(k) {
@@ -157,7 +157,7 @@ func TestBadInputIsSkipped(t *testing.T) {
 	}
 
 	t.Run("stray key", func(t *testing.T) {
-		store := copyCorpus(t, c)
+		store := freshStore(t)
 		putRaw(t, store, "judged/notes.json", []byte("{}"))
 		out := filepath.Join(t.TempDir(), "sft")
 		buildCLI(t, store, out)

@@ -16,7 +16,7 @@ import (
 func BenchmarkBuild(b *testing.B) {
 	c := sharedCorpus(b)
 	ctx := context.Background()
-	store, err := blob.Open(ctx, c.store(), blob.Config{})
+	store, err := blob.Open(ctx, c.StoreDir(), blob.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,144 +6,63 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/judge"
-	"github.com/codapipe/codapipe/internal/rollout"
-	"github.com/codapipe/codapipe/internal/sched"
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/service"
-	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// corpus is a simulated rollout judged by the judge command: its data
-// directory, whose blobs/ holds the screenshots, the prompt sets and the
-// judge's archive.
-type corpus struct {
-	dir string
-}
+// judgeCommand judges the simulated corpus.
+var judgeCommand = judge.Command()
 
-func (c *corpus) store() string { return filepath.Join(c.dir, "blobs") }
-
-var (
-	corpusOnce sync.Once
-	shared     *corpus
-	corpusErr  string
-	tempDirs   []string
-)
+// corpusSpec is a small simulated rollout of four ChimeraX tasks (four
+// samples each; three and three under -race) with a good planner and an
+// accurate judge, so there are clean successes, judged by judge --sim
+// --drain as the commands do.
+var corpusSpec = func() pipetest.Spec {
+	s := pipetest.Spec{
+		Tasks: []string{"S01", "S02", "S03", "S04"}, Samples: 4, Group: 2, Seed: 5, Run: "sft-expert", Judge: &judgeCommand,
+		Sim: `{"models": {"planner": {"default_skill": 0.9, "skill": {}},
+			"judge": {"recall": 0.97, "false_positive_rate": 0.03, "low_res": {"recall": 0.97, "false_positive_rate": 0.03}, "vote_correlation": 0.9}}}`,
+	}
+	if raceEnabled {
+		s.Tasks, s.Samples = s.Tasks[:3], 3
+	}
+	return s
+}()
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, d := range tempDirs {
-		os.RemoveAll(d)
-	}
+	pipetest.Cleanup()
 	os.Exit(code)
 }
 
-// sharedCorpus runs, once per test binary, a small simulated rollout of
-// four ChimeraX tasks (four samples each; three and three under -race; a
-// good planner and an accurate judge so there are clean successes) and judges it with judge --sim --drain, as the
-// commands do. Tests must not change it: copy it (copyCorpus) first.
-func sharedCorpus(t testing.TB) *corpus {
+// sharedCorpus returns the test's own copy of the judged corpus (run once
+// per test binary); its blob store (StoreDir) holds the screenshots, the
+// prompt sets and the judge's archive.
+func sharedCorpus(t testing.TB) *pipetest.Pipeline {
 	t.Helper()
-	corpusOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "codapipe-sft-corpus-")
-		if err != nil {
-			corpusErr = err.Error()
-			return
-		}
-		tempDirs = append(tempDirs, dir)
-		tasks, samples := []string{"S01", "S02", "S03", "S04"}, 4
-		if raceEnabled {
-			tasks, samples = tasks[:3], 3
-		}
-		if msg := runPipeline(dir, tasks, samples); msg != "" {
-			corpusErr = msg
-			return
-		}
-		shared = &corpus{dir: dir}
-	})
-	if shared == nil {
-		t.Fatalf("simulated corpus: %s", corpusErr)
-	}
-	return shared
+	p := pipetest.Shared(t, corpusSpec)
+	p.RequireCleanSuccesses(t, 2, 2)
+	return p
 }
 
-// runPipeline is rollout --sim then judge --sim --drain on data
-// directory dir; it returns "" or what failed.
-func runPipeline(dir string, tasks []string, samples int) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	tdir := filepath.Join(dir, "tasks")
-	names := make([]string, len(tasks))
-	for i, id := range tasks {
-		names[i] = "ChimeraX/" + id
-	}
-	if err := simtasks.Write(tdir, names...); err != nil {
-		return err.Error()
-	}
-	simCfg := filepath.Join(dir, "sim.json")
-	if err := os.WriteFile(simCfg, []byte(`{"models": {"planner": {"default_skill": 0.9, "skill": {}},
-		"judge": {"recall": 0.97, "false_positive_rate": 0.03, "low_res": {"recall": 0.97, "false_positive_rate": 0.03}, "vote_correlation": 0.9}}}`), 0o644); err != nil {
-		return err.Error()
-	}
-	seed := int64(5)
-	common := &service.Common{DataDir: dir}
-	env := service.NewEnv("rollout", common, quietLog(), nil, nil)
-	_, err := rollout.Execute(ctx, env, rollout.Options{
-		App: "ChimeraX", Tasks: tdir, Group: 2, Samples: samples, Run: "sft-expert", VMs: 4, Sim: true, Seed: &seed,
-		TimeScale: 0.0005, Schedule: sched.Dynamic, SimConfig: simCfg,
-	})
-	env.Close()
-	if err != nil {
-		return "rollout: " + err.Error()
-	}
-	var out, errb bytes.Buffer
-	if code := service.MainContext(ctx, judge.Command(), []string{"--data", dir, "--log-level", "warn", "--sim", "--sim-config", simCfg, "--drain", "--max-frames", "4"}, &out, &errb); code != 0 {
-		return "judge: " + errb.String()
-	}
-	return ""
-}
-
-// copyCorpus copies the corpus's blob store into a new folder and returns
-// its path.
-func copyCorpus(t testing.TB, c *corpus) string {
+// freshStore returns the blob store of another copy of the corpus, for a
+// test that damages it.
+func freshStore(t testing.TB) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "blobs")
-	err := filepath.WalkDir(c.store(), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(c.store(), p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if strings.HasPrefix(d.Name(), ".tmp") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return pipetest.Shared(t, corpusSpec).StoreDir()
 }
 
 // archived reads every judged trajectory in the store's archive, with its

@@ -118,7 +118,7 @@ func keys(m map[string]*string) []string {
 func TestShareGPTRules(t *testing.T) {
 	c := sharedCorpus(t)
 	out := filepath.Join(t.TempDir(), "sft")
-	buildCLI(t, c.store(), out, "--val-fraction", "0.5")
+	buildCLI(t, c.StoreDir(), out, "--val-fraction", "0.5")
 	m := readManifest(t, out)
 	total := 0
 	var cols []string

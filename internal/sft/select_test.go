@@ -37,12 +37,12 @@ func trajectoriesOf(t *testing.T, dir string) map[string]bool {
 // fabricated records.
 func TestSelection(t *testing.T) {
 	c := sharedCorpus(t)
-	docs := archived(t, c.store())
+	docs := archived(t, c.StoreDir())
 	clean := cleanKeys(docs)
 	if len(clean) < 3 {
 		t.Fatalf("%d clean successes: the test needs three", len(clean))
 	}
-	store := copyCorpus(t, c)
+	store := freshStore(t)
 	x, y, z := docs[clean[0]], docs[clean[1]], docs[clean[2]]
 
 	// A duplicate of x: another trajectory of its task with the same
@@ -346,12 +346,12 @@ func TestBuildToBucket(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	data := t.TempDir()
-	stdout, stderr, code := runCLI(t, "build", "--data", data, "--store", c.store(), "--out", srv.URL("datasets/sft"))
+	stdout, stderr, code := runCLI(t, "build", "--data", data, "--store", c.StoreDir(), "--out", srv.URL("datasets/sft"))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	local := filepath.Join(t.TempDir(), "sft")
-	buildCLI(t, c.store(), local)
+	buildCLI(t, c.StoreDir(), local)
 	m := readManifest(t, local)
 	ctx := context.Background()
 	check := func(prefix string) {
@@ -390,7 +390,7 @@ func TestExportInterruptedBuildResumes(t *testing.T) {
 	c := sharedCorpus(t)
 	srv := miniotest.Start(t)
 	local := filepath.Join(t.TempDir(), "sft")
-	buildCLI(t, c.store(), local, "--val-fraction", "0.3")
+	buildCLI(t, c.StoreDir(), local, "--val-fraction", "0.3")
 	m := readManifest(t, local)
 	if len(m.Files) < 6 {
 		t.Fatalf("the build has %d files; the test needs a few more", len(m.Files))

@@ -18,8 +18,8 @@ import (
 )
 
 // Tables reads the tables of the Markdown file at path that follow a
-// "<!-- NAME -->" marker: marker → rows, each row's cells trimmed (header
-// and separator rows left out).
+// "<!-- NAME -->" marker: marker → rows, each row's cells trimmed (the
+// header row and the separator row left out).
 func Tables(t testing.TB, path string) map[string][][]string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -41,7 +41,10 @@ func Tables(t testing.TB, path string) map[string][][]string {
 			for i := range cells {
 				cells[i] = strings.TrimSpace(cells[i])
 			}
-			if strings.HasPrefix(cells[0], "---") || cells[0] == "flag" || cells[0] == "metric" {
+			if strings.HasPrefix(cells[0], "---") {
+				if len(out[cur]) == 1 {
+					out[cur] = out[cur][:0] // the row above was the header
+				}
 				continue
 			}
 			out[cur] = append(out[cur], cells)

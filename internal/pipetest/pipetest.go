@@ -197,9 +197,7 @@ func run(dir string, s Spec) (*Pipeline, error) {
 	for i, id := range s.Tasks {
 		names[i] = strings.ReplaceAll(s.App, " ", "") + "/" + id
 	}
-	if len(names) == 0 {
-		names = append(names, strings.ReplaceAll(s.App, " ", ""))
-	}
+	// No names: every task of every app; rollout --app picks App's.
 	if err := simtasks.Write(tasks, names...); err != nil {
 		return nil, fmt.Errorf("write the simulator's tasks: %w", err)
 	}

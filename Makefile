@@ -37,11 +37,12 @@ $(TOOLS)/minio:
 # so do the advantage service's estimator/format matrix and its outcome-mode kill test.
 FULL_ACCEPTANCE := ^(TestEverySimTaskSucceedsWithPerfectModels|TestNoSimTaskSucceedsWithSkillZero|TestOracleSolvesEveryTask|TestExecutedClicksLandOnIntendedElements|TestAcceptCoordSpacesReachTheSameSuccessRate|TestAcceptJudgeRatesMatchTheClosedForm|TestAcceptReaderAndEstimators|TestAcceptAdvantageKillAndRestart)$$
 # The report lists skipped and failed tests with their output, the tests that
-# ran against a real MinIO, and closes with "N passed, N failed, N skipped".
+# ran against a real MinIO, the ten slowest tests, and closes with "N passed,
+# N failed, N skipped"; the raw `go test -json` stream is kept in .bin/test.json.
 test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
 	@set -o pipefail; { $(GO) test -race -count=1 -json $(PKGS) && \
-	  $(GO) test -count=1 -json -run '$(FULL_ACCEPTANCE)' ./internal/agent ./internal/sim ./internal/rollout ./internal/judge ./internal/advantage; } | $(TOOLS)/testreport
+	  $(GO) test -count=1 -json -run '$(FULL_ACCEPTANCE)' ./internal/agent ./internal/sim ./internal/rollout ./internal/judge ./internal/advantage; } | tee $(TOOLS)/test.json | $(TOOLS)/testreport
 
 ## lint: gofmt check + vet
 lint: vet

@@ -1,8 +1,9 @@
 // Command testreport reads `go test -json` on stdin and prints a compact
 // report: each package's result, every skipped or failed test with its
 // output, the tests that ran against a real external server (MinIO, S3,
-// NATS; by name), and a closing "N passed, N failed, N skipped" line. It
-// exits 1 when anything failed or the stream holds no test at all.
+// NATS; by name), the ten slowest top-level tests, and a closing
+// "N passed, N failed, N skipped" line. It exits 1 when anything failed or
+// the stream holds no test at all.
 //
 // Usage: go test -json ./... | go run ./tools/testreport
 package main
@@ -39,6 +40,7 @@ func run(in io.Reader, out io.Writer) int {
 	outputs := map[string][]string{} // package/test → output lines
 	var externalRan []string
 	var pkgFail bool
+	var timed []timing // top-level tests that passed or failed
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -66,6 +68,9 @@ func run(in io.Reader, out io.Writer) int {
 				continue
 			}
 			passed++
+			if !strings.Contains(e.Test, "/") {
+				timed = append(timed, timing{short(e.Package) + " " + e.Test, e.Elapsed})
+			}
 			if external.MatchString(e.Test) {
 				externalRan = append(externalRan, fmt.Sprintf("%s %s (%.1fs)", short(e.Package), e.Test, e.Elapsed))
 			}
@@ -85,6 +90,9 @@ func run(in io.Reader, out io.Writer) int {
 				continue
 			}
 			failed++
+			if !strings.Contains(e.Test, "/") {
+				timed = append(timed, timing{short(e.Package) + " " + e.Test, e.Elapsed})
+			}
 			fmt.Fprintf(out, "--- FAIL %s %s\n", short(e.Package), e.Test)
 			for _, l := range outputs[key] {
 				if !strings.HasPrefix(l, "=== ") {
@@ -105,11 +113,25 @@ func run(in io.Reader, out io.Writer) int {
 			fmt.Fprintln(out, "  ", s)
 		}
 	}
+	if len(timed) > 0 {
+		sort.SliceStable(timed, func(i, j int) bool { return timed[i].seconds > timed[j].seconds })
+		timed = timed[:min(10, len(timed))]
+		fmt.Fprintf(out, "\nSlowest tests (%d):\n", len(timed))
+		for _, tm := range timed {
+			fmt.Fprintf(out, "  %7.1fs %s\n", tm.seconds, tm.name)
+		}
+	}
 	fmt.Fprintf(out, "\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)
 	if failed > 0 || pkgFail || passed == 0 {
 		return 1
 	}
 	return 0
+}
+
+// timing is a top-level test's wall time.
+type timing struct {
+	name    string
+	seconds float64
 }
 
 func short(pkg string) string { return strings.TrimPrefix(pkg, "github.com/codapipe/codapipe/") }

@@ -19,6 +19,7 @@ func TestReport(t *testing.T) {
 {"Action":"output","Package":"p","Test":"TestA","Output":"noise\n"}
 {"Action":"pass","Package":"p","Test":"TestA","Elapsed":0.1}
 {"Action":"pass","Package":"p","Test":"TestConformance/minio","Elapsed":2}
+{"Action":"pass","Package":"p","Test":"TestConformance","Elapsed":2}
 {"Action":"pass","Package":"p","Test":"TestConformance/minio/case","Elapsed":1}
 {"Action":"pass","Package":"p","Test":"TestResolveS3/awsBeforeMinio","Elapsed":0}
 {"Action":"pass","Package":"p","Test":"TestS3Checksums","Elapsed":1}
@@ -26,7 +27,8 @@ func TestReport(t *testing.T) {
 {"Action":"skip","Package":"p","Test":"TestB"}
 {"Action":"pass","Package":"p","Elapsed":3}`,
 			code: 0,
-			want: []string{"ok   p 3.0s", "SKIP p TestB: x_test.go:3: MinIO not installed", "TestConformance/minio (2.0s)", "TestS3Checksums (1.0s)", "(2):", "5 passed, 0 failed, 1 skipped"},
+			want: []string{"ok   p 3.0s", "SKIP p TestB: x_test.go:3: MinIO not installed", "TestConformance/minio (2.0s)", "TestS3Checksums (1.0s)", "(2):",
+				"Slowest tests (3):\n      2.0s p TestConformance\n      1.0s p TestS3Checksums\n      0.1s p TestA\n", "6 passed, 0 failed, 1 skipped"},
 			not:  []string{"noise", "minio/case", "awsBeforeMinio"},
 		},
 		{

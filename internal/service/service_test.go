@@ -73,7 +73,7 @@ func TestHelpNamesEnvironmentVariables(t *testing.T) {
 	f := newFlags(nil)
 	RegisterCommon(f, true)
 	u := f.Usage()
-	for _, env := range []string{"NATS_URL", "CODAPIPE_DATA", "CODAPIPE_STORE", "CODAPIPE_LOG_LEVEL", "CODAPIPE_METRICS_ADDR", "NATS_CREDS"} {
+	for _, env := range []string{"NATS_URL", "CODAPIPE_DATA", "CODAPIPE_STORE", "CODAPIPE_LOG_LEVEL", "CODAPIPE_LOG_FORMAT", "CODAPIPE_METRICS_ADDR", "NATS_CREDS"} {
 		if !strings.Contains(u, "[env "+env+"]") {
 			t.Errorf("help does not name %s:\n%s", env, u)
 		}
@@ -96,7 +96,7 @@ func TestCommonDerived(t *testing.T) {
 
 func TestLoggerJSONWhenNotATerminal(t *testing.T) {
 	var b bytes.Buffer
-	l, err := NewLogger(&b, "debug")
+	l, err := NewLogger(&b, LogConfig{Level: "debug"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +108,11 @@ func TestLoggerJSONWhenNotATerminal(t *testing.T) {
 	if rec["msg"] != "hello" || rec["trajectory"] != "01X" {
 		t.Fatalf("record %v", rec)
 	}
-	if _, err := NewLogger(&b, "loud"); err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
+	if _, err := NewLogger(&b, LogConfig{Level: "loud"}); err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
 		t.Fatalf("bad level: %v", err)
 	}
 	b.Reset()
-	l, _ = NewLogger(&b, "warn")
+	l, _ = NewLogger(&b, LogConfig{Level: "warn"})
 	l.Info("quiet")
 	if b.Len() != 0 {
 		t.Fatalf("info logged at warn level: %q", b.String())

@@ -11,31 +11,6 @@ import (
 	"testing"
 )
 
-func TestLogFormatFlag(t *testing.T) {
-	cases := []struct {
-		name string
-		env  map[string]string
-		args []string
-		want string
-	}{
-		{"default", nil, nil, "auto"},
-		{"env", map[string]string{"CODAPIPE_LOG_FORMAT": "json"}, nil, "json"},
-		{"flag wins", map[string]string{"CODAPIPE_LOG_FORMAT": "json"}, []string{"--log-format", "text"}, "text"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := newFlags(c.env)
-			common := RegisterCommon(f, false)
-			if err := f.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			if common.LogFormat != c.want {
-				t.Fatalf("--log-format %q, want %q", common.LogFormat, c.want)
-			}
-		})
-	}
-}
-
 // isJSON reports whether out is the JSON record of Info("hello", "n", 1);
 // humanHello matches its human line.
 func isJSON(out string) bool {

@@ -30,11 +30,12 @@ func TestFlagEnvFallback(t *testing.T) {
 		wantURL string
 		wantDr  bool
 		wantTO  time.Duration
+		wantFmt string
 	}{
-		{"defaults", nil, nil, "", false, 10 * time.Second},
-		{"env", map[string]string{"NATS_URL": "nats://a:4222", "CODAPIPE_DRAIN": "true", "CODAPIPE_NATS_TIMEOUT": "3s"}, nil, "nats://a:4222", true, 3 * time.Second},
-		{"flag wins", map[string]string{"NATS_URL": "nats://a:4222"}, []string{"--nats", "nats://b:4222"}, "nats://b:4222", false, 10 * time.Second},
-		{"empty env ignored", map[string]string{"NATS_URL": ""}, nil, "", false, 10 * time.Second},
+		{"defaults", nil, nil, "", false, 10 * time.Second, "auto"},
+		{"env", map[string]string{"NATS_URL": "nats://a:4222", "CODAPIPE_DRAIN": "true", "CODAPIPE_NATS_TIMEOUT": "3s", "CODAPIPE_LOG_FORMAT": "json"}, nil, "nats://a:4222", true, 3 * time.Second, "json"},
+		{"flag wins", map[string]string{"NATS_URL": "nats://a:4222", "CODAPIPE_LOG_FORMAT": "json"}, []string{"--nats", "nats://b:4222", "--log-format", "text"}, "nats://b:4222", false, 10 * time.Second, "text"},
+		{"empty env ignored", map[string]string{"NATS_URL": "", "CODAPIPE_LOG_FORMAT": ""}, nil, "", false, 10 * time.Second, "auto"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,8 +44,8 @@ func TestFlagEnvFallback(t *testing.T) {
 			if err := f.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			if c.NATS.URL != tc.wantURL || c.Drain != tc.wantDr || c.NATS.Timeout != tc.wantTO {
-				t.Fatalf("got url=%q drain=%v timeout=%v", c.NATS.URL, c.Drain, c.NATS.Timeout)
+			if c.NATS.URL != tc.wantURL || c.Drain != tc.wantDr || c.NATS.Timeout != tc.wantTO || c.LogFormat != tc.wantFmt {
+				t.Fatalf("got url=%q drain=%v timeout=%v log format=%q", c.NATS.URL, c.Drain, c.NATS.Timeout, c.LogFormat)
 			}
 		})
 	}

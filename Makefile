@@ -80,6 +80,9 @@ fuzz:
 ## first vote) and judge report prints decisions and precision/recall;
 ## advantage writes the GRPO rows as Arrow shards under ./.codapipe/shards;
 ## sftpack builds the SFT dataset of the clean successes in ./.codapipe/sft.
+# Logs are the human text format (one line per event) even when the output
+# is not a terminal (CI logs); CODAPIPE_LOG_FORMAT=json make demo for JSON.
+demo: export CODAPIPE_LOG_FORMAT ?= text
 demo: build
 	$(BIN)/rollout --sim --app ChimeraX --group 8 --samples 4
 	$(BIN)/judge --sim --drain --lowres 640x400

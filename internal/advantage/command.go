@@ -103,7 +103,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, err
 	}
 	if env.Common.Drain {
-		cfg.Progress = env.Stderr
+		cfg.ProgressEvery = 10 * time.Second
 	}
 	st, err := Serve(ctx, cfg)
 	if o.Summary != "" {

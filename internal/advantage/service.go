@@ -63,9 +63,11 @@ type Config struct {
 	RunFinished func(ctx context.Context, run string) (bool, error)
 	Topology    bus.Topology
 	Version     string // codapipe version, in the schema metadata
-	Progress    io.Writer
-	Metrics     *Metrics // nil: none
-	Log         *slog.Logger
+	// ProgressEvery, when positive, is how often the counts so far are
+	// logged at info ("advantage: progress").
+	ProgressEvery time.Duration
+	Metrics       *Metrics // nil: none
+	Log           *slog.Logger
 }
 
 // Set is the id of the shard set a configuration writes: a hash of the
@@ -238,7 +240,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 				return
 			case <-t.C:
 				s.co.tick(tctx)
-				if cfg.Progress != nil && time.Since(last) >= 2*time.Second {
+				if cfg.ProgressEvery > 0 && time.Since(last) >= cfg.ProgressEvery {
 					last = time.Now()
 					s.progress()
 				}
@@ -282,9 +284,6 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	s.mu.Lock()
 	s.stats.Manifest = m
 	s.mu.Unlock()
-	if cfg.Progress != nil {
-		s.progress()
-	}
 	return s.result(), err
 }
 
@@ -300,10 +299,11 @@ func (s *server) count(f func(*Stats)) {
 	s.mu.Unlock()
 }
 
+// progress logs the counts so far.
 func (s *server) progress() {
 	st := s.result()
-	fmt.Fprintf(s.cfg.Progress, "advantage: %d judged trajectories, %d rows in %d files (%d commits), %d already written, %d dead-lettered, %s\n",
-		st.Messages, st.Counts.Rows, st.Files, st.Commits, st.Skipped, st.DeadLettered, time.Since(s.start).Round(time.Second))
+	s.log.Info("advantage: progress", "trajectories", st.Messages, "rows", st.Counts.Rows, "files", st.Files, "commits", st.Commits,
+		"already_written", st.Skipped, "dead_lettered", st.DeadLettered, "elapsed", time.Since(s.start).Round(time.Second).String())
 }
 
 // handle takes one judged trajectory.
@@ -536,7 +536,7 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	if _, err := s.cfg.Bus.Publish(ctx, bus.Subject(bus.Manifest, s.set), id, body, nil); err != nil {
 		return m, fmt.Errorf("advantage: publish manifest: %w", err)
 	}
-	s.log.Info("advantage: manifest written", "key", s.set+"/manifest.json", "files", len(m.Files), "rows", total.Rows,
-		"trajectories", total.Trajectories, "groups", total.Groups, "dropped_groups", total.Dropped)
+	s.log.Info("advantage: manifest written", "rows", total.Rows, "files", len(m.Files), "trajectories", total.Trajectories,
+		"groups", total.Groups, "dropped_groups", total.Dropped, "manifest", s.cfg.Out.String()+"/"+s.set+"/manifest.json")
 	return m, nil
 }

@@ -129,40 +129,52 @@ func (t Topology) StreamConfig(k Kind) jetstream.StreamConfig {
 // EnsureTopology creates the four streams where they are missing. A stream
 // that exists is left as it is — an operator may have given it more
 // replicas or another max age — unless t.Update is set, which updates it to
-// this configuration. It logs what it did with each stream.
+// this configuration. It logs what it did with each stream (at debug), and
+// the streams it created in one line at info.
 func (b *Bus) EnsureTopology(ctx context.Context, t Topology) error {
+	var created []string
 	for _, k := range Kinds {
-		if err := b.ensureStream(ctx, t, t.StreamConfig(k)); err != nil {
+		cfg := t.StreamConfig(k)
+		made, err := b.ensureStream(ctx, t, cfg)
+		if err != nil {
 			return fmt.Errorf("bus: ensure stream %s: %w", StreamName(k), err)
 		}
+		if made {
+			created = append(created, cfg.Name)
+		}
+	}
+	if len(created) > 0 {
+		b.log.Info("bus: streams created", "streams", strings.Join(created, ","), "replicas", max(t.Replicas, 1))
 	}
 	return nil
 }
 
-func (b *Bus) ensureStream(ctx context.Context, t Topology, cfg jetstream.StreamConfig) error {
+// ensureStream creates or updates the stream of cfg as EnsureTopology
+// says and reports whether it created it.
+func (b *Bus) ensureStream(ctx context.Context, t Topology, cfg jetstream.StreamConfig) (created bool, err error) {
 	cctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	s, err := b.js.Stream(cctx, cfg.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if _, err = b.js.CreateStream(cctx, cfg); errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return nil // another process created it just now
+			return false, nil // another process created it just now
 		}
 		if err == nil {
-			b.log.Info("bus: stream created", "stream", cfg.Name, "replicas", cfg.Replicas, "max_age", cfg.MaxAge)
+			b.log.Debug("bus: stream created", "stream", cfg.Name, "replicas", cfg.Replicas, "max_age", cfg.MaxAge)
 		}
-		return err
+		return err == nil, err
 	case err != nil:
-		return err
+		return false, err
 	case t.Update:
 		if _, err = b.js.UpdateStream(cctx, cfg); err == nil {
 			b.log.Info("bus: stream updated to the configured topology", "stream", cfg.Name, "replicas", cfg.Replicas, "max_age", cfg.MaxAge)
 		}
-		return err
+		return false, err
 	}
 	have := s.CachedInfo().Config
 	b.log.Debug("bus: stream exists; left as configured", "stream", cfg.Name, "replicas", have.Replicas, "max_age", have.MaxAge)
-	return nil
+	return false, nil
 }
 
 // EnsureKeyValue returns the key-value bucket cfg names, creating it with
@@ -179,7 +191,7 @@ func (b *Bus) EnsureKeyValue(ctx context.Context, t Topology, cfg jetstream.KeyV
 		if errors.Is(err, jetstream.ErrBucketExists) { // another process was first
 			kv, err = b.js.KeyValue(cctx, cfg.Bucket)
 		} else if err == nil {
-			b.log.Info("bus: key-value bucket created", "bucket", cfg.Bucket, "replicas", cfg.Replicas)
+			b.log.Debug("bus: key-value bucket created", "bucket", cfg.Bucket, "replicas", cfg.Replicas)
 		}
 	case err == nil && t.Update:
 		kv, err = b.js.UpdateKeyValue(cctx, cfg)

@@ -56,9 +56,9 @@ func TestAcceptDemoJudged(t *testing.T) {
 		return out.String(), errb.String()
 	}
 	frames := fmt.Sprint(testFrames)
-	out, progress := judgeCLI("--sim", "--drain", "--lowres", "640x400", "--max-frames", frames)
-	if !strings.Contains(out, fmt.Sprintf("judge: %d trajectories", len(raw))) || !strings.Contains(progress, "judged (clean") {
-		t.Errorf("judge output:\n%s\nprogress:\n%s", out, progress)
+	out, logs := judgeCLI("--sim", "--drain", "--lowres", "640x400", "--max-frames", frames, "--log-level", "info")
+	if !strings.Contains(out, fmt.Sprintf("judge: %d trajectories", len(raw))) || !strings.Contains(logs, `"msg":"judge: drained"`) || !strings.Contains(logs, fmt.Sprintf(`"judged":%d,`, len(raw))) {
+		t.Errorf("judge output:\n%s\nlog:\n%s", out, logs)
 	}
 
 	env := service.NewEnv("check", &service.Common{DataDir: dir}, quietLog(), nil, nil)

@@ -41,7 +41,8 @@ type Options struct {
 	TimeScale float64
 	Seed      int64
 
-	Progress io.Writer
+	// Progress logs the counts every 10 s while draining (ServiceConfig.ProgressEvery).
+	Progress bool
 }
 
 // ErrNotConfigured is returned when no judge endpoint is configured and
@@ -109,8 +110,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		Judge: j, Bus: b, Archive: store, Apps: o.Apps, Durable: o.Durable, Workers: o.Workers,
 		MaxDeliver: o.MaxDeliver, AckWait: o.AckWait, Drain: env.Common.Drain, Log: log,
 	}
-	if env.Common.Drain {
-		cfg.Progress = o.Progress
+	if env.Common.Drain && o.Progress {
+		cfg.ProgressEvery = 10 * time.Second
 	}
 	st, err := Serve(ctx, cfg)
 	if o.Summary != "" {
@@ -245,7 +246,7 @@ func Command() service.Command {
 					return service.Usage(fmt.Errorf("--lowres: %w", err))
 				}
 			}
-			o.Progress = env.Stderr
+			o.Progress = true
 			st, err := Execute(ctx, env, o)
 			if err == nil || st.Trajectories() > 0 {
 				PrintStats(env.Stdout, st)

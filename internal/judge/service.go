@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -46,9 +47,9 @@ type ServiceConfig struct {
 	AckWait time.Duration
 	// Drain returns once nothing is left to judge.
 	Drain bool
-	// Progress, when set, gets a progress line every ProgressEvery
-	// (default 2 s) and at the end.
-	Progress      io.Writer
+	// ProgressEvery, when positive, is how often the counts so far are
+	// logged at info ("judge: progress"); they are logged at the end too
+	// ("judge: drained" after a drain, "judge: stopped" otherwise).
 	ProgressEvery time.Duration
 	Log           *slog.Logger
 }
@@ -123,9 +124,6 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 60 * time.Second
 	}
-	if cfg.ProgressEvery <= 0 {
-		cfg.ProgressEvery = 2 * time.Second
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -140,7 +138,7 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 
 	pctx, stopProgress := context.WithCancel(ctx)
 	var pwg sync.WaitGroup
-	if cfg.Progress != nil {
+	if cfg.ProgressEvery > 0 {
 		pwg.Add(1)
 		go func() { // owned by Serve: stopped and waited for below
 			defer pwg.Done()
@@ -151,7 +149,7 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 				case <-pctx.Done():
 					return
 				case <-t.C:
-					s.progress()
+					s.progress("judge: progress")
 				}
 			}
 		}()
@@ -167,8 +165,12 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	}, s.handle)
 	stopProgress()
 	pwg.Wait()
-	if cfg.Progress != nil {
-		s.progress()
+	if cfg.ProgressEvery > 0 {
+		if cfg.Drain && err == nil {
+			s.progress("judge: drained")
+		} else {
+			s.progress("judge: stopped")
+		}
 	}
 	return s.stats(), err
 }
@@ -197,9 +199,9 @@ func (s *server) count(f func(*Stats)) {
 	s.mu.Unlock()
 }
 
-// progress writes one line: judgements so far by decision, calls per
-// judged trajectory, rate.
-func (s *server) progress() {
+// progress logs msg with the judgements so far by decision, the calls per
+// judged trajectory and the rate.
+func (s *server) progress(msg string) {
 	st := s.stats()
 	n := st.Trajectories()
 	judged := n - st.Decisions[traj.NotJudged]
@@ -208,9 +210,10 @@ func (s *server) progress() {
 		cpt = float64(st.Calls) / float64(judged)
 	}
 	el := time.Since(s.start).Seconds()
-	fmt.Fprintf(s.cfg.Progress, "judge: %d judged (clean %d, redundant %d, failure %d, undecided %d, not judged %d), %.2f calls/trajectory, %d dead-lettered, %.2f trajectories/s\n",
-		n, st.Decisions[traj.CleanSuccess], st.Decisions[traj.RedundantSuccess], st.Decisions[traj.Failure],
-		st.Decisions[traj.Undecided], st.Decisions[traj.NotJudged], cpt, st.DeadLettered, float64(n)/max(el, 1e-9))
+	s.log.Info(msg, "judged", n, "clean", st.Decisions[traj.CleanSuccess], "redundant", st.Decisions[traj.RedundantSuccess],
+		"failure", st.Decisions[traj.Failure], "undecided", st.Decisions[traj.Undecided], "not_judged", st.Decisions[traj.NotJudged],
+		"calls_per_trajectory", math.Round(cpt*100)/100, "dead_lettered", st.DeadLettered,
+		"per_s", math.Round(float64(n)/max(el, 1e-9)*100)/100)
 }
 
 func (s *server) retryDelay(deliveries uint64) time.Duration {

@@ -102,6 +102,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			log.Warn("closing the VM pool", "err", err)
 		}
 	}()
+	log.Info("rollout: planned", "episodes", len(cfg.Tasks)*cfg.Samples, "to_run", len(plan.jobs), "vms", pool.Size(),
+		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(plan.done))
 	if cfg.Metrics != nil {
 		// The pool's figures stay readable after the run (a final scrape);
 		// a later run in the same process replaces them.
@@ -183,8 +185,6 @@ func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject stri
 			}
 		}
 	}
-	log.Info("rollout", "tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group,
-		"episodes", len(cfg.Tasks)*cfg.Samples, "already_published", len(p.done), "to_run", len(p.jobs))
 	return p, nil
 }
 

@@ -236,7 +236,7 @@ func (p *progress) done(r sched.Result) {
 	}
 	if time.Since(p.lastLog) >= 10*time.Second || p.n == p.total {
 		p.lastLog = time.Now()
-		p.log.Info("progress", "done", p.n, "total", p.total, "successes", p.ok, "eta", eta.Round(time.Second).String())
+		p.log.Info("rollout: progress", "done", p.n, "total", p.total, "successes", p.ok, "eta", eta.Round(time.Second).String())
 	}
 }
 

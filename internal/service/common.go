@@ -13,6 +13,7 @@ type Common struct {
 	NATS        bus.Config
 	Store       string // blob store URL; "" → <data>/blobs
 	LogLevel    string
+	LogFormat   string // auto, text or json
 	MetricsAddr string
 	Drain       bool
 	// Replicas of the streams and buckets this process creates;
@@ -37,6 +38,7 @@ func RegisterCommon(f *Flags, consumer bool) *Common {
 	f.Duration(&c.NATS.Timeout, "nats-timeout", "CODAPIPE_NATS_TIMEOUT", 10*time.Second, "deadline of each request to NATS")
 	f.String(&c.Store, "store", "CODAPIPE_STORE", "", "blob store: a directory, file:///dir or s3://bucket/prefix (S3 endpoint and credentials from AWS_* / MINIO_* variables); empty: <data>/blobs")
 	f.String(&c.LogLevel, "log-level", "CODAPIPE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	f.String(&c.LogFormat, "log-format", "CODAPIPE_LOG_FORMAT", LogAuto, "log format: auto (text on a terminal, JSON otherwise), text (one human line per event) or json (for log collectors)")
 	f.String(&c.MetricsAddr, "metrics-addr", "CODAPIPE_METRICS_ADDR", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); empty: off")
 	if consumer {
 		f.Bool(&c.Drain, "drain", "CODAPIPE_DRAIN", false, "batch mode: process what is there, then exit")

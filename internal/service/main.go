@@ -41,8 +41,8 @@ type Command struct {
 	// Usage is the help text printed before the flags.
 	Usage string
 	// Common registers the flags every service has (data directory, NATS,
-	// blob store, topology, log level, metrics); Consumer adds --drain,
-	// which only commands that consume a stream honour.
+	// blob store, topology, log level and format, metrics); Consumer adds
+	// --drain, which only commands that consume a stream honour.
 	Common, Consumer bool
 	// Flags registers the command's own flags (nil: none).
 	Flags func(f *Flags)
@@ -117,7 +117,7 @@ func (e *Env) Bus(ctx context.Context) (*bus.Bus, error) {
 	cfg.Metrics = e.busStats
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
-		cfg.Name = strings.Fields(e.name)[0] + "@" + host
+		cfg.Name = firstWord(e.name) + "@" + host
 	}
 	b, err := bus.Open(ctx, cfg)
 	if err != nil {
@@ -195,11 +195,11 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "%s: unexpected argument %q (see %s --help)\n", cmd.Name, fs.Arg(cmd.Args), cmd.Name)
 		return 2
 	}
-	level := "info"
+	lc := LogConfig{Service: firstWord(cmd.Name)}
 	if common != nil {
-		level = common.LogLevel
+		lc.Level, lc.Format = common.LogLevel, common.LogFormat
 	}
-	log, err := NewLogger(stderr, level)
+	log, err := NewLogger(stderr, lc)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd.Name, err)
 		return 2
@@ -289,6 +289,14 @@ func (c Command) help(fs *Flags) string {
 	b.WriteString("Flags:\n")
 	b.WriteString(fs.Usage())
 	return b.String()
+}
+
+// firstWord is the service of a command name: "rollout" of "rollout tasks".
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return s
 }
 
 func lastWord(s string) string {

@@ -30,11 +30,12 @@ func TestFlagEnvFallback(t *testing.T) {
 		wantURL string
 		wantDr  bool
 		wantTO  time.Duration
+		wantFmt string
 	}{
-		{"defaults", nil, nil, "", false, 10 * time.Second},
-		{"env", map[string]string{"NATS_URL": "nats://a:4222", "CODAPIPE_DRAIN": "true", "CODAPIPE_NATS_TIMEOUT": "3s"}, nil, "nats://a:4222", true, 3 * time.Second},
-		{"flag wins", map[string]string{"NATS_URL": "nats://a:4222"}, []string{"--nats", "nats://b:4222"}, "nats://b:4222", false, 10 * time.Second},
-		{"empty env ignored", map[string]string{"NATS_URL": ""}, nil, "", false, 10 * time.Second},
+		{"defaults", nil, nil, "", false, 10 * time.Second, "auto"},
+		{"env", map[string]string{"NATS_URL": "nats://a:4222", "CODAPIPE_DRAIN": "true", "CODAPIPE_NATS_TIMEOUT": "3s", "CODAPIPE_LOG_FORMAT": "json"}, nil, "nats://a:4222", true, 3 * time.Second, "json"},
+		{"flag wins", map[string]string{"NATS_URL": "nats://a:4222", "CODAPIPE_LOG_FORMAT": "json"}, []string{"--nats", "nats://b:4222", "--log-format", "text"}, "nats://b:4222", false, 10 * time.Second, "text"},
+		{"empty env ignored", map[string]string{"NATS_URL": "", "CODAPIPE_LOG_FORMAT": ""}, nil, "", false, 10 * time.Second, "auto"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,8 +44,8 @@ func TestFlagEnvFallback(t *testing.T) {
 			if err := f.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			if c.NATS.URL != tc.wantURL || c.Drain != tc.wantDr || c.NATS.Timeout != tc.wantTO {
-				t.Fatalf("got url=%q drain=%v timeout=%v", c.NATS.URL, c.Drain, c.NATS.Timeout)
+			if c.NATS.URL != tc.wantURL || c.Drain != tc.wantDr || c.NATS.Timeout != tc.wantTO || c.LogFormat != tc.wantFmt {
+				t.Fatalf("got url=%q drain=%v timeout=%v log format=%q", c.NATS.URL, c.Drain, c.NATS.Timeout, c.LogFormat)
 			}
 		})
 	}
@@ -73,7 +74,7 @@ func TestHelpNamesEnvironmentVariables(t *testing.T) {
 	f := newFlags(nil)
 	RegisterCommon(f, true)
 	u := f.Usage()
-	for _, env := range []string{"NATS_URL", "CODAPIPE_DATA", "CODAPIPE_STORE", "CODAPIPE_LOG_LEVEL", "CODAPIPE_METRICS_ADDR", "NATS_CREDS"} {
+	for _, env := range []string{"NATS_URL", "CODAPIPE_DATA", "CODAPIPE_STORE", "CODAPIPE_LOG_LEVEL", "CODAPIPE_LOG_FORMAT", "CODAPIPE_METRICS_ADDR", "NATS_CREDS"} {
 		if !strings.Contains(u, "[env "+env+"]") {
 			t.Errorf("help does not name %s:\n%s", env, u)
 		}
@@ -96,7 +97,7 @@ func TestCommonDerived(t *testing.T) {
 
 func TestLoggerJSONWhenNotATerminal(t *testing.T) {
 	var b bytes.Buffer
-	l, err := NewLogger(&b, "debug")
+	l, err := NewLogger(&b, LogConfig{Level: "debug"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +109,11 @@ func TestLoggerJSONWhenNotATerminal(t *testing.T) {
 	if rec["msg"] != "hello" || rec["trajectory"] != "01X" {
 		t.Fatalf("record %v", rec)
 	}
-	if _, err := NewLogger(&b, "loud"); err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
+	if _, err := NewLogger(&b, LogConfig{Level: "loud"}); err == nil || !strings.Contains(err.Error(), "want debug, info, warn or error") {
 		t.Fatalf("bad level: %v", err)
 	}
 	b.Reset()
-	l, _ = NewLogger(&b, "warn")
+	l, _ = NewLogger(&b, LogConfig{Level: "warn"})
 	l.Info("quiet")
 	if b.Len() != 0 {
 		t.Fatalf("info logged at warn level: %q", b.String())

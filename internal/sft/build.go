@@ -347,17 +347,17 @@ func (m *Manifest) count(kept []*candidate) {
 }
 
 // report prints what the selection kept, per app and per task, and logs
-// the per-app counts.
+// the counts (per app at debug).
 func (m *Manifest) report(w io.Writer, log *slog.Logger) {
 	c := m.Counts
-	log.Info("sftpack selection", "records", c.Records, "undecodable", c.Undecodable, "trajectories", c.Trajectories,
+	log.Info("sftpack: selected", "records", c.Records, "undecodable", c.Undecodable, "trajectories", c.Trajectories,
 		"no_judgement", c.NoJudgement, "out_of_range", c.OutOfRange, "clean_successes", c.Decisions[string(traj.CleanSuccess)],
 		"eval_failed", c.EvalFailed, "skipped", c.Skipped, "duplicates", c.Duplicates, "over_limit", c.OverLimit,
 		"kept", c.Kept, "samples", c.Samples)
 	apps := sortedKeys(m.Apps)
 	for _, app := range apps {
 		a := m.Apps[app]
-		log.Info("sftpack app", "app", app, "trajectories", a.Trajectories, "samples", a.Samples)
+		log.Debug("sftpack: app", "app", app, "trajectories", a.Trajectories, "samples", a.Samples)
 	}
 	if w == nil {
 		return

@@ -36,7 +36,7 @@ func ExportDir(ctx context.Context, dir, dstURL string, log *slog.Logger, progre
 	if started {
 		prog.end()
 	}
-	log.Info("sftpack export", "to", dstURL, "files", st.Files, "uploaded", st.Uploaded, "skipped", st.Skipped,
+	log.Info("sftpack: exported", "to", dstURL, "files", st.Files, "uploaded", st.Uploaded, "skipped", st.Skipped,
 		"bytes", st.Bytes, "manifest_uploaded", st.ManifestUploaded, "elapsed", st.Elapsed.String())
 	if err != nil {
 		return fmt.Errorf("%w (%d of %d files uploaded before it stopped)", err, st.Uploaded, st.Files)

@@ -12,7 +12,7 @@ import (
 )
 
 // progress reports a phase of the build: a bar on a terminal, a log line
-// every 10 s otherwise (and at the phase's end).
+// every 10 s otherwise (and at the end of a phase that had work).
 type progress struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -100,10 +100,18 @@ func (p *progress) draw(final bool) {
 	if p.log == nil {
 		return
 	}
+	if final && p.total == 0 {
+		return // an empty phase (no val split): nothing to tell
+	}
 	if final || time.Since(p.last) >= 10*time.Second {
 		p.last = time.Now()
-		p.log.Info("sftpack progress", "phase", p.phase, "done", p.n, "total", p.total, "unit", p.unit,
-			"samples", p.samples, "bytes", p.bytes, "total_bytes", p.totalBytes,
-			"elapsed", time.Since(p.start).Round(time.Millisecond).String())
+		attrs := []any{"phase", p.phase, "done", p.n, "total", p.total, "unit", p.unit}
+		if p.samples > 0 {
+			attrs = append(attrs, "samples", p.samples)
+		}
+		if p.totalBytes > 0 {
+			attrs = append(attrs, "bytes", p.bytes, "total_bytes", p.totalBytes)
+		}
+		p.log.Info("sftpack: progress", append(attrs, "elapsed", time.Since(p.start).Round(time.Millisecond).String())...)
 	}
 }

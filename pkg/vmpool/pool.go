@@ -349,7 +349,7 @@ func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error)
 		_ = p.Close(ctx)
 		return nil, lockErr
 	}
-	log.Info("vmpool: pool created", "vms", len(p.vms), "locked_elsewhere", elsewhere, "lock_dir", cfg.LockDir)
+	log.Debug("vmpool: pool created", "vms", len(p.vms), "locked_elsewhere", elsewhere, "lock_dir", cfg.LockDir)
 	return p, nil
 }
 
@@ -1015,7 +1015,7 @@ func (p *Pool) close(ctx context.Context) error {
 	if p.transport != nil {
 		p.transport.CloseIdleConnections()
 	}
-	p.log.Info("vmpool: pool closed", "leases", st.Leases, "resets", st.Resets, "failures", st.Failures,
+	p.log.Debug("vmpool: pool closed", "leases", st.Leases, "resets", st.Resets, "failures", st.Failures,
 		"quarantined", st.Quarantined, "utilisation", fmt.Sprintf("%.3f", st.Utilisation))
 	return errors.Join(errs...)
 }

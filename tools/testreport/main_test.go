@@ -29,7 +29,7 @@ func TestReport(t *testing.T) {
 			code: 0,
 			want: []string{"ok   p 3.0s", "SKIP p TestB: x_test.go:3: MinIO not installed", "TestConformance/minio (2.0s)", "TestS3Checksums (1.0s)", "(2):",
 				"Slowest tests (3):\n      2.0s p TestConformance\n      1.0s p TestS3Checksums\n      0.1s p TestA\n", "6 passed, 0 failed, 1 skipped"},
-			not:  []string{"noise", "minio/case", "awsBeforeMinio"},
+			not: []string{"noise", "minio/case", "awsBeforeMinio"},
 		},
 		{
 			name: "failure shows its output",

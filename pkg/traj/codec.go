@@ -42,45 +42,46 @@ func MarshalCompact(v any) ([]byte, error) {
 // error (they are a sign of a producer with a newer contract), and so is a
 // schema_version other than 1..SchemaVersion. It does not Validate.
 func DecodeTrajectory(data []byte) (*Trajectory, error) {
-	var t Trajectory
-	if err := decodeStrict(data, &t, "trajectory"); err != nil {
-		return nil, err
-	}
-	if err := checkSchema(t.SchemaVersion, "trajectory"); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return decode(data, "trajectory", func(t *Trajectory) []versioned {
+		return []versioned{{t.SchemaVersion, "trajectory"}}
+	})
 }
 
 // DecodeJudged decodes one judged-trajectory document, as DecodeTrajectory
 // does (the schema_version of the document, the judgement and the
 // trajectory are each checked).
 func DecodeJudged(data []byte) (*Judged, error) {
-	var j Judged
-	if err := decodeStrict(data, &j, "judged trajectory"); err != nil {
-		return nil, err
-	}
-	for _, v := range []struct {
-		n    int
-		what string
-	}{{j.SchemaVersion, "judged trajectory"}, {j.Judgement.SchemaVersion, "judgement"}, {j.Trajectory.SchemaVersion, "trajectory"}} {
-		if err := checkSchema(v.n, v.what); err != nil {
-			return nil, err
-		}
-	}
-	return &j, nil
+	return decode(data, "judged trajectory", func(j *Judged) []versioned {
+		return []versioned{{j.SchemaVersion, "judged trajectory"}, {j.Judgement.SchemaVersion, "judgement"}, {j.Trajectory.SchemaVersion, "trajectory"}}
+	})
 }
 
 // DecodeJudgement decodes one judgement document, as DecodeTrajectory does.
 func DecodeJudgement(data []byte) (*Judgement, error) {
-	var j Judgement
-	if err := decodeStrict(data, &j, "judgement"); err != nil {
+	return decode(data, "judgement", func(j *Judgement) []versioned {
+		return []versioned{{j.SchemaVersion, "judgement"}}
+	})
+}
+
+// versioned is the schema_version of one part of a document.
+type versioned struct {
+	n    int
+	what string
+}
+
+// decode decodes one document strictly and checks the schema_version of
+// each of its parts, in order.
+func decode[T any](data []byte, what string, parts func(*T) []versioned) (*T, error) {
+	v := new(T)
+	if err := decodeStrict(data, v, what); err != nil {
 		return nil, err
 	}
-	if err := checkSchema(j.SchemaVersion, "judgement"); err != nil {
-		return nil, err
+	for _, p := range parts(v) {
+		if err := checkSchema(p.n, p.what); err != nil {
+			return nil, err
+		}
 	}
-	return &j, nil
+	return v, nil
 }
 
 func decodeStrict(data []byte, v any, what string) error {

@@ -159,52 +159,40 @@ func golden(t *testing.T, name string, got []byte) []byte {
 
 func TestGoldenRoundTrip(t *testing.T) {
 	t.Run("trajectory", func(t *testing.T) {
-		tr := exampleTrajectory()
-		if err := tr.Validate(); err != nil {
-			t.Fatalf("example must be valid: %v", err)
-		}
-		enc, err := Marshal(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := golden(t, "trajectory.golden.json", enc)
-		dec, err := DecodeTrajectory(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dec.Validate(); err != nil {
-			t.Fatalf("decoded golden is invalid: %v", err)
-		}
-		again, err := Marshal(dec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(again, want) {
-			t.Fatalf("decode+encode of the golden file is not byte-identical:\n%s", again)
-		}
+		goldenRoundTrip(t, "trajectory.golden.json", exampleTrajectory(), DecodeTrajectory)
 	})
 	t.Run("judgement", func(t *testing.T) {
-		j := exampleJudgement()
-		if err := j.Validate(); err != nil {
-			t.Fatalf("example must be valid: %v", err)
-		}
-		enc, err := Marshal(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := golden(t, "judgement.golden.json", enc)
-		dec, err := DecodeJudgement(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := Marshal(dec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(again, want) {
-			t.Fatalf("decode+encode of the golden file is not byte-identical:\n%s", again)
-		}
+		goldenRoundTrip(t, "judgement.golden.json", exampleJudgement(), DecodeJudgement)
 	})
+}
+
+// goldenRoundTrip checks that the valid example v encodes to the golden file
+// name, and that the file decodes to a valid document that encodes to the
+// same bytes.
+func goldenRoundTrip[T interface{ Validate() error }](t *testing.T, name string, v T, decode func([]byte) (T, error)) {
+	t.Helper()
+	if err := v.Validate(); err != nil {
+		t.Fatalf("example must be valid: %v", err)
+	}
+	enc, err := Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := golden(t, name, enc)
+	dec, err := decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Validate(); err != nil {
+		t.Fatalf("decoded golden is invalid: %v", err)
+	}
+	again, err := Marshal(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, want) {
+		t.Fatalf("decode+encode of the golden file is not byte-identical:\n%s", again)
+	}
 }
 
 // TestDocsShowGolden keeps docs/contracts.md's full example true.
@@ -318,23 +306,48 @@ func TestValidateActions(t *testing.T) {
 		{"unknown", Action{Type: "swipe"}, "action.type"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.a.Validate()
-			if tc.bad == "" {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
-			}
-			var ve *ValidationError
-			if !errors.As(err, &ve) || !ve.Has(tc.bad) {
-				t.Fatalf("want a problem at %s, got %v", tc.bad, err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantProblemAt(t, tc.a.Validate(), tc.bad) })
 	}
 }
 
 func nan() float64 { var z float64; return z / z }
+
+// wantProblemAt fails t unless err is nil (path "") or a *ValidationError
+// with a problem at path.
+func wantProblemAt(t *testing.T, err error, path string) {
+	t.Helper()
+	if path == "" {
+		if err != nil {
+			t.Fatalf("want valid, got %v", err)
+		}
+		return
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !ve.Has(path) {
+		t.Fatalf("want a problem at %s, got %v", path, err)
+	}
+}
+
+// edit is one case of validateEdits: a change to a valid document and the
+// path of the problem it makes ("" when the document stays valid).
+type edit[T any] struct {
+	name  string
+	apply func(T)
+	bad   string
+}
+
+// validateEdits applies each edit to a fresh valid document and checks what
+// Validate reports.
+func validateEdits[T interface{ Validate() error }](t *testing.T, fresh func() T, edits []edit[T]) {
+	t.Helper()
+	for _, e := range edits {
+		t.Run(e.name, func(t *testing.T) {
+			doc := fresh()
+			e.apply(doc)
+			wantProblemAt(t, doc.Validate(), e.bad)
+		})
+	}
+}
 
 func TestValidateJudgement(t *testing.T) {
 	j := exampleJudgement()
@@ -457,11 +470,7 @@ func TestVersion1DocumentsStillRead(t *testing.T) {
 }
 
 func TestValidateCoordsAndParseErrorKind(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*Trajectory)
-		bad  string // path with a problem, "" when valid
-	}{
+	validateEdits(t, exampleTrajectory, []edit[*Trajectory]{
 		{"example", func(*Trajectory) {}, ""},
 		{"unit", func(t *Trajectory) { t.Models.Executor.Coords = &Coords{Space: Unit} }, ""},
 		{"pixels-screen", func(t *Trajectory) { t.Models.Executor.Coords = &Coords{Space: PixelsScreen} }, ""},
@@ -481,32 +490,11 @@ func TestValidateCoordsAndParseErrorKind(t *testing.T) {
 		{"error without kind", func(t *Trajectory) { t.Steps[0].Candidates[2].ParseErrorKind = "" }, "steps[0].candidates[2].parse_error_kind"},
 		{"unknown kind", func(t *Trajectory) { t.Steps[0].Candidates[2].ParseErrorKind = "bad" }, "steps[0].candidates[2].parse_error_kind"},
 		{"out of range kind", func(t *Trajectory) { t.Steps[0].Candidates[2].ParseErrorKind = ParseOutOfRange }, ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr := exampleTrajectory()
-			c.edit(tr)
-			err := tr.Validate()
-			if c.bad == "" {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
-			}
-			var ve *ValidationError
-			if !errors.As(err, &ve) || !ve.Has(c.bad) {
-				t.Fatalf("want a problem at %s, got %v", c.bad, err)
-			}
-		})
-	}
+	})
 }
 
 func TestJudgementDecisions(t *testing.T) {
-	cases := []struct {
-		name string
-		edit func(*Judgement)
-		bad  string // path with a problem, "" when valid
-	}{
+	validateEdits(t, exampleJudgement, []edit[*Judgement]{
 		{"example", func(*Judgement) {}, ""},
 		{"not judged", func(j *Judgement) {
 			j.Decision, j.Verdict, j.Votes, j.Reason = NotJudged, nil, nil, "environment error: vm: screenshot timed out"
@@ -516,24 +504,7 @@ func TestJudgementDecisions(t *testing.T) {
 		{"not judged with a verdict", func(j *Judgement) { j.Decision, j.Votes, j.Reason = NotJudged, nil, "x" }, "verdict"},
 		{"undecided without votes", func(j *Judgement) { j.Decision, j.Verdict, j.Votes = Undecided, nil, nil }, "votes"},
 		{"negative attempts", func(j *Judgement) { j.Votes[0].Attempts = -1 }, "votes[0].attempts"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			j := exampleJudgement()
-			c.edit(j)
-			err := j.Validate()
-			if c.bad == "" {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
-			}
-			var ve *ValidationError
-			if !errors.As(err, &ve) || !ve.Has(c.bad) {
-				t.Fatalf("want a problem at %s, got %v", c.bad, err)
-			}
-		})
-	}
+	})
 	if n := exampleJudgement().Calls(); n != 4 {
 		t.Errorf("Calls() = %d, want 1 + 3 attempts", n)
 	}

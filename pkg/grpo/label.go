@@ -89,7 +89,7 @@ func LabelSteps(t *traj.Trajectory, j *traj.Judgement, mode LabelMode) ([]Label,
 	for i := range labels {
 		labels[i] = LabelNone
 	}
-	if t.Outcome.IsEnvError() || j.Decision == traj.Undecided {
+	if t.Outcome.IsEnvError() || j.Decision == traj.Undecided || j.Decision == traj.NotJudged {
 		return labels, nil
 	}
 	v := j.Verdict

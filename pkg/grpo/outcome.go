@@ -85,8 +85,8 @@ func usableEval(e *traj.EvalResult) (usable, passed bool) {
 }
 
 // OutcomeReward returns the outcome-mode reward of trajectory t judged by j,
-// or the reason it has none. Environment errors, undecided and missing
-// judgements are excluded (never reward 0). The error reports a judgement
+// or the reason it has none. Environment errors, undecided, not judged
+// and missing judgements are excluded (never reward 0). The error reports a judgement
 // of another trajectory, a decision that contradicts its verdict, an
 // unknown decision, or an invalid config.
 func OutcomeReward(t *traj.Trajectory, j *traj.Judgement, c OutcomeConfig) (float64, Exclusion, error) {
@@ -109,6 +109,8 @@ func OutcomeReward(t *traj.Trajectory, j *traj.Judgement, c OutcomeConfig) (floa
 	switch j.Decision {
 	case traj.Undecided:
 		return 0, ExcludedUndecided, nil
+	case traj.NotJudged:
+		return 0, ExcludedNoJudge, nil // no model saw it: as if there were no judgement
 	case traj.CleanSuccess:
 		r = c.CleanReward
 	case traj.RedundantSuccess:

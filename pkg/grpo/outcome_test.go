@@ -217,3 +217,30 @@ func TestOutcomeGroupsErrorsAndOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestNotJudgedIsExcluded: a judgement the judge recorded as not judged
+// (no model saw the trajectory) labels nothing and is excluded from
+// outcome groups, like an undecided one, instead of failing the group.
+func TestNotJudgedIsExcluded(t *testing.T) {
+	nj := func(tr *traj.Trajectory) *traj.Judgement {
+		j := judgement(tr.ID, nil)
+		j.Decision, j.Reason = traj.NotJudged, "no frames to show"
+		return j
+	}
+	tr := outcomeTraj("T1", "r", "A/1", 0, 3)
+	labels, err := LabelSteps(tr, nj(tr), LabelModePrefix)
+	if err != nil || !slices.Equal(labels, []Label{LabelNone, LabelNone, LabelNone}) {
+		t.Errorf("LabelSteps = %v, %v; want no labels", labels, err)
+	}
+	if r, why, err := OutcomeReward(tr, nj(tr), DefaultOutcomeConfig()); err != nil || why != ExcludedNoJudge || r != 0 {
+		t.Errorf("OutcomeReward = %v, %q, %v; want excluded as %q", r, why, err, ExcludedNoJudge)
+	}
+	a, b := outcomeTraj("T2", "r", "A/1", 1, 2), outcomeTraj("T3", "r", "A/1", 2, 2)
+	batch, err := BuildOutcomeGroups([]Judged{{tr, nj(tr)}, {a, judgement(a.ID, vClean)}, {b, judgement(b.ID, vFail)}}, DefaultOutcomeConfig())
+	if err != nil {
+		t.Fatalf("a not-judged member fails its group: %v", err)
+	}
+	if len(batch.Excluded) != 1 || batch.Excluded[0].ID != "T1" || batch.Excluded[0].Reason != ExcludedNoJudge {
+		t.Errorf("excluded %+v, want T1 as %q", batch.Excluded, ExcludedNoJudge)
+	}
+}

@@ -3,9 +3,8 @@ package advantage
 import (
 	"time"
 
+	"github.com/codapipe/codapipe/internal/metrics"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/codapipe/codapipe/internal/service"
 )
 
 // Metrics are the advantage service's Prometheus metrics.
@@ -23,39 +22,16 @@ type Metrics struct {
 // reg (nil: not registered; already registered: the registered ones are
 // used).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := metrics.On(reg)
 	m := &Metrics{
-		trajectories: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_advantage_trajectories_total",
-			Help: "Judged trajectories taken in, by result (committed: their rows are in a committed shard; skipped: committed before; dead_lettered).",
-		}, []string{"result"}),
-		rows: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_advantage_rows_total", Help: "Rows in committed shards.",
-		}),
-		groups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_advantage_groups_total",
-			Help: "Groups committed, by result (kept, zero_variance: kept with advantages 0, dropped).",
-		}, []string{"result"}),
-		commits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_advantage_commits_total", Help: "Group commits (a shard, when it has rows, and its commit record).",
-		}),
-		shards: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_advantage_shards_total", Help: "Shard files committed.",
-		}),
-		shardBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_advantage_shard_bytes_total", Help: "Bytes of the shard files committed.",
-		}),
-		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "codapipe_advantage_commit_seconds", Help: "Duration of one commit: the shard finished and stored, then its record.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
-		}),
+		trajectories:  f.CounterVec("codapipe_advantage_trajectories_total", "Judged trajectories taken in, by result (committed: their rows are in a committed shard; skipped: committed before; dead_lettered).", "result"),
+		rows:          f.Counter("codapipe_advantage_rows_total", "Rows in committed shards."),
+		groups:        f.CounterVec("codapipe_advantage_groups_total", "Groups committed, by result (kept, zero_variance: kept with advantages 0, dropped).", "result"),
+		commits:       f.Counter("codapipe_advantage_commits_total", "Group commits (a shard, when it has rows, and its commit record)."),
+		shards:        f.Counter("codapipe_advantage_shards_total", "Shard files committed."),
+		shardBytes:    f.Counter("codapipe_advantage_shard_bytes_total", "Bytes of the shard files committed."),
+		commitSeconds: f.Histogram("codapipe_advantage_commit_seconds", "Duration of one commit: the shard finished and stored, then its record.", prometheus.ExponentialBuckets(0.005, 2, 16)),
 	}
-	m.trajectories = service.Register(reg, m.trajectories)
-	m.rows = service.Register(reg, m.rows)
-	m.groups = service.Register(reg, m.groups)
-	m.commits = service.Register(reg, m.commits)
-	m.shards = service.Register(reg, m.shards)
-	m.shardBytes = service.Register(reg, m.shardBytes)
-	m.commitSeconds = service.Register(reg, m.commitSeconds)
 	for _, r := range []string{"committed", "skipped", "dead_lettered"} {
 		m.trajectories.WithLabelValues(r)
 	}

@@ -3,7 +3,7 @@ package agent
 import (
 	"time"
 
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/metrics"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -21,30 +21,14 @@ type Metrics struct {
 // not registered; already registered: the registered ones are used). Every
 // label value is created at zero, so each series is there from the start.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := metrics.On(reg)
 	m := &Metrics{
-		steps: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_agent_steps_total", Help: "Agent steps (observe, plan, ground, execute) recorded.",
-		}),
-		stepSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "codapipe_agent_step_seconds", Help: "Duration of one agent step.",
-			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
-		}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_agent_model_calls_total", Help: "Model calls (each after its retries), by model (planner, executor) and result (ok, error).",
-		}, []string{"model", "result"}),
-		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "codapipe_agent_model_seconds", Help: "Duration of one model call, retries included, by model.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
-		}, []string{"model"}),
-		candidates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_agent_candidates_total", Help: "Candidates by parse result: action, answer (not grounded), syntax, out_of_range.",
-		}, []string{"result"}),
+		steps:       f.Counter("codapipe_agent_steps_total", "Agent steps (observe, plan, ground, execute) recorded."),
+		stepSeconds: f.Histogram("codapipe_agent_step_seconds", "Duration of one agent step.", prometheus.ExponentialBuckets(0.05, 2, 14)),
+		calls:       f.CounterVec("codapipe_agent_model_calls_total", "Model calls (each after its retries), by model (planner, executor) and result (ok, error).", "model", "result"),
+		callSeconds: f.HistogramVec("codapipe_agent_model_seconds", "Duration of one model call, retries included, by model.", prometheus.ExponentialBuckets(0.01, 2, 16), "model"),
+		candidates:  f.CounterVec("codapipe_agent_candidates_total", "Candidates by parse result: action, answer (not grounded), syntax, out_of_range.", "result"),
 	}
-	m.steps = service.Register(reg, m.steps)
-	m.stepSeconds = service.Register(reg, m.stepSeconds)
-	m.calls = service.Register(reg, m.calls)
-	m.callSeconds = service.Register(reg, m.callSeconds)
-	m.candidates = service.Register(reg, m.candidates)
 	for _, model := range []string{"planner", "executor"} {
 		m.callSeconds.WithLabelValues(model)
 		for _, r := range []string{"ok", "error"} {

@@ -1,6 +1,9 @@
 package bus
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/codapipe/codapipe/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the bus's Prometheus metrics.
 type Metrics struct {
@@ -17,41 +20,22 @@ type Metrics struct {
 // NewMetrics creates the bus metrics and registers them on reg (nil: not
 // registered, for tests and tools that do not serve metrics).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := metrics.On(reg)
 	m := &Metrics{
-		published: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_bus_published_total", Help: "Messages stored by JetStream (duplicates excluded).",
-		}, []string{"stream"}),
-		publishedB: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_bus_published_bytes_total", Help: "Body bytes published (before claim checks).",
-		}, []string{"stream"}),
-		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_bus_duplicates_total", Help: "Publishes that JetStream de-duplicated by message id.",
-		}, []string{"stream"}),
-		claimed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_bus_claim_checks_total", Help: "Publishes whose body went to the claim store.",
-		}, []string{"stream"}),
-		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_bus_publish_errors_total", Help: "Publishes that failed.",
-		}),
-		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_bus_handled_total", Help: "Messages handled, by consumer and result (ack, retry, reject).",
-		}, []string{"consumer", "result"}),
-		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_bus_dead_letters_total", Help: "Messages moved to the dead-letter subject.",
-		}, []string{"consumer"}),
-		handleSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "codapipe_bus_handle_seconds", Help: "Handler duration.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-		}, []string{"consumer"}),
+		published:     f.CounterVec("codapipe_bus_published_total", "Messages stored by JetStream (duplicates excluded).", "stream"),
+		publishedB:    f.CounterVec("codapipe_bus_published_bytes_total", "Body bytes published (before claim checks).", "stream"),
+		duplicates:    f.CounterVec("codapipe_bus_duplicates_total", "Publishes that JetStream de-duplicated by message id.", "stream"),
+		claimed:       f.CounterVec("codapipe_bus_claim_checks_total", "Publishes whose body went to the claim store.", "stream"),
+		publishErrors: f.Counter("codapipe_bus_publish_errors_total", "Publishes that failed."),
+		handled:       f.CounterVec("codapipe_bus_handled_total", "Messages handled, by consumer and result (ack, retry, reject).", "consumer", "result"),
+		dead:          f.CounterVec("codapipe_bus_dead_letters_total", "Messages moved to the dead-letter subject.", "consumer"),
+		handleSeconds: f.HistogramVec("codapipe_bus_handle_seconds", "Handler duration.", prometheus.ExponentialBuckets(0.001, 4, 10), "consumer"),
 	}
 	// Every stream's series exist from the start, at zero.
 	for _, k := range Kinds {
 		for _, v := range []*prometheus.CounterVec{m.published, m.publishedB, m.duplicates, m.claimed} {
 			v.WithLabelValues(StreamName(k))
 		}
-	}
-	if reg != nil {
-		reg.MustRegister(m.published, m.publishedB, m.duplicates, m.claimed, m.publishErrors, m.handled, m.dead, m.handleSeconds)
 	}
 	return m
 }

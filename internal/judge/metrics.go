@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/metrics"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -24,43 +24,17 @@ type Metrics struct {
 // NewMetrics creates the judge's metrics and registers them on reg (nil:
 // not registered; already registered: the registered ones are used).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := metrics.On(reg)
 	m := &Metrics{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_judge_calls_total", Help: "Judge model calls (each after its retries), by endpoint and result (answered, failed).",
-		}, []string{"endpoint", "result"}),
-		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "codapipe_judge_call_seconds", Help: "Duration of one judge model call, retries included, by endpoint.",
-			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
-		}, []string{"endpoint"}),
-		malformed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_judge_malformed_total", Help: "Judge answers without a usable result dict, by endpoint.",
-		}, []string{"endpoint"}),
-		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_judge_cache_hits_total", Help: "Judge calls answered from the vote cache instead of the model (redeliveries).",
-		}),
-		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "codapipe_judge_inflight_calls", Help: "Judge model calls in flight, by endpoint.",
-		}, []string{"endpoint"}),
-		votes: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "codapipe_judge_votes_per_trajectory", Help: "Votes cast per judged trajectory (early exit makes it fewer than --votes).",
-			Buckets: prometheus.LinearBuckets(0, 1, 9),
-		}),
-		judged: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_judge_trajectories_total", Help: "Trajectories judged, by decision (clean_success, success_redundant, failure, undecided, not_judged).",
-		}, []string{"decision"}),
-		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "codapipe_judge_trajectory_seconds", Help: "Time to judge one trajectory (images, votes), without publishing.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
-		}),
+		calls:       f.CounterVec("codapipe_judge_calls_total", "Judge model calls (each after its retries), by endpoint and result (answered, failed).", "endpoint", "result"),
+		callSeconds: f.HistogramVec("codapipe_judge_call_seconds", "Duration of one judge model call, retries included, by endpoint.", prometheus.ExponentialBuckets(0.05, 2, 14), "endpoint"),
+		malformed:   f.CounterVec("codapipe_judge_malformed_total", "Judge answers without a usable result dict, by endpoint.", "endpoint"),
+		cacheHits:   f.Counter("codapipe_judge_cache_hits_total", "Judge calls answered from the vote cache instead of the model (redeliveries)."),
+		inflight:    f.GaugeVec("codapipe_judge_inflight_calls", "Judge model calls in flight, by endpoint.", "endpoint"),
+		votes:       f.Histogram("codapipe_judge_votes_per_trajectory", "Votes cast per judged trajectory (early exit makes it fewer than --votes).", prometheus.LinearBuckets(0, 1, 9)),
+		judged:      f.CounterVec("codapipe_judge_trajectories_total", "Trajectories judged, by decision (clean_success, success_redundant, failure, undecided, not_judged).", "decision"),
+		seconds:     f.Histogram("codapipe_judge_trajectory_seconds", "Time to judge one trajectory (images, votes), without publishing.", prometheus.ExponentialBuckets(0.01, 2, 16)),
 	}
-	m.calls = service.Register(reg, m.calls)
-	m.callSeconds = service.Register(reg, m.callSeconds)
-	m.malformed = service.Register(reg, m.malformed)
-	m.cacheHits = service.Register(reg, m.cacheHits)
-	m.inflight = service.Register(reg, m.inflight)
-	m.votes = service.Register(reg, m.votes)
-	m.judged = service.Register(reg, m.judged)
-	m.seconds = service.Register(reg, m.seconds)
 	for _, d := range traj.Decisions {
 		m.judged.WithLabelValues(string(d))
 	}

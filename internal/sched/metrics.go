@@ -1,7 +1,7 @@
 package sched
 
 import (
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/metrics"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -21,37 +21,16 @@ type Metrics struct {
 // (nil: not registered; already registered: the registered ones are used).
 // Every label value is created at zero.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := metrics.On(reg)
 	m := &Metrics{
-		episodes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codapipe_rollout_episodes_total", Help: "Episodes ended, by outcome (finished, answered, failed, step_limit, env_error; none: no trajectory).",
-		}, []string{"outcome"}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_rollout_env_retries_total", Help: "Episodes run again after an environment error.",
-		}),
-		leaseFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_rollout_lease_failures_total", Help: "Episodes that got no VM (every VM quarantined, or the pool closed).",
-		}),
-		publishFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "codapipe_rollout_publish_failures_total", Help: "Episodes whose trajectory could not be published.",
-		}),
-		running: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "codapipe_rollout_episodes_running", Help: "Episodes running on a VM now.",
-		}),
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "codapipe_rollout_episodes_pending", Help: "Episodes waiting for a worker (retries included).",
-		}),
-		attemptSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "codapipe_rollout_attempt_seconds", Help: "VM time of one attempt of an episode.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
-		}),
+		episodes:        f.CounterVec("codapipe_rollout_episodes_total", "Episodes ended, by outcome (finished, answered, failed, step_limit, env_error; none: no trajectory).", "outcome"),
+		retries:         f.Counter("codapipe_rollout_env_retries_total", "Episodes run again after an environment error."),
+		leaseFailures:   f.Counter("codapipe_rollout_lease_failures_total", "Episodes that got no VM (every VM quarantined, or the pool closed)."),
+		publishFailures: f.Counter("codapipe_rollout_publish_failures_total", "Episodes whose trajectory could not be published."),
+		running:         f.Gauge("codapipe_rollout_episodes_running", "Episodes running on a VM now."),
+		pending:         f.Gauge("codapipe_rollout_episodes_pending", "Episodes waiting for a worker (retries included)."),
+		attemptSeconds:  f.Histogram("codapipe_rollout_attempt_seconds", "VM time of one attempt of an episode.", prometheus.ExponentialBuckets(1, 2, 14)),
 	}
-	m.episodes = service.Register(reg, m.episodes)
-	m.retries = service.Register(reg, m.retries)
-	m.leaseFailures = service.Register(reg, m.leaseFailures)
-	m.publishFailures = service.Register(reg, m.publishFailures)
-	m.running = service.Register(reg, m.running)
-	m.pending = service.Register(reg, m.pending)
-	m.attemptSeconds = service.Register(reg, m.attemptSeconds)
 	for _, k := range traj.OutcomeKinds {
 		m.episodes.WithLabelValues(string(k))
 	}

@@ -55,24 +55,3 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 	}()
 	return ln.Addr().String(), ch, nil
 }
-
-// Register registers c on reg and returns it; when reg already holds an
-// equal collector (a second run in one process), it returns that one, so
-// counters go on from where they were. A nil reg registers nothing. Any
-// other registration error is a programming error and panics, as
-// prometheus.MustRegister does.
-func Register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
-}

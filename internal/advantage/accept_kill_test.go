@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -77,12 +76,7 @@ func readKeys(t *testing.T, bucket blob.Bucket, m shard.Manifest) map[rowKey]int
 	t.Helper()
 	got := map[rowKey]int{}
 	for _, f := range m.Files {
-		rc, _, err := bucket.Get(context.Background(), f.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(rc)
-		rc.Close()
+		body, err := blob.ReadAll(context.Background(), bucket, f.Key)
 		if err != nil {
 			t.Fatal(err)
 		}

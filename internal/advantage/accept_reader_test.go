@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -164,12 +163,7 @@ func readSet(t *testing.T, bucket blob.Bucket, m shard.Manifest, format shard.Fo
 		if f.Format != format || !strings.HasSuffix(f.Key, "."+string(format)) {
 			t.Errorf("%s: format %q, want %q", f.Key, f.Format, format)
 		}
-		rc, _, err := bucket.Get(context.Background(), f.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(rc)
-		rc.Close()
+		body, err := blob.ReadAll(context.Background(), bucket, f.Key)
 		if err != nil {
 			t.Fatal(err)
 		}

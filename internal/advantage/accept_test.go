@@ -91,12 +91,7 @@ func TestAcceptAdvantageAfterJudge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, _, err := bucket.Get(ctx, f.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(rc)
-		rc.Close()
+		body, err := blob.ReadAll(ctx, bucket, f.Key)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -485,23 +484,14 @@ func archiveKey(t *traj.Trajectory, j *traj.Judgement) string {
 }
 
 func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, error) {
-	rc, _, err := s.cfg.Store.Bucket().Get(ctx, key)
-	if errors.Is(err, blob.ErrNotFound) {
+	jd, _, err := archive.Read(ctx, s.cfg.Store.Bucket(), key)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
 		return nil, inputErr("judged trajectory %s is not in the archive", key)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	body, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, err
-	}
-	jd, err := traj.DecodeJudged(body)
-	if err != nil {
+	case errors.Is(err, archive.ErrDamaged), errors.Is(err, blob.ErrChecksumMismatch):
 		return nil, inputErr("judged trajectory %s: %v", key, err)
 	}
-	return jd, nil
+	return jd, err
 }
 
 // writeManifest writes the set's manifest from every commit record (of

@@ -5,9 +5,14 @@
 package archive
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Prefix starts the blob-store keys of the judged archive.
@@ -65,4 +70,25 @@ func Parse(key string) (Name, bool) {
 		return Name{}, false
 	}
 	return n, true
+}
+
+// ErrDamaged reports an archived document that does not decode as a
+// judged trajectory.
+var ErrDamaged = errors.New("the archived document does not decode")
+
+// Read reads the judged trajectory archived under key, with the bytes it
+// was stored as. Its errors wrap blob.ErrNotFound when there is none,
+// blob.ErrChecksumMismatch when the stored bytes do not match the checksum
+// recorded with them, and ErrDamaged when they do not decode; any other
+// error is the store's.
+func Read(ctx context.Context, b blob.Bucket, key string) (*traj.Judged, []byte, error) {
+	body, err := blob.ReadAll(ctx, b, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	jd, err := traj.DecodeJudged(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w: %v", key, ErrDamaged, err)
+	}
+	return jd, body, nil
 }

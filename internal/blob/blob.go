@@ -172,3 +172,18 @@ func validatePrefix(p string) error {
 func opError(op, key string, err error) error {
 	return fmt.Errorf("blob: %s %s: %w", op, key, err)
 }
+
+// ReadAll reads the object under key whole, verified as Bucket.Get
+// verifies it: its errors wrap ErrNotFound and ErrChecksumMismatch.
+func ReadAll(ctx context.Context, b Bucket, key string) ([]byte, error) {
+	rc, _, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("blob: read %s in %s: %w", key, b, err)
+	}
+	return body, nil
+}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/pipetest"
@@ -52,27 +51,9 @@ func judgedOn(t testing.TB, b *bus.Bus) ([]*traj.Judged, []pipetest.Message) {
 // archived reads the judged archive of store: key → document.
 func archived(t testing.TB, store *blob.Store) map[string]*traj.Judged {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out := map[string]*traj.Judged{}
-	for info, err := range store.Bucket().List(ctx, archive.Prefix) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, _, err := store.Bucket().Get(ctx, info.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := traj.DecodeJudged(body)
-		if err != nil {
-			t.Fatalf("archive %s: %v", info.Key, err)
-		}
-		out[info.Key] = doc
+	docs, damaged := pipetest.Archived(t, store.Bucket())
+	if len(damaged) > 0 {
+		t.Fatalf("archive entries that do not decode: %q", damaged)
 	}
-	return out
+	return docs
 }

@@ -185,18 +185,9 @@ func BuildReport(ctx context.Context, store *blob.Store, cfg ReportConfig) (*Rep
 		if !strings.HasSuffix(info.Key, ".json") {
 			continue
 		}
-		rc, _, err := store.Bucket().Get(ctx, info.Key)
+		doc, _, err := archive.Read(ctx, store.Bucket(), info.Key)
 		if err != nil {
-			return nil, fmt.Errorf("judge report: %s: %w", info.Key, err)
-		}
-		body, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("judge report: %s: %w", info.Key, err)
-		}
-		doc, err := traj.DecodeJudged(body)
-		if err != nil {
-			return nil, fmt.Errorf("judge report: %s: %w", info.Key, err)
+			return nil, fmt.Errorf("judge report: %w", err)
 		}
 		if cfg.App != "" && doc.Judgement.App != cfg.App {
 			continue

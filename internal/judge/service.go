@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"strings"
@@ -305,23 +304,16 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 
 // archived returns the archived judged document under key, or nil.
 func (s *server) archived(ctx context.Context, key string) ([]byte, *traj.Judgement, error) {
-	rc, _, err := s.cfg.Archive.Bucket().Get(ctx, key)
-	if errors.Is(err, blob.ErrNotFound) {
+	doc, body, err := archive.Read(ctx, s.cfg.Archive.Bucket(), key)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
 		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rc.Close()
-	body, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, nil, err
-	}
-	doc, err := traj.DecodeJudged(body)
-	if err != nil {
+	case errors.Is(err, archive.ErrDamaged):
 		// A damaged archive entry is judged again and replaced.
 		s.log.Warn("judge: archived judgement unreadable; judging again", "key", key, "err", err)
 		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
 	}
 	return body, &doc.Judgement, nil
 }

@@ -20,6 +20,7 @@ package pipetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/rollout"
@@ -422,4 +424,28 @@ func Cleanup() {
 		os.RemoveAll(d)
 	}
 	shared.dirs = nil
+}
+
+// Archived reads the judged archive of bucket: key → document, and the
+// keys of the documents that do not decode (archive.ErrDamaged).
+func Archived(t testing.TB, b blob.Bucket) (docs map[string]*traj.Judged, damaged []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	docs = map[string]*traj.Judged{}
+	for info, err := range b.List(ctx, archive.Prefix) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		jd, _, err := archive.Read(ctx, b, info.Key)
+		switch {
+		case errors.Is(err, archive.ErrDamaged):
+			damaged = append(damaged, info.Key)
+		case err != nil:
+			t.Fatal(err)
+		default:
+			docs[info.Key] = jd
+		}
+	}
+	return docs, damaged
 }

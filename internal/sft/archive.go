@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"sync"
@@ -50,24 +49,16 @@ type record struct {
 // A record that does not decode or does not match its key is an
 // *inputError; a store failure is returned as is.
 func readJudged(ctx context.Context, store *blob.Store, k archive.Name) (*traj.Judged, error) {
-	rc, _, err := store.Bucket().Get(ctx, k.Key)
-	if errors.Is(err, blob.ErrNotFound) {
+	jd, _, err := archive.Read(ctx, store.Bucket(), k.Key)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
 		return nil, inputErr("the record is no longer in the archive")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sft: read %s: %w", k.Key, err)
-	}
-	body, err := io.ReadAll(rc)
-	rc.Close()
-	if errors.Is(err, blob.ErrChecksumMismatch) {
+	case errors.Is(err, blob.ErrChecksumMismatch):
 		return nil, inputErr("the record does not match its recorded checksum: %v", err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sft: read %s: %w", k.Key, err)
-	}
-	jd, err := traj.DecodeJudged(body)
-	if err != nil {
+	case errors.Is(err, archive.ErrDamaged):
 		return nil, inputErr("the record does not decode: %v", err)
+	case err != nil:
+		return nil, fmt.Errorf("sft: read %s: %w", k.Key, err)
 	}
 	t, j := &jd.Trajectory, &jd.Judgement
 	switch {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -69,32 +68,12 @@ func freshStore(t testing.TB) string {
 // key, straight from the bucket (not through the package).
 func archived(t testing.TB, storeDir string) map[string]*traj.Judged {
 	t.Helper()
-	ctx := context.Background()
-	b, err := blob.OpenBucket(ctx, storeDir, blob.Config{})
+	b, err := blob.OpenBucket(context.Background(), storeDir, blob.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*traj.Judged{}
-	for info, err := range b.List(ctx, archive.Prefix) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, _, err := b.Get(ctx, info.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		jd, err := traj.DecodeJudged(body)
-		if err != nil {
-			continue // a test damaged it
-		}
-		out[info.Key] = jd
-	}
-	return out
+	docs, _ := pipetest.Archived(t, b) // the damaged ones: a test damaged them
+	return docs
 }
 
 // putArchived writes jd into the store's archive under its key and

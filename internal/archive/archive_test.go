@@ -1,6 +1,16 @@
 package archive
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
 
 // TestParse: keys made by Key come apart into the
 // same names, whatever characters they hold; other keys are refused.
@@ -21,5 +31,44 @@ func TestParse(t *testing.T) {
 		if k, ok := Parse(key); ok {
 			t.Errorf("%q parsed as %+v", key, k)
 		}
+	}
+}
+
+// TestRead: a document comes back with its bytes; a missing key and a
+// document that does not decode are told apart by their errors.
+func TestRead(t *testing.T) {
+	ctx := context.Background()
+	b, err := blob.OpenBucket(ctx, t.TempDir(), blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jdoc := traj.Judged{SchemaVersion: traj.SchemaVersion}
+	for file, dst := range map[string]any{"trajectory": &jdoc.Trajectory, "judgement": &jdoc.Judgement} {
+		raw, err := os.ReadFile("../../pkg/traj/testdata/" + file + ".golden.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body, err := traj.Marshal(&jdoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, doc := range map[string][]byte{"judged/good.json": body, "judged/bad.json": []byte(`{"trajectory": 1}`)} {
+		if _, err := b.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jd, raw, err := Read(ctx, b, "judged/good.json")
+	if err != nil || !bytes.Equal(raw, body) || jd.Trajectory.ID == "" {
+		t.Fatalf("good document: %v", err)
+	}
+	if _, _, err := Read(ctx, b, "judged/bad.json"); !errors.Is(err, ErrDamaged) {
+		t.Errorf("bad document: %v, want ErrDamaged", err)
+	}
+	if _, _, err := Read(ctx, b, "judged/none.json"); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("missing document: %v, want blob.ErrNotFound", err)
 	}
 }

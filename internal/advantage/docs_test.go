@@ -33,14 +33,7 @@ func TestAdvantageMetricsDocumented(t *testing.T) {
 	defer env.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addr, done, err := service.ServeMetrics(ctx, "127.0.0.1:0", env.Metrics, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		<-done
-	}()
+	metricsURL := docstest.ServeMetrics(t, env.Metrics)
 	o := Options{Mode: ModeStep, Label: "clean", Method: "grpo", Eps: grpo.DefaultEps, Std: "unbiased", ZeroVar: "keep",
 		Reward: grpo.DefaultRewardConfig(), Outcome: grpo.DefaultOutcomeConfig(), Format: "arrow",
 		RowsPerShard: 100000, BytesPerShard: 512 << 20, Workers: 8, AckWait: time.Minute, MaxDelay: time.Second}
@@ -48,8 +41,8 @@ func TestAdvantageMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, "http://"+addr+"/metrics"), "advantage")
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + addr + "/metrics")
+	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, metricsURL), "advantage")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}

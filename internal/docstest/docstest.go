@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"flag"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/service"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Tables reads the tables of the Markdown file at path that follow a
@@ -126,6 +128,24 @@ func Metrics(t testing.TB, path string) map[string][]string {
 		t.Fatalf("%s has no metrics table", path)
 	}
 	return docs
+}
+
+// ServeMetrics serves reg on a loopback port for the rest of the test (the
+// server is stopped and waited for at cleanup) and returns its /metrics
+// URL.
+func ServeMetrics(t testing.TB, reg *prometheus.Registry) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done, err := service.ServeMetrics(ctx, "127.0.0.1:0", reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return "http://" + addr + "/metrics"
 }
 
 // Scrape returns the names of the metrics served at url (its "# TYPE"

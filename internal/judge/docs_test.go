@@ -26,14 +26,7 @@ func TestJudgeMetricsDocumented(t *testing.T) {
 	defer env.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addr, done, err := service.ServeMetrics(ctx, "127.0.0.1:0", env.Metrics, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		<-done
-	}()
+	metricsURL := docstest.ServeMetrics(t, env.Metrics)
 	b, err := env.Bus(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -45,5 +38,5 @@ func TestJudgeMetricsDocumented(t *testing.T) {
 	if err != nil || st.Trajectories() != 2 {
 		t.Fatalf("judge: %v (%+v)", err, st)
 	}
-	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, "http://"+addr+"/metrics"), "judge")
+	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, metricsURL), "judge")
 }

@@ -52,20 +52,13 @@ func TestMetricsDocumented(t *testing.T) {
 	defer env.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addr, done, err := service.ServeMetrics(ctx, "127.0.0.1:0", env.Metrics, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		<-done
-	}()
+	metricsURL := docstest.ServeMetrics(t, env.Metrics)
 	sum, err := Execute(ctx, env, cfg.Options)
 	if err != nil || sum.Episodes != 1 {
 		t.Fatalf("Execute: %v (summary %+v)", err, sum)
 	}
 
-	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, "http://"+addr+"/metrics"), "rollout")
+	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, metricsURL), "rollout")
 }
 
 // TestSharedFlagsAgree: flags that rollout and rollout sim share under one

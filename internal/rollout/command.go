@@ -29,6 +29,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // Options are a rollout as the command line gives it.
@@ -65,7 +66,7 @@ type Options struct {
 
 	// Guest overrides the options of the guest clients the pool gives its
 	// VMs (per-call timeouts, retries); zero fields keep vmpool's defaults.
-	Guest vmpool.GuestOptions
+	Guest guest.Options
 	// SimTimeouts are the deadlines of the simulator's VM pool (start,
 	// reset, health check, stop); zero fields keep vmpool's defaults. A
 	// --pool file sets its own timeouts.

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 
 // VMSpec names one VM of a backend. The pool passes it back to every
@@ -36,7 +38,7 @@ type Endpoint struct {
 	// GuestURL is the OSWorld/ScienceBoard guest server, "http://host:5000".
 	GuestURL string
 	// StateURL is ScienceBoard's app-state server; "" means the guest's
-	// host on port 8000 (see GuestOptions.StateURL).
+	// host on port 8000 (see guest.Options.StateURL).
 	StateURL string
 }
 
@@ -68,7 +70,7 @@ type Backend interface {
 	Reset(ctx context.Context, vm VMSpec) (Endpoint, error)
 	// Health checks that a VM is usable now, through g, the pool's client of
 	// the VM's guest server (typically one screenshot).
-	Health(ctx context.Context, vm VMSpec, g *Guest) error
+	Health(ctx context.Context, vm VMSpec, g *guest.Client) error
 	// Stop is called by Pool.Close for every VM the pool started. A backend
 	// does what its configuration asks: the docker backend removes the
 	// container, vmware stops the VM only with stop_on_close, sim and guest
@@ -147,9 +149,9 @@ func (e *CommandError) Error() string {
 		return fmt.Sprintf("%s: no answer within %v (killed)", cmd, e.Timeout)
 	}
 	msg := fmt.Sprintf("%s: %v", cmd, e.Err)
-	if t := lastLine(e.Stderr); t != "" {
+	if t := errtext.LastLine(e.Stderr); t != "" {
 		msg += ": " + t
-	} else if t := lastLine(e.Stdout); t != "" {
+	} else if t := errtext.LastLine(e.Stdout); t != "" {
 		msg += ": " + t
 	}
 	return msg
@@ -168,7 +170,7 @@ func (e *CommandError) Output() string {
 }
 
 func commandLine(path string, args []string) string {
-	return Command{Argv: append([]string{path}, args...)}.String()
+	return guest.Command{Argv: append([]string{path}, args...)}.String()
 }
 
 // capWriter keeps the first n bytes written.
@@ -218,18 +220,9 @@ func runCommand(ctx context.Context, timeout time.Duration, env []string, path s
 	case errors.Is(ctx.Err(), context.Canceled):
 		ce.Err = fmt.Errorf("%w (%v)", context.Canceled, err)
 	case cctx.Err() != nil: // our timeout or the caller's deadline
-		ce.Timeout = max(roundDur(time.Since(start)), time.Nanosecond)
+		ce.Timeout = max(errtext.Duration(time.Since(start)), time.Nanosecond)
 	}
 	return ce.Stdout, ce
-}
-
-// newHTTPClient is the HTTP client of a backend or pool: its own transport,
-// so closing its idle connections leaves no goroutine behind.
-func newHTTPClient() (*http.Client, *http.Transport) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.MaxIdleConnsPerHost = 4
-	return &http.Client{Transport: tr}, tr
 }
 
 // readyProbe is one readiness check of a VM; nil means ready.
@@ -238,7 +231,7 @@ type readyProbe func(ctx context.Context) error
 // screenshotProbe checks readiness the way OSWorld does: GET /screenshot
 // answers with a PNG.
 func screenshotProbe(client *http.Client, ep Endpoint) (readyProbe, error) {
-	g, err := NewGuest(ep.GuestURL, GuestOptions{
+	g, err := guest.New(ep.GuestURL, guest.Options{
 		StateURL:          ep.StateURL,
 		HTTPClient:        client,
 		Retries:           -1, // waitReady polls
@@ -281,7 +274,7 @@ func waitReady(ctx context.Context, what string, timeout, interval time.Duration
 			if ctx.Err() != nil {
 				return fmt.Errorf("%s: %w (last try: %v)", what, ctx.Err(), last)
 			}
-			return fmt.Errorf("%w: %s: not ready within %v (%d tries; last: %v)", ErrStuck, what, roundDur(time.Since(start)), n+1, last)
+			return fmt.Errorf("%w: %s: not ready within %v (%d tries; last: %v)", ErrStuck, what, errtext.Duration(time.Since(start)), n+1, last)
 		case <-t.C:
 		}
 	}

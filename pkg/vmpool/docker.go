@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // DockerConfig configures the "docker" backend: OSWorld-style containers,
@@ -161,7 +163,6 @@ type DockerBackend struct {
 	log     *slog.Logger
 	specs   []VMSpec
 	client  *http.Client
-	tr      *http.Transport
 
 	mu       sync.Mutex
 	poolLock *fileLock
@@ -187,7 +188,7 @@ func NewDockerBackend(poolID, lockDir string, cfg DockerConfig, log *slog.Logger
 	}
 	b := &DockerBackend{cfg: cfg, poolID: poolID, lockDir: orDefault(lockDir, DefaultLockDir()), log: log,
 		ports: map[string][]int{}}
-	b.client, b.tr = newHTTPClient()
+	b.client = guest.NewHTTPClient()
 	for i := 0; i < cfg.Count; i++ {
 		id := fmt.Sprintf("docker-%d", i)
 		name := b.containerName(id)
@@ -400,7 +401,7 @@ func (b *DockerBackend) freePorts(n int, avoid map[int]bool) ([]int, error) {
 }
 
 // Health takes a screenshot.
-func (b *DockerBackend) Health(ctx context.Context, vm VMSpec, g *Guest) error {
+func (b *DockerBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
 	_, err := g.Screenshot(ctx)
 	return err
 }
@@ -431,6 +432,6 @@ func (b *DockerBackend) Close(ctx context.Context) error {
 		b.poolLock = nil
 		b.mu.Unlock()
 	}
-	b.tr.CloseIdleConnections()
+	b.client.CloseIdleConnections()
 	return err
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // GuestHostsConfig configures the "guest" backend: any machines that run
@@ -76,7 +78,7 @@ func (c GuestHostsConfig) validate(v *validator, at string) {
 		validateVMID(v, f+".id", vm.ID)
 		validateURL(v, f+".url", vm.URL)
 		if vm.StateURL != "" {
-			if _, err := parseBase(vm.StateURL, DefaultStatePort); err != nil {
+			if _, err := guest.ParseURL(vm.StateURL, guest.DefaultStatePort); err != nil {
 				v.add(f+".state_url", "%v (want a URL such as http://10.0.0.5:8000)", err)
 			}
 		}
@@ -92,7 +94,6 @@ type GuestHostsBackend struct {
 	specs  []VMSpec
 	hosts  map[string]GuestHost // id → host, URLs normalized
 	client *http.Client
-	tr     *http.Transport
 	warn   sync.Once
 }
 
@@ -108,12 +109,12 @@ func NewGuestHostsBackend(cfg GuestHostsConfig, log *slog.Logger) (*GuestHostsBa
 		log = slog.Default()
 	}
 	b := &GuestHostsBackend{cfg: cfg, log: log, hosts: map[string]GuestHost{}}
-	b.client, b.tr = newHTTPClient()
+	b.client = guest.NewHTTPClient()
 	for _, h := range cfg.VMs {
-		u, _ := parseBase(h.URL, DefaultGuestPort)
+		u, _ := guest.ParseURL(h.URL, guest.DefaultPort)
 		h.URL = u.String()
 		if h.StateURL != "" {
-			s, _ := parseBase(h.StateURL, DefaultStatePort)
+			s, _ := guest.ParseURL(h.StateURL, guest.DefaultStatePort)
 			h.StateURL = s.String()
 		}
 		b.hosts[h.ID] = h
@@ -167,7 +168,7 @@ func (b *GuestHostsBackend) bringUp(ctx context.Context, vm VMSpec, op, command 
 // run runs one of the user's commands for machine h.
 func (b *GuestHostsBackend) run(ctx context.Context, op, command string, h GuestHost) error {
 	hostname := h.URL
-	if u, err := parseBase(h.URL, DefaultGuestPort); err == nil {
+	if u, err := guest.ParseURL(h.URL, guest.DefaultPort); err == nil {
 		hostname = u.Hostname()
 	}
 	env := []string{"CODAPIPE_VM_ID=" + h.ID, "CODAPIPE_VM_URL=" + h.URL, "CODAPIPE_VM_HOST=" + hostname}
@@ -179,7 +180,7 @@ func (b *GuestHostsBackend) run(ctx context.Context, op, command string, h Guest
 }
 
 // Health takes a screenshot.
-func (b *GuestHostsBackend) Health(ctx context.Context, vm VMSpec, g *Guest) error {
+func (b *GuestHostsBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
 	_, err := g.Screenshot(ctx)
 	return err
 }
@@ -198,6 +199,6 @@ func (b *GuestHostsBackend) Stop(ctx context.Context, vm VMSpec) error {
 
 // Close closes idle connections.
 func (b *GuestHostsBackend) Close(context.Context) error {
-	b.tr.CloseIdleConnections()
+	b.client.CloseIdleConnections()
 	return nil
 }

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 
 // Errors of the pool that callers branch on.
@@ -55,7 +58,7 @@ func (e *opTimeoutError) Is(target error) bool {
 // isTimeout reports a failure that quarantines a VM at once: an operation
 // or a guest call that ran out of time, or a VM that never became ready.
 func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStuck) || errors.Is(err, ErrTimeout)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStuck) || errors.Is(err, guest.ErrTimeout)
 }
 
 // State is where a VM is in its life in the pool.
@@ -173,7 +176,7 @@ type Option func(*options)
 type options struct {
 	log       *slog.Logger
 	backend   Backend
-	guestOpts GuestOptions
+	guestOpts guest.Options
 	onEvent   func(Event)
 }
 
@@ -189,7 +192,7 @@ func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
 // for its VMs (Lease.Guest). StateURL is set per VM from its Endpoint.
 // Without an HTTPClient the pool uses one of its own and closes its idle
 // connections on Close.
-func WithGuestOptions(g GuestOptions) Option { return func(o *options) { o.guestOpts = g } }
+func WithGuestOptions(g guest.Options) Option { return func(o *options) { o.guestOpts = g } }
 
 // WithEvents calls fn for every pool event. fn is called in the order the
 // events happen, with the pool's lock held: it must be quick and must not
@@ -212,8 +215,8 @@ type Pool struct {
 	backend   Backend
 	log       *slog.Logger
 	onEvent   func(Event)
-	guestOpts GuestOptions
-	transport *http.Transport // ours to close, or nil
+	guestOpts guest.Options
+	ownClient *http.Client // the guests' HTTP client when the pool made it: ours to close, or nil
 
 	ctx     context.Context // ends at Close: every background operation derives from it
 	cancel  context.CancelFunc
@@ -238,7 +241,7 @@ type vm struct {
 	state      State
 	started    bool // Backend.Start was called: Stop it on Close
 	ep         Endpoint
-	guest      *Guest
+	guest      *guest.Client
 	failures   int // consecutive
 	lastErr    error
 	readySince time.Time
@@ -315,7 +318,8 @@ func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error)
 		created:   time.Now(),
 	}
 	if p.guestOpts.HTTPClient == nil {
-		p.guestOpts.HTTPClient, p.transport = newHTTPClient()
+		p.ownClient = guest.NewHTTPClient()
+		p.guestOpts.HTTPClient = p.ownClient
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for i := range specs {
@@ -602,7 +606,7 @@ func (p *Pool) bringUpOnce(v *vm, op string) error {
 	if v.guest == nil || ep != v.ep {
 		gopts := p.guestOpts
 		gopts.StateURL = ep.StateURL
-		g, gerr := NewGuest(ep.GuestURL, gopts)
+		g, gerr := guest.New(ep.GuestURL, gopts)
 		if gerr != nil {
 			p.mu.Unlock()
 			return &VMError{VM: v.spec.ID, Op: op, Err: fmt.Errorf("the backend gave a bad guest URL: %w", gerr)}
@@ -789,7 +793,7 @@ func (p *Pool) Lease(ctx context.Context, opts ...LeaseOption) (*Lease, error) {
 		msg := p.summaryLocked()
 		p.mu.Unlock()
 		return nil, fmt.Errorf("vmpool: lease: no VM became ready after %v (%s): %w",
-			roundDur(time.Since(start)), msg, ctx.Err())
+			errtext.Duration(time.Since(start)), msg, ctx.Err())
 	}
 	p.mu.Unlock()
 	// A result was sent as ctx ended: a VM goes back, unused and clean.
@@ -1012,8 +1016,8 @@ func (p *Pool) close(ctx context.Context) error {
 	}
 	st := p.statsLocked()
 	p.mu.Unlock()
-	if p.transport != nil {
-		p.transport.CloseIdleConnections()
+	if p.ownClient != nil {
+		p.ownClient.CloseIdleConnections()
 	}
 	p.log.Info("vmpool: pool closed", "leases", st.Leases, "resets", st.Resets, "failures", st.Failures,
 		"quarantined", st.Quarantined, "utilisation", fmt.Sprintf("%.3f", st.Utilisation))
@@ -1117,7 +1121,7 @@ type Lease struct {
 	p        *Pool
 	v        *vm
 	spec     VMSpec
-	guest    *Guest
+	guest    *guest.Client
 	ep       Endpoint
 	at       time.Time // guarded by p.mu
 	released bool      // guarded by p.mu
@@ -1131,7 +1135,7 @@ func (l *Lease) Spec() VMSpec { return l.spec }
 
 // Guest is the client of the VM's guest server: screenshots, pyautogui
 // actions, task setup, app state.
-func (l *Lease) Guest() *Guest { return l.guest }
+func (l *Lease) Guest() *guest.Client { return l.guest }
 
 // Endpoint is where the VM's servers answer during this lease.
 func (l *Lease) Endpoint() Endpoint { return l.ep }

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // TestMain doubles as the child process of the cross-process lock test:
@@ -160,7 +162,7 @@ type testBackend struct {
 
 	onStart  func(ctx context.Context, id string) error
 	onReset  func(ctx context.Context, id string) error
-	onHealth func(ctx context.Context, id string, g *Guest) error
+	onHealth func(ctx context.Context, id string, g *guest.Client) error
 
 	mu     sync.Mutex
 	calls  []string
@@ -212,7 +214,7 @@ func (b *testBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) {
 	return Endpoint{GuestURL: b.url}, nil
 }
 
-func (b *testBackend) Health(ctx context.Context, vm VMSpec, g *Guest) error {
+func (b *testBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
 	b.record("health", vm.ID)
 	if b.onHealth != nil {
 		return b.onHealth(ctx, vm.ID, g)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 func TestPoolLeaseRelease(t *testing.T) {
@@ -250,7 +252,7 @@ func TestPoolQuarantineOnTimeouts(t *testing.T) {
 		{"health hangs after reset", func(b *testBackend) {
 			var resets atomic.Int32
 			b.onReset = func(ctx context.Context, id string) error { resets.Add(1); return nil }
-			b.onHealth = func(ctx context.Context, id string, g *Guest) error {
+			b.onHealth = func(ctx context.Context, id string, g *guest.Client) error {
 				if resets.Load() > 0 {
 					return hang(ctx)
 				}
@@ -470,7 +472,7 @@ func TestPoolEndMisuse(t *testing.T) {
 func TestPoolIdleCheck(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
 	var sick atomic.Bool
-	b.onHealth = func(ctx context.Context, id string, g *Guest) error {
+	b.onHealth = func(ctx context.Context, id string, g *guest.Client) error {
 		if sick.Load() {
 			return errors.New("screenshot: connection refused")
 		}
@@ -545,7 +547,7 @@ func TestPoolClose(t *testing.T) {
 		}
 		return nil
 	}
-	b.onHealth = func(ctx context.Context, id string, g *Guest) error {
+	b.onHealth = func(ctx context.Context, id string, g *guest.Client) error {
 		_, err := g.Screenshot(ctx) // real HTTP, so its goroutines count too
 		return err
 	}

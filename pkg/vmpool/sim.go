@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // SimConfig configures the "sim" backend: guest servers of codapipe's
@@ -92,7 +94,7 @@ func validateURL(v *validator, field, u string) {
 		v.add(field, "missing; want the guest server's URL, e.g. http://10.0.0.5:5000")
 		return
 	}
-	if _, err := parseBase(u, DefaultGuestPort); err != nil {
+	if _, err := guest.ParseURL(u, guest.DefaultPort); err != nil {
 		v.add(field, "%v (want a URL such as http://10.0.0.5:5000)", err)
 	}
 }
@@ -112,7 +114,6 @@ type SimBackend struct {
 	specs  []VMSpec
 	urls   map[string]string // id → normalized base URL
 	client *http.Client
-	tr     *http.Transport
 }
 
 // NewSimBackend returns the "sim" backend of cfg.
@@ -124,9 +125,9 @@ func NewSimBackend(cfg SimConfig) (*SimBackend, error) {
 		return nil, err
 	}
 	b := &SimBackend{cfg: cfg, urls: map[string]string{}}
-	b.client, b.tr = newHTTPClient()
+	b.client = guest.NewHTTPClient()
 	for _, vm := range cfg.VMs {
-		u, _ := parseBase(vm.URL, DefaultGuestPort)
+		u, _ := guest.ParseURL(vm.URL, guest.DefaultPort)
 		b.urls[vm.ID] = u.String()
 		b.specs = append(b.specs, VMSpec{ID: vm.ID, Key: "guest:" + u.Host, Label: "simulated guest " + u.String()})
 	}
@@ -156,7 +157,7 @@ func (b *SimBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("sim: %s has no /sim/reset (HTTP %d): not a codapipe simulator guest; use backend: guest for real guest servers", base, status)
 	}
 	if status != http.StatusOK {
-		return Endpoint{}, fmt.Errorf("sim: POST %s/sim/reset: HTTP %d: %s", base, status, messageOf(body))
+		return Endpoint{}, fmt.Errorf("sim: POST %s/sim/reset: HTTP %d: %s", base, status, guest.ErrorMessage(body))
 	}
 	// The simulator serves the app-state endpoints on the guest port.
 	ep := Endpoint{GuestURL: base, StateURL: base}
@@ -173,7 +174,7 @@ func (b *SimBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) {
 }
 
 // Health asks GET /sim/health (or takes a screenshot, per Health).
-func (b *SimBackend) Health(ctx context.Context, vm VMSpec, g *Guest) error {
+func (b *SimBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
 	if b.cfg.Health == SimHealthScreenshot {
 		_, err := g.Screenshot(ctx)
 		return err
@@ -198,7 +199,7 @@ func (b *SimBackend) simHealth(ctx context.Context, base string) error {
 	case h.Status != "":
 		return fmt.Errorf("sim: %s is %s (HTTP %d)", base, h.Status, status)
 	}
-	return fmt.Errorf("sim: GET %s/sim/health: HTTP %d: %s", base, status, messageOf(body))
+	return fmt.Errorf("sim: GET %s/sim/health: HTTP %d: %s", base, status, guest.ErrorMessage(body))
 }
 
 // call does one request; ctx bounds it.
@@ -224,6 +225,6 @@ func (b *SimBackend) Stop(context.Context, VMSpec) error { return nil }
 
 // Close closes idle connections.
 func (b *SimBackend) Close(context.Context) error {
-	b.tr.CloseIdleConnections()
+	b.client.CloseIdleConnections()
 	return nil
 }

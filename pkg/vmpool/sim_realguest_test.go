@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // startSimGuests starts n guest servers of the real simulator.
@@ -95,7 +96,7 @@ func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
 	cfg.Sim = &sc
 	tp := &testPool{ev: &eventLog{}, log: &syncBuffer{}}
 	p, err := NewPool(context.Background(), cfg, WithEvents(tp.ev.add), WithLogger(discardLogger()),
-		WithGuestOptions(GuestOptions{ScreenshotTimeout: 2 * time.Second, Retries: -1}))
+		WithGuestOptions(guest.Options{ScreenshotTimeout: 2 * time.Second, Retries: -1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +111,8 @@ func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
 	}
 	resp.Body.Close()
 	_, err = l.Guest().Screenshot(context.Background())
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("screenshot of a dead VM: %v, want ErrTimeout", err)
+	if !errors.Is(err, guest.ErrTimeout) {
+		t.Fatalf("screenshot of a dead VM: %v, want guest.ErrTimeout", err)
 	}
 	// No more deaths; the VM stays dead until it is reverted.
 	req, _ = http.NewRequest(http.MethodPut, urls[0]+"/sim/faults", bytes.NewReader([]byte(`{"die_prob": 0}`)))

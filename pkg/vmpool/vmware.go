@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // VMwareConfig configures the "vmware" backend: VMware Workstation, Player
@@ -85,8 +87,8 @@ var vmrunTypes = []string{"ws", "fusion", "player", "server", "server1", "esx", 
 func (c VMwareConfig) withDefaults() VMwareConfig {
 	c.Vmrun = orDefault(c.Vmrun, "vmrun")
 	c.Type = orDefault(c.Type, "ws")
-	c.GuestPort = orDefault(c.GuestPort, DefaultGuestPort)
-	c.StatePort = orDefault(c.StatePort, DefaultStatePort)
+	c.GuestPort = orDefault(c.GuestPort, guest.DefaultPort)
+	c.StatePort = orDefault(c.StatePort, guest.DefaultStatePort)
 	c.CommandTimeout = orDefault(c.CommandTimeout, 3*time.Minute)
 	c.IPTimeout = orDefault(c.IPTimeout, 5*time.Minute)
 	c.ReadyTimeout = orDefault(c.ReadyTimeout, 5*time.Minute)
@@ -184,7 +186,6 @@ type VMwareBackend struct {
 	specs  []VMSpec
 	vms    map[string]VMwareVM
 	client *http.Client
-	tr     *http.Transport
 }
 
 // NewVMwareBackend returns the "vmware" backend of cfg. log may be nil.
@@ -199,7 +200,7 @@ func NewVMwareBackend(cfg VMwareConfig, log *slog.Logger) (*VMwareBackend, error
 		log = slog.Default()
 	}
 	b := &VMwareBackend{cfg: cfg, log: log, vms: map[string]VMwareVM{}}
-	b.client, b.tr = newHTTPClient()
+	b.client = guest.NewHTTPClient()
 	for _, vm := range cfg.VMs {
 		abs, err := filepath.Abs(vm.VMX)
 		if err != nil {
@@ -345,10 +346,10 @@ func (b *VMwareBackend) guestIP(ctx context.Context, vm VMwareVM) (string, error
 // bounce restarts the guest's network connection; a failure is logged,
 // not returned: the guest may well work without it.
 func (b *VMwareBackend) bounce(ctx context.Context, vm VMwareVM, ep Endpoint) {
-	g, err := NewGuest(ep.GuestURL, GuestOptions{HTTPClient: b.client, Retries: -1, ExecuteTimeout: b.cfg.BounceTimeout})
+	g, err := guest.New(ep.GuestURL, guest.Options{HTTPClient: b.client, Retries: -1, ExecuteTimeout: b.cfg.BounceTimeout})
 	if err == nil {
 		bctx, cancel := context.WithTimeout(ctx, b.cfg.BounceTimeout)
-		_, err = g.SetupExecute(bctx, ShellCommand(b.cfg.BounceCommand))
+		_, err = g.SetupExecute(bctx, guest.ShellCommand(b.cfg.BounceCommand))
 		cancel()
 	}
 	if err != nil && ctx.Err() == nil {
@@ -357,7 +358,7 @@ func (b *VMwareBackend) bounce(ctx context.Context, vm VMwareVM, ep Endpoint) {
 }
 
 // Health takes a screenshot.
-func (b *VMwareBackend) Health(ctx context.Context, vm VMSpec, g *Guest) error {
+func (b *VMwareBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
 	_, err := g.Screenshot(ctx)
 	return err
 }
@@ -385,6 +386,6 @@ func (b *VMwareBackend) Stop(ctx context.Context, spec VMSpec) error {
 
 // Close closes idle connections.
 func (b *VMwareBackend) Close(context.Context) error {
-	b.tr.CloseIdleConnections()
+	b.client.CloseIdleConnections()
 	return nil
 }

@@ -1,4 +1,4 @@
-package vmpool
+package guest
 
 import (
 	"context"
@@ -17,16 +17,16 @@ import (
 
 // These tests cover the client's own edge cases against httptest servers.
 // The protocol itself is checked against the simulated guest in
-// internal/sim/guest_conformance_test.go.
+// internal/sim/guest/conformance_test.go.
 
 var tinyPNG = []byte("\x89PNG\r\n\x1a\n-not-really-an-image")
 
 // fast are options for tests: short waits, a few retries.
-func fast() GuestOptions {
-	return GuestOptions{Retries: 2, RetryWait: time.Millisecond, MaxRetryWait: 4 * time.Millisecond}
+func fast() Options {
+	return Options{Retries: 2, RetryWait: time.Millisecond, MaxRetryWait: 4 * time.Millisecond}
 }
 
-func newTestGuest(t *testing.T, h http.HandlerFunc, opts GuestOptions) (*Guest, *atomic.Int32) {
+func newTestClient(t *testing.T, h http.HandlerFunc, opts Options) (*Client, *atomic.Int32) {
 	t.Helper()
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,14 +34,14 @@ func newTestGuest(t *testing.T, h http.HandlerFunc, opts GuestOptions) (*Guest, 
 		h(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	g, err := NewGuest(srv.URL, opts)
+	g, err := New(srv.URL, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g, &n
 }
 
-func TestGuestNewURLs(t *testing.T) {
+func TestNewURLs(t *testing.T) {
 	for _, tc := range []struct{ in, base, state, opt string }{
 		{"http://10.0.0.5:5000", "http://10.0.0.5:5000", "http://10.0.0.5:8000", ""},
 		{"10.0.0.5", "http://10.0.0.5:5000", "http://10.0.0.5:8000", ""},
@@ -50,7 +50,7 @@ func TestGuestNewURLs(t *testing.T) {
 		{"http://127.0.0.1:4000", "http://127.0.0.1:4000", "http://127.0.0.1:4000", "http://127.0.0.1:4000"},
 		{"https://vm.example:443", "https://vm.example:443", "http://state.example:9000", "state.example:9000"},
 	} {
-		g, err := NewGuest(tc.in, GuestOptions{StateURL: tc.opt})
+		g, err := New(tc.in, Options{StateURL: tc.opt})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.in, err)
 		}
@@ -59,14 +59,14 @@ func TestGuestNewURLs(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "ftp://x:1", "http://:5000", "http://h:1/?q=1"} {
-		if _, err := NewGuest(bad, GuestOptions{}); err == nil {
-			t.Errorf("NewGuest(%q) accepted", bad)
+		if _, err := New(bad, Options{}); err == nil {
+			t.Errorf("New(%q) accepted", bad)
 		}
 	}
 }
 
-func TestGuestDefaultsAreBounded(t *testing.T) {
-	g, err := NewGuest("h", GuestOptions{})
+func TestDefaultsAreBounded(t *testing.T) {
+	g, err := New("h", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +76,14 @@ func TestGuestDefaultsAreBounded(t *testing.T) {
 		g.retries != 3 || o.RetryWait != 5*time.Second {
 		t.Errorf("defaults: %+v retries %d", o, g.retries)
 	}
-	g, _ = NewGuest("h", GuestOptions{Retries: -1, RetryWait: -1})
+	g, _ = New("h", Options{Retries: -1, RetryWait: -1})
 	if g.retries != 0 || g.backoff(0) != 0 {
 		t.Errorf("negative Retries/RetryWait: retries %d wait %v", g.retries, g.backoff(0))
 	}
 }
 
-func TestGuestBackoff(t *testing.T) {
-	g, _ := NewGuest("h", GuestOptions{RetryWait: 100 * time.Millisecond, MaxRetryWait: 300 * time.Millisecond})
+func TestBackoff(t *testing.T) {
+	g, _ := New("h", Options{RetryWait: 100 * time.Millisecond, MaxRetryWait: 300 * time.Millisecond})
 	for n, want := range []time.Duration{100, 200, 300, 300, 300} {
 		want *= time.Millisecond
 		for range 50 {
@@ -95,9 +95,9 @@ func TestGuestBackoff(t *testing.T) {
 	}
 }
 
-func TestGuestRetriesIdempotentThenSucceeds(t *testing.T) {
+func TestRetriesIdempotentThenSucceeds(t *testing.T) {
 	var calls atomic.Int32
-	g, n := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+	g, n := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/screenshot" || r.Method != "GET" {
 			t.Errorf("%s %s", r.Method, r.URL.Path)
 		}
@@ -116,8 +116,8 @@ func TestGuestRetriesIdempotentThenSucceeds(t *testing.T) {
 	}
 }
 
-func TestGuestRetriesAreBounded(t *testing.T) {
-	g, n := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+func TestRetriesAreBounded(t *testing.T) {
+	g, n := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(500)
 		_, _ = io.WriteString(w, `{"status":"error","message":"Xlib: display :0 gone"}`)
 	}, fast())
@@ -134,8 +134,8 @@ func TestGuestRetriesAreBounded(t *testing.T) {
 	}
 }
 
-func TestGuestClientErrorsAreNotRetried(t *testing.T) {
-	g, n := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+func TestClientErrorsAreNotRetried(t *testing.T) {
+	g, n := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(404)
 		_, _ = io.WriteString(w, "<html><title>404 Not Found</title></html>")
 	}, fast())
@@ -149,8 +149,8 @@ func TestGuestClientErrorsAreNotRetried(t *testing.T) {
 	}
 }
 
-func TestGuestScreenshotNotPNG(t *testing.T) {
-	g, n := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+func TestScreenshotNotPNG(t *testing.T) {
+	g, n := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "GIF89a...")
 	}, fast())
 	_, err := g.Screenshot(context.Background())
@@ -162,10 +162,10 @@ func TestGuestScreenshotNotPNG(t *testing.T) {
 	}
 }
 
-func TestGuestTimeoutIsNotRetried(t *testing.T) {
+func TestTimeoutIsNotRetried(t *testing.T) {
 	opts := fast()
 	opts.ScreenshotTimeout = 50 * time.Millisecond
-	g, n := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+	g, n := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // a wedged guest
 	}, opts)
 	start := time.Now()
@@ -183,8 +183,8 @@ func TestGuestTimeoutIsNotRetried(t *testing.T) {
 	}
 }
 
-func TestGuestCallerDeadlineAndCancel(t *testing.T) {
-	g, _ := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+func TestCallerDeadlineAndCancel(t *testing.T) {
+	g, _ := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		// The server notices a client that left only once the body is read.
 		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
@@ -201,7 +201,7 @@ func TestGuestCallerDeadlineAndCancel(t *testing.T) {
 	// the caller's cancellation, not as a timeout of the guest.
 	arrived := make(chan struct{})
 	var once sync.Once
-	g2, _ := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+	g2, _ := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		once.Do(func() { close(arrived) })
 		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
@@ -226,9 +226,9 @@ func TestGuestCallerDeadlineAndCancel(t *testing.T) {
 // A retry wait that would pass the caller's deadline ends the call with the
 // last answer — and not as a timeout: no deadline expired, and the pool
 // quarantines timed-out VMs at once.
-func TestGuestRetryWaitRespectsDeadline(t *testing.T) {
-	opts := GuestOptions{Retries: 3, RetryWait: time.Hour, MaxRetryWait: time.Hour}
-	g, n := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, opts)
+func TestRetryWaitRespectsDeadline(t *testing.T) {
+	opts := Options{Retries: 3, RetryWait: time.Hour, MaxRetryWait: time.Hour}
+	g, n := newTestClient(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, opts)
 	// A call that waited for the deadline would end with DeadlineExceeded
 	// (after a minute): the 503 itself says it gave up at once.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -243,9 +243,9 @@ func TestGuestRetryWaitRespectsDeadline(t *testing.T) {
 	}
 }
 
-func TestGuestExecute(t *testing.T) {
+func TestExecute(t *testing.T) {
 	var got []map[string]any
-	g, n := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+	g, n := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			t.Error(err)
@@ -301,7 +301,7 @@ func TestGuestExecute(t *testing.T) {
 	}
 }
 
-func TestGuestExecuteRetriedOnlyWhenUnsent(t *testing.T) {
+func TestExecuteRetriedOnlyWhenUnsent(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +315,7 @@ func TestGuestExecuteRetriedOnlyWhenUnsent(t *testing.T) {
 	}}
 	opts := fast()
 	opts.HTTPClient = &http.Client{Transport: tr}
-	g, err := NewGuest(addr, opts)
+	g, err := New(addr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestGuestExecuteRetriedOnlyWhenUnsent(t *testing.T) {
 		c.Close()
 	}))
 	defer srv.Close()
-	g, _ = NewGuest(srv.URL, fast())
+	g, _ = New(srv.URL, fast())
 	if _, err := g.Execute(context.Background(), ShellCommand("true")); err == nil || n.Load() != 1 {
 		t.Fatalf("err %v after %d attempts, want an error after 1", err, n.Load())
 	}
@@ -345,8 +345,8 @@ func TestGuestExecuteRetriedOnlyWhenUnsent(t *testing.T) {
 	}
 }
 
-func TestGuestSmallCalls(t *testing.T) {
-	g, _ := newTestGuest(t, func(w http.ResponseWriter, r *http.Request) {
+func TestSmallCalls(t *testing.T) {
+	g, _ := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method + " " + r.URL.Path {
 		case "GET /platform":
 			_, _ = io.WriteString(w, "Linux\n")
@@ -383,7 +383,7 @@ func TestGuestSmallCalls(t *testing.T) {
 		default:
 			w.WriteHeader(404)
 		}
-	}, GuestOptions{StateURL: "", Retries: -1})
+	}, Options{StateURL: "", Retries: -1})
 	ctx := context.Background()
 	if p, err := g.Platform(ctx); p != "Linux" || err != nil {
 		t.Errorf("Platform = %q, %v", p, err)
@@ -407,7 +407,7 @@ func TestGuestSmallCalls(t *testing.T) {
 	if !strings.HasSuffix(g.StateURL(), ":8000") {
 		t.Errorf("StateURL = %s", g.StateURL())
 	}
-	g2, _ := NewGuest(g.BaseURL(), GuestOptions{StateURL: g.BaseURL()})
+	g2, _ := New(g.BaseURL(), Options{StateURL: g.BaseURL()})
 	if b, err := g2.AppState(ctx, "/chimerax/run", []byte(`{"command":"open 1abc"}`)); string(b) != `{"command":"open 1abc"}` || err != nil {
 		t.Errorf("AppState POST = %q, %v", b, err)
 	}

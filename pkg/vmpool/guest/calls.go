@@ -1,4 +1,4 @@
-package vmpool
+package guest
 
 import (
 	"bytes"
@@ -10,15 +10,17 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 
 // Screenshot returns the guest's screen as PNG bytes (GET /screenshot,
 // ScreenshotTimeout, retried). An answer that is not a PNG is an error
 // matching ErrNotPNG (retried first, as the Python clients do).
-func (g *Guest) Screenshot(ctx context.Context) ([]byte, error) {
+func (g *Client) Screenshot(ctx context.Context) ([]byte, error) {
 	return g.simple(ctx, g.get("screenshot", "/screenshot", g.opts.ScreenshotTimeout, func(b []byte) error {
 		if !bytes.HasPrefix(b, pngSig) {
-			return fmt.Errorf("%w (%d bytes starting %q)", ErrNotPNG, len(b), truncate(string(b[:min(len(b), 16)]), 16))
+			return fmt.Errorf("%w (%d bytes starting %q)", ErrNotPNG, len(b), errtext.Truncate(string(b[:min(len(b), 16)]), 16))
 		}
 		return nil
 	}))
@@ -35,17 +37,17 @@ func (g *Guest) Screenshot(ctx context.Context) ([]byte, error) {
 // command did not run. Only a request that provably never left — the
 // connection could not be opened — is retried. Callers that know their
 // command is idempotent may retry themselves.
-func (g *Guest) Execute(ctx context.Context, cmd Command) (ExecResult, error) {
+func (g *Client) Execute(ctx context.Context, cmd Command) (ExecResult, error) {
 	return g.exec(ctx, "execute", "/execute", cmd)
 }
 
 // SetupExecute is Execute on /setup/execute, the endpoint task
 // initialization uses (same semantics on the guest).
-func (g *Guest) SetupExecute(ctx context.Context, cmd Command) (ExecResult, error) {
+func (g *Client) SetupExecute(ctx context.Context, cmd Command) (ExecResult, error) {
 	return g.exec(ctx, "setup execute", "/setup/execute", cmd)
 }
 
-func (g *Guest) exec(ctx context.Context, op, path string, cmd Command) (ExecResult, error) {
+func (g *Client) exec(ctx context.Context, op, path string, cmd Command) (ExecResult, error) {
 	if err := cmd.Validate(); err != nil {
 		return ExecResult{}, fmt.Errorf("vmpool: guest %s: %s: %w", g.base.Host, op, err)
 	}
@@ -73,7 +75,7 @@ func (g *Guest) exec(ctx context.Context, op, path string, cmd Command) (ExecRes
 	var res ExecResult
 	if err := json.Unmarshal(a.body, &res); err != nil {
 		return ExecResult{}, fmt.Errorf("vmpool: guest %s: %s: answer is not an execute result: %w (%s)",
-			g.base.Host, op, err, truncate(string(a.body), 100))
+			g.base.Host, op, err, errtext.Truncate(string(a.body), 100))
 	}
 	if res.Status == "error" || res.ReturnCode != 0 {
 		return res, &ExecError{Op: op, Host: g.base.Host, Command: cmd, Result: res}
@@ -86,13 +88,13 @@ func (g *Guest) exec(ctx context.Context, op, path string, cmd Command) (ExecRes
 // not retried). code may span several lines. The special tokens of an
 // agent's action (WAIT, DONE, FAIL, "ANS ...") are not code and are
 // refused.
-func (g *Guest) ExecPyAutoGUI(ctx context.Context, code string) (ExecResult, error) {
+func (g *Client) ExecPyAutoGUI(ctx context.Context, code string) (ExecResult, error) {
 	c := strings.TrimSpace(code)
 	switch {
 	case c == "":
 		return ExecResult{}, fmt.Errorf("vmpool: guest %s: execute: empty pyautogui code", g.base.Host)
 	case c == "WAIT" || c == "DONE" || c == "FAIL" || strings.HasPrefix(c, "ANS "):
-		return ExecResult{}, fmt.Errorf("vmpool: guest %s: execute: %q is an agent control token, not pyautogui code", g.base.Host, truncate(c, 40))
+		return ExecResult{}, fmt.Errorf("vmpool: guest %s: execute: %q is an agent control token, not pyautogui code", g.base.Host, errtext.Truncate(c, 40))
 	}
 	return g.Execute(ctx, ArgvCommand(g.opts.Python, "-c", PyAutoGUIPrefix+code))
 }
@@ -100,7 +102,7 @@ func (g *Guest) ExecPyAutoGUI(ctx context.Context, code string) (ExecResult, err
 // Launch starts cmd in the guest without waiting for it (POST
 // /setup/launch, DefaultTimeout). Like Execute, it is not retried once the
 // request may have arrived: a retry could start the program twice.
-func (g *Guest) Launch(ctx context.Context, cmd Command) error {
+func (g *Client) Launch(ctx context.Context, cmd Command) error {
 	if err := cmd.Validate(); err != nil {
 		return fmt.Errorf("vmpool: guest %s: launch: %w", g.base.Host, err)
 	}
@@ -116,7 +118,7 @@ func (g *Guest) Launch(ctx context.Context, cmd Command) error {
 // Platform returns the guest's platform name (GET /platform, plain text:
 // "Linux", "Windows", "Darwin"; the simulator answers "Linux (codapipe
 // simulator)").
-func (g *Guest) Platform(ctx context.Context) (string, error) {
+func (g *Client) Platform(ctx context.Context) (string, error) {
 	b, err := g.simple(ctx, g.get("platform", "/platform", g.opts.DefaultTimeout, nil))
 	return strings.TrimSpace(string(b)), err
 }
@@ -124,7 +126,7 @@ func (g *Guest) Platform(ctx context.Context) (string, error) {
 // ScreenSize returns the guest's screen size. The OSWorld server serves
 // /screen_size on POST only; a server that answers 404 or 405 to the POST
 // is asked with GET. Retried (the call changes nothing).
-func (g *Guest) ScreenSize(ctx context.Context) (w, h int, err error) {
+func (g *Client) ScreenSize(ctx context.Context) (w, h int, err error) {
 	c := call{op: "screen size", method: http.MethodPost, server: g.base, path: "/screen_size",
 		timeout: g.opts.DefaultTimeout, idempotent: true}
 	b, err := g.simple(ctx, c)
@@ -140,14 +142,14 @@ func (g *Guest) ScreenSize(ctx context.Context) (w, h int, err error) {
 		Height *int `json:"height"`
 	}
 	if err := json.Unmarshal(b, &s); err != nil || s.Width == nil || s.Height == nil {
-		return 0, 0, fmt.Errorf("vmpool: guest %s: screen size: want {\"width\":W,\"height\":H}, got %s", g.base.Host, truncate(string(b), 100))
+		return 0, 0, fmt.Errorf("vmpool: guest %s: screen size: want {\"width\":W,\"height\":H}, got %s", g.base.Host, errtext.Truncate(string(b), 100))
 	}
 	return *s.Width, *s.Height, nil
 }
 
 // CursorPosition returns the mouse position (GET /cursor_position: [x, y],
 // or {"x":…, "y":…} on some forks). Retried.
-func (g *Guest) CursorPosition(ctx context.Context) (x, y int, err error) {
+func (g *Client) CursorPosition(ctx context.Context) (x, y int, err error) {
 	b, err := g.simple(ctx, g.get("cursor position", "/cursor_position", g.opts.DefaultTimeout, nil))
 	if err != nil {
 		return 0, 0, err
@@ -162,7 +164,7 @@ func (g *Guest) CursorPosition(ctx context.Context) (x, y int, err error) {
 	if json.Unmarshal(b, &obj) == nil && obj.X != nil && obj.Y != nil {
 		return int(*obj.X), int(*obj.Y), nil
 	}
-	return 0, 0, fmt.Errorf("vmpool: guest %s: cursor position: want [x, y], got %s", g.base.Host, truncate(string(b), 100))
+	return 0, 0, fmt.Errorf("vmpool: guest %s: cursor position: want [x, y], got %s", g.base.Host, errtext.Truncate(string(b), 100))
 }
 
 // Accessibility returns the guest's accessibility tree as XML (GET
@@ -170,7 +172,7 @@ func (g *Guest) CursorPosition(ctx context.Context) (x, y int, err error) {
 // clients call this without a timeout and have hung for hours; here it has
 // its own bound (AccessibilityTimeout), longer than the other calls' as a
 // busy desktop's tree is slow to build.
-func (g *Guest) Accessibility(ctx context.Context) (string, error) {
+func (g *Client) Accessibility(ctx context.Context) (string, error) {
 	b, err := g.simple(ctx, g.get("accessibility", "/accessibility", g.opts.AccessibilityTimeout, nil))
 	if err != nil {
 		return "", err
@@ -192,7 +194,7 @@ func (g *Guest) Accessibility(ctx context.Context) (string, error) {
 // POST may run an app command, e.g. /chimerax/run). path starts with "/"
 // and may carry a query. It returns the body of a 2xx answer; anything
 // else is an *HTTPError. This is the AppState the task evaluator uses.
-func (g *Guest) AppState(ctx context.Context, path string, body []byte) ([]byte, error) {
+func (g *Client) AppState(ctx context.Context, path string, body []byte) ([]byte, error) {
 	op := "app state " + path
 	if !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("vmpool: guest %s: %s: path must start with /", g.state.Host, op)
@@ -206,7 +208,7 @@ func (g *Guest) AppState(ctx context.Context, path string, body []byte) ([]byte,
 
 // Download returns the contents of a file in the guest (POST /file with
 // form field file_path, FileTimeout, retried: it only reads).
-func (g *Guest) Download(ctx context.Context, path string) ([]byte, error) {
+func (g *Client) Download(ctx context.Context, path string) ([]byte, error) {
 	form := url.Values{"file_path": {path}}.Encode()
 	return g.simple(ctx, call{op: "download " + path, method: http.MethodPost, server: g.base, path: "/file",
 		body: []byte(form), contentType: "application/x-www-form-urlencoded", timeout: g.opts.FileTimeout, idempotent: true})
@@ -215,7 +217,7 @@ func (g *Guest) Download(ctx context.Context, path string) ([]byte, error) {
 // Upload writes data to a file in the guest, creating its directory
 // (POST /setup/upload, multipart fields file_path and file_data,
 // FileTimeout). Retried: writing the same bytes again is harmless.
-func (g *Guest) Upload(ctx context.Context, path string, data []byte) error {
+func (g *Client) Upload(ctx context.Context, path string, data []byte) error {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	if err := mw.WriteField("file_path", path); err != nil {

@@ -1,4 +1,4 @@
-package vmpool
+package guest
 
 import (
 	"encoding/json"

@@ -1,10 +1,4 @@
-package vmpool
-
-// The guest client, in five files: guest.go (Guest, its options and
-// construction), guest_command.go (commands and their results),
-// guest_errors.go (the errors a call returns), guest_transport.go (one call:
-// deadlines, retries, answers) and guest_calls.go (the protocol's
-// endpoints). docs/guest-protocol.md describes the protocol as it speaks it.
+package guest
 
 import (
 	"errors"
@@ -17,12 +11,12 @@ import (
 	"time"
 )
 
-// Defaults of GuestOptions. The retry and screenshot values are those of
-// the OSWorld/ScienceBoard Python clients (3 retries 5 s apart, 10 s for a
-// screenshot); ExecuteTimeout sits above the guest's own 120 s limit so the
-// guest's timeout answer arrives before ours fires.
+// Defaults of Options. The retry and screenshot values are those of the
+// OSWorld/ScienceBoard Python clients (3 retries 5 s apart, 10 s for a
+// screenshot); DefaultExecuteTimeout sits above the guest's own 120 s limit
+// so the guest's timeout answer arrives before ours fires.
 const (
-	DefaultGuestPort            = 5000
+	DefaultPort                 = 5000
 	DefaultStatePort            = 8000
 	DefaultScreenshotTimeout    = 10 * time.Second
 	DefaultExecuteTimeout       = 130 * time.Second
@@ -41,16 +35,16 @@ const (
 // OSWorld Python controller does.
 const PyAutoGUIPrefix = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
 
-// GuestOptions configure a Guest. The zero value is the defaults.
-type GuestOptions struct {
+// Options configure a Client. The zero value is the defaults.
+type Options struct {
 	// StateURL is the base URL of the app-state server (Celestia /dump,
 	// KAlgebra /vars, GRASS /dump, ChimeraX /chimerax/run, /lean/check,
 	// /tex/check). Default: the guest's host on port 8000, where
 	// ScienceBoard puts it. The simulator serves these paths on the guest
 	// port itself: pass the guest URL.
 	StateURL string
-	// HTTPClient sends the requests. Default: a client of its own with a
-	// 5 s dial timeout. Its Timeout, if any, applies on top of ours.
+	// HTTPClient sends the requests. Default: NewHTTPClient(). Its
+	// Timeout, if any, applies on top of ours.
 	HTTPClient *http.Client
 
 	// Per-call timeouts; zero or negative means the default. A call never
@@ -83,26 +77,26 @@ type GuestOptions struct {
 	MaxBodyBytes int64
 }
 
-// Guest is a client of one guest server. It is safe for concurrent use.
-type Guest struct {
+// Client is a client of one guest server. It is safe for concurrent use.
+type Client struct {
 	base    *url.URL // guest server, no trailing slash
 	state   *url.URL // app-state server
 	client  *http.Client
-	opts    GuestOptions // defaults filled in
+	opts    Options // defaults filled in
 	retries int
 }
 
-// NewGuest returns a client of the guest server at baseURL
+// New returns a client of the guest server at baseURL
 // ("http://10.0.0.5:5000"; a bare "host" or "host:port" means http, port
 // 5000 by default).
-func NewGuest(baseURL string, opts GuestOptions) (*Guest, error) {
-	base, err := parseBase(baseURL, DefaultGuestPort)
+func New(baseURL string, opts Options) (*Client, error) {
+	base, err := ParseURL(baseURL, DefaultPort)
 	if err != nil {
 		return nil, fmt.Errorf("vmpool: guest URL: %w", err)
 	}
 	var state *url.URL
 	if opts.StateURL != "" {
-		if state, err = parseBase(opts.StateURL, DefaultStatePort); err != nil {
+		if state, err = ParseURL(opts.StateURL, DefaultStatePort); err != nil {
 			return nil, fmt.Errorf("vmpool: state URL: %w", err)
 		}
 	} else {
@@ -143,16 +137,28 @@ func NewGuest(baseURL string, opts GuestOptions) (*Guest, error) {
 	}
 	client := opts.HTTPClient
 	if client == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		tr.MaxIdleConnsPerHost = 4
-		client = &http.Client{Transport: tr}
+		client = NewHTTPClient()
 	}
 	opts.StateURL = state.String()
-	return &Guest{base: base, state: state, client: client, opts: opts, retries: retries}, nil
+	return &Client{base: base, state: state, client: client, opts: opts, retries: retries}, nil
 }
 
-func parseBase(raw string, defPort int) (*url.URL, error) {
+// NewHTTPClient returns an HTTP client with a transport of its own (5 s
+// dial timeout, up to 4 idle connections a host), the client New uses when
+// Options.HTTPClient is nil. Its CloseIdleConnections leaves no goroutine
+// behind.
+func NewHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.MaxIdleConnsPerHost = 4
+	return &http.Client{Transport: tr}
+}
+
+// ParseURL parses the address of a guest or app-state server as New does:
+// a bare "host" or "host:port" means http, a missing port is defaultPort,
+// and a trailing slash is dropped. Only scheme://host:port[/path] is
+// accepted.
+func ParseURL(raw string, defaultPort int) (*url.URL, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
 		return nil, errors.New("empty")
@@ -171,7 +177,7 @@ func parseBase(raw string, defPort int) (*url.URL, error) {
 		return nil, fmt.Errorf("%q: no host", raw)
 	}
 	if u.Port() == "" {
-		u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(defPort))
+		u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(defaultPort))
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("%q: want scheme://host:port[/path] only", raw)
@@ -182,10 +188,10 @@ func parseBase(raw string, defPort int) (*url.URL, error) {
 }
 
 // Host is the guest server's host:port, as errors name it.
-func (g *Guest) Host() string { return g.base.Host }
+func (g *Client) Host() string { return g.base.Host }
 
 // BaseURL is the guest server's base URL.
-func (g *Guest) BaseURL() string { return g.base.String() }
+func (g *Client) BaseURL() string { return g.base.String() }
 
 // StateURL is the app-state server's base URL.
-func (g *Guest) StateURL() string { return g.state.String() }
+func (g *Client) StateURL() string { return g.state.String() }

@@ -1,4 +1,4 @@
-package vmpool
+package guest
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 
 // call describes one protocol call.
@@ -52,7 +54,7 @@ type attemptError struct {
 // before a retry would pass the caller's deadline, do gives up with the
 // last attempt's error: no deadline has expired, so the error must not
 // read as a timeout (the pool quarantines timed-out VMs at once).
-func (g *Guest) do(ctx context.Context, c call) (answer, error) {
+func (g *Client) do(ctx context.Context, c call) (answer, error) {
 	for attempt := 0; ; attempt++ {
 		a, ae := g.attempt(ctx, c)
 		if ae == nil {
@@ -81,7 +83,7 @@ func (g *Guest) do(ctx context.Context, c call) (answer, error) {
 
 // backoff is the wait before retry n (0-based): RetryWait·2ⁿ capped at
 // MaxRetryWait, drawn from its upper half.
-func (g *Guest) backoff(n int) time.Duration {
+func (g *Client) backoff(n int) time.Duration {
 	d := g.opts.RetryWait
 	if d <= 0 {
 		return 0
@@ -94,7 +96,7 @@ func (g *Guest) backoff(n int) time.Duration {
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
 
-func (g *Guest) attempt(ctx context.Context, c call) (answer, *attemptError) {
+func (g *Client) attempt(ctx context.Context, c call) (answer, *attemptError) {
 	host := c.server.Host
 	budget := c.timeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < budget {
@@ -107,7 +109,7 @@ func (g *Guest) attempt(ctx context.Context, c call) (answer, *attemptError) {
 		if ctx.Err() == context.Canceled {
 			return &attemptError{err: fmt.Errorf("vmpool: guest %s: %s: %w", host, c.op, context.Canceled)}
 		}
-		return &attemptError{err: &TimeoutError{Op: c.op, Host: host, Timeout: roundDur(budget)}}
+		return &attemptError{err: &TimeoutError{Op: c.op, Host: host, Timeout: errtext.Duration(budget)}}
 	}
 	if budget <= 0 {
 		return answer{}, ctxErr()
@@ -164,24 +166,14 @@ func (g *Guest) attempt(ctx context.Context, c call) (answer, *attemptError) {
 	return a, nil
 }
 
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond)
-	}
-	return d
-}
-
 // httpError maps a non-2xx answer.
 func httpError(c call, a answer) *HTTPError {
-	return &HTTPError{Op: c.op, URL: c.server.String() + c.path, Status: a.status, Message: messageOf(a.body)}
+	return &HTTPError{Op: c.op, URL: c.server.String() + c.path, Status: a.status, Message: ErrorMessage(a.body)}
 }
 
-// messageOf extracts the guest's message from an error body: the JSON
-// "message" or "error" field, else the start of the text.
-func messageOf(body []byte) string {
+// ErrorMessage extracts a server's message from the body of an error
+// answer: its JSON "message" or "error" field, else the start of the text.
+func ErrorMessage(body []byte) string {
 	var m struct {
 		Message any `json:"message"`
 		Error   any `json:"error"`
@@ -193,15 +185,15 @@ func messageOf(body []byte) string {
 			}
 		}
 	}
-	return truncate(strings.Join(strings.Fields(string(body)), " "), 300)
+	return errtext.Truncate(strings.Join(strings.Fields(string(body)), " "), 300)
 }
 
-func (g *Guest) get(op, path string, timeout time.Duration, check func([]byte) error) call {
+func (g *Client) get(op, path string, timeout time.Duration, check func([]byte) error) call {
 	return call{op: op, method: http.MethodGet, server: g.base, path: path, timeout: timeout, idempotent: true, check: check}
 }
 
 // simple runs an idempotent call and maps a non-2xx answer to *HTTPError.
-func (g *Guest) simple(ctx context.Context, c call) ([]byte, error) {
+func (g *Client) simple(ctx context.Context, c call) ([]byte, error) {
 	a, err := g.do(ctx, c)
 	if err != nil {
 		return nil, err

@@ -1,11 +1,12 @@
-package vmpool
+package guest
 
 import (
 	"context"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 
 // TimeoutError is a call that got no answer within Timeout. It matches
@@ -66,13 +67,13 @@ func (e *ExecError) Error() string {
 	if e.Result.Status == "error" {
 		detail = "could not run"
 		if e.Result.Message != "" {
-			detail += ": " + firstLine(e.Result.Message)
+			detail += ": " + errtext.FirstLine(e.Result.Message)
 		}
 	} else {
 		detail = fmt.Sprintf("exit status %d", e.Result.ReturnCode)
-		if t := lastLine(e.Result.Error); t != "" {
+		if t := errtext.LastLine(e.Result.Error); t != "" {
 			detail += ": " + t
-		} else if t := lastLine(e.Result.Output); t != "" {
+		} else if t := errtext.LastLine(e.Result.Output); t != "" {
 			detail += ": " + t
 		}
 	}
@@ -80,27 +81,3 @@ func (e *ExecError) Error() string {
 }
 
 func (e *ExecError) Unwrap() error { return e.Err }
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return truncate(s, 200)
-}
-
-// lastLine: a Python traceback ends with the exception.
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return truncate(s, 200)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

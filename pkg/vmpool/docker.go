@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
 )
 
 // DockerConfig configures the "docker" backend: OSWorld-style containers,
@@ -165,7 +166,7 @@ type DockerBackend struct {
 	client  *http.Client
 
 	mu       sync.Mutex
-	poolLock *fileLock
+	poolLock *lockfile.Lock
 	ports    map[string][]int // vm id → host ports of its live container
 }
 
@@ -207,7 +208,7 @@ func (b *DockerBackend) Name() string { return BackendDocker }
 func (b *DockerBackend) VMs(ctx context.Context) ([]VMSpec, error) {
 	b.mu.Lock()
 	if b.poolLock == nil {
-		l, holder, err := tryLock(b.lockDir, "docker-pool:"+b.poolID, "")
+		l, holder, err := lockfile.TryLock(b.lockDir, "docker-pool:"+b.poolID, "")
 		if err != nil {
 			b.mu.Unlock()
 			return nil, err
@@ -323,7 +324,7 @@ func portTaken(out string) bool {
 // container while still holding it, so docker has bound the ports before
 // any other process (or VM of ours) probes for free ones.
 func (b *DockerBackend) run(ctx context.Context, vm VMSpec, name string, avoid map[int]bool) ([]int, error) {
-	lock, err := lockWait(ctx, b.lockDir, "docker-ports", "pool="+b.poolID, 50*time.Millisecond)
+	lock, err := lockfile.Wait(ctx, b.lockDir, "docker-ports", "pool="+b.poolID, 50*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("docker: port allocation: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
 )
 
 // Errors of the pool that callers branch on.
@@ -237,7 +238,7 @@ type Pool struct {
 // vm is the pool's record of one VM; guarded by Pool.mu except where noted.
 type vm struct {
 	spec       VMSpec
-	lock       *fileLock
+	lock       *lockfile.Lock
 	state      State
 	started    bool // Backend.Start was called: Stop it on Close
 	ep         Endpoint
@@ -382,7 +383,7 @@ func checkSpecs(backend string, specs []VMSpec) error {
 
 // tryLockLocked tries to take v's lock file; on success v starts.
 func (p *Pool) tryLockLocked(v *vm) (bool, error) {
-	l, holder, err := tryLock(p.cfg.LockDir, v.spec.Key, "pool="+p.cfg.ID+" vm="+v.spec.ID)
+	l, holder, err := lockfile.TryLock(p.cfg.LockDir, v.spec.Key, "pool="+p.cfg.ID+" vm="+v.spec.ID)
 	if err != nil {
 		return false, &VMError{VM: v.spec.ID, Op: "lock", Err: err}
 	}

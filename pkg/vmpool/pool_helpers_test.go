@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
 )
 
 // TestMain doubles as the child process of the cross-process lock test:
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 func holdLock(dir, key string) int {
-	l, holder, err := tryLock(dir, key, "test-child")
+	l, holder, err := lockfile.TryLock(dir, key, "test-child")
 	switch {
 	case err != nil:
 		fmt.Println("error:", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
 )
 
 func TestPoolLeaseRelease(t *testing.T) {
@@ -595,7 +596,7 @@ func TestPoolClose(t *testing.T) {
 		if b.count("stop", s.ID) != 1 {
 			t.Fatalf("%s stopped %d times", s.ID, b.count("stop", s.ID))
 		}
-		l, _, err := tryLock(cfg.LockDir, s.Key, "")
+		l, _, err := lockfile.TryLock(cfg.LockDir, s.Key, "")
 		if err != nil || l == nil {
 			t.Fatalf("lock of %s still held after Close (%v)", s.ID, err)
 		}

@@ -66,6 +66,18 @@ type Timeouts struct {
 	Stop time.Duration `yaml:"stop"`
 }
 
+// DefaultLockDir is where the pool's lock files go when the configuration
+// names no lock_dir: $XDG_RUNTIME_DIR/codapipe-vmpool when XDG_RUNTIME_DIR
+// is set (a per-user tmpfs on systemd hosts), else
+// os.TempDir()/codapipe-vmpool. Every process that may drive the same VMs
+// must use the same directory.
+func DefaultLockDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "codapipe-vmpool")
+	}
+	return filepath.Join(os.TempDir(), "codapipe-vmpool")
+}
+
 // Defaults of PoolConfig.
 const (
 	DefaultPoolID          = "codapipe"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package vmpool
+package lockfile
 
 import (
 	"errors"

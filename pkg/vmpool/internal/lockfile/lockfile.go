@@ -1,4 +1,8 @@
-package vmpool
+// Package lockfile keeps two processes (or two pools of one process) from
+// driving one VM: an exclusive lock (flock on unix) on a file per machine,
+// held for as long as the VM is driven and dropped by the kernel when the
+// process dies, however it dies.
+package lockfile
 
 import (
 	"context"
@@ -11,22 +15,10 @@ import (
 	"time"
 )
 
-// DefaultLockDir is where the pool's lock files go when the configuration
-// names no lock_dir: $XDG_RUNTIME_DIR/codapipe-vmpool when XDG_RUNTIME_DIR
-// is set (a per-user tmpfs on systemd hosts), else
-// os.TempDir()/codapipe-vmpool. Every process that may drive the same VMs
-// must use the same directory.
-func DefaultLockDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "codapipe-vmpool")
-	}
-	return filepath.Join(os.TempDir(), "codapipe-vmpool")
-}
-
-// lockFileName is the lock file of a machine key: a readable tail of the
+// fileName is the lock file of a machine key: a readable tail of the
 // key and a hash of all of it, so every key has its own file and the name
 // stays short and portable.
-func lockFileName(key string) string {
+func fileName(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	var b strings.Builder
 	for _, r := range key {
@@ -44,23 +36,23 @@ func lockFileName(key string) string {
 	return readable + "-" + hex.EncodeToString(sum[:6]) + ".lock"
 }
 
-// fileLock is an exclusive lock held on a lock file (flock on unix). It is
+// Lock is an exclusive lock held on a lock file (flock on unix). It is
 // released by Unlock or when the process ends, however it ends.
-type fileLock struct {
+type Lock struct {
 	f    *os.File
 	path string
 }
 
-// tryLock takes the lock of key in dir without waiting. It returns
+// TryLock takes the lock of key in dir without waiting. It returns
 // (nil, holder, nil) when another process — or another open of the same
 // file in this process — holds it; holder is what that holder wrote into
 // the file ("pid=123 vm=a ..."), for messages. The directory is created if
 // needed.
-func tryLock(dir, key, note string) (*fileLock, string, error) {
+func TryLock(dir, key, note string) (*Lock, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", fmt.Errorf("vmpool: lock dir: %w (set lock_dir to a writable directory)", err)
 	}
-	path := filepath.Join(dir, lockFileName(key))
+	path := filepath.Join(dir, fileName(key))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, "", fmt.Errorf("vmpool: lock file: %w (set lock_dir to a writable directory)", err)
@@ -84,13 +76,13 @@ func tryLock(dir, key, note string) (*fileLock, string, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(info), 0)
 	}
-	return &fileLock{f: f, path: path}, "", nil
+	return &Lock{f: f, path: path}, "", nil
 }
 
-// lockWait takes the lock of key, polling every poll until ctx ends.
-func lockWait(ctx context.Context, dir, key, note string, poll time.Duration) (*fileLock, error) {
+// Wait takes the lock of key in dir, polling every poll until ctx ends.
+func Wait(ctx context.Context, dir, key, note string, poll time.Duration) (*Lock, error) {
 	for {
-		l, holder, err := tryLock(dir, key, note)
+		l, holder, err := TryLock(dir, key, note)
 		if err != nil || l != nil {
 			return l, err
 		}
@@ -106,7 +98,7 @@ func lockWait(ctx context.Context, dir, key, note string, poll time.Duration) (*
 
 // Unlock releases the lock. The file stays: removing it would let a
 // process that opened it before the removal lock a file nobody else sees.
-func (l *fileLock) Unlock() error {
+func (l *Lock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}

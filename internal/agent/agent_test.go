@@ -51,8 +51,11 @@ func startWorldWith(t *testing.T, vms, group int, tweak func(*sim.WorldConfig), 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := vmpool.SimURLs(w.GuestURLs...)
-	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{ID: "agent-test", Backend: "sim", Sim: &sc, IdleCheck: -1, LockDir: t.TempDir()})
+	b, err := vmpool.NewSimBackend(vmpool.SimURLs(w.GuestURLs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := vmpool.NewPool(ctx, vmpool.Config{ID: "agent-test", IdleCheck: -1, LockDir: t.TempDir()}, b)
 	if err != nil {
 		t.Fatal(err)
 	}

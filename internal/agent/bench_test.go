@@ -65,8 +65,11 @@ func BenchmarkStepLatency(b *testing.B) {
 	defer w.Models.Wait()
 	defer cancel()
 
-	sc := vmpool.SimURLs(w.GuestURLs...)
-	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{ID: "bench-agent", Backend: "sim", Sim: &sc, IdleCheck: -1, LockDir: b.TempDir()}, vmpool.WithLogger(quiet))
+	backend, err := vmpool.NewSimBackend(vmpool.SimURLs(w.GuestURLs...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool, err := vmpool.NewPool(ctx, vmpool.Config{ID: "bench-agent", IdleCheck: -1, LockDir: b.TempDir()}, backend, vmpool.WithLogger(quiet))
 	if err != nil {
 		b.Fatal(err)
 	}

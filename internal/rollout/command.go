@@ -30,6 +30,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/poolfile"
 )
 
 // Options are a rollout as the command line gives it.
@@ -186,8 +187,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 			world.Wait() // every guest and model server has stopped
 		}()
 		sc := vmpool.SimURLs(world.GuestURLs...)
-		cfg.Pool = vmpool.PoolConfig{ID: "sim-" + bus.AppToken(o.Run), Backend: "sim", Sim: &sc, IdleCheck: -1,
-			LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}
+		cfg.Pool = poolfile.Config{Backend: vmpool.BackendSim, Sim: &sc, Pool: vmpool.Config{ID: "sim-" + bus.AppToken(o.Run),
+			IdleCheck: -1, LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}}
 		if cfg.Planner.BaseURL == "" {
 			cfg.Planner.BaseURL, cfg.Planner.Model = world.Models.PlannerURL, simmodels.DefaultPlannerModel
 		}
@@ -200,7 +201,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		}
 		cfg.RequestSeed = &seed
 		cfg.Sleep = fault.Clock{Scale: o.timeScale()}.Sleep
-	} else if cfg.Pool, err = vmpool.LoadPoolFile(o.Pool); err != nil {
+	} else if cfg.Pool, err = poolfile.Load(o.Pool); err != nil {
 		return nil, err
 	}
 	if cfg.Tasks, err = loadTasks(o); err != nil {

@@ -269,10 +269,14 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 	}
 	sc := vmpool.SimURLs(urls...)
 	sc.PollInterval = max(clock.Real(time.Second), 5*time.Millisecond)
-	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{
-		ID: "bench-sched-" + string(mode), Backend: vmpool.BackendSim, Sim: &sc, IdleCheck: -1,
+	backend, err := vmpool.NewSimBackend(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool, err := vmpool.NewPool(ctx, vmpool.Config{
+		ID: "bench-sched-" + string(mode), IdleCheck: -1,
 		LockDir: b.TempDir(), RetryWait: clock.Real(vmpool.DefaultVMRetryWait),
-	}, vmpool.WithLogger(quiet), vmpool.WithGuestOptions(guest.Options{
+	}, backend, vmpool.WithLogger(quiet), vmpool.WithGuestOptions(guest.Options{
 		// The guest client's retry waits in simulated time; its timeouts
 		// stay as they are (a healthy loopback call never comes close).
 		RetryWait:    clock.Real(guest.DefaultRetryWait),

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -88,40 +87,6 @@ const (
 	BackendVMware = "vmware"
 	BackendDocker = "docker"
 )
-
-// NewBackend builds the backend that cfg.Backend names from its section of
-// cfg, with defaults filled in. log may be nil.
-func NewBackend(cfg PoolConfig, log *slog.Logger) (Backend, error) {
-	if log == nil {
-		log = slog.Default()
-	}
-	cfg = cfg.withDefaults()
-	switch cfg.Backend {
-	case BackendSim:
-		if cfg.Sim == nil {
-			return nil, &ConfigError{Field: "sim", Msg: "missing; want the simulator section (vms: [{url: ...}])"}
-		}
-		return NewSimBackend(*cfg.Sim)
-	case BackendGuest:
-		if cfg.Guest == nil {
-			return nil, &ConfigError{Field: "guest", Msg: "missing; want the guest section (vms: [{url: ...}])"}
-		}
-		return NewGuestHostsBackend(*cfg.Guest, log)
-	case BackendVMware:
-		if cfg.VMware == nil {
-			return nil, &ConfigError{Field: "vmware", Msg: "missing; want the vmware section (vms: [{vmx: ...}])"}
-		}
-		return NewVMwareBackend(*cfg.VMware, log)
-	case BackendDocker:
-		if cfg.Docker == nil {
-			return nil, &ConfigError{Field: "docker", Msg: "missing; want the docker section (image, count, ...)"}
-		}
-		return NewDockerBackend(cfg.ID, cfg.LockDir, *cfg.Docker, log)
-	case "":
-		return nil, &ConfigError{Field: "backend", Msg: "missing; want one of sim, guest, vmware, docker"}
-	}
-	return nil, &ConfigError{Field: "backend", Msg: fmt.Sprintf("%q is not a backend; want one of sim, guest, vmware, docker", cfg.Backend)}
-}
 
 // ErrStuck is matched by the error of a VM that did not become ready within
 // its deadline after a start or revert: no IP, no answer from its guest

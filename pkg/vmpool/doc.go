@@ -4,7 +4,7 @@
 // as it comes back (reset-ahead), quarantining VMs that keep failing or get
 // stuck; its backends are VMware (vmrun), Docker (OSWorld image), any
 // machine running the guest server, and the simulator. A pool file
-// ([ParsePoolFile]) describes a real pool; docs/vmpool.md has the details.
+// (package poolfile) describes a real pool; docs/vmpool.md has the details.
 //
 // A lease's VM is driven through the guest HTTP client of package
 // [github.com/codapipe/codapipe/pkg/vmpool/guest] ([Lease.Guest]), which

@@ -1,6 +1,7 @@
 package vmpool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,8 +80,8 @@ const (
 )
 
 func (c DockerConfig) withDefaults() DockerConfig {
-	c.Docker = orDefault(c.Docker, "docker")
-	c.Image = orDefault(c.Image, DefaultDockerImage)
+	c.Docker = cmp.Or(c.Docker, "docker")
+	c.Image = cmp.Or(c.Image, DefaultDockerImage)
 	env := map[string]string{}
 	for k, v := range DefaultDockerEnv {
 		env[k] = v
@@ -92,16 +93,16 @@ func (c DockerConfig) withDefaults() DockerConfig {
 	if c.CapAdd == nil {
 		c.CapAdd = []string{"NET_ADMIN"}
 	}
-	c.HostIP = orDefault(c.HostIP, "127.0.0.1")
+	c.HostIP = cmp.Or(c.HostIP, "127.0.0.1")
 	if len(c.Ports) == 0 {
 		c.Ports = []int{5000, 8006, 9222, 8080}
 	}
-	c.ServerPort = orDefault(c.ServerPort, 5000)
-	c.PortBase = orDefault(c.PortBase, 20000)
-	c.PortRange = orDefault(c.PortRange, 10000)
-	c.CommandTimeout = orDefault(c.CommandTimeout, 5*time.Minute)
-	c.ReadyTimeout = orDefault(c.ReadyTimeout, 300*time.Second)
-	c.PollInterval = orDefault(c.PollInterval, time.Second)
+	c.ServerPort = cmp.Or(c.ServerPort, 5000)
+	c.PortBase = cmp.Or(c.PortBase, 20000)
+	c.PortRange = cmp.Or(c.PortRange, 10000)
+	c.CommandTimeout = cmp.Or(c.CommandTimeout, 5*time.Minute)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 300*time.Second)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	return c
 }
 
@@ -109,6 +110,14 @@ func (c DockerConfig) withDefaults() DockerConfig {
 // at most, and a typo such as 20000000 must be an error, not a process that
 // builds specs until it runs out of memory.
 const MaxDockerCount = 256
+
+// Validate reports every value of c that cannot work, as *ConfigError
+// values joined; their fields start with "docker.".
+func (c DockerConfig) Validate() error {
+	var v validator
+	c.validate(&v, "docker")
+	return v.err()
+}
 
 func (c DockerConfig) validate(v *validator, at string) {
 	if c.Count <= 0 || c.Count > MaxDockerCount {
@@ -128,15 +137,15 @@ func (c DockerConfig) validate(v *validator, at string) {
 		seen[p] = true
 	}
 	validatePort(v, at+".server_port", c.ServerPort)
-	if len(c.Ports) > 0 && !seen[orDefault(c.ServerPort, 5000)] {
-		v.add(at+".server_port", "%d is not among ports %v; want the guest server's port", orDefault(c.ServerPort, 5000), c.Ports)
+	if len(c.Ports) > 0 && !seen[cmp.Or(c.ServerPort, 5000)] {
+		v.add(at+".server_port", "%d is not among ports %v; want the guest server's port", cmp.Or(c.ServerPort, 5000), c.Ports)
 	}
 	if c.PortBase < 0 || c.PortBase > 65535 {
 		v.add(at+".port_base", "%d: want a port number, 1024-65535", c.PortBase)
 	} else if c.PortBase > 0 && c.PortBase < 1024 {
 		v.add(at+".port_base", "%d: want a port number of 1024 or more (lower ones need root)", c.PortBase)
 	}
-	if c.PortRange < 0 || orDefault(c.PortBase, 20000)+orDefault(c.PortRange, 10000) > 65536 {
+	if c.PortRange < 0 || cmp.Or(c.PortBase, 20000)+cmp.Or(c.PortRange, 10000) > 65536 {
 		v.add(at+".port_range", "%d: port_base + port_range must stay within 65536", c.PortRange)
 	}
 	validateEnv(v, at+".command_env", c.CommandEnv)
@@ -175,10 +184,10 @@ type DockerBackend struct {
 // nil.
 func NewDockerBackend(poolID, lockDir string, cfg DockerConfig, log *slog.Logger) (*DockerBackend, error) {
 	cfg = cfg.withDefaults()
-	poolID = orDefault(poolID, DefaultPoolID)
+	poolID = cmp.Or(poolID, DefaultPoolID)
 	var v validator
 	cfg.validate(&v, "docker")
-	if !idPattern.MatchString(poolID) {
+	if !ValidID(poolID) {
 		v.add("id", "%q: want letters, digits, '.', '_' and '-' (it labels and names the containers)", poolID)
 	}
 	if err := v.err(); err != nil {
@@ -187,7 +196,7 @@ func NewDockerBackend(poolID, lockDir string, cfg DockerConfig, log *slog.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &DockerBackend{cfg: cfg, poolID: poolID, lockDir: orDefault(lockDir, DefaultLockDir()), log: log,
+	b := &DockerBackend{cfg: cfg, poolID: poolID, lockDir: cmp.Or(lockDir, DefaultLockDir()), log: log,
 		ports: map[string][]int{}}
 	b.client = guest.NewHTTPClient()
 	for i := 0; i < cfg.Count; i++ {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -203,14 +204,15 @@ func (d *fakeDockerd) calls(t *testing.T) []string {
 	return out
 }
 
-func dockerConfig(t *testing.T, d *fakeDockerd, count int) PoolConfig {
+// dockerConfig is a pool "t1" of count containers of the fake docker CLI
+// and d.
+func dockerConfig(t *testing.T, d *fakeDockerd, count int) (Config, DockerConfig) {
 	t.Helper()
 	disk := filepath.Join(t.TempDir(), "Ubuntu.qcow2")
 	_ = os.WriteFile(disk, []byte("qcow2"), 0o644)
 	cfg := testConfig(t)
 	cfg.ID = "t1"
-	cfg.Backend = BackendDocker
-	cfg.Docker = &DockerConfig{
+	dc := DockerConfig{
 		Docker:       fakeExec(t, "fake-docker"),
 		CommandEnv:   []string{"FAKE_DOCKER_STATE=" + d.dir},
 		Count:        count,
@@ -219,7 +221,25 @@ func dockerConfig(t *testing.T, d *fakeDockerd, count int) PoolConfig {
 		ReadyTimeout: 3 * time.Second,
 		PollInterval: 10 * time.Millisecond,
 	}
-	return cfg
+	return cfg, dc
+}
+
+// newDockerPool makes a pool under cfg over the docker backend of dc.
+func newDockerPool(t *testing.T, cfg Config, dc DockerConfig) *testPool {
+	t.Helper()
+	return newLoggedPool(t, cfg, func(log *slog.Logger) (Backend, error) {
+		return NewDockerBackend(cfg.ID, cfg.LockDir, dc, log)
+	})
+}
+
+// newDockerBackend is the docker backend of dc for the pool cfg.
+func newDockerBackend(t *testing.T, cfg Config, dc DockerConfig) *DockerBackend {
+	t.Helper()
+	b, err := NewDockerBackend(cfg.ID, cfg.LockDir, dc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestDockerLeftoversRemovedAtStart(t *testing.T) {
@@ -227,8 +247,8 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 	d.addContainer(t, "0ld1", "codapipe-t1-docker-0", "codapipe.pool=t1", "codapipe.vm=docker-0")
 	d.addContainer(t, "0ld2", "codapipe-t1-docker-7", "codapipe.pool=t1", "codapipe.vm=docker-7")
 	d.addContainer(t, "0th3r", "codapipe-other-docker-0", "codapipe.pool=other", "codapipe.vm=docker-0")
-	cfg := dockerConfig(t, d, 1)
-	p := newTestPool(t, cfg, nil)
+	cfg, dc := dockerConfig(t, d, 1)
+	p := newDockerPool(t, cfg, dc)
 	calls := d.calls(t)
 	if len(calls) < 2 || calls[0] != "ps -a --filter label=codapipe.pool=t1 -q" || !strings.HasPrefix(calls[1], "rm -f ") ||
 		!strings.Contains(calls[1], "0ld1") || !strings.Contains(calls[1], "0ld2") {
@@ -249,9 +269,9 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 
 func TestDockerRunPortsAndLabels(t *testing.T) {
 	d := newFakeDockerd(t)
-	cfg := dockerConfig(t, d, 3)
-	cfg.Docker.Env = map[string]string{"RAM_SIZE": "8G"}
-	p := newTestPool(t, cfg, nil)
+	cfg, dc := dockerConfig(t, d, 3)
+	dc.Env = map[string]string{"RAM_SIZE": "8G"}
+	p := newDockerPool(t, cfg, dc)
 	var leases []*Lease
 	for i := 0; i < 3; i++ {
 		leases = append(leases, p.lease(t))
@@ -309,8 +329,8 @@ func TestDockerRunPortsAndLabels(t *testing.T) {
 
 func TestDockerResetRecreatesContainer(t *testing.T) {
 	d := newFakeDockerd(t)
-	cfg := dockerConfig(t, d, 1)
-	p := newTestPool(t, cfg, nil)
+	cfg, dc := dockerConfig(t, d, 1)
+	p := newDockerPool(t, cfg, dc)
 	l := p.lease(t)
 	before := d.containers(t)
 	_ = l.End(Healthy)
@@ -344,8 +364,8 @@ func TestDockerResetRecreatesContainer(t *testing.T) {
 func TestDockerCleanupOnClose(t *testing.T) {
 	d := newFakeDockerd(t)
 	check := goroutineBaseline(t)
-	cfg := dockerConfig(t, d, 2)
-	p, err := NewPool(context.Background(), cfg, WithLogger(discardLogger()))
+	cfg, dc := dockerConfig(t, d, 2)
+	p, err := NewPool(context.Background(), cfg, newDockerBackend(t, cfg, dc), WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +399,8 @@ func TestDockerCleanupOnClose(t *testing.T) {
 func TestDockerSlowBoot(t *testing.T) {
 	d := newFakeDockerd(t)
 	d.setBoot(300 * time.Millisecond)
-	p := newTestPool(t, dockerConfig(t, d, 1), nil)
+	cfg, dc := dockerConfig(t, d, 1)
+	p := newDockerPool(t, cfg, dc)
 	p.lease(t)
 	for _, ev := range p.ev.events() {
 		if ev.Kind == EventReady && ev.Duration < 300*time.Millisecond {
@@ -391,9 +412,9 @@ func TestDockerSlowBoot(t *testing.T) {
 func TestDockerNeverBoots(t *testing.T) {
 	d := newFakeDockerd(t)
 	d.setBoot(time.Hour)
-	cfg := dockerConfig(t, d, 1)
-	cfg.Docker.ReadyTimeout = 200 * time.Millisecond
-	p := newTestPool(t, cfg, nil)
+	cfg, dc := dockerConfig(t, d, 1)
+	dc.ReadyTimeout = 200 * time.Millisecond
+	p := newDockerPool(t, cfg, dc)
 	p.ev.waitCount(t, EventQuarantined, "docker-0", 1)
 	q := p.Quarantined()
 	if len(q) != 1 || !errors.Is(q[0].Err, ErrStuck) || !strings.Contains(q[0].Err.Error(), "not ready within") {
@@ -407,7 +428,8 @@ func TestDockerNeverBoots(t *testing.T) {
 func TestDockerRunFails(t *testing.T) {
 	d := newFakeDockerd(t)
 	_ = os.WriteFile(filepath.Join(d.dir, "runfail"), nil, 0o644)
-	p := newTestPool(t, dockerConfig(t, d, 1), nil)
+	cfg, dc := dockerConfig(t, d, 1)
+	p := newDockerPool(t, cfg, dc)
 	p.ev.waitCount(t, EventQuarantined, "docker-0", 1)
 	q := p.Quarantined()
 	if len(q) != 1 || q[0].Reason != "3 failures in a row" || !strings.Contains(q[0].Err.Error(), "pull access denied") {
@@ -418,7 +440,7 @@ func TestDockerRunFails(t *testing.T) {
 // A host port taken by something else is skipped.
 func TestDockerSkipsBusyPorts(t *testing.T) {
 	d := newFakeDockerd(t)
-	cfg := dockerConfig(t, d, 1)
+	cfg, dc := dockerConfig(t, d, 1)
 	// A port the kernel hands out is free until we hold it: start the
 	// pool's port range there.
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -427,8 +449,8 @@ func TestDockerSkipsBusyPorts(t *testing.T) {
 	}
 	defer busy.Close()
 	port := busy.Addr().(*net.TCPAddr).Port
-	cfg.Docker.PortBase, cfg.Docker.PortRange = port, min(100, 65536-port)
-	p := newTestPool(t, cfg, nil)
+	dc.PortBase, dc.PortRange = port, min(100, 65536-port)
+	p := newDockerPool(t, cfg, dc)
 	p.lease(t)
 	for _, c := range d.calls(t) {
 		if strings.HasPrefix(c, "run ") && strings.Contains(c, fmt.Sprintf(":%d:", port)) {
@@ -442,7 +464,8 @@ func TestDockerSkipsBusyPorts(t *testing.T) {
 func TestDockerPortRaceRetried(t *testing.T) {
 	d := newFakeDockerd(t)
 	_ = os.WriteFile(filepath.Join(d.dir, "bindfail-once"), nil, 0o644)
-	p := newTestPool(t, dockerConfig(t, d, 1), nil)
+	cfg, dc := dockerConfig(t, d, 1)
+	p := newDockerPool(t, cfg, dc)
 	l := p.lease(t)
 	var runs []string
 	for _, c := range d.calls(t) {
@@ -463,9 +486,9 @@ func TestDockerPortRaceRetried(t *testing.T) {
 
 func TestDockerPoolIDInUse(t *testing.T) {
 	d := newFakeDockerd(t)
-	cfg := dockerConfig(t, d, 1)
-	newTestPool(t, cfg, nil)
-	_, err := NewPool(context.Background(), cfg, WithLogger(discardLogger()))
+	cfg, dc := dockerConfig(t, d, 1)
+	newDockerPool(t, cfg, dc)
+	_, err := NewPool(context.Background(), cfg, newDockerBackend(t, cfg, dc), WithLogger(discardLogger()))
 	if err == nil || !strings.Contains(err.Error(), `pool id "t1" is in use by another process`) {
 		t.Fatalf("second pool with the same id: %v", err)
 	}

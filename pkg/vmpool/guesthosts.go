@@ -1,6 +1,7 @@
 package vmpool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -56,17 +57,25 @@ type GuestHost struct {
 }
 
 func (c GuestHostsConfig) withDefaults() GuestHostsConfig {
-	c.Shell = orDefault(c.Shell, "/bin/sh")
-	c.StartCommand = orDefault(c.StartCommand, c.ResetCommand)
-	c.ReadyTimeout = orDefault(c.ReadyTimeout, 5*time.Minute)
-	c.PollInterval = orDefault(c.PollInterval, time.Second)
+	c.Shell = cmp.Or(c.Shell, "/bin/sh")
+	c.StartCommand = cmp.Or(c.StartCommand, c.ResetCommand)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 5*time.Minute)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	vms := make([]GuestHost, len(c.VMs))
 	for i, v := range c.VMs {
-		v.ID = orDefault(v.ID, fmt.Sprintf("guest-%d", i))
+		v.ID = cmp.Or(v.ID, fmt.Sprintf("guest-%d", i))
 		vms[i] = v
 	}
 	c.VMs = vms
 	return c
+}
+
+// Validate reports every value of c that cannot work, as *ConfigError
+// values joined; their fields start with "guest.".
+func (c GuestHostsConfig) Validate() error {
+	var v validator
+	c.validate(&v, "guest")
+	return v.err()
 }
 
 func (c GuestHostsConfig) validate(v *validator, at string) {

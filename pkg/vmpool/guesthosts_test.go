@@ -2,6 +2,7 @@ package vmpool
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -10,22 +11,27 @@ import (
 	"time"
 )
 
-func guestHostsConfig(t *testing.T, reset string, guests ...*fakeGuest) PoolConfig {
-	cfg := testConfig(t)
-	cfg.Backend = BackendGuest
-	gc := &GuestHostsConfig{ResetCommand: reset, PollInterval: 5 * time.Millisecond}
+// hostsConfig is the guest backend's configuration of guests, reset by
+// the command reset.
+func hostsConfig(reset string, guests ...*fakeGuest) GuestHostsConfig {
+	hc := GuestHostsConfig{ResetCommand: reset, PollInterval: 5 * time.Millisecond}
 	for _, g := range guests {
-		gc.VMs = append(gc.VMs, GuestHost{URL: g.URL()})
+		hc.VMs = append(hc.VMs, GuestHost{URL: g.URL()})
 	}
-	cfg.Guest = gc
-	return cfg
+	return hc
+}
+
+// newHostsPool makes a pool under cfg over the guest backend of hc.
+func newHostsPool(t *testing.T, cfg Config, hc GuestHostsConfig) *testPool {
+	t.Helper()
+	return newLoggedPool(t, cfg, func(log *slog.Logger) (Backend, error) { return NewGuestHostsBackend(hc, log) })
 }
 
 func TestGuestHostsResetCommand(t *testing.T) {
 	g0 := newFakeGuest(t)
 	out := filepath.Join(t.TempDir(), "resets.log")
 	reset := `echo "$1 $2 $CODAPIPE_VM_ID $CODAPIPE_VM_HOST $CODAPIPE_VM_URL" >> ` + out
-	p := newTestPool(t, guestHostsConfig(t, reset, g0), nil)
+	p := newHostsPool(t, testConfig(t), hostsConfig(reset, g0))
 	l := p.lease(t)
 	_ = l.End(Healthy)
 	p.ev.waitCount(t, EventReady, "guest-0", 2)
@@ -46,7 +52,7 @@ func TestGuestHostsResetCommand(t *testing.T) {
 
 func TestGuestHostsResetCommandFails(t *testing.T) {
 	g0 := newFakeGuest(t)
-	p := newTestPool(t, guestHostsConfig(t, `echo "revert: quota exceeded for $1" >&2; exit 3`, g0), nil)
+	p := newHostsPool(t, testConfig(t), hostsConfig(`echo "revert: quota exceeded for $1" >&2; exit 3`, g0))
 	p.ev.waitCount(t, EventQuarantined, "guest-0", 1)
 	q := p.Quarantined()
 	if len(q) != 1 || !strings.Contains(q[0].Err.Error(), "exit status 3: revert: quota exceeded for 127.0.0.1") {
@@ -58,9 +64,9 @@ func TestGuestHostsResetCommandFails(t *testing.T) {
 // process group: the shell and its sleep), and the VM is quarantined.
 func TestGuestHostsResetCommandHangs(t *testing.T) {
 	g0 := newFakeGuest(t)
-	cfg := guestHostsConfig(t, `sleep 30; echo done`, g0)
+	cfg := testConfig(t)
 	cfg.Timeouts.Start = 200 * time.Millisecond
-	p := newTestPool(t, cfg, nil)
+	p := newHostsPool(t, cfg, hostsConfig(`sleep 30; echo done`, g0))
 	p.ev.waitCount(t, EventQuarantined, "guest-0", 1)
 	if q := p.Quarantined(); len(q) != 1 || q[0].Reason != "start timed out" {
 		t.Fatalf("quarantine = %+v", q)
@@ -76,10 +82,10 @@ func TestGuestHostsResetCommandHangs(t *testing.T) {
 
 func TestGuestHostsWithoutResetCommand(t *testing.T) {
 	g0 := newFakeGuest(t)
-	cfg := guestHostsConfig(t, "", g0)
+	hc := hostsConfig("", g0)
 	stopped := filepath.Join(t.TempDir(), "stopped")
-	cfg.Guest.StopCommand = "echo stopped $2 > " + stopped
-	p := newTestPool(t, cfg, nil)
+	hc.StopCommand = "echo stopped $2 > " + stopped
+	p := newHostsPool(t, testConfig(t), hc)
 	_ = p.lease(t).End(Healthy)
 	p.ev.waitCount(t, EventReady, "guest-0", 2)
 	if !strings.Contains(p.log.String(), "no reset_command") {

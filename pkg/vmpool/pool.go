@@ -1,12 +1,12 @@
 package vmpool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -176,7 +176,6 @@ type Option func(*options)
 
 type options struct {
 	log       *slog.Logger
-	backend   Backend
 	guestOpts guest.Options
 	onEvent   func(Event)
 }
@@ -184,10 +183,6 @@ type options struct {
 // WithLogger sets the pool's logger (default slog.Default()). The pool logs
 // with key/value pairs: pool, backend, vm, op, err.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
-
-// WithBackend drives the pool with b instead of the backend that
-// cfg.Backend names; cfg's backend sections are then ignored.
-func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
 
 // WithGuestOptions sets the options of the guest clients the pool creates
 // for its VMs (Lease.Guest). StateURL is set per VM from its Endpoint.
@@ -212,7 +207,7 @@ func WithEvents(fn func(Event)) Option { return func(o *options) { o.onEvent = f
 // runs out of time, is quarantined: out of rotation for the rest of the
 // pool's life, reported by Stats, Quarantined and a log line.
 type Pool struct {
-	cfg       PoolConfig
+	cfg       Config
 	backend   Backend
 	log       *slog.Logger
 	onEvent   func(Event)
@@ -264,14 +259,15 @@ type waiter struct {
 	avoid map[string]bool  // VMs the caller would rather not get (Avoid)
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-
-// NewPool creates the pool that cfg describes and starts bringing its VMs
-// up in the background; it does not wait for them (Lease does). ctx bounds
-// only NewPool's own work (listing the VMs, the backend's setup); the pool
-// lives until Close. A VM whose lock another process holds is left to that
-// process and retried every cfg.LockRetry.
-func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error) {
+// NewPool creates a pool of backend's VMs under the policy cfg and starts
+// bringing the VMs up in the background; it does not wait for them (Lease
+// does). The pool owns backend from now on: it closes it at Close, or
+// before NewPool returns an error. ctx bounds only NewPool's own work
+// (listing the VMs, the backend's setup); the pool lives until Close. A VM
+// whose lock another process holds is left to that process and retried
+// every cfg.LockRetry. Package poolfile builds the backend and the pool
+// that a pool file describes.
+func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (*Pool, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -280,23 +276,16 @@ func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error)
 		o.log = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	if o.backend != nil {
-		cfg.Backend = o.backend.Name()
-		cfg.Sim, cfg.Guest, cfg.VMware, cfg.Docker = nil, nil, nil, nil
-		if err := cfg.validatePool(); err != nil {
-			return nil, err
-		}
-	} else if err := cfg.Validate(); err != nil {
+	closeBackend := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Stop)
+		_ = backend.Close(cctx)
+		cancel()
+	}
+	if err := cfg.Validate(); err != nil {
+		closeBackend()
 		return nil, err
 	}
-	log := o.log.With("pool", cfg.ID, "backend", cfg.Backend)
-	backend := o.backend
-	if backend == nil {
-		var err error
-		if backend, err = NewBackend(cfg, log); err != nil {
-			return nil, err
-		}
-	}
+	log := o.log.With("pool", cfg.ID, "backend", backend.Name())
 	lctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Start)
 	specs, err := backend.VMs(lctx)
 	cancel()
@@ -304,9 +293,7 @@ func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error)
 		err = checkSpecs(backend.Name(), specs)
 	}
 	if err != nil {
-		cctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Stop)
-		_ = backend.Close(cctx)
-		cancel()
+		closeBackend()
 		return nil, fmt.Errorf("vmpool: pool %s: listing the %s VMs: %w", cfg.ID, backend.Name(), err)
 	}
 
@@ -365,14 +352,14 @@ func checkSpecs(backend string, specs []VMSpec) error {
 	ids := map[string]bool{}
 	keys := map[string]string{}
 	for _, s := range specs {
-		if !idPattern.MatchString(s.ID) {
+		if !ValidID(s.ID) {
 			return fmt.Errorf("VM id %q: want letters, digits, '.', '_' and '-', starting with a letter or digit", s.ID)
 		}
 		if ids[s.ID] {
 			return fmt.Errorf("VM id %q appears twice; give each VM its own id", s.ID)
 		}
 		ids[s.ID] = true
-		key := orDefault(s.Key, backend+":"+s.ID)
+		key := cmp.Or(s.Key, backend+":"+s.ID)
 		if other, ok := keys[key]; ok {
 			return fmt.Errorf("VMs %q and %q are the same machine (%s)", other, s.ID, key)
 		}
@@ -1109,11 +1096,11 @@ func (p *Pool) Usable() []string {
 // Size is the number of VMs in the pool, quarantined ones included.
 func (p *Pool) Size() int { return len(p.vms) }
 
-// ID is the pool's id (PoolConfig.ID).
+// ID is the pool's id (Config.ID).
 func (p *Pool) ID() string { return p.cfg.ID }
 
 // Config is the pool's configuration with defaults filled in.
-func (p *Pool) Config() PoolConfig { return p.cfg }
+func (p *Pool) Config() Config { return p.cfg }
 
 // Lease is one VM leased to one caller, from Pool.Lease until End. Its
 // methods are safe for concurrent use. After End the lease must not be

@@ -330,8 +330,8 @@ func (s *syncBuffer) String() string {
 }
 
 // testConfig is a pool configuration with short times for tests.
-func testConfig(t *testing.T) PoolConfig {
-	return PoolConfig{
+func testConfig(t *testing.T) Config {
+	return Config{
 		ID:        "test",
 		LockDir:   t.TempDir(),
 		LockRetry: 20 * time.Millisecond,
@@ -347,16 +347,24 @@ type testPool struct {
 	log *syncBuffer
 }
 
-// newTestPool makes a pool over b (nil: cfg's own backend) and closes it
-// when the test ends.
-func newTestPool(t *testing.T, cfg PoolConfig, b Backend) *testPool {
+// newTestPool makes a pool under cfg over b and closes it when the test
+// ends.
+func newTestPool(t *testing.T, cfg Config, b Backend) *testPool {
+	t.Helper()
+	return newLoggedPool(t, cfg, func(*slog.Logger) (Backend, error) { return b, nil })
+}
+
+// newLoggedPool is newTestPool over the backend that newBackend makes; its
+// logger is the pool's, so the test sees what the backend logs.
+func newLoggedPool(t *testing.T, cfg Config, newBackend func(*slog.Logger) (Backend, error)) *testPool {
 	t.Helper()
 	tp := &testPool{ev: &eventLog{}, log: &syncBuffer{}}
-	opts := []Option{WithEvents(tp.ev.add), WithLogger(slog.New(slog.NewTextHandler(tp.log, &slog.HandlerOptions{Level: slog.LevelDebug})))}
-	if b != nil {
-		opts = append(opts, WithBackend(b))
+	log := slog.New(slog.NewTextHandler(tp.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b, err := newBackend(log)
+	if err != nil {
+		t.Fatalf("backend: %v", err)
 	}
-	p, err := NewPool(context.Background(), cfg, opts...)
+	p, err := NewPool(context.Background(), cfg, b, WithEvents(tp.ev.add), WithLogger(log))
 	if err != nil {
 		t.Fatalf("NewPool: %v", err)
 	}

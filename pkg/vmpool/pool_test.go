@@ -554,7 +554,7 @@ func TestPoolClose(t *testing.T) {
 	}
 	cfg := testConfig(t)
 	cfg.IdleCheck = 10 * time.Millisecond
-	p, err := NewPool(context.Background(), cfg, WithBackend(b), WithLogger(discardLogger()))
+	p, err := NewPool(context.Background(), cfg, b, WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,22 +702,22 @@ func TestNewPoolErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		b    Backend
-		cfg  func(*PoolConfig)
+		cfg  func(*Config)
 		want string
 	}{
 		{"no VMs", newTestBackend(0, "x:"), nil, "no VMs"},
 		{"duplicate id", dup, nil, "appears twice"},
 		{"same machine twice", sameKey, nil, "same machine"},
 		{"bad id", badID, nil, `"a b"`},
-		{"lock dir is a file", newTestBackend(1, "x:"), func(c *PoolConfig) { c.LockDir = lockFile }, "lock_dir"},
-		{"negative timeout", newTestBackend(1, "x:"), func(c *PoolConfig) { c.Timeouts.Reset = -time.Second }, "timeouts.reset"},
+		{"lock dir is a file", newTestBackend(1, "x:"), func(c *Config) { c.LockDir = lockFile }, "lock_dir"},
+		{"negative timeout", newTestBackend(1, "x:"), func(c *Config) { c.Timeouts.Reset = -time.Second }, "timeouts.reset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			p, err := NewPool(context.Background(), cfg, WithBackend(tc.b), WithLogger(discardLogger()))
+			p, err := NewPool(context.Background(), cfg, tc.b, WithLogger(discardLogger()))
 			if err == nil {
 				_ = p.Close(context.Background())
 				t.Fatal("NewPool succeeded")

@@ -1,6 +1,7 @@
 package vmpool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,6 +47,11 @@ func SimURLs(urls ...string) SimConfig {
 	return c
 }
 
+// DefaultSimTimeout is the default start and reset deadline of a pool
+// file's sim pool (timeouts.start and timeouts.reset): a simulated VM
+// reverts in seconds.
+const DefaultSimTimeout = 2 * time.Minute
+
 // Health check kinds of SimConfig.Health.
 const (
 	SimHealthSim        = "sim"
@@ -53,16 +59,24 @@ const (
 )
 
 func (c SimConfig) withDefaults() SimConfig {
-	c.Health = orDefault(c.Health, SimHealthSim)
-	c.ReadyTimeout = orDefault(c.ReadyTimeout, time.Minute)
-	c.PollInterval = orDefault(c.PollInterval, 100*time.Millisecond)
+	c.Health = cmp.Or(c.Health, SimHealthSim)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, time.Minute)
+	c.PollInterval = cmp.Or(c.PollInterval, 100*time.Millisecond)
 	vms := make([]SimVM, len(c.VMs))
 	for i, v := range c.VMs {
-		v.ID = orDefault(v.ID, fmt.Sprintf("sim-%d", i))
+		v.ID = cmp.Or(v.ID, fmt.Sprintf("sim-%d", i))
 		vms[i] = v
 	}
 	c.VMs = vms
 	return c
+}
+
+// Validate reports every value of c that cannot work, as *ConfigError
+// values joined; their fields start with "sim.".
+func (c SimConfig) Validate() error {
+	var v validator
+	c.validate(&v, "sim")
+	return v.err()
 }
 
 func (c SimConfig) validate(v *validator, at string) {
@@ -84,7 +98,7 @@ func (c SimConfig) validate(v *validator, at string) {
 }
 
 func validateVMID(v *validator, field, id string) {
-	if id != "" && !idPattern.MatchString(id) {
+	if id != "" && !ValidID(id) {
 		v.add(field, "%q: want letters, digits, '.', '_' and '-', starting with a letter or digit", id)
 	}
 }

@@ -57,12 +57,9 @@ func TestSimBackendRealGuest(t *testing.T) {
 		RevertTime: fault.Fixed(80 * time.Millisecond),
 		Clock:      fault.Clock{Scale: 1},
 	})
-	cfg := testConfig(t)
-	cfg.Backend = BackendSim
 	sc := SimURLs(urls...)
 	sc.PollInterval = 10 * time.Millisecond
-	cfg.Sim = &sc
-	p := newTestPool(t, cfg, nil)
+	p := newSimPool(t, testConfig(t), sc)
 
 	ctx := context.Background()
 	l := p.lease(t)
@@ -89,13 +86,14 @@ func TestSimBackendRealGuest(t *testing.T) {
 // unhealthy by the agent, reverted by the pool, and serves again.
 func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
 	urls := startSimGuests(t, 1, simguest.Config{RevertTime: fault.Fixed(20 * time.Millisecond), Clock: fault.Clock{Scale: 1}})
-	cfg := testConfig(t)
-	cfg.Backend = BackendSim
 	sc := SimURLs(urls...)
 	sc.PollInterval = 10 * time.Millisecond
-	cfg.Sim = &sc
+	b, err := NewSimBackend(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tp := &testPool{ev: &eventLog{}, log: &syncBuffer{}}
-	p, err := NewPool(context.Background(), cfg, WithEvents(tp.ev.add), WithLogger(discardLogger()),
+	p, err := NewPool(context.Background(), testConfig(t), b, WithEvents(tp.ev.add), WithLogger(discardLogger()),
 		WithGuestOptions(guest.Options{ScreenshotTimeout: 2 * time.Second, Retries: -1}))
 	if err != nil {
 		t.Fatal(err)

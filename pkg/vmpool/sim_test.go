@@ -3,28 +3,33 @@ package vmpool
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 )
 
-func simConfig(t *testing.T, guests ...*fakeGuest) PoolConfig {
-	cfg := testConfig(t)
-	cfg.Backend = BackendSim
+// simConfig is the sim backend's configuration of guests.
+func simConfig(guests ...*fakeGuest) SimConfig {
 	var urls []string
 	for _, g := range guests {
 		urls = append(urls, g.URL())
 	}
 	sc := SimURLs(urls...)
 	sc.PollInterval = 5 * time.Millisecond
-	cfg.Sim = &sc
-	return cfg
+	return sc
+}
+
+// newSimPool makes a pool under cfg over the sim backend of sc.
+func newSimPool(t *testing.T, cfg Config, sc SimConfig) *testPool {
+	t.Helper()
+	return newLoggedPool(t, cfg, func(*slog.Logger) (Backend, error) { return NewSimBackend(sc) })
 }
 
 func TestSimBackend(t *testing.T) {
 	g0, g1 := newFakeGuest(t), newFakeGuest(t)
 	g0.set(func(g *fakeGuest) { g.resetDelay = 20 * time.Millisecond })
-	p := newTestPool(t, simConfig(t, g0, g1), nil)
+	p := newSimPool(t, testConfig(t), simConfig(g0, g1))
 	l := p.lease(t)
 	g := map[string]*fakeGuest{"sim-0": g0, "sim-1": g1}[l.ID()]
 	if g == nil || l.Guest().BaseURL() != g.URL() || l.Endpoint().StateURL != g.URL() {
@@ -47,9 +52,9 @@ func TestSimBackend(t *testing.T) {
 // pool's idle check and comes back.
 func TestSimBackendDeadGuestRevived(t *testing.T) {
 	g0 := newFakeGuest(t)
-	cfg := simConfig(t, g0)
+	cfg := testConfig(t)
 	cfg.IdleCheck = 20 * time.Millisecond
-	p := newTestPool(t, cfg, nil)
+	p := newSimPool(t, cfg, simConfig(g0))
 	p.ev.waitCount(t, EventReady, "sim-0", 1)
 	g0.set(func(g *fakeGuest) { g.status = "dead" })
 	p.ev.waitCount(t, EventFailed, "sim-0", 1)
@@ -77,7 +82,7 @@ func TestSimBackendDeadGuestRevived(t *testing.T) {
 func TestSimBackendNotASimulator(t *testing.T) {
 	g0 := newFakeGuest(t)
 	g0.set(func(g *fakeGuest) { g.noSim = true })
-	p := newTestPool(t, simConfig(t, g0), nil)
+	p := newSimPool(t, testConfig(t), simConfig(g0))
 	_, err := p.Lease(context.Background())
 	if !errors.Is(err, ErrNoVMs) || !strings.Contains(err.Error(), "not a codapipe simulator guest; use backend: guest") {
 		t.Fatalf("Lease: %v", err)
@@ -86,9 +91,9 @@ func TestSimBackendNotASimulator(t *testing.T) {
 
 func TestSimBackendHealthScreenshot(t *testing.T) {
 	g0 := newFakeGuest(t)
-	cfg := simConfig(t, g0)
-	cfg.Sim.Health = SimHealthScreenshot
-	p := newTestPool(t, cfg, nil)
+	sc := simConfig(g0)
+	sc.Health = SimHealthScreenshot
+	p := newSimPool(t, testConfig(t), sc)
 	p.lease(t)
 	if n := g0.get().screenshots; n < 2 {
 		t.Fatalf("%d screenshots, want readiness and health by screenshot", n)

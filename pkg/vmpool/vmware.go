@@ -1,6 +1,7 @@
 package vmpool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,35 +87,43 @@ const DefaultBounceCommand = `c=$(nmcli -t -f NAME connection show --active | gr
 var vmrunTypes = []string{"ws", "fusion", "player", "server", "server1", "esx", "vc"}
 
 func (c VMwareConfig) withDefaults() VMwareConfig {
-	c.Vmrun = orDefault(c.Vmrun, "vmrun")
-	c.Type = orDefault(c.Type, "ws")
-	c.GuestPort = orDefault(c.GuestPort, guest.DefaultPort)
-	c.StatePort = orDefault(c.StatePort, guest.DefaultStatePort)
-	c.CommandTimeout = orDefault(c.CommandTimeout, 3*time.Minute)
-	c.IPTimeout = orDefault(c.IPTimeout, 5*time.Minute)
-	c.ReadyTimeout = orDefault(c.ReadyTimeout, 5*time.Minute)
-	c.PollInterval = orDefault(c.PollInterval, 2*time.Second)
-	c.BounceCommand = orDefault(c.BounceCommand, DefaultBounceCommand)
-	c.BounceTimeout = orDefault(c.BounceTimeout, time.Minute)
-	c.StopMode = orDefault(c.StopMode, "soft")
+	c.Vmrun = cmp.Or(c.Vmrun, "vmrun")
+	c.Type = cmp.Or(c.Type, "ws")
+	c.GuestPort = cmp.Or(c.GuestPort, guest.DefaultPort)
+	c.StatePort = cmp.Or(c.StatePort, guest.DefaultStatePort)
+	c.CommandTimeout = cmp.Or(c.CommandTimeout, 3*time.Minute)
+	c.IPTimeout = cmp.Or(c.IPTimeout, 5*time.Minute)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 5*time.Minute)
+	c.PollInterval = cmp.Or(c.PollInterval, 2*time.Second)
+	c.BounceCommand = cmp.Or(c.BounceCommand, DefaultBounceCommand)
+	c.BounceTimeout = cmp.Or(c.BounceTimeout, time.Minute)
+	c.StopMode = cmp.Or(c.StopMode, "soft")
 	vms := make([]VMwareVM, len(c.VMs))
 	for i, v := range c.VMs {
 		if v.ID == "" && v.VMX != "" {
 			v.ID = strings.TrimSuffix(filepath.Base(v.VMX), filepath.Ext(v.VMX))
 		}
-		v.Snapshot = orDefault(v.Snapshot, c.Snapshot)
-		v.GuestPort = orDefault(v.GuestPort, c.GuestPort)
+		v.Snapshot = cmp.Or(v.Snapshot, c.Snapshot)
+		v.GuestPort = cmp.Or(v.GuestPort, c.GuestPort)
 		vms[i] = v
 	}
 	c.VMs = vms
 	return c
 }
 
+// Validate reports every value of c that cannot work, as *ConfigError
+// values joined; their fields start with "vmware.".
+func (c VMwareConfig) Validate() error {
+	var v validator
+	c.validate(&v, "vmware")
+	return v.err()
+}
+
 func (c VMwareConfig) validate(v *validator, at string) {
 	if len(c.VMs) == 0 {
 		v.add(at+".vms", "empty; want at least one VM ({vmx: /path/to/vm.vmx, snapshot: NAME})")
 	}
-	if c.Type != "" && !contains(vmrunTypes, c.Type) {
+	if c.Type != "" && !slices.Contains(vmrunTypes, c.Type) {
 		v.add(at+".type", "%q: want one of %s (vmrun -T)", c.Type, strings.Join(vmrunTypes, ", "))
 	}
 	validatePort(v, at+".guest_port", c.GuestPort)
@@ -162,15 +172,6 @@ func validateEnv(v *validator, field string, env []string) {
 			v.add(fmt.Sprintf("%s[%d]", field, i), "%q: want NAME=value", e)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // VMwareBackend is the "vmware" backend. Start and Reset both do what

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -31,7 +32,8 @@ type vmwareFixture struct {
 	state  string
 	vmx    []string
 	guests []*fakeGuest
-	cfg    PoolConfig
+	pool   Config
+	vmware VMwareConfig
 }
 
 // newVMwareFixture makes n VMs for the fake vmrun, each with a fake guest
@@ -57,9 +59,8 @@ func newVMwareFixture(t *testing.T, n int) *vmwareFixture {
 		f.guests = append(f.guests, g)
 		vms = append(vms, VMwareVM{VMX: vmx, GuestPort: port})
 	}
-	f.cfg = testConfig(t)
-	f.cfg.Backend = BackendVMware
-	f.cfg.VMware = &VMwareConfig{
+	f.pool = testConfig(t)
+	f.vmware = VMwareConfig{
 		Vmrun:          fakeExec(t, "fake-vmrun"),
 		CommandEnv:     []string{"FAKE_VMRUN_STATE=" + f.state},
 		Snapshot:       "init_state",
@@ -70,6 +71,12 @@ func newVMwareFixture(t *testing.T, n int) *vmwareFixture {
 		VMs:            vms,
 	}
 	return f
+}
+
+// newPool makes a pool under f.pool over the vmware backend of f.vmware.
+func (f *vmwareFixture) newPool(t *testing.T) *testPool {
+	t.Helper()
+	return newLoggedPool(t, f.pool, func(log *slog.Logger) (Backend, error) { return NewVMwareBackend(f.vmware, log) })
 }
 
 // mark creates a marker file of the fake vmrun for VM i.
@@ -100,7 +107,7 @@ func (f *vmwareFixture) calls(t *testing.T) []string {
 
 func TestVMwareStartAndReset(t *testing.T) {
 	f := newVMwareFixture(t, 1)
-	p := newTestPool(t, f.cfg, nil)
+	p := f.newPool(t)
 	l := p.lease(t)
 	vmx := "$S/vms/Ubuntu0/Ubuntu0.vmx"
 	want := []string{
@@ -146,7 +153,7 @@ func TestVMwareStartAndReset(t *testing.T) {
 func TestVMwarePoweredOffSnapshot(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.mark(t, 0, "offsnapshot", "")
-	p := newTestPool(t, f.cfg, nil)
+	p := f.newPool(t)
 	_ = p.lease(t).End(Healthy)
 	p.ev.waitCount(t, EventReady, "Ubuntu0", 2)
 	starts := 0
@@ -165,8 +172,8 @@ func TestVMwarePoweredOffSnapshot(t *testing.T) {
 func TestVMwareRunningButNoIP(t *testing.T) {
 	f := newVMwareFixture(t, 2)
 	f.mark(t, 1, "noip", "")
-	f.cfg.VMware.IPTimeout = 300 * time.Millisecond
-	p := newTestPool(t, f.cfg, nil)
+	f.vmware.IPTimeout = 300 * time.Millisecond
+	p := f.newPool(t)
 	p.ev.waitCount(t, EventQuarantined, "Ubuntu1", 1)
 	q := p.Quarantined()
 	if len(q) != 1 || q[0].Reason != "start timed out" || !errors.Is(q[0].Err, ErrStuck) {
@@ -186,7 +193,7 @@ func TestVMwareRunningButNoIP(t *testing.T) {
 func TestVMwareRevertFailure(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.mark(t, 0, "revertfail", "")
-	p := newTestPool(t, f.cfg, nil)
+	p := f.newPool(t)
 	p.ev.waitCount(t, EventQuarantined, "Ubuntu0", 1)
 	reverts := 0
 	for _, c := range f.calls(t) {
@@ -214,7 +221,7 @@ func TestVMwareRevertFailure(t *testing.T) {
 func TestVMwareSlowStart(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.mark(t, 0, "startdelay", "0.3")
-	p := newTestPool(t, f.cfg, nil)
+	p := f.newPool(t)
 	p.lease(t)
 	for _, ev := range p.ev.events() {
 		if ev.Kind == EventReady && ev.Duration < 300*time.Millisecond {
@@ -226,8 +233,8 @@ func TestVMwareSlowStart(t *testing.T) {
 func TestVMwareStartHangs(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.mark(t, 0, "startdelay", "30")
-	f.cfg.VMware.CommandTimeout = 200 * time.Millisecond
-	p := newTestPool(t, f.cfg, nil)
+	f.vmware.CommandTimeout = 200 * time.Millisecond
+	p := f.newPool(t)
 	p.ev.waitCount(t, EventQuarantined, "Ubuntu0", 1)
 	q := p.Quarantined()
 	var ce *CommandError
@@ -247,7 +254,7 @@ func TestVMwareStartHangs(t *testing.T) {
 func TestVMwareBounceFailureTolerated(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.guests[0].set(func(g *fakeGuest) { g.execFail = true })
-	p := newTestPool(t, f.cfg, nil)
+	p := f.newPool(t)
 	p.lease(t)
 	if !strings.Contains(p.log.String(), "network bounce after revert failed") {
 		t.Fatalf("no warning about the failed bounce:\n%s", p.log)
@@ -257,8 +264,8 @@ func TestVMwareBounceFailureTolerated(t *testing.T) {
 func TestVMwareGuestNeverReady(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.guests[0].set(func(g *fakeGuest) { g.shotFail = true })
-	f.cfg.VMware.ReadyTimeout = 200 * time.Millisecond
-	p := newTestPool(t, f.cfg, nil)
+	f.vmware.ReadyTimeout = 200 * time.Millisecond
+	p := f.newPool(t)
 	p.ev.waitCount(t, EventQuarantined, "Ubuntu0", 1)
 	q := p.Quarantined()
 	if len(q) != 1 || !errors.Is(q[0].Err, ErrStuck) || !strings.Contains(q[0].Err.Error(), "not ready within") {
@@ -268,9 +275,9 @@ func TestVMwareGuestNeverReady(t *testing.T) {
 
 func TestVMwareStopOnClose(t *testing.T) {
 	f := newVMwareFixture(t, 2)
-	f.cfg.VMware.StopOnClose = true
-	f.cfg.VMware.StopMode = "hard"
-	p := newTestPool(t, f.cfg, nil)
+	f.vmware.StopOnClose = true
+	f.vmware.StopMode = "hard"
+	p := f.newPool(t)
 	p.ev.waitCount(t, EventReady, "", 2)
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
-package vmpool
+package poolfile
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,15 +10,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool"
 )
 
-func TestParsePoolFile(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		input string
-		check func(t *testing.T, c PoolConfig)
+		check func(t *testing.T, c Config)
 	}{
-		{"minimal sim", "backend: sim\nsim:\n  vms:\n    - url: http://127.0.0.1:5001\n", func(t *testing.T, c PoolConfig) {
+		{"minimal sim", "backend: sim\nsim:\n  vms:\n    - url: http://127.0.0.1:5001\n", func(t *testing.T, c Config) {
 			if c.Backend != "sim" || len(c.Sim.VMs) != 1 || c.Sim.VMs[0].URL != "http://127.0.0.1:5001" {
 				t.Fatalf("%+v", c)
 			}
@@ -28,18 +31,18 @@ retry_wait: 2
 lock_retry: 1.5
 timeouts: {start: 90s, reset: 1h30m, health: 45, stop: 250ms}
 sim: {vms: [{url: "http://127.0.0.1:1"}]}
-`, func(t *testing.T, c PoolConfig) {
-			want := Timeouts{Start: 90 * time.Second, Reset: 90 * time.Minute, Health: 45 * time.Second, Stop: 250 * time.Millisecond}
-			if c.Timeouts != want || c.IdleCheck != -1 || c.RetryWait != 2*time.Second || c.LockRetry != 1500*time.Millisecond {
+`, func(t *testing.T, c Config) {
+			want := vmpool.Timeouts{Start: 90 * time.Second, Reset: 90 * time.Minute, Health: 45 * time.Second, Stop: 250 * time.Millisecond}
+			if c.Pool.Timeouts != want || c.Pool.IdleCheck != -1 || c.Pool.RetryWait != 2*time.Second || c.Pool.LockRetry != 1500*time.Millisecond {
 				t.Fatalf("%+v", c)
 			}
 		}},
-		{"json", "{\n\t\"backend\": \"guest\",\n\t\"quarantine_after\": 5,\n\t\"guest\": {\"vms\": [{\"url\": \"10.0.0.5\"}]}\n}\n", func(t *testing.T, c PoolConfig) {
-			if c.Backend != "guest" || c.QuarantineAfter != 5 || c.Guest.VMs[0].URL != "10.0.0.5" {
+		{"json", "{\n\t\"backend\": \"guest\",\n\t\"quarantine_after\": 5,\n\t\"guest\": {\"vms\": [{\"url\": \"10.0.0.5\"}]}\n}\n", func(t *testing.T, c Config) {
+			if c.Backend != "guest" || c.Pool.QuarantineAfter != 5 || c.Guest.VMs[0].URL != "10.0.0.5" {
 				t.Fatalf("%+v", c)
 			}
 		}},
-		{"docker env numbers become strings", "backend: docker\ndocker:\n  count: 2\n  env: {CPU_CORES: 8, RAM_SIZE: 16G}\n  ports: [5000, 8006]\n", func(t *testing.T, c PoolConfig) {
+		{"docker env numbers become strings", "backend: docker\ndocker:\n  count: 2\n  env: {CPU_CORES: 8, RAM_SIZE: 16G}\n  ports: [5000, 8006]\n", func(t *testing.T, c Config) {
 			if c.Docker.Env["CPU_CORES"] != "8" || c.Docker.Count != 2 || len(c.Docker.Ports) != 2 {
 				t.Fatalf("%+v", c.Docker)
 			}
@@ -51,19 +54,19 @@ vmware:
   vms:
     - {vmx: /a/a.vmx}
     - {vmx: /b/b.vmx, snapshot: other}
-`, func(t *testing.T, c PoolConfig) {
-			if c.Timeouts.Start != time.Minute || c.VMware.VMs[1].Snapshot != "other" || c.VMware.VMs[0].Snapshot != "" {
+`, func(t *testing.T, c Config) {
+			if c.Pool.Timeouts.Start != time.Minute || c.VMware.VMs[1].Snapshot != "other" || c.VMware.VMs[0].Snapshot != "" {
 				t.Fatalf("%+v", c)
 			}
 		}},
-		{"nulls are defaults", "backend: sim\nid: ~\ntimeouts:\nsim:\n  vms: [{url: 'http://a:1'}]\n", func(t *testing.T, c PoolConfig) {
-			if c.ID != "" || c.Timeouts != (Timeouts{}) {
+		{"nulls are defaults", "backend: sim\nid: ~\ntimeouts:\nsim:\n  vms: [{url: 'http://a:1'}]\n", func(t *testing.T, c Config) {
+			if c.Pool.ID != "" || c.Pool.Timeouts != (vmpool.Timeouts{}) {
 				t.Fatalf("%+v", c)
 			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParsePoolFile("pool.yaml", []byte(tc.input))
+			c, err := Parse("pool.yaml", []byte(tc.input))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +86,7 @@ func TestParsePoolFileErrors(t *testing.T) {
 		{"tabs", "backend: sim\nsim:\n\tvms: []\n", `^pool\.yaml:3:1: not valid YAML: `},
 		{"two documents", "backend: sim\n---\nbackend: guest\n", "pool.yaml:2:1: a second YAML document; want one pool per file"},
 		{"a list at the top", "- backend: sim\n", `pool.yaml:1:1: want a mapping (field: value lines), got a list`},
-		{"unknown field", "backend: sim\nquarantine_afer: 3\n", "pool.yaml:2:1: quarantine_afer: unknown field; want one of: id, backend, quarantine_after, lock_dir, lock_retry, idle_check, retry_wait, timeouts, sim, guest, vmware, docker"},
+		{"unknown field", "backend: sim\nquarantine_afer: 3\n", "pool.yaml:2:1: quarantine_afer: unknown field; want one of: backend, id, quarantine_after, lock_dir, lock_retry, idle_check, retry_wait, timeouts, sim, guest, vmware, docker"},
 		{"unknown nested field", "backend: vmware\nvmware:\n  snapshot: s\n  vms:\n    - vmx: /a/a.vmx\n      vmxx: x\n", "pool.yaml:6:7: vmware.vms[0].vmxx: unknown field; want one of: id, vmx, snapshot, guest_port, ip"},
 		{"not a number", "backend: sim\nquarantine_after: three\n", `pool.yaml:2:19: quarantine_after: "three": want a whole number`},
 		{"float for int", "backend: sim\nquarantine_after: 2.5\n", `pool.yaml:2:19: quarantine_after: "2.5": want a whole number`},
@@ -110,7 +113,7 @@ func TestParsePoolFileErrors(t *testing.T) {
 		{"bad command env", "backend: vmware\n" + vm + "  command_env: [DISPLAY]\n", `pool.yaml:6:17: vmware.command_env[0]: "DISPLAY": want NAME=value`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParsePoolFile("pool.yaml", []byte(tc.input))
+			_, err := Parse("pool.yaml", []byte(tc.input))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -122,7 +125,7 @@ func TestParsePoolFileErrors(t *testing.T) {
 			} else if first != tc.want {
 				t.Fatalf("error\n  %s\nwant\n  %s", first, tc.want)
 			}
-			var ce *ConfigError
+			var ce *vmpool.ConfigError
 			if !errors.As(err, &ce) || ce.File != "pool.yaml" {
 				t.Fatalf("error %T does not carry the file", err)
 			}
@@ -132,7 +135,7 @@ func TestParsePoolFileErrors(t *testing.T) {
 
 // Every error of a file is reported, not only the first.
 func TestParsePoolFileAllErrors(t *testing.T) {
-	_, err := ParsePoolFile("p.yaml", []byte("backend: docker\nquarantine_after: -1\ndocker:\n  count: 0\n  host_ip: x\n"))
+	_, err := Parse("p.yaml", []byte("backend: docker\nquarantine_after: -1\ndocker:\n  count: 0\n  host_ip: x\n"))
 	msg := err.Error()
 	for _, want := range []string{"p.yaml:2:19: quarantine_after", "p.yaml:4:10: docker.count", "p.yaml:5:12: docker.host_ip"} {
 		if !strings.Contains(msg, want) {
@@ -141,33 +144,33 @@ func TestParsePoolFileAllErrors(t *testing.T) {
 	}
 }
 
-func TestLoadPoolFile(t *testing.T) {
+func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "chimerax-pool.yaml")
 	data := "backend: vmware\nlock_dir: locks\nvmware:\n  snapshot: s\n  vms:\n    - vmx: vms/a.vmx\n    - vmx: /abs/b.vmx\n"
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadPoolFile(path)
+	c, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ID != "chimerax-pool" || c.LockDir != filepath.Join(dir, "locks") ||
+	if c.Pool.ID != "chimerax-pool" || c.Pool.LockDir != filepath.Join(dir, "locks") ||
 		c.VMware.VMs[0].VMX != filepath.Join(dir, "vms/a.vmx") || c.VMware.VMs[1].VMX != "/abs/b.vmx" {
 		t.Fatalf("%+v %+v", c, c.VMware.VMs)
 	}
 
-	if _, err := LoadPoolFile(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Fatalf("missing file: %v", err)
 	}
 	big := filepath.Join(dir, "big.yaml")
-	_ = os.WriteFile(big, make([]byte, MaxPoolFileSize+1), 0o644)
-	if _, err := LoadPoolFile(big); err == nil || !strings.Contains(err.Error(), "big.yaml: larger than") {
+	_ = os.WriteFile(big, make([]byte, MaxSize+1), 0o644)
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "big.yaml: larger than") {
 		t.Fatalf("big file: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	_ = os.WriteFile(bad, []byte("backend: vmware\nvmware:\n  vms:\n    - vmx: a.vmx\n"), 0o644)
-	if _, err := LoadPoolFile(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":4:7: vmware.vms[0].snapshot") {
+	if _, err := Load(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":4:7: vmware.vms[0].snapshot") {
 		t.Fatalf("bad file: %v", err)
 	}
 }
@@ -175,7 +178,7 @@ func TestLoadPoolFile(t *testing.T) {
 // docExamples returns the pool files in docs/vmpool.md (yaml blocks that
 // start with "# pool file").
 func docExamples(t testing.TB) map[string]string {
-	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "vmpool.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "vmpool.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +199,13 @@ func docExamples(t testing.TB) map[string]string {
 // backend's section (so the doc shows them all).
 func TestPoolFileDocExamples(t *testing.T) {
 	ex := docExamples(t)
-	for _, b := range []string{BackendSim, BackendGuest, BackendVMware, BackendDocker} {
+	for _, b := range []string{vmpool.BackendSim, vmpool.BackendGuest, vmpool.BackendVMware, vmpool.BackendDocker} {
 		text, ok := ex[b]
 		if !ok {
 			t.Errorf("docs/vmpool.md has no example for %s", b)
 			continue
 		}
-		c, err := ParsePoolFile("docs/vmpool.md("+b+")", []byte(text))
+		c, err := Parse("docs/vmpool.md("+b+")", []byte(text))
 		if err != nil {
 			t.Errorf("%s example: %v", b, err)
 			continue
@@ -212,16 +215,18 @@ func TestPoolFileDocExamples(t *testing.T) {
 		}
 		var section any
 		switch b {
-		case BackendSim:
-			section = SimConfig{}
-		case BackendGuest:
-			section = GuestHostsConfig{}
-		case BackendVMware:
-			section = VMwareConfig{}
-		case BackendDocker:
-			section = DockerConfig{}
+		case vmpool.BackendSim:
+			section = vmpool.SimConfig{}
+		case vmpool.BackendGuest:
+			section = vmpool.GuestHostsConfig{}
+		case vmpool.BackendVMware:
+			section = vmpool.VMwareConfig{}
+		case vmpool.BackendDocker:
+			section = vmpool.DockerConfig{}
 		}
-		for _, f := range yamlFields(section) {
+		var fields []string
+		yamlFields(reflect.TypeOf(section), nil, map[string][]int{}, &fields)
+		for _, f := range fields {
 			if !regexp.MustCompile(`(?m)^\s+-?\s*` + f + `:`).MatchString(text) {
 				t.Errorf("%s example does not show %s.%s", b, b, f)
 			}
@@ -229,19 +234,7 @@ func TestPoolFileDocExamples(t *testing.T) {
 	}
 }
 
-// yamlFields lists the yaml field names of a struct.
-func yamlFields(v any) []string {
-	t := reflect.TypeOf(v)
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
-			out = append(out, tag)
-		}
-	}
-	return out
-}
-
-func FuzzParsePoolFile(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, text := range docExamples(f) {
 		f.Add([]byte(text))
 	}
@@ -251,7 +244,7 @@ func FuzzParsePoolFile(f *testing.F) {
 	f.Add([]byte("backend: vmware\nvmware:\n  vms:\n    - vmx: x\n"))
 	f.Add([]byte("timeouts: {start: 1e400}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParsePoolFile("fuzz.yaml", data)
+		c, err := Parse("fuzz.yaml", data)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -261,7 +254,7 @@ func FuzzParsePoolFile(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("parsed config does not validate: %v", err)
 		}
-		if _, err := NewBackend(c, discardLogger()); err != nil {
+		if _, err := NewBackend(c, slog.New(slog.DiscardHandler)); err != nil {
 			t.Fatalf("parsed config makes no backend: %v", err)
 		}
 	})

@@ -22,6 +22,7 @@ import (
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -51,7 +52,7 @@ func startWorldWith(t *testing.T, vms, group int, tweak func(*sim.WorldConfig), 
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := vmpool.NewSimBackend(vmpool.SimURLs(w.GuestURLs...))
+	b, err := simvm.New(simvm.URLs(w.GuestURLs...))
 	if err != nil {
 		t.Fatal(err)
 	}

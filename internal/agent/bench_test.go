@@ -17,6 +17,7 @@ import (
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // Settings of BenchmarkStepLatency (docs/performance.md explains them).
@@ -65,7 +66,7 @@ func BenchmarkStepLatency(b *testing.B) {
 	defer w.Models.Wait()
 	defer cancel()
 
-	backend, err := vmpool.NewSimBackend(vmpool.SimURLs(w.GuestURLs...))
+	backend, err := simvm.New(simvm.URLs(w.GuestURLs...))
 	if err != nil {
 		b.Fatal(err)
 	}

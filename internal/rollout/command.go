@@ -31,6 +31,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/poolfile"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // Options are a rollout as the command line gives it.
@@ -186,8 +187,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 			stopWorld()
 			world.Wait() // every guest and model server has stopped
 		}()
-		sc := vmpool.SimURLs(world.GuestURLs...)
-		cfg.Pool = poolfile.Config{Backend: vmpool.BackendSim, Sim: &sc, Pool: vmpool.Config{ID: "sim-" + bus.AppToken(o.Run),
+		sc := simvm.URLs(world.GuestURLs...)
+		cfg.Pool = poolfile.Config{Backend: simvm.Name, Sim: &sc, Pool: vmpool.Config{ID: "sim-" + bus.AppToken(o.Run),
 			IdleCheck: -1, LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}}
 		if cfg.Planner.BaseURL == "" {
 			cfg.Planner.BaseURL, cfg.Planner.Model = world.Models.PlannerURL, simmodels.DefaultPlannerModel

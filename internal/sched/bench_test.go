@@ -23,6 +23,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // Settings of BenchmarkScheduler, in simulated time (docs/performance.md
@@ -267,9 +268,9 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 		}
 		urls[i] = g.URL
 	}
-	sc := vmpool.SimURLs(urls...)
+	sc := simvm.URLs(urls...)
 	sc.PollInterval = max(clock.Real(time.Second), 5*time.Millisecond)
-	backend, err := vmpool.NewSimBackend(sc)
+	backend, err := simvm.New(sc)
 	if err != nil {
 		b.Fatal(err)
 	}

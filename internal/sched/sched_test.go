@@ -17,6 +17,7 @@ import (
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // failFirst is a Runner whose first attempt of each listed episode ends by
@@ -82,9 +83,9 @@ func startGuests(t *testing.T, n int, hung map[int]bool) []string {
 // the test's end; edit changes its configuration.
 func poolOver(t *testing.T, urls []string, edit func(*vmpool.Config), opts ...vmpool.Option) *vmpool.Pool {
 	t.Helper()
-	sc := vmpool.SimURLs(urls...)
+	sc := simvm.URLs(urls...)
 	sc.PollInterval = 5 * time.Millisecond
-	b, err := vmpool.NewSimBackend(sc)
+	b, err := simvm.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}

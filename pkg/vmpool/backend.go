@@ -82,7 +82,6 @@ type Backend interface {
 
 // Backend names, as the pool file's "backend" field spells them.
 const (
-	BackendSim    = "sim"
 	BackendGuest  = "guest"
 	BackendVMware = "vmware"
 	BackendDocker = "docker"
@@ -243,13 +242,4 @@ func waitReady(ctx context.Context, what string, timeout, interval time.Duration
 		case <-t.C:
 		}
 	}
-}
-
-// orDefault returns d when v is zero.
-func orDefault[T comparable](v, d T) T {
-	var zero T
-	if v == zero {
-		return d
-	}
-	return v
 }

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // Config is a pool's policy: its id, when it quarantines a VM, where its
@@ -169,3 +171,25 @@ func (v *validator) add(field, format string, args ...any) {
 }
 
 func (v *validator) err() error { return errors.Join(v.errs...) }
+
+func validateVMID(v *validator, field, id string) {
+	if id != "" && !ValidID(id) {
+		v.add(field, "%q: want letters, digits, '.', '_' and '-', starting with a letter or digit", id)
+	}
+}
+
+func validateURL(v *validator, field, u string) {
+	if u == "" {
+		v.add(field, "missing; want the guest server's URL, e.g. http://10.0.0.5:5000")
+		return
+	}
+	if _, err := guest.ParseURL(u, guest.DefaultPort); err != nil {
+		v.add(field, "%v (want a URL such as http://10.0.0.5:5000)", err)
+	}
+}
+
+func validatePositive(v *validator, field string, d time.Duration) {
+	if d < 0 {
+		v.add(field, "%v: want a positive duration", d)
+	}
+}

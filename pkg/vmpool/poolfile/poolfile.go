@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // Config is what a pool file holds: a pool's policy and one backend's
@@ -36,21 +37,21 @@ type Config struct {
 	// file.
 	Pool vmpool.Config `yaml:",inline"`
 
-	Sim    *vmpool.SimConfig        `yaml:"sim"`
+	Sim    *simvm.Config            `yaml:"sim"`
 	Guest  *vmpool.GuestHostsConfig `yaml:"guest"`
 	VMware *vmpool.VMwareConfig     `yaml:"vmware"`
 	Docker *vmpool.DockerConfig     `yaml:"docker"`
 }
 
 // backends are the backends' names, in the order messages list them.
-var backends = []string{vmpool.BackendSim, vmpool.BackendGuest, vmpool.BackendVMware, vmpool.BackendDocker}
+var backends = []string{simvm.Name, vmpool.BackendGuest, vmpool.BackendVMware, vmpool.BackendDocker}
 
 // sections are c's backend sections by backend name; a section the file
 // does not give is nil.
 func (c Config) sections() map[string]interface{ Validate() error } {
 	s := map[string]interface{ Validate() error }{}
 	if c.Sim != nil {
-		s[vmpool.BackendSim] = c.Sim
+		s[simvm.Name] = c.Sim
 	}
 	if c.Guest != nil {
 		s[vmpool.BackendGuest] = c.Guest
@@ -120,11 +121,11 @@ func NewBackend(c Config, log *slog.Logger) (vmpool.Backend, error) {
 		return &vmpool.ConfigError{Field: section, Msg: "missing; want the " + want}
 	}
 	switch c.Backend {
-	case vmpool.BackendSim:
+	case simvm.Name:
 		if c.Sim == nil {
 			return nil, missing("sim", "simulator section (vms: [{url: ...}])")
 		}
-		return vmpool.NewSimBackend(*c.Sim)
+		return simvm.New(*c.Sim)
 	case vmpool.BackendGuest:
 		if c.Guest == nil {
 			return nil, missing("guest", "guest section (vms: [{url: ...}])")
@@ -158,11 +159,11 @@ func NewPool(ctx context.Context, c Config, log *slog.Logger, opts ...vmpool.Opt
 		return nil, err
 	}
 	pc := c.Pool
-	if c.Backend == vmpool.BackendSim {
+	if c.Backend == simvm.Name {
 		// A simulated VM reverts in seconds: a start or reset that takes
 		// minutes is stuck.
-		pc.Timeouts.Start = cmp.Or(pc.Timeouts.Start, vmpool.DefaultSimTimeout)
-		pc.Timeouts.Reset = cmp.Or(pc.Timeouts.Reset, vmpool.DefaultSimTimeout)
+		pc.Timeouts.Start = cmp.Or(pc.Timeouts.Start, simvm.DefaultTimeout)
+		pc.Timeouts.Reset = cmp.Or(pc.Timeouts.Reset, simvm.DefaultTimeout)
 	}
 	b, err := NewBackend(c, log.With("pool", cmp.Or(pc.ID, vmpool.DefaultPoolID), "backend", c.Backend))
 	if err != nil {

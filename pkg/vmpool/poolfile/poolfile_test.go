@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 func TestParse(t *testing.T) {
@@ -199,7 +200,7 @@ func docExamples(t testing.TB) map[string]string {
 // backend's section (so the doc shows them all).
 func TestPoolFileDocExamples(t *testing.T) {
 	ex := docExamples(t)
-	for _, b := range []string{vmpool.BackendSim, vmpool.BackendGuest, vmpool.BackendVMware, vmpool.BackendDocker} {
+	for _, b := range []string{simvm.Name, vmpool.BackendGuest, vmpool.BackendVMware, vmpool.BackendDocker} {
 		text, ok := ex[b]
 		if !ok {
 			t.Errorf("docs/vmpool.md has no example for %s", b)
@@ -215,8 +216,8 @@ func TestPoolFileDocExamples(t *testing.T) {
 		}
 		var section any
 		switch b {
-		case vmpool.BackendSim:
-			section = vmpool.SimConfig{}
+		case simvm.Name:
+			section = simvm.Config{}
 		case vmpool.BackendGuest:
 			section = vmpool.GuestHostsConfig{}
 		case vmpool.BackendVMware:

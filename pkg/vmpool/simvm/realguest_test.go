@@ -1,10 +1,11 @@
-package vmpool
+package simvm
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/pooltest"
 )
 
 // startSimGuests starts n guest servers of the real simulator.
@@ -57,12 +60,12 @@ func TestSimBackendRealGuest(t *testing.T) {
 		RevertTime: fault.Fixed(80 * time.Millisecond),
 		Clock:      fault.Clock{Scale: 1},
 	})
-	sc := SimURLs(urls...)
+	sc := URLs(urls...)
 	sc.PollInterval = 10 * time.Millisecond
-	p := newSimPool(t, testConfig(t), sc)
+	p := newSimPool(t, pooltest.Config(t), sc)
 
 	ctx := context.Background()
-	l := p.lease(t)
+	l := p.MustLease(t)
 	png, err := l.Guest().Screenshot(ctx)
 	if err != nil || len(png) < 1000 {
 		t.Fatalf("screenshot: %d bytes, %v", len(png), err)
@@ -75,8 +78,8 @@ func TestSimBackendRealGuest(t *testing.T) {
 	}
 	url := l.Guest().BaseURL()
 	before := simStats(t, url)
-	_ = l.End(Healthy)
-	p.ev.waitCount(t, EventReady, l.ID(), 2)
+	_ = l.End(vmpool.Healthy)
+	p.Events.WaitCount(t, vmpool.EventReady, l.ID(), 2)
 	if after := simStats(t, url); after != before+1 {
 		t.Fatalf("resets %d → %d, want one more after a release", before, after)
 	}
@@ -86,22 +89,22 @@ func TestSimBackendRealGuest(t *testing.T) {
 // unhealthy by the agent, reverted by the pool, and serves again.
 func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
 	urls := startSimGuests(t, 1, simguest.Config{RevertTime: fault.Fixed(20 * time.Millisecond), Clock: fault.Clock{Scale: 1}})
-	sc := SimURLs(urls...)
+	sc := URLs(urls...)
 	sc.PollInterval = 10 * time.Millisecond
-	b, err := NewSimBackend(sc)
+	b, err := New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := &testPool{ev: &eventLog{}, log: &syncBuffer{}}
-	p, err := NewPool(context.Background(), testConfig(t), b, WithEvents(tp.ev.add), WithLogger(discardLogger()),
-		WithGuestOptions(guest.Options{ScreenshotTimeout: 2 * time.Second, Retries: -1}))
+	tp := &pooltest.Pool{Events: &pooltest.EventLog{}, Log: &pooltest.SyncBuffer{}}
+	p, err := vmpool.NewPool(context.Background(), pooltest.Config(t), b, vmpool.WithEvents(tp.Events.Add), vmpool.WithLogger(slog.New(slog.DiscardHandler)),
+		vmpool.WithGuestOptions(guest.Options{ScreenshotTimeout: 2 * time.Second, Retries: -1}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
 	tp.Pool = p
 
-	l := tp.lease(t)
+	l := tp.MustLease(t)
 	req, _ := http.NewRequest(http.MethodPut, urls[0]+"/sim/faults", bytes.NewReader([]byte(`{"die_prob": 1, "death_mode": "hang"}`)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
@@ -119,8 +122,8 @@ func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	_ = l.End(Fault(err))
-	l2 := tp.lease(t)
+	_ = l.End(vmpool.Fault(err))
+	l2 := tp.MustLease(t)
 	if _, err := l2.Guest().Screenshot(context.Background()); err != nil {
 		t.Fatalf("after the reset: %v", err)
 	}

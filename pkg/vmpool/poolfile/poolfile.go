@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/hosts"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
@@ -37,14 +38,14 @@ type Config struct {
 	// file.
 	Pool vmpool.Config `yaml:",inline"`
 
-	Sim    *simvm.Config            `yaml:"sim"`
-	Guest  *vmpool.GuestHostsConfig `yaml:"guest"`
-	VMware *vmpool.VMwareConfig     `yaml:"vmware"`
-	Docker *vmpool.DockerConfig     `yaml:"docker"`
+	Sim    *simvm.Config        `yaml:"sim"`
+	Guest  *hosts.Config        `yaml:"guest"`
+	VMware *vmpool.VMwareConfig `yaml:"vmware"`
+	Docker *vmpool.DockerConfig `yaml:"docker"`
 }
 
 // backends are the backends' names, in the order messages list them.
-var backends = []string{simvm.Name, vmpool.BackendGuest, vmpool.BackendVMware, vmpool.BackendDocker}
+var backends = []string{simvm.Name, hosts.Name, vmpool.BackendVMware, vmpool.BackendDocker}
 
 // sections are c's backend sections by backend name; a section the file
 // does not give is nil.
@@ -54,7 +55,7 @@ func (c Config) sections() map[string]interface{ Validate() error } {
 		s[simvm.Name] = c.Sim
 	}
 	if c.Guest != nil {
-		s[vmpool.BackendGuest] = c.Guest
+		s[hosts.Name] = c.Guest
 	}
 	if c.VMware != nil {
 		s[vmpool.BackendVMware] = c.VMware
@@ -126,11 +127,11 @@ func NewBackend(c Config, log *slog.Logger) (vmpool.Backend, error) {
 			return nil, missing("sim", "simulator section (vms: [{url: ...}])")
 		}
 		return simvm.New(*c.Sim)
-	case vmpool.BackendGuest:
+	case hosts.Name:
 		if c.Guest == nil {
 			return nil, missing("guest", "guest section (vms: [{url: ...}])")
 		}
-		return vmpool.NewGuestHostsBackend(*c.Guest, log)
+		return hosts.New(*c.Guest, log)
 	case vmpool.BackendVMware:
 		if c.VMware == nil {
 			return nil, missing("vmware", "vmware section (vms: [{vmx: ...}])")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/hosts"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
@@ -200,7 +201,7 @@ func docExamples(t testing.TB) map[string]string {
 // backend's section (so the doc shows them all).
 func TestPoolFileDocExamples(t *testing.T) {
 	ex := docExamples(t)
-	for _, b := range []string{simvm.Name, vmpool.BackendGuest, vmpool.BackendVMware, vmpool.BackendDocker} {
+	for _, b := range []string{simvm.Name, hosts.Name, vmpool.BackendVMware, vmpool.BackendDocker} {
 		text, ok := ex[b]
 		if !ok {
 			t.Errorf("docs/vmpool.md has no example for %s", b)
@@ -218,8 +219,8 @@ func TestPoolFileDocExamples(t *testing.T) {
 		switch b {
 		case simvm.Name:
 			section = simvm.Config{}
-		case vmpool.BackendGuest:
-			section = vmpool.GuestHostsConfig{}
+		case hosts.Name:
+			section = hosts.Config{}
 		case vmpool.BackendVMware:
 			section = vmpool.VMwareConfig{}
 		case vmpool.BackendDocker:

@@ -1,4 +1,8 @@
-package vmpool
+// Package hosts is the "guest" backend of package vmpool: any machines that
+// run the OSWorld/ScienceBoard guest server (a cloud VM, a lab workstation,
+// a VM another tool manages), reverted, if at all, by a command of the
+// user's.
+package hosts
 
 import (
 	"cmp"
@@ -9,13 +13,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/backendkit"
 )
 
-// GuestHostsConfig configures the "guest" backend: any machines that run
-// the OSWorld/ScienceBoard guest server (a cloud VM, a lab workstation, a
-// VM another tool manages). The pool cannot revert such a machine by
-// itself; a reset_command can (a script that reverts a cloud VM's disk,
+// Name is the backend's name, as a pool file's "backend:" spells it.
+const Name = "guest"
+
+// Config configures the "guest" backend. The pool cannot revert a machine
+// by itself; a reset_command can (a script that reverts a cloud VM's disk,
 // restarts a container on another host, ...).
 //
 // Commands run locally through Shell ("sh -c COMMAND codapipe-vm HOST ID"),
@@ -23,9 +30,9 @@ import (
 // environment as CODAPIPE_VM_ID, CODAPIPE_VM_URL and CODAPIPE_VM_HOST. A
 // command that exits non-zero fails the operation; its output's last line
 // is in the error.
-type GuestHostsConfig struct {
+type Config struct {
 	// VMs are the machines.
-	VMs []GuestHost `yaml:"vms"`
+	VMs []Host `yaml:"vms"`
 	// ResetCommand returns a machine to its clean state; the pool then
 	// waits for its guest server. Without one, a "reset" only waits for the
 	// guest server: episodes then start from whatever the last one left.
@@ -44,8 +51,8 @@ type GuestHostsConfig struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
-// GuestHost is one machine running the guest server.
-type GuestHost struct {
+// Host is one machine running the guest server.
+type Host struct {
 	// ID names the VM; default "guest-<index>".
 	ID string `yaml:"id"`
 	// URL is the guest server, "http://10.0.0.5:5000" (a bare host means
@@ -56,12 +63,12 @@ type GuestHost struct {
 	StateURL string `yaml:"state_url"`
 }
 
-func (c GuestHostsConfig) withDefaults() GuestHostsConfig {
+func (c Config) withDefaults() Config {
 	c.Shell = cmp.Or(c.Shell, "/bin/sh")
 	c.StartCommand = cmp.Or(c.StartCommand, c.ResetCommand)
 	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 5*time.Minute)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
-	vms := make([]GuestHost, len(c.VMs))
+	vms := make([]Host, len(c.VMs))
 	for i, v := range c.VMs {
 		v.ID = cmp.Or(v.ID, fmt.Sprintf("guest-%d", i))
 		vms[i] = v
@@ -70,54 +77,48 @@ func (c GuestHostsConfig) withDefaults() GuestHostsConfig {
 	return c
 }
 
-// Validate reports every value of c that cannot work, as *ConfigError
-// values joined; their fields start with "guest.".
-func (c GuestHostsConfig) Validate() error {
-	var v validator
-	c.validate(&v, "guest")
-	return v.err()
-}
-
-func (c GuestHostsConfig) validate(v *validator, at string) {
+// Validate reports every value of c that cannot work, as
+// *vmpool.ConfigError values joined; their fields start with "guest.".
+func (c Config) Validate() error {
+	var v backendkit.Validator
 	if len(c.VMs) == 0 {
-		v.add(at+".vms", "empty; want at least one machine ({url: http://HOST:5000})")
+		v.Add("guest.vms", "empty; want at least one machine ({url: http://HOST:5000})")
 	}
 	for i, vm := range c.VMs {
-		f := fmt.Sprintf("%s.vms[%d]", at, i)
-		validateVMID(v, f+".id", vm.ID)
-		validateURL(v, f+".url", vm.URL)
+		f := fmt.Sprintf("guest.vms[%d]", i)
+		v.VMID(f+".id", vm.ID)
+		v.URL(f+".url", vm.URL)
 		if vm.StateURL != "" {
 			if _, err := guest.ParseURL(vm.StateURL, guest.DefaultStatePort); err != nil {
-				v.add(f+".state_url", "%v (want a URL such as http://10.0.0.5:8000)", err)
+				v.Add(f+".state_url", "%v (want a URL such as http://10.0.0.5:8000)", err)
 			}
 		}
 	}
-	validatePositive(v, at+".ready_timeout", c.ReadyTimeout)
-	validatePositive(v, at+".poll_interval", c.PollInterval)
+	v.Positive("guest.ready_timeout", c.ReadyTimeout)
+	v.Positive("guest.poll_interval", c.PollInterval)
+	return v.Err()
 }
 
-// GuestHostsBackend is the "guest" backend.
-type GuestHostsBackend struct {
-	cfg    GuestHostsConfig
+// Backend is the "guest" backend.
+type Backend struct {
+	cfg    Config
 	log    *slog.Logger
-	specs  []VMSpec
-	hosts  map[string]GuestHost // id → host, URLs normalized
+	specs  []vmpool.VMSpec
+	hosts  map[string]Host // id → host, URLs normalized
 	client *http.Client
 	warn   sync.Once
 }
 
-// NewGuestHostsBackend returns the "guest" backend of cfg. log may be nil.
-func NewGuestHostsBackend(cfg GuestHostsConfig, log *slog.Logger) (*GuestHostsBackend, error) {
+// New returns the "guest" backend of cfg. log may be nil.
+func New(cfg Config, log *slog.Logger) (*Backend, error) {
 	cfg = cfg.withDefaults()
-	var v validator
-	cfg.validate(&v, "guest")
-	if err := v.err(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &GuestHostsBackend{cfg: cfg, log: log, hosts: map[string]GuestHost{}}
+	b := &Backend{cfg: cfg, log: log, hosts: map[string]Host{}}
 	b.client = guest.NewHTTPClient()
 	for _, h := range cfg.VMs {
 		u, _ := guest.ParseURL(h.URL, guest.DefaultPort)
@@ -127,24 +128,24 @@ func NewGuestHostsBackend(cfg GuestHostsConfig, log *slog.Logger) (*GuestHostsBa
 			h.StateURL = s.String()
 		}
 		b.hosts[h.ID] = h
-		b.specs = append(b.specs, VMSpec{ID: h.ID, Key: "guest:" + u.Host, Label: "guest server " + h.URL})
+		b.specs = append(b.specs, vmpool.VMSpec{ID: h.ID, Key: "guest:" + u.Host, Label: "guest server " + h.URL})
 	}
 	return b, nil
 }
 
 // Name is "guest".
-func (b *GuestHostsBackend) Name() string { return BackendGuest }
+func (b *Backend) Name() string { return Name }
 
 // VMs lists the machines.
-func (b *GuestHostsBackend) VMs(context.Context) ([]VMSpec, error) { return b.specs, nil }
+func (b *Backend) VMs(context.Context) ([]vmpool.VMSpec, error) { return b.specs, nil }
 
 // Start runs the start command, if any, and waits for the guest server.
-func (b *GuestHostsBackend) Start(ctx context.Context, vm VMSpec) (Endpoint, error) {
+func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
 	return b.bringUp(ctx, vm, "start", b.cfg.StartCommand)
 }
 
 // Reset runs the reset command, if any, and waits for the guest server.
-func (b *GuestHostsBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) {
+func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
 	if b.cfg.ResetCommand == "" {
 		b.warn.Do(func() {
 			b.log.Warn("vmpool: guest backend has no reset_command: machines are not reverted between episodes")
@@ -153,35 +154,31 @@ func (b *GuestHostsBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, err
 	return b.bringUp(ctx, vm, "reset", b.cfg.ResetCommand)
 }
 
-func (b *GuestHostsBackend) bringUp(ctx context.Context, vm VMSpec, op, command string) (Endpoint, error) {
+func (b *Backend) bringUp(ctx context.Context, vm vmpool.VMSpec, op, command string) (vmpool.Endpoint, error) {
 	h, ok := b.hosts[vm.ID]
 	if !ok {
-		return Endpoint{}, fmt.Errorf("guest: no VM %q", vm.ID)
+		return vmpool.Endpoint{}, fmt.Errorf("guest: no VM %q", vm.ID)
 	}
 	if command != "" {
 		if err := b.run(ctx, op, command, h); err != nil {
-			return Endpoint{}, err
+			return vmpool.Endpoint{}, err
 		}
 	}
-	ep := Endpoint{GuestURL: h.URL, StateURL: h.StateURL}
-	probe, err := screenshotProbe(b.client, ep)
-	if err != nil {
-		return Endpoint{}, err
-	}
-	if err := waitReady(ctx, "guest: "+h.URL+" after "+op, b.cfg.ReadyTimeout, b.cfg.PollInterval, probe); err != nil {
-		return Endpoint{}, err
+	ep := vmpool.Endpoint{GuestURL: h.URL, StateURL: h.StateURL}
+	if err := backendkit.WaitGuest(ctx, b.client, ep, "guest: "+h.URL+" after "+op, b.cfg.ReadyTimeout, b.cfg.PollInterval); err != nil {
+		return vmpool.Endpoint{}, err
 	}
 	return ep, nil
 }
 
 // run runs one of the user's commands for machine h.
-func (b *GuestHostsBackend) run(ctx context.Context, op, command string, h GuestHost) error {
+func (b *Backend) run(ctx context.Context, op, command string, h Host) error {
 	hostname := h.URL
 	if u, err := guest.ParseURL(h.URL, guest.DefaultPort); err == nil {
 		hostname = u.Hostname()
 	}
 	env := []string{"CODAPIPE_VM_ID=" + h.ID, "CODAPIPE_VM_URL=" + h.URL, "CODAPIPE_VM_HOST=" + hostname}
-	_, err := runCommand(ctx, 0, env, b.cfg.Shell, "-c", command, "codapipe-vm", hostname, h.ID)
+	_, err := backendkit.Run(ctx, 0, env, b.cfg.Shell, "-c", command, "codapipe-vm", hostname, h.ID)
 	if err != nil {
 		return fmt.Errorf("guest: %s command for %s: %w", op, h.URL, err)
 	}
@@ -189,13 +186,12 @@ func (b *GuestHostsBackend) run(ctx context.Context, op, command string, h Guest
 }
 
 // Health takes a screenshot.
-func (b *GuestHostsBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
-	_, err := g.Screenshot(ctx)
-	return err
+func (b *Backend) Health(ctx context.Context, vm vmpool.VMSpec, g *guest.Client) error {
+	return backendkit.ScreenshotHealth(ctx, g)
 }
 
 // Stop runs the stop command, if any.
-func (b *GuestHostsBackend) Stop(ctx context.Context, vm VMSpec) error {
+func (b *Backend) Stop(ctx context.Context, vm vmpool.VMSpec) error {
 	if b.cfg.StopCommand == "" {
 		return nil
 	}
@@ -207,7 +203,7 @@ func (b *GuestHostsBackend) Stop(ctx context.Context, vm VMSpec) error {
 }
 
 // Close closes idle connections.
-func (b *GuestHostsBackend) Close(context.Context) error {
+func (b *Backend) Close(context.Context) error {
 	b.client.CloseIdleConnections()
 	return nil
 }

@@ -82,7 +82,6 @@ type Backend interface {
 
 // Backend names, as the pool file's "backend" field spells them.
 const (
-	BackendVMware = "vmware"
 	BackendDocker = "docker"
 )
 

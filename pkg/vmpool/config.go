@@ -193,3 +193,17 @@ func validatePositive(v *validator, field string, d time.Duration) {
 		v.add(field, "%v: want a positive duration", d)
 	}
 }
+
+func validatePort(v *validator, field string, p int) {
+	if p < 0 || p > 65535 {
+		v.add(field, "%d: want a port number, 1-65535", p)
+	}
+}
+
+func validateEnv(v *validator, field string, env []string) {
+	for i, e := range env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			v.add(fmt.Sprintf("%s[%d]", field, i), "%q: want NAME=value", e)
+		}
+	}
+}

@@ -516,3 +516,18 @@ func TestDockerConfigErrors(t *testing.T) {
 		t.Error("pool id with a space accepted")
 	}
 }
+
+// fakeExec copies a fake executable from testdata into a temporary
+// directory with the execute bit set, and returns its path.
+func fakeExec(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

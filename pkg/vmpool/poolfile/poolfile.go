@@ -24,6 +24,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/hosts"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
+	"github.com/codapipe/codapipe/pkg/vmpool/vmware"
 )
 
 // Config is what a pool file holds: a pool's policy and one backend's
@@ -40,12 +41,12 @@ type Config struct {
 
 	Sim    *simvm.Config        `yaml:"sim"`
 	Guest  *hosts.Config        `yaml:"guest"`
-	VMware *vmpool.VMwareConfig `yaml:"vmware"`
+	VMware *vmware.Config       `yaml:"vmware"`
 	Docker *vmpool.DockerConfig `yaml:"docker"`
 }
 
 // backends are the backends' names, in the order messages list them.
-var backends = []string{simvm.Name, hosts.Name, vmpool.BackendVMware, vmpool.BackendDocker}
+var backends = []string{simvm.Name, hosts.Name, vmware.Name, vmpool.BackendDocker}
 
 // sections are c's backend sections by backend name; a section the file
 // does not give is nil.
@@ -58,7 +59,7 @@ func (c Config) sections() map[string]interface{ Validate() error } {
 		s[hosts.Name] = c.Guest
 	}
 	if c.VMware != nil {
-		s[vmpool.BackendVMware] = c.VMware
+		s[vmware.Name] = c.VMware
 	}
 	if c.Docker != nil {
 		s[vmpool.BackendDocker] = c.Docker
@@ -132,11 +133,11 @@ func NewBackend(c Config, log *slog.Logger) (vmpool.Backend, error) {
 			return nil, missing("guest", "guest section (vms: [{url: ...}])")
 		}
 		return hosts.New(*c.Guest, log)
-	case vmpool.BackendVMware:
+	case vmware.Name:
 		if c.VMware == nil {
 			return nil, missing("vmware", "vmware section (vms: [{vmx: ...}])")
 		}
-		return vmpool.NewVMwareBackend(*c.VMware, log)
+		return vmware.New(*c.VMware, log)
 	case vmpool.BackendDocker:
 		if c.Docker == nil {
 			return nil, missing("docker", "docker section (image, count, ...)")

@@ -14,6 +14,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/hosts"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
+	"github.com/codapipe/codapipe/pkg/vmpool/vmware"
 )
 
 func TestParse(t *testing.T) {
@@ -201,7 +202,7 @@ func docExamples(t testing.TB) map[string]string {
 // backend's section (so the doc shows them all).
 func TestPoolFileDocExamples(t *testing.T) {
 	ex := docExamples(t)
-	for _, b := range []string{simvm.Name, hosts.Name, vmpool.BackendVMware, vmpool.BackendDocker} {
+	for _, b := range []string{simvm.Name, hosts.Name, vmware.Name, vmpool.BackendDocker} {
 		text, ok := ex[b]
 		if !ok {
 			t.Errorf("docs/vmpool.md has no example for %s", b)
@@ -221,8 +222,8 @@ func TestPoolFileDocExamples(t *testing.T) {
 			section = simvm.Config{}
 		case hosts.Name:
 			section = hosts.Config{}
-		case vmpool.BackendVMware:
-			section = vmpool.VMwareConfig{}
+		case vmware.Name:
+			section = vmware.Config{}
 		case vmpool.BackendDocker:
 			section = vmpool.DockerConfig{}
 		}

@@ -1,4 +1,4 @@
-package vmpool
+package vmware
 
 import (
 	"context"
@@ -11,29 +11,18 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// fakeExec copies a fake executable from testdata into a temporary
-// directory with the execute bit set, and returns its path.
-func fakeExec(t *testing.T, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/backendkit"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/pooltest"
+)
 
 type vmwareFixture struct {
 	state  string
 	vmx    []string
-	guests []*fakeGuest
-	pool   Config
-	vmware VMwareConfig
+	guests []*pooltest.FakeGuest
+	pool   vmpool.Config
+	vmware Config
 }
 
 // newVMwareFixture makes n VMs for the fake vmrun, each with a fake guest
@@ -41,7 +30,7 @@ type vmwareFixture struct {
 func newVMwareFixture(t *testing.T, n int) *vmwareFixture {
 	t.Helper()
 	f := &vmwareFixture{state: t.TempDir()}
-	var vms []VMwareVM
+	var vms []VM
 	for i := 0; i < n; i++ {
 		dir := filepath.Join(f.state, "vms", fmt.Sprintf("Ubuntu%d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -51,17 +40,17 @@ func newVMwareFixture(t *testing.T, n int) *vmwareFixture {
 		if err := os.WriteFile(vmx, []byte(".encoding = \"UTF-8\"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		g := newFakeGuest(t)
+		g := pooltest.NewFakeGuest(t)
 		u, _ := url.Parse(g.URL())
 		var port int
 		fmt.Sscanf(u.Port(), "%d", &port)
 		f.vmx = append(f.vmx, vmx)
 		f.guests = append(f.guests, g)
-		vms = append(vms, VMwareVM{VMX: vmx, GuestPort: port})
+		vms = append(vms, VM{VMX: vmx, GuestPort: port})
 	}
-	f.pool = testConfig(t)
-	f.vmware = VMwareConfig{
-		Vmrun:          fakeExec(t, "fake-vmrun"),
+	f.pool = pooltest.Config(t)
+	f.vmware = Config{
+		Vmrun:          pooltest.FakeExec(t, "fake-vmrun"),
 		CommandEnv:     []string{"FAKE_VMRUN_STATE=" + f.state},
 		Snapshot:       "init_state",
 		CommandTimeout: 5 * time.Second,
@@ -74,9 +63,9 @@ func newVMwareFixture(t *testing.T, n int) *vmwareFixture {
 }
 
 // newPool makes a pool under f.pool over the vmware backend of f.vmware.
-func (f *vmwareFixture) newPool(t *testing.T) *testPool {
+func (f *vmwareFixture) newPool(t *testing.T) *pooltest.Pool {
 	t.Helper()
-	return newLoggedPool(t, f.pool, func(log *slog.Logger) (Backend, error) { return NewVMwareBackend(f.vmware, log) })
+	return pooltest.NewLoggedPool(t, f.pool, func(log *slog.Logger) (vmpool.Backend, error) { return New(f.vmware, log) })
 }
 
 // mark creates a marker file of the fake vmrun for VM i.
@@ -86,6 +75,19 @@ func (f *vmwareFixture) mark(t *testing.T, i int, marker, content string) {
 	if err := os.WriteFile(filepath.Join(f.state, name+"."+marker), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// count is the number of the fake vmrun's invocations so far that contain
+// s.
+func (f *vmwareFixture) count(t *testing.T, s string) int {
+	t.Helper()
+	n := 0
+	for _, c := range f.calls(t) {
+		if strings.Contains(c, s) {
+			n++
+		}
+	}
+	return n
 }
 
 // calls returns the fake vmrun's invocations so far, with the state
@@ -108,7 +110,7 @@ func (f *vmwareFixture) calls(t *testing.T) []string {
 func TestVMwareStartAndReset(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	p := f.newPool(t)
-	l := p.lease(t)
+	l := p.MustLease(t)
 	vmx := "$S/vms/Ubuntu0/Ubuntu0.vmx"
 	want := []string{
 		"-T ws revertToSnapshot " + vmx + " init_state",
@@ -123,7 +125,7 @@ func TestVMwareStartAndReset(t *testing.T) {
 	if l.ID() != "Ubuntu0" || l.Guest().BaseURL() != f.guests[0].URL() || l.Spec().Key != "vmware:"+f.vmx[0] {
 		t.Fatalf("lease %s at %s (key %s)", l.ID(), l.Guest().BaseURL(), l.Spec().Key)
 	}
-	if ex := f.guests[0].get().execs; len(ex) != 1 || !strings.Contains(ex[0], "nmcli connection down") {
+	if ex := f.guests[0].Calls().Execs; len(ex) != 1 || !strings.Contains(ex[0], "nmcli connection down") {
 		t.Fatalf("guest commands %q, want one network bounce", ex)
 	}
 	if _, err := l.Guest().Screenshot(context.Background()); err != nil {
@@ -131,8 +133,8 @@ func TestVMwareStartAndReset(t *testing.T) {
 	}
 
 	// A reset reverts; the VM is running, so it is not started again.
-	_ = l.End(Healthy)
-	p.ev.waitCount(t, EventReady, "Ubuntu0", 2)
+	_ = l.End(vmpool.Healthy)
+	p.Events.WaitCount(t, vmpool.EventReady, "Ubuntu0", 2)
 	got := f.calls(t)[len(want):]
 	wantReset := []string{want[0], want[1], want[3], want[4]}
 	if strings.Join(got, "\n") != strings.Join(wantReset, "\n") {
@@ -141,10 +143,8 @@ func TestVMwareStartAndReset(t *testing.T) {
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range f.calls(t) {
-		if strings.Contains(c, " stop ") {
-			t.Fatalf("VM stopped without stop_on_close: %s", c)
-		}
+	if n := f.count(t, " stop "); n != 0 {
+		t.Fatalf("VM stopped %d times without stop_on_close:\n%s", n, strings.Join(f.calls(t), "\n"))
 	}
 }
 
@@ -154,15 +154,9 @@ func TestVMwarePoweredOffSnapshot(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.mark(t, 0, "offsnapshot", "")
 	p := f.newPool(t)
-	_ = p.lease(t).End(Healthy)
-	p.ev.waitCount(t, EventReady, "Ubuntu0", 2)
-	starts := 0
-	for _, c := range f.calls(t) {
-		if strings.HasPrefix(c, "-T ws start ") {
-			starts++
-		}
-	}
-	if starts != 2 {
+	_ = p.MustLease(t).End(vmpool.Healthy)
+	p.Events.WaitCount(t, vmpool.EventReady, "Ubuntu0", 2)
+	if starts := f.count(t, "-T ws start "); starts != 2 {
 		t.Fatalf("%d starts, want one per revert:\n%s", starts, strings.Join(f.calls(t), "\n"))
 	}
 }
@@ -174,9 +168,8 @@ func TestVMwareRunningButNoIP(t *testing.T) {
 	f.mark(t, 1, "noip", "")
 	f.vmware.IPTimeout = 300 * time.Millisecond
 	p := f.newPool(t)
-	p.ev.waitCount(t, EventQuarantined, "Ubuntu1", 1)
-	q := p.Quarantined()
-	if len(q) != 1 || q[0].Reason != "start timed out" || !errors.Is(q[0].Err, ErrStuck) {
+	q := p.WaitQuarantine(t, "Ubuntu1")
+	if len(q) != 1 || q[0].Reason != "start timed out" || !errors.Is(q[0].Err, vmpool.ErrStuck) {
 		t.Fatalf("quarantine = %+v", q)
 	}
 	msg := q[0].Err.Error()
@@ -185,7 +178,7 @@ func TestVMwareRunningButNoIP(t *testing.T) {
 			t.Errorf("quarantine error %q does not say %q", msg, want)
 		}
 	}
-	if l := p.lease(t); l.ID() != "Ubuntu0" {
+	if l := p.MustLease(t); l.ID() != "Ubuntu0" {
 		t.Fatalf("got %s", l.ID())
 	}
 }
@@ -194,26 +187,19 @@ func TestVMwareRevertFailure(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.mark(t, 0, "revertfail", "")
 	p := f.newPool(t)
-	p.ev.waitCount(t, EventQuarantined, "Ubuntu0", 1)
-	reverts := 0
-	for _, c := range f.calls(t) {
-		if strings.Contains(c, "revertToSnapshot") {
-			reverts++
-		}
-	}
-	if reverts != 3 {
+	q := p.WaitQuarantine(t, "Ubuntu0")
+	if reverts := f.count(t, "revertToSnapshot"); reverts != 3 {
 		t.Fatalf("%d reverts, want 3 (quarantine_after)", reverts)
 	}
-	q := p.Quarantined()
 	if len(q) != 1 || q[0].Reason != "3 failures in a row" {
 		t.Fatalf("quarantine = %+v", q)
 	}
-	var ce *CommandError
+	var ce *backendkit.CommandError
 	if !errors.As(q[0].Err, &ce) || ce.ExitCode != 1 ||
 		!strings.Contains(q[0].Err.Error(), `the snapshot "init_state"`) || !strings.Contains(q[0].Err.Error(), "could not be restored") {
 		t.Fatalf("error %v does not carry vmrun's message", q[0].Err)
 	}
-	if _, err := p.Lease(context.Background()); !errors.Is(err, ErrNoVMs) {
+	if _, err := p.Lease(context.Background()); !errors.Is(err, vmpool.ErrNoVMs) {
 		t.Fatalf("Lease: %v", err)
 	}
 }
@@ -222,9 +208,9 @@ func TestVMwareSlowStart(t *testing.T) {
 	f := newVMwareFixture(t, 1)
 	f.mark(t, 0, "startdelay", "0.3")
 	p := f.newPool(t)
-	p.lease(t)
-	for _, ev := range p.ev.events() {
-		if ev.Kind == EventReady && ev.Duration < 300*time.Millisecond {
+	p.MustLease(t)
+	for _, ev := range p.Events.Events() {
+		if ev.Kind == vmpool.EventReady && ev.Duration < 300*time.Millisecond {
 			t.Fatalf("ready after %v, but start takes 300ms", ev.Duration)
 		}
 	}
@@ -235,40 +221,32 @@ func TestVMwareStartHangs(t *testing.T) {
 	f.mark(t, 0, "startdelay", "30")
 	f.vmware.CommandTimeout = 200 * time.Millisecond
 	p := f.newPool(t)
-	p.ev.waitCount(t, EventQuarantined, "Ubuntu0", 1)
-	q := p.Quarantined()
-	var ce *CommandError
+	q := p.WaitQuarantine(t, "Ubuntu0")
+	var ce *backendkit.CommandError
 	if len(q) != 1 || q[0].Reason != "start timed out" || !errors.As(q[0].Err, &ce) || ce.Timeout == 0 ||
 		!strings.Contains(q[0].Err.Error(), "nogui: no answer within") {
 		t.Fatalf("quarantine = %+v", q)
 	}
-	begin := time.Now()
-	if err := p.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(begin); d > 5*time.Second {
-		t.Fatalf("Close took %v", d)
-	}
+	p.CloseWithin(t, 5*time.Second)
 }
 
 func TestVMwareBounceFailureTolerated(t *testing.T) {
 	f := newVMwareFixture(t, 1)
-	f.guests[0].set(func(g *fakeGuest) { g.execFail = true })
+	f.guests[0].Set(func(g *pooltest.FakeGuest) { g.ExecFail = true })
 	p := f.newPool(t)
-	p.lease(t)
-	if !strings.Contains(p.log.String(), "network bounce after revert failed") {
-		t.Fatalf("no warning about the failed bounce:\n%s", p.log)
+	p.MustLease(t)
+	if !strings.Contains(p.Log.String(), "network bounce after revert failed") {
+		t.Fatalf("no warning about the failed bounce:\n%s", p.Log)
 	}
 }
 
 func TestVMwareGuestNeverReady(t *testing.T) {
 	f := newVMwareFixture(t, 1)
-	f.guests[0].set(func(g *fakeGuest) { g.shotFail = true })
+	f.guests[0].Set(func(g *pooltest.FakeGuest) { g.ShotFail = true })
 	f.vmware.ReadyTimeout = 200 * time.Millisecond
 	p := f.newPool(t)
-	p.ev.waitCount(t, EventQuarantined, "Ubuntu0", 1)
-	q := p.Quarantined()
-	if len(q) != 1 || !errors.Is(q[0].Err, ErrStuck) || !strings.Contains(q[0].Err.Error(), "not ready within") {
+	q := p.WaitQuarantine(t, "Ubuntu0")
+	if len(q) != 1 || !errors.Is(q[0].Err, vmpool.ErrStuck) || !strings.Contains(q[0].Err.Error(), "not ready within") {
 		t.Fatalf("quarantine = %+v", q)
 	}
 }
@@ -278,7 +256,7 @@ func TestVMwareStopOnClose(t *testing.T) {
 	f.vmware.StopOnClose = true
 	f.vmware.StopMode = "hard"
 	p := f.newPool(t)
-	p.ev.waitCount(t, EventReady, "", 2)
+	p.Events.WaitCount(t, vmpool.EventReady, "", 2)
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -295,20 +273,12 @@ func TestVMwareStopOnClose(t *testing.T) {
 }
 
 func TestVMwareConfigErrors(t *testing.T) {
-	for _, tc := range []struct {
-		cfg  VMwareConfig
-		want string
-	}{
-		{VMwareConfig{}, "vmware.vms: empty"},
-		{VMwareConfig{VMs: []VMwareVM{{VMX: "/a.vmx"}}}, "vmware.vms[0].snapshot: missing"},
-		{VMwareConfig{Snapshot: "s", VMs: []VMwareVM{{VMX: "/a.vmdk"}}}, "want the path of a .vmx file"},
-		{VMwareConfig{Snapshot: "s", Type: "hyperv", VMs: []VMwareVM{{VMX: "/a.vmx"}}}, "vmware.type"},
-		{VMwareConfig{Snapshot: "s", VMs: []VMwareVM{{VMX: "/a.vmx", IP: "10.0.0"}}}, "vmware.vms[0].ip"},
-		{VMwareConfig{Snapshot: "s", StopMode: "now", VMs: []VMwareVM{{VMX: "/a.vmx"}}}, "stop_mode"},
-	} {
-		_, err := NewVMwareBackend(tc.cfg, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
-		}
-	}
+	pooltest.WantConfigErrors(t, []pooltest.ConfigCase[Config]{
+		{Name: "no VMs", Cfg: Config{}, Want: "vmware.vms: empty"},
+		{Name: "no snapshot", Cfg: Config{VMs: []VM{{VMX: "/a.vmx"}}}, Want: "vmware.vms[0].snapshot: missing"},
+		{Name: "not a vmx", Cfg: Config{Snapshot: "s", VMs: []VM{{VMX: "/a.vmdk"}}}, Want: "want the path of a .vmx file"},
+		{Name: "bad type", Cfg: Config{Snapshot: "s", Type: "hyperv", VMs: []VM{{VMX: "/a.vmx"}}}, Want: "vmware.type"},
+		{Name: "bad IP", Cfg: Config{Snapshot: "s", VMs: []VM{{VMX: "/a.vmx", IP: "10.0.0"}}}, Want: "vmware.vms[0].ip"},
+		{Name: "bad stop mode", Cfg: Config{Snapshot: "s", StopMode: "now", VMs: []VM{{VMX: "/a.vmx"}}}, Want: "stop_mode"},
+	}, func(c Config) error { _, err := New(c, nil); return err })
 }

@@ -1,4 +1,7 @@
-package vmpool
+// Package vmware is the "vmware" backend of package vmpool: VMware
+// Workstation, Player or Fusion VMs driven by vmrun and reverted to a
+// snapshot before every episode, as ScienceBoard and CODA run them.
+package vmware
 
 import (
 	"cmp"
@@ -15,13 +18,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/backendkit"
 )
 
-// VMwareConfig configures the "vmware" backend: VMware Workstation, Player
-// or Fusion VMs driven by vmrun, reverted to a snapshot before every
-// episode, as ScienceBoard and CODA run them.
-type VMwareConfig struct {
+// Name is the backend's name, as a pool file's "backend:" spells it.
+const Name = "vmware"
+
+// Config configures the "vmware" backend.
+type Config struct {
 	// Vmrun is the vmrun executable. Default "vmrun" (on PATH).
 	Vmrun string `yaml:"vmrun"`
 	// Type is vmrun's -T host type: ws (default), fusion, player, ...
@@ -60,18 +66,18 @@ type VMwareConfig struct {
 	// StopMode is vmrun stop's mode: soft (default) or hard.
 	StopMode string `yaml:"stop_mode"`
 	// VMs are the VMs.
-	VMs []VMwareVM `yaml:"vms"`
+	VMs []VM `yaml:"vms"`
 }
 
-// VMwareVM is one VMware VM.
-type VMwareVM struct {
+// VM is one VMware VM.
+type VM struct {
 	// ID names the VM; default the vmx file's name without ".vmx".
 	ID string `yaml:"id"`
 	// VMX is the VM's .vmx file.
 	VMX string `yaml:"vmx"`
-	// Snapshot overrides VMwareConfig.Snapshot.
+	// Snapshot overrides Config.Snapshot.
 	Snapshot string `yaml:"snapshot"`
-	// GuestPort overrides VMwareConfig.GuestPort.
+	// GuestPort overrides Config.GuestPort.
 	GuestPort int `yaml:"guest_port"`
 	// IP is the guest's fixed address; set, the backend does not ask vmrun
 	// (getGuestIPAddress needs VMware Tools in the guest).
@@ -86,7 +92,7 @@ const DefaultBounceCommand = `c=$(nmcli -t -f NAME connection show --active | gr
 
 var vmrunTypes = []string{"ws", "fusion", "player", "server", "server1", "esx", "vc"}
 
-func (c VMwareConfig) withDefaults() VMwareConfig {
+func (c Config) withDefaults() Config {
 	c.Vmrun = cmp.Or(c.Vmrun, "vmrun")
 	c.Type = cmp.Or(c.Type, "ws")
 	c.GuestPort = cmp.Or(c.GuestPort, guest.DefaultPort)
@@ -98,7 +104,7 @@ func (c VMwareConfig) withDefaults() VMwareConfig {
 	c.BounceCommand = cmp.Or(c.BounceCommand, DefaultBounceCommand)
 	c.BounceTimeout = cmp.Or(c.BounceTimeout, time.Minute)
 	c.StopMode = cmp.Or(c.StopMode, "soft")
-	vms := make([]VMwareVM, len(c.VMs))
+	vms := make([]VM, len(c.VMs))
 	for i, v := range c.VMs {
 		if v.ID == "" && v.VMX != "" {
 			v.ID = strings.TrimSuffix(filepath.Base(v.VMX), filepath.Ext(v.VMX))
@@ -111,96 +117,76 @@ func (c VMwareConfig) withDefaults() VMwareConfig {
 	return c
 }
 
-// Validate reports every value of c that cannot work, as *ConfigError
-// values joined; their fields start with "vmware.".
-func (c VMwareConfig) Validate() error {
-	var v validator
-	c.validate(&v, "vmware")
-	return v.err()
-}
-
-func (c VMwareConfig) validate(v *validator, at string) {
+// Validate reports every value of c that cannot work, as
+// *vmpool.ConfigError values joined; their fields start with "vmware.".
+func (c Config) Validate() error {
+	var v backendkit.Validator
 	if len(c.VMs) == 0 {
-		v.add(at+".vms", "empty; want at least one VM ({vmx: /path/to/vm.vmx, snapshot: NAME})")
+		v.Add("vmware.vms", "empty; want at least one VM ({vmx: /path/to/vm.vmx, snapshot: NAME})")
 	}
 	if c.Type != "" && !slices.Contains(vmrunTypes, c.Type) {
-		v.add(at+".type", "%q: want one of %s (vmrun -T)", c.Type, strings.Join(vmrunTypes, ", "))
+		v.Add("vmware.type", "%q: want one of %s (vmrun -T)", c.Type, strings.Join(vmrunTypes, ", "))
 	}
-	validatePort(v, at+".guest_port", c.GuestPort)
-	validatePort(v, at+".state_port", c.StatePort)
-	validateEnv(v, at+".command_env", c.CommandEnv)
+	v.Port("vmware.guest_port", c.GuestPort)
+	v.Port("vmware.state_port", c.StatePort)
+	v.Env("vmware.command_env", c.CommandEnv)
 	for _, d := range []struct {
 		f string
 		d time.Duration
 	}{{"command_timeout", c.CommandTimeout}, {"ip_timeout", c.IPTimeout}, {"ready_timeout", c.ReadyTimeout},
 		{"poll_interval", c.PollInterval}, {"bounce_timeout", c.BounceTimeout}} {
-		validatePositive(v, at+"."+d.f, d.d)
+		v.Positive("vmware."+d.f, d.d)
 	}
 	switch c.StopMode {
 	case "", "soft", "hard":
 	default:
-		v.add(at+".stop_mode", "%q: want soft or hard", c.StopMode)
+		v.Add("vmware.stop_mode", "%q: want soft or hard", c.StopMode)
 	}
 	for i, vm := range c.VMs {
-		f := fmt.Sprintf("%s.vms[%d]", at, i)
-		validateVMID(v, f+".id", vm.ID)
+		f := fmt.Sprintf("vmware.vms[%d]", i)
+		v.VMID(f+".id", vm.ID)
 		switch {
 		case vm.VMX == "":
-			v.add(f+".vmx", "missing; want the path of the VM's .vmx file")
+			v.Add(f+".vmx", "missing; want the path of the VM's .vmx file")
 		case !strings.EqualFold(filepath.Ext(vm.VMX), ".vmx"):
-			v.add(f+".vmx", "%q: want the path of a .vmx file", vm.VMX)
+			v.Add(f+".vmx", "%q: want the path of a .vmx file", vm.VMX)
 		}
 		if vm.Snapshot == "" && c.Snapshot == "" {
-			v.add(f+".snapshot", "missing; want the name of the snapshot to revert to (here or as vmware.snapshot)")
+			v.Add(f+".snapshot", "missing; want the name of the snapshot to revert to (here or as vmware.snapshot)")
 		}
-		validatePort(v, f+".guest_port", vm.GuestPort)
+		v.Port(f+".guest_port", vm.GuestPort)
 		if vm.IP != "" && net.ParseIP(vm.IP) == nil {
-			v.add(f+".ip", "%q: want an IP address", vm.IP)
+			v.Add(f+".ip", "%q: want an IP address", vm.IP)
 		}
 	}
+	return v.Err()
 }
 
-func validatePort(v *validator, field string, p int) {
-	if p < 0 || p > 65535 {
-		v.add(field, "%d: want a port number, 1-65535", p)
-	}
-}
-
-func validateEnv(v *validator, field string, env []string) {
-	for i, e := range env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			v.add(fmt.Sprintf("%s[%d]", field, i), "%q: want NAME=value", e)
-		}
-	}
-}
-
-// VMwareBackend is the "vmware" backend. Start and Reset both do what
+// Backend is the "vmware" backend. Start and Reset both do what
 // ScienceBoard does before a task: revertToSnapshot, start the VM if the
 // snapshot left it off, wait for its IP (getGuestIPAddress -wait, under
 // ip_timeout), wait for the guest server to answer a screenshot, bounce the
 // guest's network, and wait again. Every vmrun call has a deadline; a VM
 // that gets no IP or whose guest never answers is reported stuck
-// (ErrStuck), which quarantines it.
-type VMwareBackend struct {
-	cfg    VMwareConfig
+// (vmpool.ErrStuck), which quarantines it.
+type Backend struct {
+	cfg    Config
 	log    *slog.Logger
-	specs  []VMSpec
-	vms    map[string]VMwareVM
+	specs  []vmpool.VMSpec
+	vms    map[string]VM
 	client *http.Client
 }
 
-// NewVMwareBackend returns the "vmware" backend of cfg. log may be nil.
-func NewVMwareBackend(cfg VMwareConfig, log *slog.Logger) (*VMwareBackend, error) {
+// New returns the "vmware" backend of cfg. log may be nil.
+func New(cfg Config, log *slog.Logger) (*Backend, error) {
 	cfg = cfg.withDefaults()
-	var v validator
-	cfg.validate(&v, "vmware")
-	if err := v.err(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &VMwareBackend{cfg: cfg, log: log, vms: map[string]VMwareVM{}}
+	b := &Backend{cfg: cfg, log: log, vms: map[string]VM{}}
 	b.client = guest.NewHTTPClient()
 	for _, vm := range cfg.VMs {
 		abs, err := filepath.Abs(vm.VMX)
@@ -209,23 +195,23 @@ func NewVMwareBackend(cfg VMwareConfig, log *slog.Logger) (*VMwareBackend, error
 		}
 		vm.VMX = filepath.Clean(abs)
 		b.vms[vm.ID] = vm
-		b.specs = append(b.specs, VMSpec{ID: vm.ID, Key: "vmware:" + vm.VMX, Label: vm.VMX + " @ " + vm.Snapshot})
+		b.specs = append(b.specs, vmpool.VMSpec{ID: vm.ID, Key: "vmware:" + vm.VMX, Label: vm.VMX + " @ " + vm.Snapshot})
 	}
 	return b, nil
 }
 
 // Name is "vmware".
-func (b *VMwareBackend) Name() string { return BackendVMware }
+func (b *Backend) Name() string { return Name }
 
 // VMs lists the configured VMs. It does not call vmrun: a VM that is
 // missing shows up in its start.
-func (b *VMwareBackend) VMs(context.Context) ([]VMSpec, error) { return b.specs, nil }
+func (b *Backend) VMs(context.Context) ([]vmpool.VMSpec, error) { return b.specs, nil }
 
 // vmrun runs "vmrun -T TYPE args..." under timeout.
-func (b *VMwareBackend) vmrun(ctx context.Context, timeout time.Duration, args ...string) (string, error) {
-	out, err := runCommand(ctx, timeout, b.cfg.CommandEnv, b.cfg.Vmrun, append([]string{"-T", b.cfg.Type}, args...)...)
+func (b *Backend) vmrun(ctx context.Context, timeout time.Duration, args ...string) (string, error) {
+	out, err := backendkit.Run(ctx, timeout, b.cfg.CommandEnv, b.cfg.Vmrun, append([]string{"-T", b.cfg.Type}, args...)...)
 	if err == nil && strings.HasPrefix(strings.TrimSpace(out), "Error:") {
-		err = &CommandError{Path: b.cfg.Vmrun, Args: append([]string{"-T", b.cfg.Type}, args...), Stdout: out,
+		err = &backendkit.CommandError{Path: b.cfg.Vmrun, Args: append([]string{"-T", b.cfg.Type}, args...), Stdout: out,
 			Err: errors.New("vmrun reported an error")}
 	}
 	return out, err
@@ -233,26 +219,26 @@ func (b *VMwareBackend) vmrun(ctx context.Context, timeout time.Duration, args .
 
 // Start reverts the VM to its snapshot and waits until it is ready; it is
 // Reset.
-func (b *VMwareBackend) Start(ctx context.Context, vm VMSpec) (Endpoint, error) {
+func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
 	return b.Reset(ctx, vm)
 }
 
 // Reset reverts the VM to its snapshot and waits until it is ready.
-func (b *VMwareBackend) Reset(ctx context.Context, spec VMSpec) (Endpoint, error) {
+func (b *Backend) Reset(ctx context.Context, spec vmpool.VMSpec) (vmpool.Endpoint, error) {
 	vm, ok := b.vms[spec.ID]
 	if !ok {
-		return Endpoint{}, fmt.Errorf("vmware: no VM %q", spec.ID)
+		return vmpool.Endpoint{}, fmt.Errorf("vmware: no VM %q", spec.ID)
 	}
 	if _, err := b.vmrun(ctx, b.cfg.CommandTimeout, "revertToSnapshot", vm.VMX, vm.Snapshot); err != nil {
-		return Endpoint{}, fmt.Errorf("vmware: revert %s to snapshot %q: %w", vm.VMX, vm.Snapshot, err)
+		return vmpool.Endpoint{}, fmt.Errorf("vmware: revert %s to snapshot %q: %w", vm.VMX, vm.Snapshot, err)
 	}
 	running, err := b.running(ctx, vm.VMX)
 	if err != nil {
-		return Endpoint{}, err
+		return vmpool.Endpoint{}, err
 	}
 	if !running {
 		if _, err := b.vmrun(ctx, b.cfg.CommandTimeout, "start", vm.VMX, "nogui"); err != nil {
-			return Endpoint{}, fmt.Errorf("vmware: start %s: %w", vm.VMX, err)
+			return vmpool.Endpoint{}, fmt.Errorf("vmware: start %s: %w", vm.VMX, err)
 		}
 	}
 	ep, err := b.waitGuest(ctx, vm, "revert")
@@ -264,7 +250,7 @@ func (b *VMwareBackend) Reset(ctx context.Context, spec VMSpec) (Endpoint, error
 }
 
 // running reports whether "vmrun list" lists vmx.
-func (b *VMwareBackend) running(ctx context.Context, vmx string) (bool, error) {
+func (b *Backend) running(ctx context.Context, vmx string) (bool, error) {
 	out, err := b.vmrun(ctx, b.cfg.CommandTimeout, "list")
 	if err != nil {
 		return false, fmt.Errorf("vmware: list: %w", err)
@@ -290,35 +276,31 @@ func samePath(a, b string) bool {
 }
 
 // waitGuest finds the VM's IP and waits for its guest server.
-func (b *VMwareBackend) waitGuest(ctx context.Context, vm VMwareVM, after string) (Endpoint, error) {
+func (b *Backend) waitGuest(ctx context.Context, vm VM, after string) (vmpool.Endpoint, error) {
 	ip := vm.IP
 	if ip == "" {
 		var err error
 		if ip, err = b.guestIP(ctx, vm); err != nil {
-			return Endpoint{}, err
+			return vmpool.Endpoint{}, err
 		}
 	}
 	host := ip
 	if strings.Contains(ip, ":") {
 		host = "[" + ip + "]"
 	}
-	ep := Endpoint{
+	ep := vmpool.Endpoint{
 		GuestURL: "http://" + host + ":" + strconv.Itoa(vm.GuestPort),
 		StateURL: "http://" + host + ":" + strconv.Itoa(b.cfg.StatePort),
 	}
-	probe, err := screenshotProbe(b.client, ep)
-	if err != nil {
-		return Endpoint{}, err
-	}
 	what := fmt.Sprintf("vmware: %s: guest server %s after %s", vm.ID, ep.GuestURL, after)
-	if err := waitReady(ctx, what, b.cfg.ReadyTimeout, b.cfg.PollInterval, probe); err != nil {
-		return Endpoint{}, err
+	if err := backendkit.WaitGuest(ctx, b.client, ep, what, b.cfg.ReadyTimeout, b.cfg.PollInterval); err != nil {
+		return vmpool.Endpoint{}, err
 	}
 	return ep, nil
 }
 
 // guestIP asks vmrun for the guest's IP, waiting at most ip_timeout.
-func (b *VMwareBackend) guestIP(ctx context.Context, vm VMwareVM) (string, error) {
+func (b *Backend) guestIP(ctx context.Context, vm VM) (string, error) {
 	out, err := b.vmrun(ctx, b.cfg.IPTimeout, "getGuestIPAddress", vm.VMX, "-wait")
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
@@ -329,7 +311,7 @@ func (b *VMwareBackend) guestIP(ctx context.Context, vm VMwareVM) (string, error
 				state = "vmrun lists it as running"
 			}
 			return "", fmt.Errorf("%w: vmware: %s got no IP within %v (%s; are VMware Tools running in the guest?): %w",
-				ErrStuck, vm.VMX, b.cfg.IPTimeout, state, err)
+				vmpool.ErrStuck, vm.VMX, b.cfg.IPTimeout, state, err)
 		}
 		return "", fmt.Errorf("vmware: getGuestIPAddress %s: %w", vm.VMX, err)
 	}
@@ -346,7 +328,7 @@ func (b *VMwareBackend) guestIP(ctx context.Context, vm VMwareVM) (string, error
 
 // bounce restarts the guest's network connection; a failure is logged,
 // not returned: the guest may well work without it.
-func (b *VMwareBackend) bounce(ctx context.Context, vm VMwareVM, ep Endpoint) {
+func (b *Backend) bounce(ctx context.Context, vm VM, ep vmpool.Endpoint) {
 	g, err := guest.New(ep.GuestURL, guest.Options{HTTPClient: b.client, Retries: -1, ExecuteTimeout: b.cfg.BounceTimeout})
 	if err == nil {
 		bctx, cancel := context.WithTimeout(ctx, b.cfg.BounceTimeout)
@@ -359,14 +341,13 @@ func (b *VMwareBackend) bounce(ctx context.Context, vm VMwareVM, ep Endpoint) {
 }
 
 // Health takes a screenshot.
-func (b *VMwareBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
-	_, err := g.Screenshot(ctx)
-	return err
+func (b *Backend) Health(ctx context.Context, vm vmpool.VMSpec, g *guest.Client) error {
+	return backendkit.ScreenshotHealth(ctx, g)
 }
 
 // Stop stops the VM (vmrun stop VMX soft|hard) when stop_on_close is set.
 // A VM that is already off is not an error.
-func (b *VMwareBackend) Stop(ctx context.Context, spec VMSpec) error {
+func (b *Backend) Stop(ctx context.Context, spec vmpool.VMSpec) error {
 	if !b.cfg.StopOnClose {
 		return nil
 	}
@@ -375,7 +356,7 @@ func (b *VMwareBackend) Stop(ctx context.Context, spec VMSpec) error {
 		return fmt.Errorf("vmware: no VM %q", spec.ID)
 	}
 	_, err := b.vmrun(ctx, b.cfg.CommandTimeout, "stop", vm.VMX, b.cfg.StopMode)
-	var ce *CommandError
+	var ce *backendkit.CommandError
 	if errors.As(err, &ce) && strings.Contains(strings.ToLower(ce.Output()), "not powered on") {
 		return nil
 	}
@@ -386,7 +367,7 @@ func (b *VMwareBackend) Stop(ctx context.Context, spec VMSpec) error {
 }
 
 // Close closes idle connections.
-func (b *VMwareBackend) Close(context.Context) error {
+func (b *Backend) Close(context.Context) error {
 	b.client.CloseIdleConnections()
 	return nil
 }

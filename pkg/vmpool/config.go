@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // Config is a pool's policy: its id, when it quarantines a VM, where its
@@ -161,49 +159,4 @@ func (e *ConfigError) Error() string {
 	}
 	b.WriteString(e.Msg)
 	return b.String()
-}
-
-// validator collects ConfigErrors.
-type validator struct{ errs []error }
-
-func (v *validator) add(field, format string, args ...any) {
-	v.errs = append(v.errs, &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)})
-}
-
-func (v *validator) err() error { return errors.Join(v.errs...) }
-
-func validateVMID(v *validator, field, id string) {
-	if id != "" && !ValidID(id) {
-		v.add(field, "%q: want letters, digits, '.', '_' and '-', starting with a letter or digit", id)
-	}
-}
-
-func validateURL(v *validator, field, u string) {
-	if u == "" {
-		v.add(field, "missing; want the guest server's URL, e.g. http://10.0.0.5:5000")
-		return
-	}
-	if _, err := guest.ParseURL(u, guest.DefaultPort); err != nil {
-		v.add(field, "%v (want a URL such as http://10.0.0.5:5000)", err)
-	}
-}
-
-func validatePositive(v *validator, field string, d time.Duration) {
-	if d < 0 {
-		v.add(field, "%v: want a positive duration", d)
-	}
-}
-
-func validatePort(v *validator, field string, p int) {
-	if p < 0 || p > 65535 {
-		v.add(field, "%d: want a port number, 1-65535", p)
-	}
-}
-
-func validateEnv(v *validator, field string, env []string) {
-	for i, e := range env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			v.add(fmt.Sprintf("%s[%d]", field, i), "%q: want NAME=value", e)
-		}
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/docker"
 	"github.com/codapipe/codapipe/pkg/vmpool/hosts"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 	"github.com/codapipe/codapipe/pkg/vmpool/vmware"
@@ -39,14 +40,14 @@ type Config struct {
 	// file.
 	Pool vmpool.Config `yaml:",inline"`
 
-	Sim    *simvm.Config        `yaml:"sim"`
-	Guest  *hosts.Config        `yaml:"guest"`
-	VMware *vmware.Config       `yaml:"vmware"`
-	Docker *vmpool.DockerConfig `yaml:"docker"`
+	Sim    *simvm.Config  `yaml:"sim"`
+	Guest  *hosts.Config  `yaml:"guest"`
+	VMware *vmware.Config `yaml:"vmware"`
+	Docker *docker.Config `yaml:"docker"`
 }
 
 // backends are the backends' names, in the order messages list them.
-var backends = []string{simvm.Name, hosts.Name, vmware.Name, vmpool.BackendDocker}
+var backends = []string{simvm.Name, hosts.Name, vmware.Name, docker.Name}
 
 // sections are c's backend sections by backend name; a section the file
 // does not give is nil.
@@ -62,7 +63,7 @@ func (c Config) sections() map[string]interface{ Validate() error } {
 		s[vmware.Name] = c.VMware
 	}
 	if c.Docker != nil {
-		s[vmpool.BackendDocker] = c.Docker
+		s[docker.Name] = c.Docker
 	}
 	return s
 }
@@ -138,11 +139,11 @@ func NewBackend(c Config, log *slog.Logger) (vmpool.Backend, error) {
 			return nil, missing("vmware", "vmware section (vms: [{vmx: ...}])")
 		}
 		return vmware.New(*c.VMware, log)
-	case vmpool.BackendDocker:
+	case docker.Name:
 		if c.Docker == nil {
 			return nil, missing("docker", "docker section (image, count, ...)")
 		}
-		return vmpool.NewDockerBackend(c.Pool.ID, c.Pool.LockDir, *c.Docker, log)
+		return docker.New(c.Pool.ID, c.Pool.LockDir, *c.Docker, log)
 	case "":
 		return nil, &vmpool.ConfigError{Field: "backend", Msg: "missing; want one of " + strings.Join(backends, ", ")}
 	}

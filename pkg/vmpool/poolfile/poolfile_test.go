@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/docker"
 	"github.com/codapipe/codapipe/pkg/vmpool/hosts"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 	"github.com/codapipe/codapipe/pkg/vmpool/vmware"
@@ -202,7 +203,7 @@ func docExamples(t testing.TB) map[string]string {
 // backend's section (so the doc shows them all).
 func TestPoolFileDocExamples(t *testing.T) {
 	ex := docExamples(t)
-	for _, b := range []string{simvm.Name, hosts.Name, vmware.Name, vmpool.BackendDocker} {
+	for _, b := range []string{simvm.Name, hosts.Name, vmware.Name, docker.Name} {
 		text, ok := ex[b]
 		if !ok {
 			t.Errorf("docs/vmpool.md has no example for %s", b)
@@ -224,8 +225,8 @@ func TestPoolFileDocExamples(t *testing.T) {
 			section = hosts.Config{}
 		case vmware.Name:
 			section = vmware.Config{}
-		case vmpool.BackendDocker:
-			section = vmpool.DockerConfig{}
+		case docker.Name:
+			section = docker.Config{}
 		}
 		var fields []string
 		yamlFields(reflect.TypeOf(section), nil, map[string][]int{}, &fields)

@@ -1,4 +1,4 @@
-package vmpool
+package docker
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/pooltest"
 )
 
 // fakeDockerd plays the docker daemon for the fake docker CLI: it binds
@@ -22,7 +25,7 @@ import (
 // container has "booted") and lets them go when the container is removed.
 type fakeDockerd struct {
 	dir   string
-	guest *fakeGuest
+	guest *pooltest.FakeGuest
 
 	mu   sync.Mutex
 	boot time.Duration
@@ -33,7 +36,7 @@ type fakeDockerd struct {
 
 func newFakeDockerd(t *testing.T) *fakeDockerd {
 	t.Helper()
-	d := &fakeDockerd{dir: t.TempDir(), guest: newFakeGuest(t), live: map[string][]net.Listener{},
+	d := &fakeDockerd{dir: t.TempDir(), guest: pooltest.NewFakeGuest(t), live: map[string][]net.Listener{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if err := os.MkdirAll(filepath.Join(d.dir, "containers"), 0o755); err != nil {
 		t.Fatal(err)
@@ -206,14 +209,14 @@ func (d *fakeDockerd) calls(t *testing.T) []string {
 
 // dockerConfig is a pool "t1" of count containers of the fake docker CLI
 // and d.
-func dockerConfig(t *testing.T, d *fakeDockerd, count int) (Config, DockerConfig) {
+func dockerConfig(t *testing.T, d *fakeDockerd, count int) (vmpool.Config, Config) {
 	t.Helper()
 	disk := filepath.Join(t.TempDir(), "Ubuntu.qcow2")
 	_ = os.WriteFile(disk, []byte("qcow2"), 0o644)
-	cfg := testConfig(t)
+	cfg := pooltest.Config(t)
 	cfg.ID = "t1"
-	dc := DockerConfig{
-		Docker:       fakeExec(t, "fake-docker"),
+	dc := Config{
+		Docker:       pooltest.FakeExec(t, "fake-docker"),
 		CommandEnv:   []string{"FAKE_DOCKER_STATE=" + d.dir},
 		Count:        count,
 		DiskImage:    disk,
@@ -225,17 +228,17 @@ func dockerConfig(t *testing.T, d *fakeDockerd, count int) (Config, DockerConfig
 }
 
 // newDockerPool makes a pool under cfg over the docker backend of dc.
-func newDockerPool(t *testing.T, cfg Config, dc DockerConfig) *testPool {
+func newDockerPool(t *testing.T, cfg vmpool.Config, dc Config) *pooltest.Pool {
 	t.Helper()
-	return newLoggedPool(t, cfg, func(log *slog.Logger) (Backend, error) {
-		return NewDockerBackend(cfg.ID, cfg.LockDir, dc, log)
+	return pooltest.NewLoggedPool(t, cfg, func(log *slog.Logger) (vmpool.Backend, error) {
+		return New(cfg.ID, cfg.LockDir, dc, log)
 	})
 }
 
 // newDockerBackend is the docker backend of dc for the pool cfg.
-func newDockerBackend(t *testing.T, cfg Config, dc DockerConfig) *DockerBackend {
+func newDockerBackend(t *testing.T, cfg vmpool.Config, dc Config) *Backend {
 	t.Helper()
-	b, err := NewDockerBackend(cfg.ID, cfg.LockDir, dc, nil)
+	b, err := New(cfg.ID, cfg.LockDir, dc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,10 +264,10 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 	if _, ok := cs["0th3r"]; !ok {
 		t.Fatal("another pool's container was removed")
 	}
-	if !strings.Contains(p.log.String(), "removing containers left by an earlier run") {
-		t.Fatalf("no log line about leftovers:\n%s", p.log)
+	if !strings.Contains(p.Log.String(), "removing containers left by an earlier run") {
+		t.Fatalf("no log line about leftovers:\n%s", p.Log)
 	}
-	p.lease(t)
+	p.MustLease(t)
 }
 
 func TestDockerRunPortsAndLabels(t *testing.T) {
@@ -272,9 +275,9 @@ func TestDockerRunPortsAndLabels(t *testing.T) {
 	cfg, dc := dockerConfig(t, d, 3)
 	dc.Env = map[string]string{"RAM_SIZE": "8G"}
 	p := newDockerPool(t, cfg, dc)
-	var leases []*Lease
+	var leases []*vmpool.Lease
 	for i := 0; i < 3; i++ {
-		leases = append(leases, p.lease(t))
+		leases = append(leases, p.MustLease(t))
 	}
 	seen := map[string]string{}
 	for _, c := range d.calls(t) {
@@ -300,8 +303,8 @@ func TestDockerRunPortsAndLabels(t *testing.T) {
 				t.Errorf("run of %s lacks %q: %s", vm, want, c)
 			}
 		}
-		if args[len(args)-1] != DefaultDockerImage {
-			t.Errorf("image %q, want %q last", args[len(args)-1], DefaultDockerImage)
+		if args[len(args)-1] != DefaultImage {
+			t.Errorf("image %q, want %q last", args[len(args)-1], DefaultImage)
 		}
 		if len(ports) != 4 {
 			t.Fatalf("run of %s publishes %v, want 4 ports", vm, ports)
@@ -331,10 +334,10 @@ func TestDockerResetRecreatesContainer(t *testing.T) {
 	d := newFakeDockerd(t)
 	cfg, dc := dockerConfig(t, d, 1)
 	p := newDockerPool(t, cfg, dc)
-	l := p.lease(t)
+	l := p.MustLease(t)
 	before := d.containers(t)
-	_ = l.End(Healthy)
-	l2 := p.lease(t)
+	_ = l.End(vmpool.Healthy)
+	l2 := p.MustLease(t)
 	after := d.containers(t)
 	if len(before) != 1 || len(after) != 1 {
 		t.Fatalf("containers before %v, after %v", before, after)
@@ -363,9 +366,9 @@ func TestDockerResetRecreatesContainer(t *testing.T) {
 
 func TestDockerCleanupOnClose(t *testing.T) {
 	d := newFakeDockerd(t)
-	check := goroutineBaseline(t)
+	check := pooltest.GoroutineBaseline(t)
 	cfg, dc := dockerConfig(t, d, 2)
-	p, err := NewPool(context.Background(), cfg, newDockerBackend(t, cfg, dc), WithLogger(discardLogger()))
+	p, err := vmpool.NewPool(context.Background(), cfg, newDockerBackend(t, cfg, dc), vmpool.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +379,7 @@ func TestDockerCleanupOnClose(t *testing.T) {
 	if _, err := l.Guest().Screenshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both containers", func() bool { return len(d.containers(t)) == 2 })
+	pooltest.WaitFor(t, "both containers", func() bool { return len(d.containers(t)) == 2 })
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +390,7 @@ func TestDockerCleanupOnClose(t *testing.T) {
 	if last := calls[len(calls)-1]; last != "ps -a --filter label=codapipe.pool=t1 -q" {
 		t.Fatalf("last call %q, want the pool's label sweep", last)
 	}
-	waitFor(t, "the daemon to unbind", func() bool {
+	pooltest.WaitFor(t, "the daemon to unbind", func() bool {
 		d.sync()
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -401,9 +404,9 @@ func TestDockerSlowBoot(t *testing.T) {
 	d.setBoot(300 * time.Millisecond)
 	cfg, dc := dockerConfig(t, d, 1)
 	p := newDockerPool(t, cfg, dc)
-	p.lease(t)
-	for _, ev := range p.ev.events() {
-		if ev.Kind == EventReady && ev.Duration < 300*time.Millisecond {
+	p.MustLease(t)
+	for _, ev := range p.Events.Events() {
+		if ev.Kind == vmpool.EventReady && ev.Duration < 300*time.Millisecond {
 			t.Fatalf("ready after %v, before the container booted", ev.Duration)
 		}
 	}
@@ -415,12 +418,11 @@ func TestDockerNeverBoots(t *testing.T) {
 	cfg, dc := dockerConfig(t, d, 1)
 	dc.ReadyTimeout = 200 * time.Millisecond
 	p := newDockerPool(t, cfg, dc)
-	p.ev.waitCount(t, EventQuarantined, "docker-0", 1)
-	q := p.Quarantined()
-	if len(q) != 1 || !errors.Is(q[0].Err, ErrStuck) || !strings.Contains(q[0].Err.Error(), "not ready within") {
+	q := p.WaitQuarantine(t, "docker-0")
+	if len(q) != 1 || !errors.Is(q[0].Err, vmpool.ErrStuck) || !strings.Contains(q[0].Err.Error(), "not ready within") {
 		t.Fatalf("quarantine = %+v", q)
 	}
-	if _, err := p.Lease(context.Background()); !errors.Is(err, ErrNoVMs) {
+	if _, err := p.Lease(context.Background()); !errors.Is(err, vmpool.ErrNoVMs) {
 		t.Fatalf("Lease: %v", err)
 	}
 }
@@ -430,8 +432,7 @@ func TestDockerRunFails(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(d.dir, "runfail"), nil, 0o644)
 	cfg, dc := dockerConfig(t, d, 1)
 	p := newDockerPool(t, cfg, dc)
-	p.ev.waitCount(t, EventQuarantined, "docker-0", 1)
-	q := p.Quarantined()
+	q := p.WaitQuarantine(t, "docker-0")
 	if len(q) != 1 || q[0].Reason != "3 failures in a row" || !strings.Contains(q[0].Err.Error(), "pull access denied") {
 		t.Fatalf("quarantine = %+v", q)
 	}
@@ -451,7 +452,7 @@ func TestDockerSkipsBusyPorts(t *testing.T) {
 	port := busy.Addr().(*net.TCPAddr).Port
 	dc.PortBase, dc.PortRange = port, min(100, 65536-port)
 	p := newDockerPool(t, cfg, dc)
-	p.lease(t)
+	p.MustLease(t)
 	for _, c := range d.calls(t) {
 		if strings.HasPrefix(c, "run ") && strings.Contains(c, fmt.Sprintf(":%d:", port)) {
 			t.Fatalf("busy port used: %s", c)
@@ -466,7 +467,7 @@ func TestDockerPortRaceRetried(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(d.dir, "bindfail-once"), nil, 0o644)
 	cfg, dc := dockerConfig(t, d, 1)
 	p := newDockerPool(t, cfg, dc)
-	l := p.lease(t)
+	l := p.MustLease(t)
 	var runs []string
 	for _, c := range d.calls(t) {
 		if strings.HasPrefix(c, "run ") {
@@ -476,8 +477,8 @@ func TestDockerPortRaceRetried(t *testing.T) {
 	if len(runs) != 2 || runs[0] == runs[1] {
 		t.Fatalf("runs, want a second one on other ports:\n%s", strings.Join(runs, "\n"))
 	}
-	if !strings.Contains(p.log.String(), "host port taken while starting a container; retrying") {
-		t.Fatalf("log:\n%s", p.log)
+	if !strings.Contains(p.Log.String(), "host port taken while starting a container; retrying") {
+		t.Fatalf("log:\n%s", p.Log)
 	}
 	if _, err := l.Guest().Screenshot(context.Background()); err != nil {
 		t.Fatal(err)
@@ -488,46 +489,23 @@ func TestDockerPoolIDInUse(t *testing.T) {
 	d := newFakeDockerd(t)
 	cfg, dc := dockerConfig(t, d, 1)
 	newDockerPool(t, cfg, dc)
-	_, err := NewPool(context.Background(), cfg, newDockerBackend(t, cfg, dc), WithLogger(discardLogger()))
+	_, err := vmpool.NewPool(context.Background(), cfg, newDockerBackend(t, cfg, dc), vmpool.WithLogger(slog.New(slog.DiscardHandler)))
 	if err == nil || !strings.Contains(err.Error(), `pool id "t1" is in use by another process`) {
 		t.Fatalf("second pool with the same id: %v", err)
 	}
 }
 
 func TestDockerConfigErrors(t *testing.T) {
-	for _, tc := range []struct {
-		cfg  DockerConfig
-		want string
-	}{
-		{DockerConfig{}, "docker.count"},
-		{DockerConfig{Count: 1, HostIP: "localhost"}, "docker.host_ip"},
-		{DockerConfig{Count: 1, Ports: []int{8006, 8006}}, "appears twice"},
-		{DockerConfig{Count: 1, Ports: []int{8006}}, "docker.server_port"},
-		{DockerConfig{Count: 1, PortBase: 80}, "docker.port_base"},
-		{DockerConfig{Count: 1, PortBase: 65000, PortRange: 1000}, "docker.port_range"},
-		{DockerConfig{Count: 1, Env: map[string]string{"A=B": "c"}}, "docker.env"},
-	} {
-		_, err := NewDockerBackend("p", t.TempDir(), tc.cfg, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
-		}
-	}
-	if _, err := NewDockerBackend("bad id", t.TempDir(), DockerConfig{Count: 1}, nil); err == nil {
+	pooltest.WantConfigErrors(t, []pooltest.ConfigCase[Config]{
+		{Name: "no count", Cfg: Config{}, Want: "docker.count"},
+		{Name: "host IP", Cfg: Config{Count: 1, HostIP: "localhost"}, Want: "docker.host_ip"},
+		{Name: "port twice", Cfg: Config{Count: 1, Ports: []int{8006, 8006}}, Want: "appears twice"},
+		{Name: "no server port", Cfg: Config{Count: 1, Ports: []int{8006}}, Want: "docker.server_port"},
+		{Name: "low port base", Cfg: Config{Count: 1, PortBase: 80}, Want: "docker.port_base"},
+		{Name: "port range", Cfg: Config{Count: 1, PortBase: 65000, PortRange: 1000}, Want: "docker.port_range"},
+		{Name: "env name", Cfg: Config{Count: 1, Env: map[string]string{"A=B": "c"}}, Want: "docker.env"},
+	}, func(c Config) error { _, err := New("p", t.TempDir(), c, nil); return err })
+	if _, err := New("bad id", t.TempDir(), Config{Count: 1}, nil); err == nil {
 		t.Error("pool id with a space accepted")
 	}
-}
-
-// fakeExec copies a fake executable from testdata into a temporary
-// directory with the execute bit set, and returns its path.
-func fakeExec(t *testing.T, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

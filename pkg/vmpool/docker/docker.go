@@ -1,4 +1,7 @@
-package vmpool
+// Package docker is the "docker" backend of package vmpool: OSWorld-style
+// containers, each a QEMU/KVM VM whose guest ports are published on free
+// host ports; a reset removes the container and boots a new one.
+package docker
 
 import (
 	"cmp"
@@ -15,25 +18,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/backendkit"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
 )
 
-// DockerConfig configures the "docker" backend: OSWorld-style containers,
-// each a QEMU/KVM VM whose guest ports (5000 guest server, 8006 VNC, 9222
-// Chromium, 8080 VLC) are published on free host ports. A reset removes the
-// container and boots a new one.
-type DockerConfig struct {
+// Name is the backend's name, as a pool file's "backend:" spells it.
+const Name = "docker"
+
+// Config configures the "docker" backend: OSWorld-style containers, each a
+// QEMU/KVM VM whose guest ports (5000 guest server, 8006 VNC, 9222
+// Chromium, 8080 VLC) are published on free host ports.
+type Config struct {
 	// Docker is the docker CLI. Default "docker" (on PATH).
 	Docker string `yaml:"docker"`
-	// Image is the container image. Default DefaultDockerImage.
+	// Image is the container image. Default DefaultImage.
 	Image string `yaml:"image"`
 	// Count is the number of containers (VMs docker-0 ... docker-N-1).
 	Count int `yaml:"count"`
 	// DiskImage is the VM disk (qcow2) on the host, mounted read-only at
 	// /System.qcow2 as OSWorld's image expects. Empty: none is mounted.
 	DiskImage string `yaml:"disk_image"`
-	// Env is the containers' environment, on top of DefaultDockerEnv.
+	// Env is the containers' environment, on top of DefaultEnv.
 	Env map[string]string `yaml:"env"`
 	// NoKVM leaves out --device /dev/kvm (the VM then runs emulated, very
 	// slowly).
@@ -67,23 +74,23 @@ type DockerConfig struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
-// DefaultDockerImage is OSWorld's VM image.
-const DefaultDockerImage = "happysixd/osworld-docker"
+// DefaultImage is OSWorld's VM image.
+const DefaultImage = "happysixd/osworld-docker"
 
-// DefaultDockerEnv is the containers' default environment (OSWorld's).
-var DefaultDockerEnv = map[string]string{"DISK_SIZE": "32G", "RAM_SIZE": "4G", "CPU_CORES": "4"}
+// DefaultEnv is the containers' default environment (OSWorld's).
+var DefaultEnv = map[string]string{"DISK_SIZE": "32G", "RAM_SIZE": "4G", "CPU_CORES": "4"}
 
 // Labels of the docker backend's containers.
 const (
-	DockerPoolLabel = "codapipe.pool"
-	DockerVMLabel   = "codapipe.vm"
+	PoolLabel = "codapipe.pool"
+	VMLabel   = "codapipe.vm"
 )
 
-func (c DockerConfig) withDefaults() DockerConfig {
+func (c Config) withDefaults() Config {
 	c.Docker = cmp.Or(c.Docker, "docker")
-	c.Image = cmp.Or(c.Image, DefaultDockerImage)
+	c.Image = cmp.Or(c.Image, DefaultImage)
 	env := map[string]string{}
-	for k, v := range DefaultDockerEnv {
+	for k, v := range DefaultEnv {
 		env[k] = v
 	}
 	for k, v := range c.Env {
@@ -106,72 +113,68 @@ func (c DockerConfig) withDefaults() DockerConfig {
 	return c
 }
 
-// MaxDockerCount bounds docker.count: one host runs a few QEMU/KVM guests
+// MaxCount bounds docker.count: one host runs a few QEMU/KVM guests
 // at most, and a typo such as 20000000 must be an error, not a process that
 // builds specs until it runs out of memory.
-const MaxDockerCount = 256
+const MaxCount = 256
 
-// Validate reports every value of c that cannot work, as *ConfigError
-// values joined; their fields start with "docker.".
-func (c DockerConfig) Validate() error {
-	var v validator
-	c.validate(&v, "docker")
-	return v.err()
-}
-
-func (c DockerConfig) validate(v *validator, at string) {
-	if c.Count <= 0 || c.Count > MaxDockerCount {
-		v.add(at+".count", "%d: want the number of containers to run, 1 to %d", c.Count, MaxDockerCount)
+// Validate reports every value of c that cannot work, as
+// *vmpool.ConfigError values joined; their fields start with "docker.".
+func (c Config) Validate() error {
+	var v backendkit.Validator
+	if c.Count <= 0 || c.Count > MaxCount {
+		v.Add("docker.count", "%d: want the number of containers to run, 1 to %d", c.Count, MaxCount)
 	}
 	if c.HostIP != "" && net.ParseIP(c.HostIP) == nil {
-		v.add(at+".host_ip", "%q: want an IP address such as 127.0.0.1", c.HostIP)
+		v.Add("docker.host_ip", "%q: want an IP address such as 127.0.0.1", c.HostIP)
 	}
 	seen := map[int]bool{}
 	for i, p := range c.Ports {
 		if p <= 0 || p > 65535 {
-			v.add(fmt.Sprintf("%s.ports[%d]", at, i), "%d: want a port number, 1-65535", p)
+			v.Add(fmt.Sprintf("docker.ports[%d]", i), "%d: want a port number, 1-65535", p)
 		}
 		if seen[p] {
-			v.add(fmt.Sprintf("%s.ports[%d]", at, i), "%d appears twice", p)
+			v.Add(fmt.Sprintf("docker.ports[%d]", i), "%d appears twice", p)
 		}
 		seen[p] = true
 	}
-	validatePort(v, at+".server_port", c.ServerPort)
+	v.Port("docker.server_port", c.ServerPort)
 	if len(c.Ports) > 0 && !seen[cmp.Or(c.ServerPort, 5000)] {
-		v.add(at+".server_port", "%d is not among ports %v; want the guest server's port", cmp.Or(c.ServerPort, 5000), c.Ports)
+		v.Add("docker.server_port", "%d is not among ports %v; want the guest server's port", cmp.Or(c.ServerPort, 5000), c.Ports)
 	}
 	if c.PortBase < 0 || c.PortBase > 65535 {
-		v.add(at+".port_base", "%d: want a port number, 1024-65535", c.PortBase)
+		v.Add("docker.port_base", "%d: want a port number, 1024-65535", c.PortBase)
 	} else if c.PortBase > 0 && c.PortBase < 1024 {
-		v.add(at+".port_base", "%d: want a port number of 1024 or more (lower ones need root)", c.PortBase)
+		v.Add("docker.port_base", "%d: want a port number of 1024 or more (lower ones need root)", c.PortBase)
 	}
 	if c.PortRange < 0 || cmp.Or(c.PortBase, 20000)+cmp.Or(c.PortRange, 10000) > 65536 {
-		v.add(at+".port_range", "%d: port_base + port_range must stay within 65536", c.PortRange)
+		v.Add("docker.port_range", "%d: port_base + port_range must stay within 65536", c.PortRange)
 	}
-	validateEnv(v, at+".command_env", c.CommandEnv)
+	v.Env("docker.command_env", c.CommandEnv)
 	for k := range c.Env {
 		if k == "" || strings.ContainsAny(k, "= \t\n") {
-			v.add(at+".env", "%q: want variable names without '=' or spaces", k)
+			v.Add("docker.env", "%q: want variable names without '=' or spaces", k)
 		}
 	}
-	validatePositive(v, at+".command_timeout", c.CommandTimeout)
-	validatePositive(v, at+".ready_timeout", c.ReadyTimeout)
-	validatePositive(v, at+".poll_interval", c.PollInterval)
+	v.Positive("docker.command_timeout", c.CommandTimeout)
+	v.Positive("docker.ready_timeout", c.ReadyTimeout)
+	v.Positive("docker.poll_interval", c.PollInterval)
+	return v.Err()
 }
 
-// DockerBackend is the "docker" backend. Its containers carry the labels
+// Backend is the "docker" backend. Its containers carry the labels
 // codapipe.pool=<pool id> and codapipe.vm=<vm id> and are named
 // codapipe-<pool id>-<vm id>. Containers an interrupted run left behind
 // (with the pool's label) are removed when the pool starts (VMs) and when
 // it closes. The pool id is locked host-wide for the backend's life, so a
 // second process with the same pool id fails at once instead of removing
 // the first one's containers.
-type DockerBackend struct {
-	cfg     DockerConfig
+type Backend struct {
+	cfg     Config
 	poolID  string
 	lockDir string
 	log     *slog.Logger
-	specs   []VMSpec
+	specs   []vmpool.VMSpec
 	client  *http.Client
 
 	mu       sync.Mutex
@@ -179,42 +182,40 @@ type DockerBackend struct {
 	ports    map[string][]int // vm id → host ports of its live container
 }
 
-// NewDockerBackend returns the "docker" backend of cfg for pool poolID,
-// with its lock files in lockDir (DefaultLockDir() if empty). log may be
-// nil.
-func NewDockerBackend(poolID, lockDir string, cfg DockerConfig, log *slog.Logger) (*DockerBackend, error) {
+// New returns the "docker" backend of cfg for pool poolID, with its lock
+// files in lockDir (vmpool.DefaultLockDir() if empty). log may be nil.
+func New(poolID, lockDir string, cfg Config, log *slog.Logger) (*Backend, error) {
 	cfg = cfg.withDefaults()
-	poolID = cmp.Or(poolID, DefaultPoolID)
-	var v validator
-	cfg.validate(&v, "docker")
-	if !ValidID(poolID) {
-		v.add("id", "%q: want letters, digits, '.', '_' and '-' (it labels and names the containers)", poolID)
+	poolID = cmp.Or(poolID, vmpool.DefaultPoolID)
+	err := cfg.Validate()
+	if !vmpool.ValidID(poolID) {
+		err = errors.Join(err, &vmpool.ConfigError{Field: "id", Msg: fmt.Sprintf("%q: want letters, digits, '.', '_' and '-' (it labels and names the containers)", poolID)})
 	}
-	if err := v.err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &DockerBackend{cfg: cfg, poolID: poolID, lockDir: cmp.Or(lockDir, DefaultLockDir()), log: log,
+	b := &Backend{cfg: cfg, poolID: poolID, lockDir: cmp.Or(lockDir, vmpool.DefaultLockDir()), log: log,
 		ports: map[string][]int{}}
 	b.client = guest.NewHTTPClient()
 	for i := 0; i < cfg.Count; i++ {
 		id := fmt.Sprintf("docker-%d", i)
 		name := b.containerName(id)
-		b.specs = append(b.specs, VMSpec{ID: id, Key: "docker:" + name, Label: "container " + name + " (" + cfg.Image + ")"})
+		b.specs = append(b.specs, vmpool.VMSpec{ID: id, Key: "docker:" + name, Label: "container " + name + " (" + cfg.Image + ")"})
 	}
 	return b, nil
 }
 
-func (b *DockerBackend) containerName(id string) string { return "codapipe-" + b.poolID + "-" + id }
+func (b *Backend) containerName(id string) string { return "codapipe-" + b.poolID + "-" + id }
 
 // Name is "docker".
-func (b *DockerBackend) Name() string { return BackendDocker }
+func (b *Backend) Name() string { return Name }
 
 // VMs takes the pool id's host-wide lock, removes leftover containers with
 // the pool's label, and lists the containers to run.
-func (b *DockerBackend) VMs(ctx context.Context) ([]VMSpec, error) {
+func (b *Backend) VMs(ctx context.Context) ([]vmpool.VMSpec, error) {
 	b.mu.Lock()
 	if b.poolLock == nil {
 		l, holder, err := lockfile.TryLock(b.lockDir, "docker-pool:"+b.poolID, "")
@@ -236,8 +237,8 @@ func (b *DockerBackend) VMs(ctx context.Context) ([]VMSpec, error) {
 }
 
 // removeLeftovers removes every container with the pool's label.
-func (b *DockerBackend) removeLeftovers(ctx context.Context, when string) error {
-	out, err := b.docker(ctx, "ps", "-a", "--filter", "label="+DockerPoolLabel+"="+b.poolID, "-q")
+func (b *Backend) removeLeftovers(ctx context.Context, when string) error {
+	out, err := b.docker(ctx, "ps", "-a", "--filter", "label="+PoolLabel+"="+b.poolID, "-q")
 	if err != nil {
 		return fmt.Errorf("docker: listing the pool's containers: %w", err)
 	}
@@ -253,9 +254,9 @@ func (b *DockerBackend) removeLeftovers(ctx context.Context, when string) error 
 }
 
 // remove runs "docker rm -f"; containers that do not exist are no error.
-func (b *DockerBackend) remove(ctx context.Context, names ...string) error {
+func (b *Backend) remove(ctx context.Context, names ...string) error {
 	_, err := b.docker(ctx, append([]string{"rm", "-f"}, names...)...)
-	var ce *CommandError
+	var ce *backendkit.CommandError
 	if errors.As(err, &ce) && ce.Timeout == 0 && strings.Contains(ce.Output(), "No such container") &&
 		strings.Count(ce.Output(), "No such container") == strings.Count(ce.Output(), "Error") {
 		return nil
@@ -263,21 +264,21 @@ func (b *DockerBackend) remove(ctx context.Context, names ...string) error {
 	return err
 }
 
-func (b *DockerBackend) docker(ctx context.Context, args ...string) (string, error) {
-	return runCommand(ctx, b.cfg.CommandTimeout, b.cfg.CommandEnv, b.cfg.Docker, args...)
+func (b *Backend) docker(ctx context.Context, args ...string) (string, error) {
+	return backendkit.Run(ctx, b.cfg.CommandTimeout, b.cfg.CommandEnv, b.cfg.Docker, args...)
 }
 
 // Start removes any container of the VM and boots a new one.
-func (b *DockerBackend) Start(ctx context.Context, vm VMSpec) (Endpoint, error) {
+func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
 	return b.Reset(ctx, vm)
 }
 
 // Reset removes the VM's container and boots a new one on free host
 // ports, then waits until GET /screenshot answers (ready_timeout).
-func (b *DockerBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) {
+func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
 	name := b.containerName(vm.ID)
 	if err := b.remove(ctx, name); err != nil {
-		return Endpoint{}, fmt.Errorf("docker: removing %s: %w", name, err)
+		return vmpool.Endpoint{}, fmt.Errorf("docker: removing %s: %w", name, err)
 	}
 	b.mu.Lock()
 	delete(b.ports, vm.ID)
@@ -288,7 +289,7 @@ func (b *DockerBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) 
 	avoid := map[int]bool{}
 	for attempt := 0; attempt < 3; attempt++ {
 		ports, err = b.run(ctx, vm, name, avoid)
-		var ce *CommandError
+		var ce *backendkit.CommandError
 		if err == nil || !errors.As(err, &ce) || !portTaken(ce.Output()) {
 			break
 		}
@@ -301,7 +302,7 @@ func (b *DockerBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) 
 		_ = b.remove(ctx, name)
 	}
 	if err != nil {
-		return Endpoint{}, err
+		return vmpool.Endpoint{}, err
 	}
 	host := b.cfg.HostIP
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
@@ -313,14 +314,10 @@ func (b *DockerBackend) Reset(ctx context.Context, vm VMSpec) (Endpoint, error) 
 			server = ports[i]
 		}
 	}
-	ep := Endpoint{GuestURL: "http://" + net.JoinHostPort(host, strconv.Itoa(server))}
-	probe, err := screenshotProbe(b.client, ep)
-	if err != nil {
-		return Endpoint{}, err
-	}
+	ep := vmpool.Endpoint{GuestURL: "http://" + net.JoinHostPort(host, strconv.Itoa(server))}
 	what := fmt.Sprintf("docker: container %s at %s", name, ep.GuestURL)
-	if err := waitReady(ctx, what, b.cfg.ReadyTimeout, b.cfg.PollInterval, probe); err != nil {
-		return Endpoint{}, err
+	if err := backendkit.WaitGuest(ctx, b.client, ep, what, b.cfg.ReadyTimeout, b.cfg.PollInterval); err != nil {
+		return vmpool.Endpoint{}, err
 	}
 	return ep, nil
 }
@@ -332,7 +329,7 @@ func portTaken(out string) bool {
 // run allocates host ports under the host-wide ports lock and runs the
 // container while still holding it, so docker has bound the ports before
 // any other process (or VM of ours) probes for free ones.
-func (b *DockerBackend) run(ctx context.Context, vm VMSpec, name string, avoid map[int]bool) ([]int, error) {
+func (b *Backend) run(ctx context.Context, vm vmpool.VMSpec, name string, avoid map[int]bool) ([]int, error) {
 	lock, err := lockfile.Wait(ctx, b.lockDir, "docker-ports", "pool="+b.poolID, 50*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("docker: port allocation: %w", err)
@@ -343,7 +340,7 @@ func (b *DockerBackend) run(ctx context.Context, vm VMSpec, name string, avoid m
 		return nil, err
 	}
 	args := []string{"run", "-d", "--name", name,
-		"--label", DockerPoolLabel + "=" + b.poolID, "--label", DockerVMLabel + "=" + vm.ID}
+		"--label", PoolLabel + "=" + b.poolID, "--label", VMLabel + "=" + vm.ID}
 	for i, gp := range b.cfg.Ports {
 		args = append(args, "-p", fmt.Sprintf("%s:%d:%d", b.cfg.HostIP, ports[i], gp))
 	}
@@ -380,7 +377,7 @@ func (b *DockerBackend) run(ctx context.Context, vm VMSpec, name string, avoid m
 
 // freePorts finds n host ports that nothing listens on, that none of our
 // containers uses and that are not in avoid, scanning from port_base.
-func (b *DockerBackend) freePorts(n int, avoid map[int]bool) ([]int, error) {
+func (b *Backend) freePorts(n int, avoid map[int]bool) ([]int, error) {
 	b.mu.Lock()
 	ours := map[int]bool{}
 	for p := range avoid {
@@ -411,13 +408,12 @@ func (b *DockerBackend) freePorts(n int, avoid map[int]bool) ([]int, error) {
 }
 
 // Health takes a screenshot.
-func (b *DockerBackend) Health(ctx context.Context, vm VMSpec, g *guest.Client) error {
-	_, err := g.Screenshot(ctx)
-	return err
+func (b *Backend) Health(ctx context.Context, vm vmpool.VMSpec, g *guest.Client) error {
+	return backendkit.ScreenshotHealth(ctx, g)
 }
 
 // Stop removes the VM's container.
-func (b *DockerBackend) Stop(ctx context.Context, vm VMSpec) error {
+func (b *Backend) Stop(ctx context.Context, vm vmpool.VMSpec) error {
 	name := b.containerName(vm.ID)
 	if err := b.remove(ctx, name); err != nil {
 		return fmt.Errorf("docker: removing %s: %w", name, err)
@@ -430,7 +426,7 @@ func (b *DockerBackend) Stop(ctx context.Context, vm VMSpec) error {
 
 // Close removes every container with the pool's label that is left and
 // releases the pool id's lock.
-func (b *DockerBackend) Close(ctx context.Context) error {
+func (b *Backend) Close(ctx context.Context) error {
 	var err error
 	b.mu.Lock()
 	locked := b.poolLock != nil

@@ -68,12 +68,7 @@ func (c Config) withDefaults() Config {
 	c.StartCommand = cmp.Or(c.StartCommand, c.ResetCommand)
 	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 5*time.Minute)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
-	vms := make([]Host, len(c.VMs))
-	for i, v := range c.VMs {
-		v.ID = cmp.Or(v.ID, fmt.Sprintf("guest-%d", i))
-		vms[i] = v
-	}
-	c.VMs = vms
+	c.VMs = backendkit.NameVMs(c.VMs, "guest", func(h *Host) *string { return &h.ID })
 	return c
 }
 
@@ -81,13 +76,10 @@ func (c Config) withDefaults() Config {
 // *vmpool.ConfigError values joined; their fields start with "guest.".
 func (c Config) Validate() error {
 	var v backendkit.Validator
-	if len(c.VMs) == 0 {
-		v.Add("guest.vms", "empty; want at least one machine ({url: http://HOST:5000})")
-	}
+	v.NonEmpty("guest.vms", len(c.VMs), "machine ({url: http://HOST:5000})")
 	for i, vm := range c.VMs {
 		f := fmt.Sprintf("guest.vms[%d]", i)
-		v.VMID(f+".id", vm.ID)
-		v.URL(f+".url", vm.URL)
+		v.GuestVM(f, vm.ID, vm.URL)
 		if vm.StateURL != "" {
 			if _, err := guest.ParseURL(vm.StateURL, guest.DefaultStatePort); err != nil {
 				v.Add(f+".state_url", "%v (want a URL such as http://10.0.0.5:8000)", err)

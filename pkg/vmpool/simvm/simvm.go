@@ -68,12 +68,7 @@ func (c Config) withDefaults() Config {
 	c.Health = cmp.Or(c.Health, HealthSim)
 	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, time.Minute)
 	c.PollInterval = cmp.Or(c.PollInterval, 100*time.Millisecond)
-	vms := make([]VM, len(c.VMs))
-	for i, v := range c.VMs {
-		v.ID = cmp.Or(v.ID, fmt.Sprintf("sim-%d", i))
-		vms[i] = v
-	}
-	c.VMs = vms
+	c.VMs = backendkit.NameVMs(c.VMs, "sim", func(vm *VM) *string { return &vm.ID })
 	return c
 }
 
@@ -81,13 +76,9 @@ func (c Config) withDefaults() Config {
 // *vmpool.ConfigError values joined; their fields start with "sim.".
 func (c Config) Validate() error {
 	var v backendkit.Validator
-	if len(c.VMs) == 0 {
-		v.Add("sim.vms", "empty; want at least one simulated guest ({url: http://127.0.0.1:PORT})")
-	}
+	v.NonEmpty("sim.vms", len(c.VMs), "simulated guest ({url: http://127.0.0.1:PORT})")
 	for i, vm := range c.VMs {
-		f := fmt.Sprintf("sim.vms[%d]", i)
-		v.VMID(f+".id", vm.ID)
-		v.URL(f+".url", vm.URL)
+		v.GuestVM(fmt.Sprintf("sim.vms[%d]", i), vm.ID, vm.URL)
 	}
 	switch c.Health {
 	case "", HealthSim, HealthScreenshot:
@@ -132,11 +123,6 @@ func (b *Backend) Name() string { return Name }
 // VMs lists the simulated guests.
 func (b *Backend) VMs(context.Context) ([]vmpool.VMSpec, error) { return b.specs, nil }
 
-// Start is Reset: a pool starts from a clean machine.
-func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
-	return b.Reset(ctx, vm)
-}
-
 // Reset reverts the simulated machine and waits until it is healthy.
 func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
 	base, ok := b.urls[vm.ID]
@@ -165,6 +151,11 @@ func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint,
 		return vmpool.Endpoint{}, err
 	}
 	return ep, nil
+}
+
+// Start is Reset: a pool starts from a clean machine.
+func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
+	return b.Reset(ctx, vm)
 }
 
 // Health asks GET /sim/health (or takes a screenshot, per Health).

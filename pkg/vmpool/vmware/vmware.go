@@ -121,9 +121,7 @@ func (c Config) withDefaults() Config {
 // *vmpool.ConfigError values joined; their fields start with "vmware.".
 func (c Config) Validate() error {
 	var v backendkit.Validator
-	if len(c.VMs) == 0 {
-		v.Add("vmware.vms", "empty; want at least one VM ({vmx: /path/to/vm.vmx, snapshot: NAME})")
-	}
+	v.NonEmpty("vmware.vms", len(c.VMs), "VM ({vmx: /path/to/vm.vmx, snapshot: NAME})")
 	if c.Type != "" && !slices.Contains(vmrunTypes, c.Type) {
 		v.Add("vmware.type", "%q: want one of %s (vmrun -T)", c.Type, strings.Join(vmrunTypes, ", "))
 	}

@@ -23,6 +23,21 @@ func (v *Validator) Add(field, format string, args ...any) {
 // Err joins the errors added, or is nil.
 func (v *Validator) Err() error { return errors.Join(v.errs...) }
 
+// NonEmpty checks that a list of field has entries (n of them); what
+// says what an entry looks like.
+func (v *Validator) NonEmpty(field string, n int, what string) {
+	if n == 0 {
+		v.Add(field, "empty; want at least one %s", what)
+	}
+}
+
+// GuestVM checks a VM that a guest server's URL reaches: field.id may be
+// empty (the default id), field.url is required.
+func (v *Validator) GuestVM(field, id, url string) {
+	v.VMID(field+".id", id)
+	v.URL(field+".url", url)
+}
+
 // VMID checks a VM id; "" (the default id) is fine.
 func (v *Validator) VMID(field, id string) {
 	if id != "" && !vmpool.ValidID(id) {

@@ -82,19 +82,18 @@ func (b *testBackend) Name() string                                     { return
 func (b *testBackend) VMs(ctx context.Context) ([]vmpool.VMSpec, error) { return b.specs, nil }
 
 func (b *testBackend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
-	b.record("start", vm.ID)
-	if b.onStart != nil {
-		if err := b.onStart(ctx, vm.ID); err != nil {
-			return vmpool.Endpoint{}, err
-		}
-	}
-	return vmpool.Endpoint{GuestURL: b.url}, nil
+	return b.bringUp(ctx, "start", vm.ID, b.onStart)
 }
 
 func (b *testBackend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
-	b.record("reset", vm.ID)
-	if b.onReset != nil {
-		if err := b.onReset(ctx, vm.ID); err != nil {
+	return b.bringUp(ctx, "reset", vm.ID, b.onReset)
+}
+
+// bringUp records op and runs the test's hook for it, if any.
+func (b *testBackend) bringUp(ctx context.Context, op, id string, hook func(ctx context.Context, id string) error) (vmpool.Endpoint, error) {
+	b.record(op, id)
+	if hook != nil {
+		if err := hook(ctx, id); err != nil {
 			return vmpool.Endpoint{}, err
 		}
 	}

@@ -183,6 +183,15 @@ func (d *fakeDockerd) containers(t *testing.T) map[string]string {
 	return out
 }
 
+// mark creates the fake CLI's or daemon's marker file name (runfail: every
+// docker run fails; bindfail-once: the next container loses a port race).
+func (d *fakeDockerd) mark(t *testing.T, name string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(d.dir, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // addContainer creates a container as an earlier run would have left it.
 func (d *fakeDockerd) addContainer(t *testing.T, id, name string, labels ...string) {
 	t.Helper()
@@ -227,6 +236,17 @@ func dockerConfig(t *testing.T, d *fakeDockerd, count int) (vmpool.Config, Confi
 	return cfg, dc
 }
 
+// newPool makes a pool "t1" of count containers of d; edit, if not nil,
+// changes the backend's configuration first.
+func (d *fakeDockerd) newPool(t *testing.T, count int, edit func(dc *Config)) *pooltest.Pool {
+	t.Helper()
+	cfg, dc := dockerConfig(t, d, count)
+	if edit != nil {
+		edit(&dc)
+	}
+	return newDockerPool(t, cfg, dc)
+}
+
 // newDockerPool makes a pool under cfg over the docker backend of dc.
 func newDockerPool(t *testing.T, cfg vmpool.Config, dc Config) *pooltest.Pool {
 	t.Helper()
@@ -250,8 +270,7 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 	d.addContainer(t, "0ld1", "codapipe-t1-docker-0", "codapipe.pool=t1", "codapipe.vm=docker-0")
 	d.addContainer(t, "0ld2", "codapipe-t1-docker-7", "codapipe.pool=t1", "codapipe.vm=docker-7")
 	d.addContainer(t, "0th3r", "codapipe-other-docker-0", "codapipe.pool=other", "codapipe.vm=docker-0")
-	cfg, dc := dockerConfig(t, d, 1)
-	p := newDockerPool(t, cfg, dc)
+	p := d.newPool(t, 1, nil)
 	calls := d.calls(t)
 	if len(calls) < 2 || calls[0] != "ps -a --filter label=codapipe.pool=t1 -q" || !strings.HasPrefix(calls[1], "rm -f ") ||
 		!strings.Contains(calls[1], "0ld1") || !strings.Contains(calls[1], "0ld2") {
@@ -272,9 +291,7 @@ func TestDockerLeftoversRemovedAtStart(t *testing.T) {
 
 func TestDockerRunPortsAndLabels(t *testing.T) {
 	d := newFakeDockerd(t)
-	cfg, dc := dockerConfig(t, d, 3)
-	dc.Env = map[string]string{"RAM_SIZE": "8G"}
-	p := newDockerPool(t, cfg, dc)
+	p := d.newPool(t, 3, func(dc *Config) { dc.Env = map[string]string{"RAM_SIZE": "8G"} })
 	var leases []*vmpool.Lease
 	for i := 0; i < 3; i++ {
 		leases = append(leases, p.MustLease(t))
@@ -332,8 +349,7 @@ func TestDockerRunPortsAndLabels(t *testing.T) {
 
 func TestDockerResetRecreatesContainer(t *testing.T) {
 	d := newFakeDockerd(t)
-	cfg, dc := dockerConfig(t, d, 1)
-	p := newDockerPool(t, cfg, dc)
+	p := d.newPool(t, 1, nil)
 	l := p.MustLease(t)
 	before := d.containers(t)
 	_ = l.End(vmpool.Healthy)
@@ -402,8 +418,7 @@ func TestDockerCleanupOnClose(t *testing.T) {
 func TestDockerSlowBoot(t *testing.T) {
 	d := newFakeDockerd(t)
 	d.setBoot(300 * time.Millisecond)
-	cfg, dc := dockerConfig(t, d, 1)
-	p := newDockerPool(t, cfg, dc)
+	p := d.newPool(t, 1, nil)
 	p.MustLease(t)
 	for _, ev := range p.Events.Events() {
 		if ev.Kind == vmpool.EventReady && ev.Duration < 300*time.Millisecond {
@@ -415,12 +430,9 @@ func TestDockerSlowBoot(t *testing.T) {
 func TestDockerNeverBoots(t *testing.T) {
 	d := newFakeDockerd(t)
 	d.setBoot(time.Hour)
-	cfg, dc := dockerConfig(t, d, 1)
-	dc.ReadyTimeout = 200 * time.Millisecond
-	p := newDockerPool(t, cfg, dc)
-	q := p.WaitQuarantine(t, "docker-0")
-	if len(q) != 1 || !errors.Is(q[0].Err, vmpool.ErrStuck) || !strings.Contains(q[0].Err.Error(), "not ready within") {
-		t.Fatalf("quarantine = %+v", q)
+	p := d.newPool(t, 1, func(dc *Config) { dc.ReadyTimeout = 200 * time.Millisecond })
+	if q := p.WantQuarantine(t, "docker-0", "", "not ready within"); !errors.Is(q.Err, vmpool.ErrStuck) {
+		t.Fatalf("quarantine error %v does not match ErrStuck", q.Err)
 	}
 	if _, err := p.Lease(context.Background()); !errors.Is(err, vmpool.ErrNoVMs) {
 		t.Fatalf("Lease: %v", err)
@@ -429,19 +441,14 @@ func TestDockerNeverBoots(t *testing.T) {
 
 func TestDockerRunFails(t *testing.T) {
 	d := newFakeDockerd(t)
-	_ = os.WriteFile(filepath.Join(d.dir, "runfail"), nil, 0o644)
-	cfg, dc := dockerConfig(t, d, 1)
-	p := newDockerPool(t, cfg, dc)
-	q := p.WaitQuarantine(t, "docker-0")
-	if len(q) != 1 || q[0].Reason != "3 failures in a row" || !strings.Contains(q[0].Err.Error(), "pull access denied") {
-		t.Fatalf("quarantine = %+v", q)
-	}
+	d.mark(t, "runfail")
+	p := d.newPool(t, 1, nil)
+	p.WantQuarantine(t, "docker-0", "3 failures in a row", "pull access denied")
 }
 
 // A host port taken by something else is skipped.
 func TestDockerSkipsBusyPorts(t *testing.T) {
 	d := newFakeDockerd(t)
-	cfg, dc := dockerConfig(t, d, 1)
 	// A port the kernel hands out is free until we hold it: start the
 	// pool's port range there.
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -450,8 +457,7 @@ func TestDockerSkipsBusyPorts(t *testing.T) {
 	}
 	defer busy.Close()
 	port := busy.Addr().(*net.TCPAddr).Port
-	dc.PortBase, dc.PortRange = port, min(100, 65536-port)
-	p := newDockerPool(t, cfg, dc)
+	p := d.newPool(t, 1, func(dc *Config) { dc.PortBase, dc.PortRange = port, min(100, 65536-port) })
 	p.MustLease(t)
 	for _, c := range d.calls(t) {
 		if strings.HasPrefix(c, "run ") && strings.Contains(c, fmt.Sprintf(":%d:", port)) {
@@ -464,9 +470,8 @@ func TestDockerSkipsBusyPorts(t *testing.T) {
 // on other ports.
 func TestDockerPortRaceRetried(t *testing.T) {
 	d := newFakeDockerd(t)
-	_ = os.WriteFile(filepath.Join(d.dir, "bindfail-once"), nil, 0o644)
-	cfg, dc := dockerConfig(t, d, 1)
-	p := newDockerPool(t, cfg, dc)
+	d.mark(t, "bindfail-once")
+	p := d.newPool(t, 1, nil)
 	l := p.MustLease(t)
 	var runs []string
 	for _, c := range d.calls(t) {

@@ -56,10 +56,7 @@ func TestHostsResetCommand(t *testing.T) {
 func TestHostsResetCommandFails(t *testing.T) {
 	g0 := pooltest.NewFakeGuest(t)
 	p := newHostsPool(t, pooltest.Config(t), hostsConfig(`echo "revert: quota exceeded for $1" >&2; exit 3`, g0))
-	q := p.WaitQuarantine(t, "guest-0")
-	if len(q) != 1 || !strings.Contains(q[0].Err.Error(), "exit status 3: revert: quota exceeded for 127.0.0.1") {
-		t.Fatalf("quarantine = %+v", q)
-	}
+	p.WantQuarantine(t, "guest-0", "", "exit status 3: revert: quota exceeded for 127.0.0.1")
 }
 
 // A reset command that hangs is killed at the reset deadline (its whole
@@ -69,9 +66,7 @@ func TestHostsResetCommandHangs(t *testing.T) {
 	cfg := pooltest.Config(t)
 	cfg.Timeouts.Start = 200 * time.Millisecond
 	p := newHostsPool(t, cfg, hostsConfig(`sleep 30; echo done`, g0))
-	if q := p.WaitQuarantine(t, "guest-0"); len(q) != 1 || q[0].Reason != "start timed out" {
-		t.Fatalf("quarantine = %+v", q)
-	}
+	p.WantQuarantine(t, "guest-0", "start timed out")
 	p.CloseWithin(t, 3*time.Second) // the command's children must not outlive it
 }
 

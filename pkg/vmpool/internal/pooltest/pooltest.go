@@ -199,12 +199,22 @@ func (p *Pool) MustLease(t testing.TB) *vmpool.Lease {
 	return l
 }
 
-// WaitQuarantine waits until vm is quarantined and returns the pool's
-// quarantine records, oldest first.
-func (p *Pool) WaitQuarantine(t testing.TB, vm string) []vmpool.Quarantine {
+// WantQuarantine waits until vm is quarantined and returns its record. The
+// test fails unless vm is the only VM quarantined, for reason ("" for any
+// reason), with an error whose text contains each of texts.
+func (p *Pool) WantQuarantine(t testing.TB, vm, reason string, texts ...string) vmpool.Quarantine {
 	t.Helper()
 	p.Events.WaitCount(t, vmpool.EventQuarantined, vm, 1)
-	return p.Quarantined()
+	q := p.Quarantined()
+	if len(q) != 1 || q[0].VM != vm || (reason != "" && q[0].Reason != reason) || q[0].Err == nil {
+		t.Fatalf("quarantine = %+v, want %s's alone, for %q", q, vm, reason)
+	}
+	for _, text := range texts {
+		if !strings.Contains(q[0].Err.Error(), text) {
+			t.Errorf("quarantine error %q does not say %q", q[0].Err, text)
+		}
+	}
+	return q[0]
 }
 
 // CloseWithin closes p and fails the test if that takes longer than d

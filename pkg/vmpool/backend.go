@@ -33,9 +33,11 @@ type Endpoint struct {
 	StateURL string
 }
 
-// Backend drives one kind of VM: the simulator's guest servers ("sim"),
-// any host running the guest server ("guest"), VMware through vmrun
-// ("vmware"), or OSWorld-style Docker containers ("docker").
+// Backend drives one kind of VM. The backends are packages of their own:
+// simvm (the simulator's guest servers, "sim"), hosts (any machine
+// running the guest server, "guest"), vmware (VMware through vmrun) and
+// docker (OSWorld-style containers); package poolfile builds the one a
+// pool file names. Any other implementation may drive a pool too.
 //
 // The pool calls a backend from several goroutines at once, but never two
 // calls for the same VM at the same time (except Stop during Close after a

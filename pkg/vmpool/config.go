@@ -135,9 +135,9 @@ func ValidID(id string) bool { return idPattern.MatchString(id) }
 // ConfigError is a configuration value that cannot work. File, Line and
 // Column are set for errors of a pool file.
 type ConfigError struct {
-	File   string
-	Line   int
-	Column int
+	File   string // the pool file, or ""
+	Line   int    // 1-based; 0 when unknown
+	Column int    // 1-based; 0 when unknown
 	Field  string // "timeouts.start", "vmware.vms[1].vmx"
 	Msg    string // what is wrong and what is expected
 }

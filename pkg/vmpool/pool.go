@@ -34,10 +34,13 @@ var (
 type VMError struct {
 	VM  string // VM id
 	Op  string // "start", "reset", "health", "stop", ...
-	Err error
+	Err error  // what went wrong
 }
 
+// Error names the VM and the operation.
 func (e *VMError) Error() string { return fmt.Sprintf("vmpool: vm %s: %s: %v", e.VM, e.Op, e.Err) }
+
+// Unwrap is Err.
 func (e *VMError) Unwrap() error { return e.Err }
 
 // opTimeoutError is an operation that did not return within the pool's
@@ -78,13 +81,14 @@ const (
 
 // Quarantine records why a VM was taken out of rotation.
 type Quarantine struct {
-	VM       string
+	VM       string    // VM id
 	Reason   string    // "3 failures in a row", "reset timed out", ...
 	Err      error     // the last failure
 	Failures int       // consecutive failures at the time
 	At       time.Time // when
 }
 
+// String says which VM, why, when and its last error.
 func (q Quarantine) String() string {
 	s := fmt.Sprintf("%s: %s at %s", q.VM, q.Reason, q.At.Format(time.RFC3339))
 	if q.Err != nil {
@@ -114,12 +118,12 @@ const (
 
 // Event is one thing that happened to a VM, for metrics and tests.
 type Event struct {
-	Time     time.Time
-	VM       string
-	Kind     EventKind
-	Healthy  bool // EventReleased: the caller's verdict
-	Duration time.Duration
-	Err      error
+	Time     time.Time     // when it happened
+	VM       string        // VM id
+	Kind     EventKind     // what happened
+	Healthy  bool          // EventReleased: the caller's verdict
+	Duration time.Duration // what it measures depends on Kind (see the EventKind values)
+	Err      error         // the failure or fault, for the kinds that have one
 }
 
 // Stats is a snapshot of the pool's counters.
@@ -136,11 +140,11 @@ type Stats struct {
 	UnhealthyReleases int64 // leases ended Fault
 	Returns           int64 // leases ended Unused
 	Starts            int64 // Backend.Start calls
-	StartFailures     int64
+	StartFailures     int64 // Backend.Start calls that failed (or their health check did)
 	Resets            int64 // Backend.Reset calls
-	ResetFailures     int64
-	HealthChecks      int64
-	HealthFailures    int64
+	ResetFailures     int64 // Backend.Reset calls that failed (or their health check did)
+	HealthChecks      int64 // health checks after starts and resets and of idle VMs
+	HealthFailures    int64 // health checks of idle VMs that failed
 	// Failures is UnhealthyReleases + StartFailures + ResetFailures +
 	// HealthFailures.
 	Failures int64
@@ -161,14 +165,14 @@ type Stats struct {
 
 // VMStatus is one VM as the pool sees it now.
 type VMStatus struct {
-	Spec       VMSpec
-	State      State
-	GuestURL   string // "" until started
-	Failures   int    // consecutive failures
-	Leases     int64
-	Resets     int64
-	LastError  string
-	Quarantine *Quarantine
+	Spec       VMSpec      // the VM as its backend describes it
+	State      State       // where it is in its life in the pool
+	GuestURL   string      // "" until started
+	Failures   int         // consecutive failures
+	Leases     int64       // leases of this VM so far
+	Resets     int64       // Backend.Reset calls for this VM so far
+	LastError  string      // the last failure, if the VM has not been ready since
+	Quarantine *Quarantine // why the VM was quarantined, or nil
 }
 
 // Option adjusts NewPool.

@@ -59,8 +59,8 @@ type Config struct {
 	ServerPort int `yaml:"server_port"`
 	// PortBase and PortRange bound the host ports used: PortBase ...
 	// PortBase+PortRange-1. Defaults 20000 and 10000.
-	PortBase  int `yaml:"port_base"`
-	PortRange int `yaml:"port_range"`
+	PortBase  int `yaml:"port_base"`  // the first host port used
+	PortRange int `yaml:"port_range"` // how many host ports may be used
 	// CommandEnv adds environment variables (DOCKER_HOST=...) to the
 	// docker CLI's.
 	CommandEnv []string `yaml:"command_env"`

@@ -69,7 +69,7 @@ type Options struct {
 	// (0: DefaultMaxRetryWait), and each wait is drawn uniformly from its
 	// upper half (jitter), so many clients do not retry in step.
 	RetryWait    time.Duration
-	MaxRetryWait time.Duration
+	MaxRetryWait time.Duration // the longest wait before a retry
 
 	// Python is the interpreter ExecPyAutoGUI runs (default "python3").
 	Python string

@@ -12,9 +12,9 @@ import (
 // With Shell the guest runs Line through /bin/sh; without it, the guest
 // splits a Line with Python's shlex and runs the program directly.
 type Command struct {
-	Line  string
-	Argv  []string
-	Shell bool
+	Line  string   // a command line, split by the guest's shell or shlex
+	Argv  []string // a program and its arguments
+	Shell bool     // run through /bin/sh
 }
 
 // ShellCommand is a command line run through the guest's shell.
@@ -68,10 +68,10 @@ func (c Command) String() string {
 // ReturnCode is -1 when the command could not be run at all (the guest
 // answered 500 with status "error").
 type ExecResult struct {
-	Status     string `json:"status"` // "success": the command ran (see ReturnCode); "error": it could not run
-	Output     string `json:"output"` // stdout
-	Error      string `json:"error"`  // stderr
-	ReturnCode int    `json:"returncode"`
+	Status     string `json:"status"`            // "success": the command ran (see ReturnCode); "error": it could not run
+	Output     string `json:"output"`            // stdout
+	Error      string `json:"error"`             // stderr
+	ReturnCode int    `json:"returncode"`        // the exit status; -1 when it could not run
 	Message    string `json:"message,omitempty"` // the guest's message when Status is "error"
 }
 

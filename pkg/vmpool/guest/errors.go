@@ -17,6 +17,7 @@ type TimeoutError struct {
 	Timeout time.Duration // the time the call had
 }
 
+// Error names the host, the operation and the time it had.
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("vmpool: guest %s: %s: no answer within %v", e.Host, e.Op, e.Timeout)
 }
@@ -29,12 +30,13 @@ func (e *TimeoutError) Is(target error) bool {
 // HTTPError is a non-2xx answer. Message is the guest's "message" (or
 // "error") field, or the start of the body when it has none.
 type HTTPError struct {
-	Op      string
-	URL     string
-	Status  int
-	Message string
+	Op      string // "screenshot", "execute", ...
+	URL     string // the URL called
+	Status  int    // the HTTP status
+	Message string // what the guest said
 }
 
+// Error names the host, the operation, the status and the guest's message.
 func (e *HTTPError) Error() string {
 	host := e.URL
 	if u, err := url.Parse(e.URL); err == nil && u.Host != "" {
@@ -51,13 +53,16 @@ func (e *HTTPError) Error() string {
 // that the guest could not run (Result.Status "error", HTTP 500; then Err
 // is the *HTTPError and Result.Message the guest's message).
 type ExecError struct {
-	Op      string // "execute" or "setup execute"
-	Host    string
-	Command Command
-	Result  ExecResult
-	Err     error
+	Op      string     // "execute" or "setup execute"
+	Host    string     // host:port of the guest server
+	Command Command    // the command sent
+	Result  ExecResult // the guest's answer
+	Err     error      // the *HTTPError of a command that could not run, else nil
 }
 
+// Error names the host and the command (cut to 80 bytes) and says how it
+// failed: its exit status and the last line of its stderr, or the guest's
+// message.
 func (e *ExecError) Error() string {
 	cmd := e.Command.String()
 	if len(cmd) > 80 {
@@ -80,4 +85,5 @@ func (e *ExecError) Error() string {
 	return fmt.Sprintf("vmpool: guest %s: %s %q: %s", e.Host, e.Op, cmd, detail)
 }
 
+// Unwrap is Err.
 func (e *ExecError) Unwrap() error { return e.Err }

@@ -40,10 +40,12 @@ type Config struct {
 	// file.
 	Pool vmpool.Config `yaml:",inline"`
 
-	Sim    *simvm.Config  `yaml:"sim"`
-	Guest  *hosts.Config  `yaml:"guest"`
-	VMware *vmware.Config `yaml:"vmware"`
-	Docker *docker.Config `yaml:"docker"`
+	// The backends' sections: the one that Backend names is needed, the
+	// others must be nil.
+	Sim    *simvm.Config  `yaml:"sim"`    // backend: sim
+	Guest  *hosts.Config  `yaml:"guest"`  // backend: guest
+	VMware *vmware.Config `yaml:"vmware"` // backend: vmware
+	Docker *docker.Config `yaml:"docker"` // backend: docker
 }
 
 // backends are the backends' names, in the order messages list them.

@@ -17,15 +17,15 @@ import (
 // CommandError is a local command (vmrun, docker, a reset script) that
 // failed or did not finish in time.
 type CommandError struct {
-	Path     string
-	Args     []string
-	ExitCode int    // -1 when it did not exit by itself
-	Stdout   string // at most 64 KiB
-	Stderr   string // at most 64 KiB
+	Path     string   // the program
+	Args     []string // its arguments
+	ExitCode int      // -1 when it did not exit by itself
+	Stdout   string   // at most 64 KiB
+	Stderr   string   // at most 64 KiB
 	// Timeout is the time the command had when it was killed for taking
 	// longer (then the error matches context.DeadlineExceeded); 0 otherwise.
 	Timeout time.Duration
-	Err     error
+	Err     error // the error of running it (an *exec.ExitError, ...)
 }
 
 // Error names the command and says how it failed, with the last line of

@@ -36,8 +36,10 @@ type FakeGuest struct {
 
 // GuestCalls counts what a FakeGuest was asked.
 type GuestCalls struct {
-	Resets, Screenshots, Sizes int
-	Execs                      []string // the commands run, as fmt prints them
+	Resets      int      // POST /sim/reset
+	Screenshots int      // GET /screenshot
+	Sizes       int      // /screen_size
+	Execs       []string // the commands run, as fmt prints them
 }
 
 // NewFakeGuest starts a FakeGuest, stopped when the test ends.

@@ -150,7 +150,7 @@ func Config(t testing.TB) vmpool.Config {
 // Pool is a pool whose events and log the test reads.
 type Pool struct {
 	*vmpool.Pool
-	Events *EventLog
+	Events *EventLog   // every event of the pool
 	Log    *SyncBuffer // the pool's and its backend's log, at debug level
 }
 
@@ -268,9 +268,9 @@ func FakeExec(t testing.TB, name string) string {
 // ConfigCase is a backend configuration that its constructor must refuse
 // with an error containing Want.
 type ConfigCase[C any] struct {
-	Name string
-	Cfg  C
-	Want string
+	Name string // the subtest's name
+	Cfg  C      // the configuration to refuse
+	Want string // what the error must say
 }
 
 // WantConfigErrors runs each case as a subtest: newBackend(c.Cfg) must

@@ -17,6 +17,7 @@ import (
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // world starts a simulated world and an agent on it.
@@ -45,8 +46,11 @@ func startWorldWith(t *testing.T, vms, group int, tweak func(*sim.WorldConfig), 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := vmpool.SimURLs(w.GuestURLs...)
-	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{ID: "agent-test", Backend: "sim", Sim: &sc, IdleCheck: -1, LockDir: t.TempDir()})
+	b, err := simvm.New(simvm.URLs(w.GuestURLs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := vmpool.NewPool(ctx, vmpool.Config{ID: "agent-test", IdleCheck: -1, LockDir: t.TempDir()}, b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // Settings of BenchmarkStepLatency (docs/performance.md explains them).
@@ -67,8 +68,11 @@ func BenchmarkStepLatency(b *testing.B) {
 	defer w.Models.Wait()
 	defer cancel()
 
-	sc := vmpool.SimURLs(w.GuestURLs...)
-	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{ID: "bench-agent", Backend: "sim", Sim: &sc, IdleCheck: -1, LockDir: b.TempDir()}, vmpool.WithLogger(quiet))
+	backend, err := simvm.New(simvm.URLs(w.GuestURLs...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool, err := vmpool.NewPool(ctx, vmpool.Config{ID: "bench-agent", IdleCheck: -1, LockDir: b.TempDir()}, backend, vmpool.WithLogger(quiet))
 	if err != nil {
 		b.Fatal(err)
 	}

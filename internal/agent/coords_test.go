@@ -23,6 +23,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // pyPoint matches the pixel positions in rendered pyautogui code.
@@ -146,7 +147,7 @@ type recordingGuest struct {
 	codes []string
 }
 
-func (g *recordingGuest) ExecPyAutoGUI(ctx context.Context, code string) (vmpool.ExecResult, error) {
+func (g *recordingGuest) ExecPyAutoGUI(ctx context.Context, code string) (guest.ExecResult, error) {
 	g.mu.Lock()
 	g.codes = append(g.codes, code)
 	g.mu.Unlock()

@@ -22,15 +22,15 @@ import (
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
-	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
-// Guest is what an episode needs of a VM: *vmpool.Guest implements it.
+// Guest is what an episode needs of a VM: *guest.Client implements it.
 type Guest interface {
 	Screenshot(ctx context.Context) ([]byte, error)
-	ExecPyAutoGUI(ctx context.Context, code string) (vmpool.ExecResult, error)
-	SetupExecute(ctx context.Context, cmd vmpool.Command) (vmpool.ExecResult, error)
-	Launch(ctx context.Context, cmd vmpool.Command) error
+	ExecPyAutoGUI(ctx context.Context, code string) (guest.ExecResult, error)
+	SetupExecute(ctx context.Context, cmd guest.Command) (guest.ExecResult, error)
+	Launch(ctx context.Context, cmd guest.Command) error
 	AppState(ctx context.Context, path string, body []byte) ([]byte, error)
 }
 
@@ -311,7 +311,7 @@ func (a *Agent) setup(ctx context.Context, ep Episode) error {
 		op := fmt.Sprintf("setup: initialize[%d] %s", st.Item, task.Initialize[st.Item].Func)
 		switch st.Kind {
 		case scienceboard.SetupLaunch:
-			if err := ep.Guest.Launch(ctx, vmpool.ShellCommand(st.Command)); err != nil {
+			if err := ep.Guest.Launch(ctx, guest.ShellCommand(st.Command)); err != nil {
 				return vmErr(op, err)
 			}
 		case scienceboard.SetupExecute:
@@ -319,8 +319,8 @@ func (a *Agent) setup(ctx context.Context, ep Episode) error {
 			// benchmark's own setup removes files that may not exist, and
 			// ScienceBoard ignores the exit status too. A guest that does not
 			// answer is.
-			if _, err := ep.Guest.SetupExecute(ctx, vmpool.ShellCommand(st.Command)); err != nil {
-				var xe *vmpool.ExecError
+			if _, err := ep.Guest.SetupExecute(ctx, guest.ShellCommand(st.Command)); err != nil {
+				var xe *guest.ExecError
 				if !errors.As(err, &xe) {
 					return vmErr(op, err)
 				}
@@ -427,7 +427,7 @@ func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int,
 	s.Code = code
 	s.Executed = 0
 	if _, err := ep.Guest.ExecPyAutoGUI(ctx, code); err != nil {
-		var xe *vmpool.ExecError
+		var xe *guest.ExecError
 		if !errors.As(err, &xe) {
 			return nil, nil, nil, vmErr(fmt.Sprintf("step %d: execute", i), err)
 		}

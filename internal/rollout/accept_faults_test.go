@@ -9,6 +9,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // Acceptance 4: a world of six simulated VMs, four of them faulty —
@@ -61,7 +62,7 @@ func TestAcceptFaultyVMsAreQuarantined(t *testing.T) {
 	log, logs := newLogCapture(slog.LevelInfo)
 	cfg := acceptConfig(dir, simTaskDir(t, acceptApp, taskIDs...), "accept-faults", log)
 	cfg.Group, cfg.Samples, cfg.VMs, cfg.SimConfig = 1, K, VMs, simCfg
-	cfg.Guest = vmpool.GuestOptions{ScreenshotTimeout: shotTimeout, RetryWait: 20 * time.Millisecond, MaxRetryWait: 100 * time.Millisecond}
+	cfg.Guest = guest.Options{ScreenshotTimeout: shotTimeout, RetryWait: 20 * time.Millisecond, MaxRetryWait: 100 * time.Millisecond}
 	// A healthy reset is two calls (revert, health probe) of 0.4 s each; the
 	// deadline leaves room for a loaded machine (3 s was seen to pass under
 	// load) and still ends sim-3's 36 s revert hang early.

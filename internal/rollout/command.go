@@ -29,6 +29,9 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/poolfile"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // Options are a rollout as the command line gives it.
@@ -65,7 +68,7 @@ type Options struct {
 
 	// Guest overrides the options of the guest clients the pool gives its
 	// VMs (per-call timeouts, retries); zero fields keep vmpool's defaults.
-	Guest vmpool.GuestOptions
+	Guest guest.Options
 	// SimTimeouts are the deadlines of the simulator's VM pool (start,
 	// reset, health check, stop); zero fields keep vmpool's defaults. A
 	// --pool file sets its own timeouts.
@@ -184,9 +187,9 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 			stopWorld()
 			world.Wait() // every guest and model server has stopped
 		}()
-		sc := vmpool.SimURLs(world.GuestURLs...)
-		cfg.Pool = vmpool.PoolConfig{ID: "sim-" + bus.AppToken(o.Run), Backend: "sim", Sim: &sc, IdleCheck: -1,
-			LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}
+		sc := simvm.URLs(world.GuestURLs...)
+		cfg.Pool = poolfile.Config{Backend: simvm.Name, Sim: &sc, Pool: vmpool.Config{ID: "sim-" + bus.AppToken(o.Run),
+			IdleCheck: -1, LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}}
 		if cfg.Planner.BaseURL == "" {
 			cfg.Planner.BaseURL, cfg.Planner.Model = world.Models.PlannerURL, simmodels.DefaultPlannerModel
 		}
@@ -199,7 +202,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		}
 		cfg.RequestSeed = &seed
 		cfg.Sleep = fault.Clock{Scale: o.timeScale()}.Sleep
-	} else if cfg.Pool, err = vmpool.LoadPoolFile(o.Pool); err != nil {
+	} else if cfg.Pool, err = poolfile.Load(o.Pool); err != nil {
 		return nil, err
 	}
 	if cfg.Tasks, err = loadTasks(o); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/poolfile"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,9 +36,9 @@ type Config struct {
 	Run     string // run name; re-running a name finishes its missing episodes
 	// Tasks are the app's tasks.
 	Tasks []scienceboard.Task
-	// Pool describes the VMs; PoolOptions adjust the pool (guest client
-	// options, events).
-	Pool        vmpool.PoolConfig
+	// Pool describes the VMs (a pool file, or its like built in code);
+	// PoolOptions adjust the pool (guest client options, events).
+	Pool        poolfile.Config
 	PoolOptions []vmpool.Option
 	// Planner and Executor are the model endpoints, PlannerCoords and
 	// ExecutorCoords the coordinate spaces they write points in.
@@ -90,8 +91,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := prompt.Store(ctx, cfg.Store, prompts); err != nil {
 		return nil, err
 	}
-	opts := append([]vmpool.Option{vmpool.WithLogger(log)}, cfg.PoolOptions...)
-	pool, err := vmpool.NewPool(ctx, cfg.Pool, opts...)
+	pool, err := poolfile.NewPool(ctx, cfg.Pool, log, cfg.PoolOptions...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ import (
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // Settings of BenchmarkScheduler, in simulated time (docs/performance.md
@@ -266,16 +268,20 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 		}
 		urls[i] = g.URL
 	}
-	sc := vmpool.SimURLs(urls...)
+	sc := simvm.URLs(urls...)
 	sc.PollInterval = max(clock.Real(time.Second), 5*time.Millisecond)
-	pool, err := vmpool.NewPool(ctx, vmpool.PoolConfig{
-		ID: "bench-sched-" + string(mode), Backend: vmpool.BackendSim, Sim: &sc, IdleCheck: -1,
+	backend, err := simvm.New(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool, err := vmpool.NewPool(ctx, vmpool.Config{
+		ID: "bench-sched-" + string(mode), IdleCheck: -1,
 		LockDir: b.TempDir(), RetryWait: clock.Real(vmpool.DefaultVMRetryWait),
-	}, vmpool.WithLogger(quiet), vmpool.WithGuestOptions(vmpool.GuestOptions{
+	}, backend, vmpool.WithLogger(quiet), vmpool.WithGuestOptions(guest.Options{
 		// The guest client's retry waits in simulated time; its timeouts
 		// stay as they are (a healthy loopback call never comes close).
-		RetryWait:    clock.Real(vmpool.DefaultRetryWait),
-		MaxRetryWait: clock.Real(vmpool.DefaultMaxRetryWait),
+		RetryWait:    clock.Real(guest.DefaultRetryWait),
+		MaxRetryWait: clock.Real(guest.DefaultMaxRetryWait),
 	}))
 	if err != nil {
 		b.Fatal(err)
@@ -366,7 +372,7 @@ type benchRunner struct {
 	attempts [][]benchAttempt
 }
 
-// benchGuest is what the runner needs of a guest (*vmpool.Guest has it).
+// benchGuest is what the runner needs of a guest (*guest.Client has it).
 type benchGuest interface {
 	CursorPosition(ctx context.Context) (x, y int, err error)
 	BaseURL() string
@@ -565,7 +571,7 @@ type benchModelRun struct {
 func benchModelWorkload(seed uint64, shape benchShape) benchModelRun {
 	// The guest client's retries before it gives up on a dead VM: waits
 	// drawn from the upper half of 5, 10 and 20 s.
-	retryWaits := 3 * (vmpool.DefaultRetryWait + 2*vmpool.DefaultRetryWait + 4*vmpool.DefaultRetryWait) / 4
+	retryWaits := 3 * (guest.DefaultRetryWait + 2*guest.DefaultRetryWait + 4*guest.DefaultRetryWait) / 4
 	w := newBenchSchedWorkWith(seed, shape)
 	attempts := make([][]benchAttempt, len(w.jobs))
 	var work, longest time.Duration

@@ -18,6 +18,7 @@ import (
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 )
 
 // failFirst is a Runner whose first attempt of each listed episode ends by
@@ -53,7 +54,7 @@ func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmp
 }
 
 // simPoolWith is simPool with a change to the pool's configuration.
-func simPoolWith(t *testing.T, n int, hung map[int]bool, edit func(*vmpool.PoolConfig), opts ...vmpool.Option) *vmpool.Pool {
+func simPoolWith(t *testing.T, n int, hung map[int]bool, edit func(*vmpool.Config), opts ...vmpool.Option) *vmpool.Pool {
 	t.Helper()
 	return poolOver(t, startGuests(t, n, hung), edit, opts...)
 }
@@ -81,18 +82,22 @@ func startGuests(t *testing.T, n int, hung map[int]bool) []string {
 
 // poolOver is a real vmpool.Pool over simulated guests at urls, closed at
 // the test's end; edit changes its configuration.
-func poolOver(t *testing.T, urls []string, edit func(*vmpool.PoolConfig), opts ...vmpool.Option) *vmpool.Pool {
+func poolOver(t *testing.T, urls []string, edit func(*vmpool.Config), opts ...vmpool.Option) *vmpool.Pool {
 	t.Helper()
-	sc := vmpool.SimURLs(urls...)
+	sc := simvm.URLs(urls...)
 	sc.PollInterval = 5 * time.Millisecond
-	cfg := vmpool.PoolConfig{
-		ID: "sched-test", Backend: vmpool.BackendSim, Sim: &sc, IdleCheck: -1, LockDir: t.TempDir(),
+	b, err := simvm.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := vmpool.Config{
+		ID: "sched-test", IdleCheck: -1, LockDir: t.TempDir(),
 		RetryWait: 10 * time.Millisecond, Timeouts: vmpool.Timeouts{Start: 2 * time.Second, Reset: 2 * time.Second},
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	pool, err := vmpool.NewPool(context.Background(), cfg, append([]vmpool.Option{vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
+	pool, err := vmpool.NewPool(context.Background(), cfg, b, append([]vmpool.Option{vmpool.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +242,7 @@ func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
 	} {
 		for round := range 4 {
 			t.Run(fmt.Sprintf("%s/%d", tc.name, round), func(t *testing.T) {
-				pool := simPoolWith(t, 4, map[int]bool{2: true, 3: true}, func(c *vmpool.PoolConfig) { c.QuarantineAfter = tc.quarantine })
+				pool := simPoolWith(t, 4, map[int]bool{2: true, 3: true}, func(c *vmpool.Config) { c.QuarantineAfter = tc.quarantine })
 				var jobs []Job
 				fail := map[benchKey]bool{}
 				for i := range 6 {
@@ -282,9 +287,9 @@ func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
 func TestSchedulerEndsWhileAWorkerWaitsForAVM(t *testing.T) {
 	urls := startGuests(t, 2, nil)
 	lockDir := t.TempDir()
-	other := poolOver(t, urls[1:], func(c *vmpool.PoolConfig) { c.ID, c.LockDir = "other-process", lockDir })
+	other := poolOver(t, urls[1:], func(c *vmpool.Config) { c.ID, c.LockDir = "other-process", lockDir })
 	poll.Until(t, "the other pool holds its VM", 30*time.Second, func() bool { return other.Stats().Ready == 1 })
-	pool := poolOver(t, urls, func(c *vmpool.PoolConfig) { c.LockDir, c.QuarantineAfter = lockDir, 1 })
+	pool := poolOver(t, urls, func(c *vmpool.Config) { c.LockDir, c.QuarantineAfter = lockDir, 1 })
 	if st := pool.Stats(); st.LockedElsewhere != 1 {
 		t.Fatalf("pool stats %+v: want one VM held by the other pool", st)
 	}

@@ -1,17 +1,19 @@
 package vmpool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
 )
 
 // Errors of the pool that callers branch on.
@@ -30,10 +32,13 @@ var (
 type VMError struct {
 	VM  string // VM id
 	Op  string // "start", "reset", "health", "stop", ...
-	Err error
+	Err error  // what went wrong
 }
 
+// Error names the VM and the operation.
 func (e *VMError) Error() string { return fmt.Sprintf("vmpool: vm %s: %s: %v", e.VM, e.Op, e.Err) }
+
+// Unwrap is Err.
 func (e *VMError) Unwrap() error { return e.Err }
 
 // opTimeoutError is an operation that did not return within the pool's
@@ -55,7 +60,7 @@ func (e *opTimeoutError) Is(target error) bool {
 // isTimeout reports a failure that quarantines a VM at once: an operation
 // or a guest call that ran out of time, or a VM that never became ready.
 func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStuck) || errors.Is(err, ErrTimeout)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStuck) || errors.Is(err, guest.ErrTimeout)
 }
 
 // State is where a VM is in its life in the pool.
@@ -74,13 +79,14 @@ const (
 
 // Quarantine records why a VM was taken out of rotation.
 type Quarantine struct {
-	VM       string
+	VM       string    // VM id
 	Reason   string    // "3 failures in a row", "reset timed out", ...
 	Err      error     // the last failure
 	Failures int       // consecutive failures at the time
 	At       time.Time // when
 }
 
+// String says which VM, why, when and its last error.
 func (q Quarantine) String() string {
 	s := fmt.Sprintf("%s: %s at %s", q.VM, q.Reason, q.At.Format(time.RFC3339))
 	if q.Err != nil {
@@ -110,12 +116,12 @@ const (
 
 // Event is one thing that happened to a VM, for metrics and tests.
 type Event struct {
-	Time     time.Time
-	VM       string
-	Kind     EventKind
-	Healthy  bool // EventReleased: the caller's verdict
-	Duration time.Duration
-	Err      error
+	Time     time.Time     // when it happened
+	VM       string        // VM id
+	Kind     EventKind     // what happened
+	Healthy  bool          // EventReleased: the caller's verdict
+	Duration time.Duration // what it measures depends on Kind (see the EventKind values)
+	Err      error         // the failure or fault, for the kinds that have one
 }
 
 // Stats is a snapshot of the pool's counters.
@@ -132,11 +138,11 @@ type Stats struct {
 	UnhealthyReleases int64 // leases ended Fault
 	Returns           int64 // leases ended Unused
 	Starts            int64 // Backend.Start calls
-	StartFailures     int64
+	StartFailures     int64 // Backend.Start calls that failed (or their health check did)
 	Resets            int64 // Backend.Reset calls
-	ResetFailures     int64
-	HealthChecks      int64
-	HealthFailures    int64
+	ResetFailures     int64 // Backend.Reset calls that failed (or their health check did)
+	HealthChecks      int64 // health checks after starts and resets and of idle VMs
+	HealthFailures    int64 // health checks of idle VMs that failed
 	// Failures is UnhealthyReleases + StartFailures + ResetFailures +
 	// HealthFailures.
 	Failures int64
@@ -157,14 +163,14 @@ type Stats struct {
 
 // VMStatus is one VM as the pool sees it now.
 type VMStatus struct {
-	Spec       VMSpec
-	State      State
-	GuestURL   string // "" until started
-	Failures   int    // consecutive failures
-	Leases     int64
-	Resets     int64
-	LastError  string
-	Quarantine *Quarantine
+	Spec       VMSpec      // the VM as its backend describes it
+	State      State       // where it is in its life in the pool
+	GuestURL   string      // "" until started
+	Failures   int         // consecutive failures
+	Leases     int64       // leases of this VM so far
+	Resets     int64       // Backend.Reset calls for this VM so far
+	LastError  string      // the last failure, if the VM has not been ready since
+	Quarantine *Quarantine // why the VM was quarantined, or nil
 }
 
 // Option adjusts NewPool.
@@ -172,8 +178,7 @@ type Option func(*options)
 
 type options struct {
 	log       *slog.Logger
-	backend   Backend
-	guestOpts GuestOptions
+	guestOpts guest.Options
 	onEvent   func(Event)
 }
 
@@ -181,15 +186,11 @@ type options struct {
 // with key/value pairs: pool, backend, vm, op, err.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithBackend drives the pool with b instead of the backend that
-// cfg.Backend names; cfg's backend sections are then ignored.
-func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
-
 // WithGuestOptions sets the options of the guest clients the pool creates
 // for its VMs (Lease.Guest). StateURL is set per VM from its Endpoint.
 // Without an HTTPClient the pool uses one of its own and closes its idle
 // connections on Close.
-func WithGuestOptions(g GuestOptions) Option { return func(o *options) { o.guestOpts = g } }
+func WithGuestOptions(g guest.Options) Option { return func(o *options) { o.guestOpts = g } }
 
 // WithEvents calls fn for every pool event. fn is called in the order the
 // events happen, with the pool's lock held: it must be quick and must not
@@ -208,12 +209,12 @@ func WithEvents(fn func(Event)) Option { return func(o *options) { o.onEvent = f
 // runs out of time, is quarantined: out of rotation for the rest of the
 // pool's life, reported by Stats, Quarantined and a log line.
 type Pool struct {
-	cfg       PoolConfig
+	cfg       Config
 	backend   Backend
 	log       *slog.Logger
 	onEvent   func(Event)
-	guestOpts GuestOptions
-	transport *http.Transport // ours to close, or nil
+	guestOpts guest.Options
+	ownClient *http.Client // the guests' HTTP client when the pool made it: ours to close, or nil
 
 	ctx     context.Context // ends at Close: every background operation derives from it
 	cancel  context.CancelFunc
@@ -234,11 +235,11 @@ type Pool struct {
 // vm is the pool's record of one VM; guarded by Pool.mu except where noted.
 type vm struct {
 	spec       VMSpec
-	lock       *fileLock
+	lock       *lockfile.Lock
 	state      State
 	started    bool // Backend.Start was called: Stop it on Close
 	ep         Endpoint
-	guest      *Guest
+	guest      *guest.Client
 	failures   int // consecutive
 	lastErr    error
 	readySince time.Time
@@ -260,14 +261,15 @@ type waiter struct {
 	avoid map[string]bool  // VMs the caller would rather not get (Avoid)
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-
-// NewPool creates the pool that cfg describes and starts bringing its VMs
-// up in the background; it does not wait for them (Lease does). ctx bounds
-// only NewPool's own work (listing the VMs, the backend's setup); the pool
-// lives until Close. A VM whose lock another process holds is left to that
-// process and retried every cfg.LockRetry.
-func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error) {
+// NewPool creates a pool of backend's VMs under the policy cfg and starts
+// bringing the VMs up in the background; it does not wait for them (Lease
+// does). The pool owns backend from now on: it closes it at Close, or
+// before NewPool returns an error. ctx bounds only NewPool's own work
+// (listing the VMs, the backend's setup); the pool lives until Close. A VM
+// whose lock another process holds is left to that process and retried
+// every cfg.LockRetry. Package poolfile builds the backend and the pool
+// that a pool file describes.
+func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (*Pool, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -276,23 +278,16 @@ func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error)
 		o.log = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	if o.backend != nil {
-		cfg.Backend = o.backend.Name()
-		cfg.Sim, cfg.Guest, cfg.VMware, cfg.Docker = nil, nil, nil, nil
-		if err := cfg.validatePool(); err != nil {
-			return nil, err
-		}
-	} else if err := cfg.Validate(); err != nil {
+	closeBackend := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Stop)
+		_ = backend.Close(cctx)
+		cancel()
+	}
+	if err := cfg.Validate(); err != nil {
+		closeBackend()
 		return nil, err
 	}
-	log := o.log.With("pool", cfg.ID, "backend", cfg.Backend)
-	backend := o.backend
-	if backend == nil {
-		var err error
-		if backend, err = NewBackend(cfg, log); err != nil {
-			return nil, err
-		}
-	}
+	log := o.log.With("pool", cfg.ID, "backend", backend.Name())
 	lctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Start)
 	specs, err := backend.VMs(lctx)
 	cancel()
@@ -300,9 +295,7 @@ func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error)
 		err = checkSpecs(backend.Name(), specs)
 	}
 	if err != nil {
-		cctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Stop)
-		_ = backend.Close(cctx)
-		cancel()
+		closeBackend()
 		return nil, fmt.Errorf("vmpool: pool %s: listing the %s VMs: %w", cfg.ID, backend.Name(), err)
 	}
 
@@ -315,7 +308,8 @@ func NewPool(ctx context.Context, cfg PoolConfig, opts ...Option) (*Pool, error)
 		created:   time.Now(),
 	}
 	if p.guestOpts.HTTPClient == nil {
-		p.guestOpts.HTTPClient, p.transport = newHTTPClient()
+		p.ownClient = guest.NewHTTPClient()
+		p.guestOpts.HTTPClient = p.ownClient
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for i := range specs {
@@ -360,14 +354,14 @@ func checkSpecs(backend string, specs []VMSpec) error {
 	ids := map[string]bool{}
 	keys := map[string]string{}
 	for _, s := range specs {
-		if !idPattern.MatchString(s.ID) {
+		if !ValidID(s.ID) {
 			return fmt.Errorf("VM id %q: want letters, digits, '.', '_' and '-', starting with a letter or digit", s.ID)
 		}
 		if ids[s.ID] {
 			return fmt.Errorf("VM id %q appears twice; give each VM its own id", s.ID)
 		}
 		ids[s.ID] = true
-		key := orDefault(s.Key, backend+":"+s.ID)
+		key := cmp.Or(s.Key, backend+":"+s.ID)
 		if other, ok := keys[key]; ok {
 			return fmt.Errorf("VMs %q and %q are the same machine (%s)", other, s.ID, key)
 		}
@@ -378,7 +372,7 @@ func checkSpecs(backend string, specs []VMSpec) error {
 
 // tryLockLocked tries to take v's lock file; on success v starts.
 func (p *Pool) tryLockLocked(v *vm) (bool, error) {
-	l, holder, err := tryLock(p.cfg.LockDir, v.spec.Key, "pool="+p.cfg.ID+" vm="+v.spec.ID)
+	l, holder, err := lockfile.TryLock(p.cfg.LockDir, v.spec.Key, "pool="+p.cfg.ID+" vm="+v.spec.ID)
 	if err != nil {
 		return false, &VMError{VM: v.spec.ID, Op: "lock", Err: err}
 	}
@@ -602,7 +596,7 @@ func (p *Pool) bringUpOnce(v *vm, op string) error {
 	if v.guest == nil || ep != v.ep {
 		gopts := p.guestOpts
 		gopts.StateURL = ep.StateURL
-		g, gerr := NewGuest(ep.GuestURL, gopts)
+		g, gerr := guest.New(ep.GuestURL, gopts)
 		if gerr != nil {
 			p.mu.Unlock()
 			return &VMError{VM: v.spec.ID, Op: op, Err: fmt.Errorf("the backend gave a bad guest URL: %w", gerr)}
@@ -678,261 +672,6 @@ func (p *Pool) readyLocked(v *vm, took time.Duration) {
 	v.lastErr = nil
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventReady, Duration: took})
 	p.dispatchLocked(v)
-}
-
-// dispatchLocked puts a ready VM in the idle queue and serves the waiting
-// Lease calls that can take a VM now.
-func (p *Pool) dispatchLocked(v *vm) {
-	p.idle = append(p.idle, v)
-	p.matchLocked()
-}
-
-// matchLocked serves waiting Lease calls from the idle VMs: each waiter, in
-// the order they came, gets the longest-idle VM it accepts (see
-// acceptsLocked). It runs whenever a VM becomes idle, a waiter arrives, or
-// a quarantine changes what a waiter accepts.
-func (p *Pool) matchLocked() {
-	for wi := 0; wi < len(p.waiters) && len(p.idle) > 0; {
-		w := p.waiters[wi]
-		vi := slices.IndexFunc(p.idle, func(v *vm) bool { return p.acceptsLocked(w, v) })
-		if vi < 0 {
-			wi++
-			continue
-		}
-		v := p.idle[vi]
-		p.idle = slices.Delete(p.idle, vi, vi+1)
-		p.waiters = slices.Delete(p.waiters, wi, wi+1)
-		w.ch <- leaseResult{lease: p.leaseLocked(v)}
-	}
-}
-
-// acceptsLocked reports whether waiter w takes VM v: v is not one w
-// avoids, or every VM w does not avoid is out of this pool's hands
-// (quarantined, or held by another process), so that waiting could last
-// for ever.
-func (p *Pool) acceptsLocked(w *waiter, v *vm) bool {
-	if !w.avoid[v.spec.ID] {
-		return true
-	}
-	for _, o := range p.vms {
-		if !w.avoid[o.spec.ID] && o.state != StateQuarantined && o.state != StateLockedElsewhere {
-			return false
-		}
-	}
-	return true
-}
-
-func (p *Pool) leaseLocked(v *vm) *Lease {
-	v.state = StateLeased
-	l := &Lease{p: p, v: v, spec: v.spec, guest: v.guest, ep: v.ep, at: time.Now()}
-	v.lease = l
-	return l
-}
-
-// LeaseOption adjusts one Lease call.
-type LeaseOption func(*waiter)
-
-// Avoid asks Lease for a VM other than the given ones (the VMs an episode
-// failed on). Lease then waits for another VM, unless no other VM is in the
-// pool's hands (every other one is quarantined or held by another process):
-// then an avoided VM is better than none.
-func Avoid(ids ...string) LeaseOption {
-	return func(w *waiter) {
-		for _, id := range ids {
-			if w.avoid == nil {
-				w.avoid = map[string]bool{}
-			}
-			w.avoid[id] = true
-		}
-	}
-}
-
-// Lease returns a clean, ready VM for one episode. It blocks until a VM is
-// ready or ctx ends; callers are served first come, first served, each with
-// the longest-idle VM it accepts (see Avoid). The caller must end the lease
-// with Lease.End.
-//
-// Errors: ctx's error (wrapped, with the pool's state) when ctx ends first;
-// ErrNoVMs when every VM is quarantined (at once, or as soon as the last
-// one is while waiting); ErrClosed after Close.
-func (p *Pool) Lease(ctx context.Context, opts ...LeaseOption) (*Lease, error) {
-	start := time.Now()
-	w := &waiter{ch: make(chan leaseResult, 1)}
-	for _, o := range opts {
-		o(w)
-	}
-	p.mu.Lock()
-	switch {
-	case p.closed:
-		p.mu.Unlock()
-		return nil, ErrClosed
-	case p.quarantined == len(p.vms):
-		err := p.noVMsErrLocked()
-		p.mu.Unlock()
-		return nil, err
-	case ctx.Err() != nil:
-		p.mu.Unlock()
-		return nil, fmt.Errorf("vmpool: lease: %w", ctx.Err())
-	}
-	p.waiters = append(p.waiters, w)
-	p.matchLocked()
-	p.mu.Unlock()
-
-	select {
-	case r := <-w.ch:
-		return p.finishLease(r, start)
-	case <-ctx.Done():
-	}
-	p.mu.Lock()
-	if i := slices.Index(p.waiters, w); i >= 0 {
-		p.waiters = slices.Delete(p.waiters, i, i+1)
-		msg := p.summaryLocked()
-		p.mu.Unlock()
-		return nil, fmt.Errorf("vmpool: lease: no VM became ready after %v (%s): %w",
-			roundDur(time.Since(start)), msg, ctx.Err())
-	}
-	p.mu.Unlock()
-	// A result was sent as ctx ended: a VM goes back, unused and clean.
-	r := <-w.ch
-	if r.lease != nil {
-		p.mu.Lock()
-		v := r.lease.v
-		v.lease = nil
-		v.state = StateReady // nobody holds it, closed pool or not
-		if !p.closed {
-			p.dispatchLocked(v)
-		}
-		p.mu.Unlock()
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return nil, fmt.Errorf("vmpool: lease: %w", ctx.Err())
-}
-
-func (p *Pool) finishLease(r leaseResult, start time.Time) (*Lease, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	p.mu.Lock()
-	p.leasedLocked(r.lease, start)
-	p.mu.Unlock()
-	return r.lease, nil
-}
-
-func (p *Pool) leasedLocked(l *Lease, start time.Time) {
-	wait := time.Since(start)
-	l.at = time.Now()
-	l.v.leases++
-	p.st.Leases++
-	p.st.LeaseWait += wait
-	p.emitLocked(Event{VM: l.spec.ID, Kind: EventLeased, Duration: wait})
-}
-
-// summaryLocked describes the VMs' states for a message.
-func (p *Pool) summaryLocked() string {
-	counts := map[State]int{}
-	for _, v := range p.vms {
-		counts[v.state]++
-	}
-	var parts []string
-	for _, s := range []State{StateReady, StateLeased, StateStarting, StateResetting, StateChecking, StateLockedElsewhere, StateQuarantined} {
-		if n := counts[s]; n > 0 {
-			label := string(s)
-			if s == StateLockedElsewhere {
-				label = "held by another process"
-			}
-			parts = append(parts, fmt.Sprintf("%d %s", n, label))
-		}
-	}
-	return fmt.Sprintf("%d VMs: %s", len(p.vms), strings.Join(parts, ", "))
-}
-
-// Verdict is what the caller says about a VM when it ends a lease: Healthy,
-// Unused, or Fault(err).
-type Verdict struct {
-	unused bool
-	fault  error
-}
-
-var (
-	// Healthy: the VM was used and behaved. The episode's outcome does not
-	// matter: a failed task on a working VM is healthy.
-	Healthy = Verdict{}
-	// Unused: the caller made no guest call. The VM is ready again at once,
-	// without a reset, and the pool learns nothing about its health.
-	Unused = Verdict{unused: true}
-)
-
-// Fault is the verdict on a VM that failed the caller (a guest that
-// stopped answering, an app that could not start); err is what a
-// quarantine reports (nil: "the VM failed").
-func Fault(err error) Verdict {
-	if err == nil {
-		err = errors.New("the VM failed")
-	}
-	return Verdict{fault: err}
-}
-
-// End hands the lease back with the caller's verdict on the VM. After a
-// Healthy or Fault verdict the VM's reset starts at once in the background
-// (End does not wait for it); a Fault counts toward quarantine, a Healthy
-// verdict clears the VM's failures in a row. After Unused the VM is ready
-// again at once and its failures in a row are kept, so a failing VM that
-// is leased and handed back unused still reaches quarantine.
-//
-// End returns ErrReleased for a lease ended before, and nil after Close
-// (the VM is stopped with the others).
-func (l *Lease) End(v Verdict) error {
-	if l == nil {
-		return errors.New("vmpool: end: nil lease")
-	}
-	p := l.p
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	vm, held, err := p.endLeaseLocked(l)
-	if err != nil {
-		return err
-	}
-	if v.unused {
-		// held is not Busy: the VM did no work.
-		p.st.Returns++
-		p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReturned, Duration: held})
-		vm.state = StateReady // nobody holds it, closed pool or not
-		if !p.closed {
-			p.dispatchLocked(vm)
-		}
-		return nil
-	}
-	p.st.Busy += held
-	p.st.Releases++
-	p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReleased, Healthy: v.fault == nil, Duration: held, Err: v.fault})
-	if p.closed {
-		return nil
-	}
-	if v.fault == nil {
-		vm.failures = 0
-	} else {
-		p.st.UnhealthyReleases++
-		if p.failLocked(vm, "episode", &VMError{VM: vm.spec.ID, Op: "episode", Err: v.fault}) {
-			return nil
-		}
-	}
-	vm.state = StateResetting
-	p.emitLocked(Event{VM: vm.spec.ID, Kind: EventResetting})
-	p.goLocked(func() { p.bringUp(vm, "reset") })
-	return nil
-}
-
-// endLeaseLocked ends l: it returns l's VM, now held by nobody, and how
-// long l was held; ErrReleased when l ended before.
-func (p *Pool) endLeaseLocked(l *Lease) (*vm, time.Duration, error) {
-	if l.released {
-		return nil, 0, fmt.Errorf("%w (vm %s)", ErrReleased, l.spec.ID)
-	}
-	l.released = true
-	l.v.lease = nil
-	return l.v, time.Since(l.at), nil
 }
 
 // Close stops the pool: blocked Lease calls return ErrClosed, background
@@ -1012,8 +751,8 @@ func (p *Pool) close(ctx context.Context) error {
 	}
 	st := p.statsLocked()
 	p.mu.Unlock()
-	if p.transport != nil {
-		p.transport.CloseIdleConnections()
+	if p.ownClient != nil {
+		p.ownClient.CloseIdleConnections()
 	}
 	p.log.Debug("vmpool: pool closed", "leases", st.Leases, "resets", st.Resets, "failures", st.Failures,
 		"quarantined", st.Quarantined, "utilisation", fmt.Sprintf("%.3f", st.Utilisation))
@@ -1104,62 +843,8 @@ func (p *Pool) Usable() []string {
 // Size is the number of VMs in the pool, quarantined ones included.
 func (p *Pool) Size() int { return len(p.vms) }
 
-// ID is the pool's id (PoolConfig.ID).
+// ID is the pool's id (Config.ID).
 func (p *Pool) ID() string { return p.cfg.ID }
 
 // Config is the pool's configuration with defaults filled in.
-func (p *Pool) Config() PoolConfig { return p.cfg }
-
-// Lease is one VM leased to one caller, from Pool.Lease until End. Its
-// methods are safe for concurrent use. After End the lease must not be
-// used: the VM is being reset and may already serve someone else.
-type Lease struct {
-	p        *Pool
-	v        *vm
-	spec     VMSpec
-	guest    *Guest
-	ep       Endpoint
-	at       time.Time // guarded by p.mu
-	released bool      // guarded by p.mu
-}
-
-// ID is the VM's id; record it with the trajectory.
-func (l *Lease) ID() string { return l.spec.ID }
-
-// Spec is the VM's description.
-func (l *Lease) Spec() VMSpec { return l.spec }
-
-// Guest is the client of the VM's guest server: screenshots, pyautogui
-// actions, task setup, app state.
-func (l *Lease) Guest() *Guest { return l.guest }
-
-// Endpoint is where the VM's servers answer during this lease.
-func (l *Lease) Endpoint() Endpoint { return l.ep }
-
-// LeasedAt is when the lease began.
-func (l *Lease) LeasedAt() time.Time {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	return l.at
-}
-
-// ScreenSize is the VM's screen size, asked of the guest once per start or
-// reset endpoint and then remembered.
-func (l *Lease) ScreenSize(ctx context.Context) (w, h int, err error) {
-	l.p.mu.Lock()
-	w, h = l.v.screenW, l.v.screenH
-	l.p.mu.Unlock()
-	if w > 0 && h > 0 {
-		return w, h, nil
-	}
-	w, h, err = l.guest.ScreenSize(ctx)
-	if err != nil {
-		return 0, 0, &VMError{VM: l.spec.ID, Op: "screen size", Err: err}
-	}
-	l.p.mu.Lock()
-	if l.v.guest == l.guest {
-		l.v.screenW, l.v.screenH = w, h
-	}
-	l.p.mu.Unlock()
-	return w, h, nil
-}
+func (p *Pool) Config() Config { return p.cfg }

@@ -1,9 +1,10 @@
-package vmpool
+package vmpool_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,13 +14,19 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/poll"
+	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/guest"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
+	"github.com/codapipe/codapipe/pkg/vmpool/internal/pooltest"
 )
 
 func TestPoolLeaseRelease(t *testing.T) {
 	b := newTestBackend(2, t.Name()+":")
-	p := newTestPool(t, testConfig(t), b)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
 
-	l1, l2 := p.lease(t), p.lease(t)
+	l1, l2 := p.MustLease(t), p.MustLease(t)
 	if l1.ID() == l2.ID() {
 		t.Fatalf("both leases got %s", l1.ID())
 	}
@@ -36,23 +43,23 @@ func TestPoolLeaseRelease(t *testing.T) {
 		t.Fatalf("Lease with both VMs out: %v, want DeadlineExceeded naming 2 leased VMs", err)
 	}
 
-	if err := l1.End(Healthy); err != nil {
+	if err := l1.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
-	l3 := p.lease(t)
+	l3 := p.MustLease(t)
 	if l3.ID() != l1.ID() {
 		t.Fatalf("lease after release got %s, want %s", l3.ID(), l1.ID())
 	}
 	if n := b.count("reset", l1.ID()); n != 1 {
 		t.Fatalf("%d resets of %s, want 1", n, l1.ID())
 	}
-	if err := l2.End(Healthy); err != nil {
+	if err := l2.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
-	if err := l3.End(Healthy); err != nil {
+	if err := l3.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
-	p.ev.waitCount(t, EventReady, "", 5) // 2 starts + 3 resets
+	p.Events.WaitCount(t, vmpool.EventReady, "", 5) // 2 starts + 3 resets
 	st := p.Stats()
 	if st.VMs != 2 || st.Leases != 3 || st.Releases != 3 || st.Starts != 2 || st.Resets != 3 || st.Ready != 2 || st.Failures != 0 {
 		t.Fatalf("stats = %+v", st)
@@ -74,12 +81,12 @@ func TestPoolResetAhead(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	p := newTestPool(t, testConfig(t), b)
-	p.ev.waitCount(t, EventReady, "", 2)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	p.Events.WaitCount(t, vmpool.EventReady, "", 2)
 
-	a := p.lease(t)
+	a := p.MustLease(t)
 	other := map[string]string{"vm-0": "vm-1", "vm-1": "vm-0"}[a.ID()]
-	if err := a.End(Healthy); err != nil {
+	if err := a.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
 	// The reset began during Release, before any further Lease call.
@@ -93,27 +100,27 @@ func TestPoolResetAhead(t *testing.T) {
 	}
 	// a's reset is blocked; the next Lease gets the other VM without
 	// waiting for it.
-	bl := p.lease(t)
+	bl := p.MustLease(t)
 	if bl.ID() != other {
 		t.Fatalf("lease during %s's reset got %s, want %s", a.ID(), bl.ID(), other)
 	}
-	if i, j := p.ev.index(EventResetting, a.ID(), 1), p.ev.index(EventLeased, other, 1); i < 0 || j < i {
-		t.Fatalf("events out of order (resetting %d, leased %d):\n%s", i, j, p.ev)
+	if i, j := p.Events.Index(vmpool.EventResetting, a.ID(), 1), p.Events.Index(vmpool.EventLeased, other, 1); i < 0 || j < i {
+		t.Fatalf("events out of order (resetting %d, leased %d):\n%s", i, j, p.Events)
 	}
-	if p.ev.count(EventReady, a.ID()) != 1 {
+	if p.Events.Count(vmpool.EventReady, a.ID()) != 1 {
 		t.Fatal("a's reset finished while its gate was closed")
 	}
 
 	// Let a's reset finish while b is in use; then the lease after b's
 	// release finds a ready and makes no backend call.
 	close(gate)
-	p.ev.waitCount(t, EventReady, a.ID(), 2)
-	if err := bl.End(Healthy); err != nil {
+	p.Events.WaitCount(t, vmpool.EventReady, a.ID(), 2)
+	if err := bl.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
 	<-resetting
 	resets, healths := b.count("reset", a.ID()), b.count("health", a.ID())
-	l := p.lease(t)
+	l := p.MustLease(t)
 	if l.ID() != a.ID() {
 		t.Fatalf("got %s, want the VM reset ahead, %s", l.ID(), a.ID())
 	}
@@ -127,8 +134,8 @@ func TestPoolResetAhead(t *testing.T) {
 
 func TestPoolLeaseFIFO(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
-	p := newTestPool(t, testConfig(t), b)
-	first := p.lease(t)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	first := p.MustLease(t)
 
 	const n = 5
 	got := make(chan int, n)
@@ -145,11 +152,11 @@ func TestPoolLeaseFIFO(t *testing.T) {
 				return
 			}
 			got <- i
-			_ = l.End(Healthy)
+			_ = l.End(vmpool.Healthy)
 		}()
-		waitFor(t, "waiter queued", func() bool { return p.Stats().Waiting == i+1 })
+		poll.Until(t, "waiter queued", 10*time.Second, func() bool { return p.Stats().Waiting == i+1 })
 	}
-	_ = first.End(Healthy)
+	_ = first.End(vmpool.Healthy)
 	wg.Wait()
 	close(got)
 	want := 0
@@ -163,19 +170,19 @@ func TestPoolLeaseFIFO(t *testing.T) {
 
 func TestPoolQuarantineAfterUnhealthyReleases(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
-	p := newTestPool(t, testConfig(t), b)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
 
 	// A healthy release in between resets the count.
-	for _, v := range []Verdict{Fault(nil), Fault(nil), Healthy, Fault(nil), Fault(nil)} {
-		if err := p.lease(t).End(v); err != nil {
+	for _, v := range []vmpool.Verdict{vmpool.Fault(nil), vmpool.Fault(nil), vmpool.Healthy, vmpool.Fault(nil), vmpool.Fault(nil)} {
+		if err := p.MustLease(t).End(v); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if q := p.Quarantined(); len(q) != 0 {
 		t.Fatalf("quarantined after non-consecutive failures: %v", q)
 	}
-	l := p.lease(t)
-	if err := l.End(Fault(errors.New("app crashed at launch"))); err != nil {
+	l := p.MustLease(t)
+	if err := l.End(vmpool.Fault(errors.New("app crashed at launch"))); err != nil {
 		t.Fatal(err)
 	}
 	q := p.Quarantined()
@@ -187,14 +194,14 @@ func TestPoolQuarantineAfterUnhealthyReleases(t *testing.T) {
 	if st.Quarantined != 1 || st.UnhealthyReleases != 5 || len(st.QuarantinedVMs) != 1 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if logs := p.log.String(); !strings.Contains(logs, "VM quarantined") || !strings.Contains(logs, "vm=vm-0") {
+	if logs := p.Log.String(); !strings.Contains(logs, "VM quarantined") || !strings.Contains(logs, "vm=vm-0") {
 		t.Fatalf("no quarantine log line:\n%s", logs)
 	}
 	_, err := p.Lease(context.Background())
-	if !errors.Is(err, ErrNoVMs) || !strings.Contains(err.Error(), "app crashed at launch") {
+	if !errors.Is(err, vmpool.ErrNoVMs) || !strings.Contains(err.Error(), "app crashed at launch") {
 		t.Fatalf("Lease with every VM quarantined: %v, want ErrNoVMs with the reason", err)
 	}
-	if vs := p.VMs(); vs[0].State != StateQuarantined || vs[0].Quarantine == nil {
+	if vs := p.VMs(); vs[0].State != vmpool.StateQuarantined || vs[0].Quarantine == nil {
 		t.Fatalf("VMs() = %+v", vs)
 	}
 }
@@ -209,11 +216,11 @@ func TestPoolQuarantineAfterFailedResets(t *testing.T) {
 		}
 		return nil
 	}
-	p := newTestPool(t, testConfig(t), b)
-	a, other := p.lease(t), p.lease(t)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	a, other := p.MustLease(t), p.MustLease(t)
 	broken.Store(a.ID())
-	_ = a.End(Healthy)
-	p.ev.waitCount(t, EventQuarantined, a.ID(), 1)
+	_ = a.End(vmpool.Healthy)
+	p.Events.WaitCount(t, vmpool.EventQuarantined, a.ID(), 1)
 	if n := b.count("reset", a.ID()); n != 3 {
 		t.Fatalf("%d resets before quarantine, want 3 (quarantine_after)", n)
 	}
@@ -223,8 +230,8 @@ func TestPoolQuarantineAfterFailedResets(t *testing.T) {
 		t.Fatalf("quarantine = %+v", q)
 	}
 	// The pool carries on with the other VM.
-	_ = other.End(Healthy)
-	if l := p.lease(t); l.ID() != other.ID() {
+	_ = other.End(vmpool.Healthy)
+	if l := p.MustLease(t); l.ID() != other.ID() {
 		t.Fatalf("got %s", l.ID())
 	}
 	if st := p.Stats(); st.ResetFailures != 3 || st.Quarantined != 1 {
@@ -250,7 +257,7 @@ func TestPoolQuarantineOnTimeouts(t *testing.T) {
 		{"health hangs after reset", func(b *testBackend) {
 			var resets atomic.Int32
 			b.onReset = func(ctx context.Context, id string) error { resets.Add(1); return nil }
-			b.onHealth = func(ctx context.Context, id string, g *Guest) error {
+			b.onHealth = func(ctx context.Context, id string, g *guest.Client) error {
 				if resets.Load() > 0 {
 					return hang(ctx)
 				}
@@ -259,24 +266,24 @@ func TestPoolQuarantineOnTimeouts(t *testing.T) {
 		}, "health after reset timed out"},
 		{"not ready (ErrStuck)", func(b *testBackend) {
 			b.onReset = func(ctx context.Context, id string) error {
-				return fmt.Errorf("%w: no IP within 5m", ErrStuck)
+				return fmt.Errorf("%w: no IP within 5m", vmpool.ErrStuck)
 			}
 		}, "reset timed out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestBackend(1, t.Name()+":")
 			tc.setup(b)
-			cfg := testConfig(t)
+			cfg := pooltest.Config(t)
 			cfg.Timeouts.Reset, cfg.Timeouts.Health = 100*time.Millisecond, 100*time.Millisecond
-			p := newTestPool(t, cfg, b)
-			l := p.lease(t)
-			_ = l.End(Healthy)
-			p.ev.waitCount(t, EventQuarantined, "vm-0", 1)
+			p := pooltest.NewPool(t, cfg, b)
+			l := p.MustLease(t)
+			_ = l.End(vmpool.Healthy)
+			p.Events.WaitCount(t, vmpool.EventQuarantined, "vm-0", 1)
 			q := p.Quarantined()
 			if len(q) != 1 || q[0].Reason != tc.reason || q[0].Failures != 1 {
 				t.Fatalf("quarantine = %+v, want %q after one failure", q, tc.reason)
 			}
-			if !errors.Is(q[0].Err, context.DeadlineExceeded) && !errors.Is(q[0].Err, ErrStuck) {
+			if !errors.Is(q[0].Err, context.DeadlineExceeded) && !errors.Is(q[0].Err, vmpool.ErrStuck) {
 				t.Fatalf("quarantine error %v matches neither DeadlineExceeded nor ErrStuck", q[0].Err)
 			}
 			if n := b.count("reset", "vm-0"); n != 1 {
@@ -294,14 +301,14 @@ func TestPoolStartStuck(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := testConfig(t)
+	cfg := pooltest.Config(t)
 	cfg.Timeouts.Start = 100 * time.Millisecond
-	p := newTestPool(t, cfg, b)
-	p.ev.waitCount(t, EventQuarantined, "vm-1", 1)
+	p := pooltest.NewPool(t, cfg, b)
+	p.Events.WaitCount(t, vmpool.EventQuarantined, "vm-1", 1)
 	if q := p.Quarantined(); len(q) != 1 || q[0].Reason != "start timed out" {
 		t.Fatalf("quarantine = %+v", q)
 	}
-	if l := p.lease(t); l.ID() != "vm-0" {
+	if l := p.MustLease(t); l.ID() != "vm-0" {
 		t.Fatalf("got %s", l.ID())
 	}
 }
@@ -315,32 +322,32 @@ func TestPoolStartRetried(t *testing.T) {
 		}
 		return nil
 	}
-	p := newTestPool(t, testConfig(t), b)
-	l := p.lease(t)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	l := p.MustLease(t)
 	if st := p.Stats(); st.Starts != 3 || st.StartFailures != 2 || st.Quarantined != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
-	_ = l.End(Healthy)
+	_ = l.End(vmpool.Healthy)
 }
 
 // TestPoolErrNoVMsWakesWaiters: a Lease blocked when the last VM is
 // quarantined returns ErrNoVMs instead of waiting forever.
 func TestPoolErrNoVMsWakesWaiters(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
-	cfg := testConfig(t)
+	cfg := pooltest.Config(t)
 	cfg.QuarantineAfter = 1
-	p := newTestPool(t, cfg, b)
-	l := p.lease(t)
+	p := pooltest.NewPool(t, cfg, b)
+	l := p.MustLease(t)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := p.Lease(context.Background()) // no deadline
 		errc <- err
 	}()
-	waitFor(t, "waiter", func() bool { return p.Stats().Waiting == 1 })
-	_ = l.End(Fault(nil))
+	poll.Until(t, "waiter", 10*time.Second, func() bool { return p.Stats().Waiting == 1 })
+	_ = l.End(vmpool.Fault(nil))
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrNoVMs) {
+		if !errors.Is(err, vmpool.ErrNoVMs) {
 			t.Fatalf("waiter got %v, want ErrNoVMs", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -358,7 +365,7 @@ func TestPoolNoDoubleLease(t *testing.T) {
 		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
 		return nil
 	}
-	p := newTestPool(t, testConfig(t), b)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
 	var inUse [vms]atomic.Int32
 	var leases, abandoned atomic.Int64
 	var wg sync.WaitGroup
@@ -390,14 +397,14 @@ func TestPoolNoDoubleLease(t *testing.T) {
 				leases.Add(1)
 				time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 				inUse[i].Store(0)
-				if err := l.End(Healthy); err != nil {
+				if err := l.End(vmpool.Healthy); err != nil {
 					t.Errorf("Release: %v", err)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	waitFor(t, "every VM ready again", func() bool { return p.Stats().Ready == vms })
+	poll.Until(t, "every VM ready again", 10*time.Second, func() bool { return p.Stats().Ready == vms })
 	st := p.Stats()
 	if st.Leases != leases.Load() || st.Releases != leases.Load() || st.Quarantined != 0 {
 		t.Fatalf("stats %+v; %d leases seen", st, leases.Load())
@@ -410,37 +417,37 @@ func TestPoolNoDoubleLease(t *testing.T) {
 // came before it still count toward quarantine.
 func TestPoolEndUnused(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
-	p := newTestPool(t, testConfig(t), b)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
 
 	for range 2 {
-		if err := p.lease(t).End(Fault(errors.New("guest stopped answering"))); err != nil {
+		if err := p.MustLease(t).End(vmpool.Fault(errors.New("guest stopped answering"))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l := p.lease(t)
+	l := p.MustLease(t)
 	resets := b.count("reset", "vm-0")
-	if err := l.End(Unused); err != nil {
+	if err := l.End(vmpool.Unused); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.End(Unused); !errors.Is(err, ErrReleased) {
+	if err := l.End(vmpool.Unused); !errors.Is(err, vmpool.ErrReleased) {
 		t.Fatalf("second End(Unused): %v, want ErrReleased", err)
 	}
-	if err := l.End(Healthy); !errors.Is(err, ErrReleased) {
+	if err := l.End(vmpool.Healthy); !errors.Is(err, vmpool.ErrReleased) {
 		t.Fatalf("End(Healthy) after End(Unused): %v, want ErrReleased", err)
 	}
-	if vs := p.VMs(); vs[0].State != StateReady || vs[0].Failures != 2 {
+	if vs := p.VMs(); vs[0].State != vmpool.StateReady || vs[0].Failures != 2 {
 		t.Fatalf("after Return: state %s, %d failures in a row; want ready with the 2 failures kept", vs[0].State, vs[0].Failures)
 	}
-	l = p.lease(t) // at once: no reset in between
+	l = p.MustLease(t) // at once: no reset in between
 	if n := b.count("reset", "vm-0"); n != resets {
 		t.Fatalf("%d resets after Return, want %d (none)", n, resets)
 	}
-	if p.ev.count(EventReturned, "vm-0") != 1 {
-		t.Fatalf("no %s event:\n%s", EventReturned, p.ev)
+	if p.Events.Count(vmpool.EventReturned, "vm-0") != 1 {
+		t.Fatalf("no %s event:\n%s", vmpool.EventReturned, p.Events)
 	}
 	// The third failure in a row quarantines it: the Return did not count
 	// as a healthy episode.
-	if err := l.End(Fault(errors.New("guest stopped answering"))); err != nil {
+	if err := l.End(vmpool.Fault(errors.New("guest stopped answering"))); err != nil {
 		t.Fatal(err)
 	}
 	if q := p.Quarantined(); len(q) != 1 || q[0].Failures != 3 {
@@ -453,16 +460,16 @@ func TestPoolEndUnused(t *testing.T) {
 
 func TestPoolEndMisuse(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
-	p := newTestPool(t, testConfig(t), b)
-	l := p.lease(t)
-	if err := l.End(Healthy); err != nil {
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	l := p.MustLease(t)
+	if err := l.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.End(Healthy); !errors.Is(err, ErrReleased) {
+	if err := l.End(vmpool.Healthy); !errors.Is(err, vmpool.ErrReleased) {
 		t.Fatalf("second End: %v, want ErrReleased", err)
 	}
-	var none *Lease
-	if err := none.End(Healthy); err == nil {
+	var none *vmpool.Lease
+	if err := none.End(vmpool.Healthy); err == nil {
 		t.Fatal("End of a nil lease succeeded")
 	}
 }
@@ -470,18 +477,18 @@ func TestPoolEndMisuse(t *testing.T) {
 func TestPoolIdleCheck(t *testing.T) {
 	b := newTestBackend(1, t.Name()+":")
 	var sick atomic.Bool
-	b.onHealth = func(ctx context.Context, id string, g *Guest) error {
+	b.onHealth = func(ctx context.Context, id string, g *guest.Client) error {
 		if sick.Load() {
 			return errors.New("screenshot: connection refused")
 		}
 		return nil
 	}
-	cfg := testConfig(t)
+	cfg := pooltest.Config(t)
 	cfg.IdleCheck = 20 * time.Millisecond
-	p := newTestPool(t, cfg, b)
-	p.ev.waitCount(t, EventChecking, "vm-0", 2) // healthy idle VMs are checked again and again
+	p := pooltest.NewPool(t, cfg, b)
+	p.Events.WaitCount(t, vmpool.EventChecking, "vm-0", 2) // healthy idle VMs are checked again and again
 	sick.Store(true)
-	p.ev.waitCount(t, EventQuarantined, "vm-0", 1)
+	p.Events.WaitCount(t, vmpool.EventQuarantined, "vm-0", 1)
 	if b.count("reset", "vm-0") == 0 {
 		t.Fatal("a failed idle check did not reset the VM")
 	}
@@ -495,37 +502,37 @@ func TestPoolIdleCheck(t *testing.T) {
 // one of two VMs leased.
 func TestPoolUtilisation(t *testing.T) {
 	b := newTestBackend(2, t.Name()+":")
-	p := newTestPool(t, testConfig(t), b)
-	l := p.lease(t)
-	waitFor(t, "busy time to grow", func() bool { return p.Stats().Busy > 0 })
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	l := p.MustLease(t)
+	poll.Until(t, "busy time to grow", 10*time.Second, func() bool { return p.Stats().Busy > 0 })
 	st := p.Stats()
 	want := float64(st.Busy) / (2 * float64(st.Wall))
 	if st.Leased != 1 || st.Utilisation != want || st.Utilisation <= 0 || st.Utilisation > 0.5 {
 		t.Fatalf("with 1 of 2 VMs leased: busy %v, wall %v, utilisation %v (want %v, in (0, 0.5])", st.Busy, st.Wall, st.Utilisation, want)
 	}
-	if err := l.End(Healthy); err != nil {
+	if err := l.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
 	a := p.Stats()
-	waitFor(t, "wall time to pass", func() bool { return p.Stats().Wall > a.Wall })
+	poll.Until(t, "wall time to pass", 10*time.Second, func() bool { return p.Stats().Wall > a.Wall })
 	if z := p.Stats(); a.Leased != 0 || a.Busy < st.Busy || z.Busy != a.Busy {
 		t.Fatalf("after the lease ended: busy %v then %v (leased %d); want it kept and no longer growing from >= %v", a.Busy, z.Busy, a.Leased, st.Busy)
 	}
 }
 
 func TestLeaseScreenSize(t *testing.T) {
-	g := newFakeGuest(t)
+	g := pooltest.NewFakeGuest(t)
 	b := newTestBackend(1, t.Name()+":")
 	b.url = g.URL()
-	p := newTestPool(t, testConfig(t), b)
-	l := p.lease(t)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	l := p.MustLease(t)
 	for i := 0; i < 3; i++ {
 		w, h, err := l.ScreenSize(context.Background())
 		if err != nil || w != 1280 || h != 800 {
 			t.Fatalf("ScreenSize = %d, %d, %v", w, h, err)
 		}
 	}
-	if n := g.get().sizes; n != 1 {
+	if n := g.Calls().Sizes; n != 1 {
 		t.Fatalf("%d /screen_size calls, want 1 (cached)", n)
 	}
 }
@@ -534,8 +541,8 @@ func TestLeaseScreenSize(t *testing.T) {
 // started VM, closes the backend, releases the locks and leaves no
 // goroutine behind.
 func TestPoolClose(t *testing.T) {
-	g := newFakeGuest(t)
-	check := goroutineBaseline(t)
+	g := pooltest.NewFakeGuest(t)
+	check := pooltest.GoroutineBaseline(t)
 	b := newTestBackend(3, t.Name()+":")
 	b.url = g.URL()
 	var hangReset atomic.Bool
@@ -545,13 +552,13 @@ func TestPoolClose(t *testing.T) {
 		}
 		return nil
 	}
-	b.onHealth = func(ctx context.Context, id string, g *Guest) error {
+	b.onHealth = func(ctx context.Context, id string, g *guest.Client) error {
 		_, err := g.Screenshot(ctx) // real HTTP, so its goroutines count too
 		return err
 	}
-	cfg := testConfig(t)
+	cfg := pooltest.Config(t)
 	cfg.IdleCheck = 10 * time.Millisecond
-	p, err := NewPool(context.Background(), cfg, WithBackend(b), WithLogger(discardLogger()))
+	p, err := vmpool.NewPool(context.Background(), cfg, b, vmpool.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,34 +573,34 @@ func TestPoolClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	hangReset.Store(true)
-	_ = l1.End(Healthy) // its reset hangs until Close cancels it
-	waitFor(t, "hung reset", func() bool { return b.count("reset", l1.ID()) == 1 })
+	_ = l1.End(vmpool.Healthy) // its reset hangs until Close cancels it
+	poll.Until(t, "hung reset", 10*time.Second, func() bool { return b.count("reset", l1.ID()) == 1 })
 	errc := make(chan error, 1)
 	go func() {
 		_, err := p.Lease(context.Background())
 		errc <- err
 	}()
-	waitFor(t, "waiter", func() bool { return p.Stats().Waiting == 1 })
+	poll.Until(t, "waiter", 10*time.Second, func() bool { return p.Stats().Waiting == 1 })
 
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := p.Close(cctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := <-errc; !errors.Is(err, ErrClosed) {
+	if err := <-errc; !errors.Is(err, vmpool.ErrClosed) {
 		t.Fatalf("waiter got %v, want ErrClosed", err)
 	}
-	if _, err := p.Lease(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := p.Lease(ctx); !errors.Is(err, vmpool.ErrClosed) {
 		t.Fatalf("Lease after Close: %v", err)
 	}
-	if err := l2.End(Healthy); err != nil {
+	if err := l2.End(vmpool.Healthy); err != nil {
 		t.Fatalf("Release after Close: %v", err)
 	}
 	for _, s := range b.specs {
 		if b.count("stop", s.ID) != 1 {
 			t.Fatalf("%s stopped %d times", s.ID, b.count("stop", s.ID))
 		}
-		l, _, err := tryLock(cfg.LockDir, s.Key, "")
+		l, _, err := lockfile.TryLock(cfg.LockDir, s.Key, "")
 		if err != nil || l == nil {
 			t.Fatalf("lock of %s still held after Close (%v)", s.ID, err)
 		}
@@ -612,7 +619,7 @@ func TestPoolClose(t *testing.T) {
 // TestPoolCrossProcess: a VM whose lock another process holds is never
 // driven; the pool takes it once that process lets go.
 func TestPoolCrossProcess(t *testing.T) {
-	cfg := testConfig(t)
+	cfg := pooltest.Config(t)
 	b := newTestBackend(2, t.Name()+":")
 	held := b.specs[0]
 
@@ -634,8 +641,8 @@ func TestPoolCrossProcess(t *testing.T) {
 		t.Fatalf("child: %q", line)
 	}
 
-	p := newTestPool(t, cfg, b)
-	l := p.lease(t)
+	p := pooltest.NewPool(t, cfg, b)
+	l := p.MustLease(t)
 	if l.ID() == held.ID {
 		t.Fatalf("leased %s while another process holds its lock", held.ID)
 	}
@@ -651,15 +658,15 @@ func TestPoolCrossProcess(t *testing.T) {
 	if b.count("start", held.ID) != 0 {
 		t.Fatal("the pool started a VM another process holds")
 	}
-	if !strings.Contains(p.log.String(), "in use by another process") {
-		t.Fatalf("no log line about the held VM:\n%s", p.log)
+	if !strings.Contains(p.Log.String(), "in use by another process") {
+		t.Fatalf("no log line about the held VM:\n%s", p.Log)
 	}
 
 	stdin.Close() // the child lets go and exits
 	if err := child.Wait(); err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	l2 := p.lease(t)
+	l2 := p.MustLease(t)
 	if l2.ID() != held.ID {
 		t.Fatalf("got %s, want %s", l2.ID(), held.ID)
 	}
@@ -668,12 +675,12 @@ func TestPoolCrossProcess(t *testing.T) {
 // TestPoolTwoPoolsOneProcess: two pools over the same machines in one
 // process exclude each other too (flock is per open file).
 func TestPoolTwoPoolsOneProcess(t *testing.T) {
-	cfg := testConfig(t)
+	cfg := pooltest.Config(t)
 	key := t.Name() + ":"
-	p1 := newTestPool(t, cfg, newTestBackend(2, key))
-	p1.ev.waitCount(t, EventReady, "", 2)
+	p1 := pooltest.NewPool(t, cfg, newTestBackend(2, key))
+	p1.Events.WaitCount(t, vmpool.EventReady, "", 2)
 	b2 := newTestBackend(2, key)
-	p2 := newTestPool(t, cfg, b2)
+	p2 := pooltest.NewPool(t, cfg, b2)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	_, err := p2.Lease(ctx)
 	cancel()
@@ -681,7 +688,7 @@ func TestPoolTwoPoolsOneProcess(t *testing.T) {
 		t.Fatal("second pool leased a VM the first holds")
 	}
 	_ = p1.Close(context.Background())
-	l := p2.lease(t)
+	l := p2.MustLease(t)
 	if b2.count("start", l.ID()) != 1 {
 		t.Fatal("second pool leased a VM it did not start")
 	}
@@ -698,23 +705,23 @@ func TestNewPoolErrors(t *testing.T) {
 	_ = os.WriteFile(lockFile, nil, 0o644)
 	for _, tc := range []struct {
 		name string
-		b    Backend
-		cfg  func(*PoolConfig)
+		b    vmpool.Backend
+		cfg  func(*vmpool.Config)
 		want string
 	}{
 		{"no VMs", newTestBackend(0, "x:"), nil, "no VMs"},
 		{"duplicate id", dup, nil, "appears twice"},
 		{"same machine twice", sameKey, nil, "same machine"},
 		{"bad id", badID, nil, `"a b"`},
-		{"lock dir is a file", newTestBackend(1, "x:"), func(c *PoolConfig) { c.LockDir = lockFile }, "lock_dir"},
-		{"negative timeout", newTestBackend(1, "x:"), func(c *PoolConfig) { c.Timeouts.Reset = -time.Second }, "timeouts.reset"},
+		{"lock dir is a file", newTestBackend(1, "x:"), func(c *vmpool.Config) { c.LockDir = lockFile }, "lock_dir"},
+		{"negative timeout", newTestBackend(1, "x:"), func(c *vmpool.Config) { c.Timeouts.Reset = -time.Second }, "timeouts.reset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t)
+			cfg := pooltest.Config(t)
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			p, err := NewPool(context.Background(), cfg, WithBackend(tc.b), WithLogger(discardLogger()))
+			p, err := vmpool.NewPool(context.Background(), cfg, tc.b, vmpool.WithLogger(slog.New(slog.DiscardHandler)))
 			if err == nil {
 				_ = p.Close(context.Background())
 				t.Fatal("NewPool succeeded")
@@ -734,24 +741,24 @@ func TestPoolLeaseAvoid(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b := newTestBackend(2, t.Name()+":")
-	p := newTestPool(t, testConfig(t), b)
-	p.ev.waitCount(t, EventReady, "", 2)
+	p := pooltest.NewPool(t, pooltest.Config(t), b)
+	p.Events.WaitCount(t, vmpool.EventReady, "", 2)
 
 	// Both idle, vm-0 longest: avoiding it gives vm-1.
-	l, err := p.Lease(ctx, Avoid("vm-0"))
+	l, err := p.Lease(ctx, vmpool.Avoid("vm-0"))
 	if err != nil || l.ID() != "vm-1" {
 		t.Fatalf("Lease(Avoid(vm-0)) = %v, %v; want vm-1", l, err)
 	}
 	// vm-1 is out; a second caller avoiding vm-0 waits although vm-0 is idle.
-	got := make(chan *Lease, 1)
+	got := make(chan *vmpool.Lease, 1)
 	go func() { // owned: its result is read below before the test ends
-		l, err := p.Lease(ctx, Avoid("vm-0"))
+		l, err := p.Lease(ctx, vmpool.Avoid("vm-0"))
 		if err != nil {
 			t.Error(err)
 		}
 		got <- l
 	}()
-	waitFor(t, "the avoiding caller to wait", func() bool { return p.Stats().Waiting == 1 })
+	poll.Until(t, "the avoiding caller to wait", 10*time.Second, func() bool { return p.Stats().Waiting == 1 })
 	// A caller that avoids nothing is served at once with vm-0, before the
 	// waiting one, which does not want it.
 	free, err := p.Lease(ctx)
@@ -763,22 +770,22 @@ func TestPoolLeaseAvoid(t *testing.T) {
 		t.Fatalf("the avoiding caller got %s while only vm-0 could be free", l.ID())
 	default:
 	}
-	if err := l.End(Healthy); err != nil { // vm-1 resets, then goes to the waiting caller
+	if err := l.End(vmpool.Healthy); err != nil { // vm-1 resets, then goes to the waiting caller
 		t.Fatal(err)
 	}
 	if w := <-got; w.ID() != "vm-1" {
 		t.Fatalf("the avoiding caller got %s, want vm-1", w.ID())
-	} else if err := w.End(Healthy); err != nil {
+	} else if err := w.End(vmpool.Healthy); err != nil {
 		t.Fatal(err)
 	}
-	if err := free.End(Unused); err != nil {
+	if err := free.End(vmpool.Unused); err != nil {
 		t.Fatal(err)
 	}
 
 	// vm-1 fails three times in a row (quarantined) while a caller waits
 	// avoiding vm-0: with no other VM left, it gets vm-0.
-	p.ev.waitCount(t, EventReady, "vm-1", 2)
-	l1, err := p.Lease(ctx, Avoid("vm-0"))
+	p.Events.WaitCount(t, vmpool.EventReady, "vm-1", 2)
+	l1, err := p.Lease(ctx, vmpool.Avoid("vm-0"))
 	if err != nil || l1.ID() != "vm-1" {
 		t.Fatalf("Lease(Avoid(vm-0)) = %v, %v; want vm-1", l1, err)
 	}
@@ -787,14 +794,14 @@ func TestPoolLeaseAvoid(t *testing.T) {
 		t.Fatalf("Lease = %v, %v; want vm-0", v0, err)
 	}
 	go func() { // owned: read below
-		l, err := p.Lease(ctx, Avoid("vm-0"))
+		l, err := p.Lease(ctx, vmpool.Avoid("vm-0"))
 		if err != nil {
 			t.Error(err)
 		}
 		got <- l
 	}()
-	waitFor(t, "the avoiding caller to wait", func() bool { return p.Stats().Waiting == 1 })
-	if err := v0.End(Unused); err != nil { // vm-0 idle again; vm-1 still out
+	poll.Until(t, "the avoiding caller to wait", 10*time.Second, func() bool { return p.Stats().Waiting == 1 })
+	if err := v0.End(vmpool.Unused); err != nil { // vm-0 idle again; vm-1 still out
 		t.Fatal(err)
 	}
 	select {
@@ -803,7 +810,7 @@ func TestPoolLeaseAvoid(t *testing.T) {
 	default:
 	}
 	b.onReset = func(context.Context, string) error { return errors.New("revert failed") }
-	if err := l1.End(Fault(errors.New("guest stopped answering"))); err != nil {
+	if err := l1.End(vmpool.Fault(errors.New("guest stopped answering"))); err != nil {
 		t.Fatal(err)
 	}
 	w := <-got // vm-1's resets fail until it is quarantined; then vm-0 is the only VM left
@@ -814,12 +821,12 @@ func TestPoolLeaseAvoid(t *testing.T) {
 		t.Fatalf("quarantine = %+v, want vm-1", q)
 	}
 	// Once it is the only VM, an avoided VM is served at once.
-	if err := w.End(Unused); err != nil {
+	if err := w.End(vmpool.Unused); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := p.Lease(ctx, Avoid("vm-0")); err != nil || l.ID() != "vm-0" {
+	if l, err := p.Lease(ctx, vmpool.Avoid("vm-0")); err != nil || l.ID() != "vm-0" {
 		t.Fatalf("Lease(Avoid(vm-0)) with vm-0 the only VM = %v, %v", l, err)
 	} else {
-		_ = l.End(Unused)
+		_ = l.End(vmpool.Unused)
 	}
 }

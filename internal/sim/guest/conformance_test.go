@@ -19,17 +19,17 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"
-	"github.com/codapipe/codapipe/pkg/vmpool"
+	vmguest "github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
 // The conformance test checks the simulated guest against the guest
 // protocol as docs/guest-protocol.md writes it down, through the client
-// every VM backend uses (pkg/vmpool). It runs a real simulated Machine.
+// every VM backend uses (pkg/vmpool/guest). It runs a real simulated Machine.
 
 // startGuest starts a simulated machine behind a guest server and returns
 // the server's URL and a client for it (state server = the guest URL, as
 // the simulator serves both on one port).
-func startGuest(t *testing.T, cfg guest.Config, opts vmpool.GuestOptions) (string, *vmpool.Guest, desktop.Machine) {
+func startGuest(t *testing.T, cfg guest.Config, opts vmguest.Options) (string, *vmguest.Client, desktop.Machine) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -43,7 +43,7 @@ func startGuest(t *testing.T, cfg guest.Config, opts vmpool.GuestOptions) (strin
 	if opts.RetryWait == 0 {
 		opts.RetryWait = time.Millisecond
 	}
-	g, err := vmpool.NewGuest(base, opts)
+	g, err := vmguest.New(base, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,8 @@ func (n a11yNode) find(name string) (a11yNode, bool) {
 
 func TestGuestConformance(t *testing.T) {
 	// A generous screenshot timeout: rendering under -race on a loaded
-	// machine is slow, and the default is tested in pkg/vmpool.
-	base, g, _ := startGuest(t, guest.Config{Clock: fault.Clock{Scale: 0.0001}}, vmpool.GuestOptions{ScreenshotTimeout: time.Minute})
+	// machine is slow, and the default is tested in pkg/vmpool/guest.
+	base, g, _ := startGuest(t, guest.Config{Clock: fault.Clock{Scale: 0.0001}}, vmguest.Options{ScreenshotTimeout: time.Minute})
 	ctx := context.Background()
 
 	t.Run("platform", func(t *testing.T) {
@@ -149,25 +149,25 @@ func TestGuestConformance(t *testing.T) {
 
 	// Task initialization as ScienceBoard's ChimeraX/A-01.json does it.
 	t.Run("task initialization and launch", func(t *testing.T) {
-		res, err := g.SetupExecute(ctx, vmpool.ArgvCommand("rm", "/home/user/.local/share/ChimeraX/commands",
+		res, err := g.SetupExecute(ctx, vmguest.ArgvCommand("rm", "/home/user/.local/share/ChimeraX/commands",
 			"/home/user/.local/share/ChimeraX/file_history", "/home/user/.local/share/ChimeraX/preregistration"))
 		// preregistration does not exist: rm reports it and exits 1, as on
 		// a real VM; ScienceBoard ignores the code.
-		var ee *vmpool.ExecError
+		var ee *vmguest.ExecError
 		if !errors.As(err, &ee) || res.ReturnCode != 1 || !strings.Contains(res.Error, "preregistration") {
 			t.Fatalf("rm: %+v, %v", res, err)
 		}
-		if _, err := g.SetupExecute(ctx, vmpool.ShellCommand("rm -f /home/user/.config/ChimeraX/ui-*")); err != nil {
+		if _, err := g.SetupExecute(ctx, vmguest.ShellCommand("rm -f /home/user/.config/ChimeraX/ui-*")); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.Launch(ctx, vmpool.ArgvCommand("chimerax", "--cmd", "remotecontrol rest start json true port 8000")); err != nil {
+		if err := g.Launch(ctx, vmguest.ArgvCommand("chimerax", "--cmd", "remotecontrol rest start json true port 8000")); err != nil {
 			t.Fatal(err)
 		}
 		if st := simState(t, base); st.App != "ChimeraX" {
 			t.Fatalf("after launch the state says app %q", st.App)
 		}
-		err = g.Launch(ctx, vmpool.ShellCommand("no-such-app --flag"))
-		var he *vmpool.HTTPError
+		err = g.Launch(ctx, vmguest.ShellCommand("no-such-app --flag"))
+		var he *vmguest.HTTPError
 		if !errors.As(err, &he) || he.Status != 500 || !strings.Contains(he.Message, "unknown program") {
 			t.Errorf("launching an unknown program: %v", err)
 		}
@@ -247,7 +247,7 @@ func TestGuestConformance(t *testing.T) {
 		if _, err := g.AppState(ctx, "/chimerax/run?command=turn%20y%2090", nil); err != nil {
 			t.Fatalf("GET /chimerax/run?command=: %v", err)
 		}
-		if err := g.Launch(ctx, vmpool.ShellCommand("LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 8000")); err != nil {
+		if err := g.Launch(ctx, vmguest.ShellCommand("LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 8000")); err != nil {
 			t.Fatal(err)
 		}
 		b, err = g.AppState(ctx, "/dump", nil)
@@ -258,27 +258,27 @@ func TestGuestConformance(t *testing.T) {
 	})
 
 	t.Run("shell command returns output and returncode", func(t *testing.T) {
-		res, err := g.Execute(ctx, vmpool.ShellCommand("mkdir -p /tmp/conf && echo hello > /tmp/conf/a.txt && cat /tmp/conf/a.txt"))
+		res, err := g.Execute(ctx, vmguest.ShellCommand("mkdir -p /tmp/conf && echo hello > /tmp/conf/a.txt && cat /tmp/conf/a.txt"))
 		if err != nil || res.Status != "success" || res.Output != "hello\n" || res.ReturnCode != 0 {
 			t.Fatalf("%+v, %v", res, err)
 		}
 		// A string without shell=true is split like Python's shlex.
-		res, err = g.Execute(ctx, vmpool.Command{Line: `echo "a  b" 'c'`})
+		res, err = g.Execute(ctx, vmguest.Command{Line: `echo "a  b" 'c'`})
 		if err != nil || res.Output != "a  b c\n" {
 			t.Fatalf("shlex: %+v, %v", res, err)
 		}
 	})
 
 	t.Run("invalid command returns non-zero returncode with an error", func(t *testing.T) {
-		res, err := g.Execute(ctx, vmpool.ShellCommand("no-such-program --flag"))
-		var ee *vmpool.ExecError
+		res, err := g.Execute(ctx, vmguest.ShellCommand("no-such-program --flag"))
+		var ee *vmguest.ExecError
 		if !errors.As(err, &ee) || res.ReturnCode != 127 || res.Status != "success" || !strings.Contains(res.Error, "not found") {
 			t.Fatalf("shell: %+v, %v", res, err)
 		}
 		// Without a shell the program cannot be started at all: HTTP 500
 		// {"status":"error","message":...} as Python's FileNotFoundError.
-		res, err = g.Execute(ctx, vmpool.ArgvCommand("no-such-program", "--flag"))
-		var he *vmpool.HTTPError
+		res, err = g.Execute(ctx, vmguest.ArgvCommand("no-such-program", "--flag"))
+		var he *vmguest.HTTPError
 		if !errors.As(err, &ee) || !errors.As(err, &he) || he.Status != 500 || res.Status != "error" ||
 			res.ReturnCode == 0 || !strings.Contains(res.Message, "No such file or directory") {
 			t.Fatalf("argv: %+v, %v", res, err)
@@ -299,7 +299,7 @@ func TestGuestConformance(t *testing.T) {
 			t.Errorf("60 simulated seconds at scale 1e-4 took %v", el)
 		}
 		res, err := g.ExecPyAutoGUI(ctx, "time.sleep(100)\ntime.sleep(100)")
-		var ee *vmpool.ExecError
+		var ee *vmguest.ExecError
 		if !errors.As(err, &ee) || res.Status != "error" || !strings.Contains(res.Message, "timed out after 120 seconds") {
 			t.Fatalf("%+v, %v", res, err)
 		}
@@ -314,7 +314,7 @@ func TestGuestConformance(t *testing.T) {
 			t.Fatalf("Download = %q, %v", b, err)
 		}
 		_, err = g.Download(ctx, "/nope")
-		var he *vmpool.HTTPError
+		var he *vmguest.HTTPError
 		if !errors.As(err, &he) || he.Status != 404 {
 			t.Errorf("missing file: %v", err)
 		}
@@ -328,7 +328,7 @@ func TestGuestConformance(t *testing.T) {
 			}
 		}
 		_, err := g.AppState(ctx, "/no/such/endpoint", nil)
-		var he *vmpool.HTTPError
+		var he *vmguest.HTTPError
 		if !errors.As(err, &he) || he.Status != 404 {
 			t.Errorf("AppState: %v", err)
 		}
@@ -367,13 +367,13 @@ func TestGuestConformance(t *testing.T) {
 
 func TestGuestFaultHangingScreenshotTimesOut(t *testing.T) {
 	cfg := guest.Config{Endpoints: map[string]fault.Faults{"/screenshot": {HangProb: 1}}}
-	_, g, _ := startGuest(t, cfg, vmpool.GuestOptions{ScreenshotTimeout: 150 * time.Millisecond})
+	_, g, _ := startGuest(t, cfg, vmguest.Options{ScreenshotTimeout: 150 * time.Millisecond})
 	ctx := context.Background()
 	start := time.Now()
 	_, err := g.Screenshot(ctx)
 	el := time.Since(start)
-	var te *vmpool.TimeoutError
-	if !errors.As(err, &te) || !errors.Is(err, vmpool.ErrTimeout) {
+	var te *vmguest.TimeoutError
+	if !errors.As(err, &te) || !errors.Is(err, vmguest.ErrTimeout) {
 		t.Fatalf("err = %v", err)
 	}
 	if want := "vmpool: guest " + g.Host() + ": screenshot: no answer within 150ms"; err.Error() != want {
@@ -403,11 +403,11 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func TestGuestFaultHTTP500AfterBoundedRetries(t *testing.T) {
 	var sent atomic.Int32
 	base, g, _ := startGuest(t, guest.Config{Faults: fault.Faults{ErrorProb: 1}},
-		vmpool.GuestOptions{Retries: 2, HTTPClient: countingClient(&sent)})
+		vmguest.Options{Retries: 2, HTTPClient: countingClient(&sent)})
 	ctx := context.Background()
 
 	_, err := g.Screenshot(ctx)
-	var he *vmpool.HTTPError
+	var he *vmguest.HTTPError
 	if !errors.As(err, &he) || he.Status != 500 || !strings.Contains(he.Message, "injected fault") {
 		t.Fatalf("err = %v", err)
 	}
@@ -417,7 +417,7 @@ func TestGuestFaultHTTP500AfterBoundedRetries(t *testing.T) {
 
 	sent.Store(0)
 	res, err := g.ExecPyAutoGUI(ctx, "pyautogui.click(10, 10)")
-	var ee *vmpool.ExecError
+	var ee *vmguest.ExecError
 	if !errors.As(err, &ee) || !errors.As(err, &he) || he.Status != 500 || res.Status != "error" {
 		t.Fatalf("execute: %+v, %v", res, err)
 	}
@@ -438,7 +438,7 @@ func TestGuestFaultDeadUntilReset(t *testing.T) {
 			cfg := guest.Config{DieProb: 1, DeathMode: mode}
 			// Short timeouts for the calls that meet the dead VM; no
 			// screenshots (slow to render under -race on a busy machine).
-			base, g, _ := startGuest(t, cfg, vmpool.GuestOptions{Retries: 1, DefaultTimeout: 150 * time.Millisecond,
+			base, g, _ := startGuest(t, cfg, vmguest.Options{Retries: 1, DefaultTimeout: 150 * time.Millisecond,
 				AccessibilityTimeout: 150 * time.Millisecond, ExecuteTimeout: 150 * time.Millisecond})
 			ctx := context.Background()
 			if _, err := g.Platform(ctx); err == nil {
@@ -453,13 +453,13 @@ func TestGuestFaultDeadUntilReset(t *testing.T) {
 				if err == nil {
 					t.Fatal("a dead guest answered")
 				}
-				if mode == guest.DeathHang && !errors.Is(err, vmpool.ErrTimeout) {
+				if mode == guest.DeathHang && !errors.Is(err, vmguest.ErrTimeout) {
 					t.Errorf("hang: err = %v", err)
 				}
-				if mode == guest.DeathReset && errors.Is(err, vmpool.ErrTimeout) {
+				if mode == guest.DeathReset && errors.Is(err, vmguest.ErrTimeout) {
 					t.Errorf("reset: err = %v", err)
 				}
-				if _, err := g.Execute(ctx, vmpool.ShellCommand("true")); err == nil {
+				if _, err := g.Execute(ctx, vmguest.ShellCommand("true")); err == nil {
 					t.Fatal("a dead guest ran a command")
 				}
 			}
@@ -486,10 +486,10 @@ func TestGuestBootAndRevertTime(t *testing.T) {
 		RevertTime: fault.Fixed(10 * time.Second),
 		Clock:      fault.Clock{Scale: 0.01}, // boot 1 s, revert 100 ms
 	}
-	base, g, _ := startGuest(t, cfg, vmpool.GuestOptions{Retries: -1})
+	base, g, _ := startGuest(t, cfg, vmguest.Options{Retries: -1})
 	ctx := context.Background()
 	_, err := g.Platform(ctx)
-	var he *vmpool.HTTPError
+	var he *vmguest.HTTPError
 	if !errors.As(err, &he) || he.Status != 503 || !strings.Contains(he.Message, "booting") {
 		t.Fatalf("while booting: %v", err)
 	}
@@ -497,7 +497,7 @@ func TestGuestBootAndRevertTime(t *testing.T) {
 		t.Errorf("/sim/health while booting: %d %s", code, b)
 	}
 	// A client with retries rides out the boot.
-	g2, _ := vmpool.NewGuest(base, vmpool.GuestOptions{Retries: 10, RetryWait: 100 * time.Millisecond, MaxRetryWait: 400 * time.Millisecond})
+	g2, _ := vmguest.New(base, vmguest.Options{Retries: 10, RetryWait: 100 * time.Millisecond, MaxRetryWait: 400 * time.Millisecond})
 	if _, err := g2.Platform(ctx); err != nil {
 		t.Fatalf("with retries: %v", err)
 	}
@@ -514,7 +514,7 @@ func TestGuestFaultsReproducible(t *testing.T) {
 	run := func(seed uint64) string {
 		cfg := guest.Config{Seed: seed, Faults: fault.Faults{ErrorProb: 0.4, Latency: fault.LogNormal(time.Second, 1, 0)},
 			Clock: fault.Clock{Scale: 0.001}}
-		_, g, _ := startGuest(t, cfg, vmpool.GuestOptions{Retries: -1})
+		_, g, _ := startGuest(t, cfg, vmguest.Options{Retries: -1})
 		var out strings.Builder
 		for range 24 {
 			if _, err := g.Platform(context.Background()); err != nil {
@@ -549,7 +549,7 @@ func TestGuestStopsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := srv.URL
-	g, _ := vmpool.NewGuest(base, vmpool.GuestOptions{DefaultTimeout: 5 * time.Second, Retries: -1})
+	g, _ := vmguest.New(base, vmguest.Options{DefaultTimeout: 5 * time.Second, Retries: -1})
 	done := make(chan error, 1)
 	go func() { _, err := g.Platform(context.Background()); done <- err }()
 	// The server reports the call once it has arrived and hangs (GET
@@ -580,7 +580,7 @@ func TestGuestStopsWithContext(t *testing.T) {
 	cancel() // ends the hung call and the server
 	select {
 	case err := <-done:
-		if err == nil || errors.Is(err, vmpool.ErrTimeout) {
+		if err == nil || errors.Is(err, vmguest.ErrTimeout) {
 			t.Errorf("hung call ended with %v, want the server going away", err)
 		}
 	case <-time.After(3 * time.Second):

@@ -252,7 +252,7 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 
 	urls := make([]string, benchSchedVMs)
 	for i := range urls {
-		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("bench-%02d", i)})
+		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(i)})
 		g, err := simguest.Start(ctx, m, simguest.Config{
 			Clock: clock, Seed: uint64(benchSchedSeed + i),
 			RevertTime: fault.Fixed(benchRevert),

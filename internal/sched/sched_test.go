@@ -69,7 +69,7 @@ func startGuests(t *testing.T, n int, hung map[int]bool) []string {
 		if hung[i] {
 			gc.RevertTime = fault.Fixed(time.Hour)
 		}
-		g, err := simguest.Start(ctx, desktop.NewMachine(desktop.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("vm-%d", i)}), gc)
+		g, err := simguest.Start(ctx, desktop.NewMachine(desktop.MachineConfig{Seed: int64(i)}), gc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -174,7 +174,7 @@ func TestFieldEditing(t *testing.T) {
 }
 
 func TestMachineBasics(t *testing.T) {
-	m := NewMachine(MachineConfig{Seed: 3, ID: "vm-3"})
+	m := NewMachine(MachineConfig{Seed: 3})
 	if st := m.State(); st.App != "" || len(st.AppState) != 0 {
 		t.Fatalf("fresh machine runs %q", st.App)
 	}

@@ -529,11 +529,7 @@ func (m *machine) renderLocked(c *canvas) {
 	c.fill(image.Rect(0, 0, 96, panelH), colSimLabel)
 	c.textCentered(image.Rect(0, 0, 96, panelH), "SIMULATOR", colBlack)
 	c.text(108, 5, "Activities", colTitleText)
-	id := m.cfg.ID
-	if id == "" {
-		id = "sim"
-	}
-	right := "codapipe simulated VM " + id
+	right := "codapipe simulated VM"
 	c.text(ScreenW-textW(right)-12, 5, right, colTitleText)
 }
 

@@ -33,7 +33,7 @@ func startGuest(t *testing.T, cfg guest.Config, opts vmpool.GuestOptions) (strin
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: 7, ID: "conformance"})
+	m := desktop.NewMachine(desktop.MachineConfig{Seed: 7})
 	srv, err := guest.Start(ctx, m, cfg)
 	if err != nil {
 		t.Fatal(err)

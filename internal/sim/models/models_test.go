@@ -1318,7 +1318,7 @@ func benchEndpoint(b *testing.B, call func(cl *testModels, i int) error) {
 
 func BenchmarkPlanner(b *testing.B) {
 	// A real simulated screenshot (about 270 KB), as the rollout sends it.
-	mach := desktop.NewMachine(desktop.MachineConfig{Seed: 1, ID: "bench"})
+	mach := desktop.NewMachine(desktop.MachineConfig{Seed: 1})
 	if err := mach.Launch("chimerax"); err != nil {
 		b.Fatal(err)
 	}
@@ -1368,7 +1368,7 @@ func TestModelsWithMachine(t *testing.T) {
 	task := mustTask(t, tm.m, anyTask)
 	ctx := context.Background()
 
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: 1, ID: "models-test"})
+	m := desktop.NewMachine(desktop.MachineConfig{Seed: 1})
 	if err := m.Launch("chimerax"); err != nil {
 		t.Fatal(err)
 	}
@@ -1501,7 +1501,7 @@ func TestModelsSolveTasksOnMachines(t *testing.T) {
 		ts = some
 	}
 	for ti, task := range ts {
-		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(ti), ID: "solve"})
+		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(ti)})
 		if err := tasks.RunInit(m, &task.Task, nil); err != nil {
 			t.Errorf("%s: init: %v", task.ID, err)
 			continue

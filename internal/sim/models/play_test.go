@@ -18,7 +18,7 @@ import (
 // applied.
 func newTaskMachine(t testing.TB, task *tasks.Task, seed int64) desktop.Machine {
 	t.Helper()
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: seed, ID: "test"})
+	m := desktop.NewMachine(desktop.MachineConfig{Seed: seed})
 	if err := tasks.RunInit(m, &task.Task, nil); err != nil {
 		t.Fatalf("%s: init: %v", task.ID, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
 // Celestia: a space simulator with a 3D view and a control dock (go to
@@ -107,7 +109,7 @@ func (b *celBody) position(jd float64) vec3 {
 		if b.Name == "Sol" {
 			return vec3{}
 		}
-		h := hashString("cel-dir", b.Name)
+		h := screen.Hash("cel-dir", b.Name)
 		lon := float64(h%3600) / 10 * math.Pi / 180
 		lat := (float64((h>>16)%1800)/10 - 90) * math.Pi / 180
 		return vec3{math.Cos(lat) * math.Cos(lon), math.Cos(lat) * math.Sin(lon), math.Sin(lat)}.mul(b.Orbit)
@@ -486,67 +488,67 @@ func calendarDate(jd float64) string {
 
 // Rendering.
 
-func (c *celestia) render(cv *canvas, u *ui) {
+func (c *celestia) render(cv *screen.Canvas, u *ui) {
 	c.renderView(cv)
 	// Dock.
-	cv.fill(image.Rect(904, appTop, ScreenW, 772), colWindow)
+	cv.Fill(image.Rect(904, appTop, ScreenW, 772), screen.ColWindow)
 	names := sortedKeys(celSections)
 	for _, n := range names {
-		cv.text(celDockX, celSections[n], n, colDim)
+		cv.Text(celDockX, celSections[n], n, screen.ColDim)
 	}
 	for _, e := range u.layout.elems {
 		switch e.Kind {
 		case "field":
 			ph := map[string]string{"goto": "object name, e.g. Mars", "jd": "Julian date"}[e.ID]
-			cv.field(e.Box, u.field(e.ID), ph, u.focus == e.ID, u.selAll && u.focus == e.ID)
+			cv.Field(e.Box, u.field(e.ID), ph, u.focus == e.ID, u.selAll && u.focus == e.ID)
 		case "button":
-			cv.button(e.Box, e.caption, e.ID == "pause" && c.paused)
+			cv.Button(e.Box, e.caption, e.ID == "pause" && c.paused)
 		case "checkbox", "radio":
 			on, _ := c.checked(e.ID)
-			cv.checkbox(e.Box, e.caption, on, e.Kind == "radio")
+			cv.Checkbox(e.Box, e.caption, on, e.Kind == "radio")
 		}
 	}
 	// Status bar.
-	cv.fill(image.Rect(0, 772, ScreenW, ScreenH), rgb(0xd4, 0xd4, 0xd2))
+	cv.Fill(image.Rect(0, 772, ScreenW, ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
 	rate := formatNum(c.scale) + "x"
 	if c.paused {
 		rate += " (Paused)"
 	}
-	cv.text(8, 780, fmt.Sprintf("%s   JD %s   Time rate: %s", calendarDate(c.jd), formatJD(c.jd), rate), colText)
-	cv.textClip(760, 780, u.status, colText, image.Rect(760, 772, ScreenW, ScreenH))
+	cv.Text(8, 780, fmt.Sprintf("%s   JD %s   Time rate: %s", calendarDate(c.jd), formatJD(c.jd), rate), screen.ColText)
+	cv.TextClip(760, 780, u.status, screen.ColText, image.Rect(760, 772, ScreenW, ScreenH))
 }
 
 //go:norace
-func (c *celestia) renderView(cv *canvas) {
+func (c *celestia) renderView(cv *screen.Canvas) {
 	box := celViewBox
-	cv.fill(box, rgb(2, 3, 8))
+	cv.Fill(box, screen.RGB(2, 3, 8))
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s|%.3f|%v|%v|%v|%d|%d|%.2f,%.2f,%.2f", c.target, c.jd, c.rflags, c.label, c.orbit, c.star, c.res, c.offset[0], c.offset[1], c.offset[2])
-	seed := hashString("cel-view", sb.String())
-	cv.noise(box, seed, grainSky)
+	seed := screen.Hash("cel-view", sb.String())
+	cv.Noise(box, seed, screen.GrainSky)
 	// Stars: fixed sky (independent of the state) so that it looks stable.
-	rng := hashString("cel-stars")
+	rng := screen.Hash("cel-stars")
 	nStars := 2600
 	for i := 0; i < nStars; i++ {
-		rng = splitmix64(rng)
+		rng = screen.Mix64(rng)
 		x := box.Min.X + int(rng%uint64(box.Dx()))
 		y := box.Min.Y + int((rng>>20)%uint64(box.Dy()))
 		mag := float64((rng>>40)%1000) / 1000
 		bright := uint8(60 + 195*mag*mag)
-		col := rgb(bright, bright, uint8(math.Min(255, float64(bright)*1.1)))
+		col := screen.RGB(bright, bright, uint8(math.Min(255, float64(bright)*1.1)))
 		switch c.star {
 		case 0:
-			cv.set(x, y, col)
+			cv.Set(x, y, col)
 		case 1:
-			cv.set(x, y, col)
+			cv.Set(x, y, col)
 			if mag > 0.7 {
-				cv.blend(x+1, y, col, 0.5)
-				cv.blend(x, y+1, col, 0.5)
-				cv.blend(x-1, y, col, 0.5)
-				cv.blend(x, y-1, col, 0.5)
+				cv.Blend(x+1, y, col, 0.5)
+				cv.Blend(x, y+1, col, 0.5)
+				cv.Blend(x-1, y, col, 0.5)
+				cv.Blend(x, y-1, col, 0.5)
 			}
 		default:
-			cv.disc(float64(x), float64(y), 0.6+1.8*mag*mag, col, false, box)
+			cv.Disc(float64(x), float64(y), 0.6+1.8*mag*mag, col, false, box)
 		}
 	}
 	cx, cy := float64(box.Min.X+box.Dx()/2), float64(box.Min.Y+box.Dy()/2)
@@ -555,10 +557,10 @@ func (c *celestia) renderView(cv *canvas) {
 			gx := cx - 300 + float64(i)*260
 			gy := cy + 250 - float64(i)*190
 			for k := 0; k < 400; k++ {
-				rng = splitmix64(rng)
+				rng = screen.Mix64(rng)
 				a := float64(rng%6283) / 1000
 				r := float64((rng>>16)%1000) / 1000 * 40
-				cv.blend(int(gx+math.Cos(a)*r*1.8), int(gy+math.Sin(a)*r*0.6), rgb(200, 190, 255), 0.35)
+				cv.Blend(int(gx+math.Cos(a)*r*1.8), int(gy+math.Sin(a)*r*0.6), screen.RGB(200, 190, 255), 0.35)
 			}
 		}
 	}
@@ -568,40 +570,40 @@ func (c *celestia) renderView(cv *canvas) {
 		}
 		for k := -4; k <= 4; k++ {
 			y0 := cy + float64(k)*80
-			cv.line(float64(box.Min.X), y0+tilt*(-450), float64(box.Max.X), y0+tilt*450, rgb(col[0], col[1], col[2]), 1, box)
+			cv.Line(float64(box.Min.X), y0+tilt*(-450), float64(box.Max.X), y0+tilt*450, screen.RGB(col[0], col[1], col[2]), 1, box)
 		}
 		for k := -5; k <= 5; k++ {
 			x0 := cx + float64(k)*85
-			cv.line(x0, float64(box.Min.Y), x0+tilt*300, float64(box.Max.Y), rgb(col[0], col[1], col[2]), 1, box)
+			cv.Line(x0, float64(box.Min.Y), x0+tilt*300, float64(box.Max.Y), screen.RGB(col[0], col[1], col[2]), 1, box)
 		}
 	}
 	grid(c.rflags["celestialSphere"], [3]uint8{40, 70, 120}, 0)
 	grid(c.rflags["eclipticGrid"], [3]uint8{100, 80, 30}, 0.12)
 	grid(c.rflags["horizonGrid"], [3]uint8{40, 110, 60}, -0.2)
 	if c.rflags["ecliptic"] {
-		cv.line(float64(box.Min.X), cy+60, float64(box.Max.X), cy-40, rgb(150, 120, 20), 2, box)
+		cv.Line(float64(box.Min.X), cy+60, float64(box.Max.X), cy-40, screen.RGB(150, 120, 20), 2, box)
 	}
 	if c.rflags["diagrams"] || c.rflags["boundaries"] {
-		crng := hashString("cel-constellations")
+		crng := screen.Hash("cel-constellations")
 		for k := 0; k < 14; k++ {
-			crng = splitmix64(crng)
+			crng = screen.Mix64(crng)
 			x0 := float64(box.Min.X + int(crng%uint64(box.Dx())))
 			y0 := float64(box.Min.Y + int((crng>>20)%uint64(box.Dy())))
 			if c.rflags["diagrams"] {
 				px, py := x0, y0
 				for s := 0; s < 4; s++ {
-					crng = splitmix64(crng)
+					crng = screen.Mix64(crng)
 					nx := px + float64(int(crng%120)-60)
 					ny := py + float64(int((crng>>10)%120)-60)
-					cv.line(px, py, nx, ny, rgb(60, 80, 160), 1, box)
+					cv.Line(px, py, nx, ny, screen.RGB(60, 80, 160), 1, box)
 					px, py = nx, ny
 				}
 			}
 			if c.rflags["boundaries"] {
-				cv.frame(image.Rect(int(x0)-70, int(y0)-50, int(x0)+70, int(y0)+50), rgb(120, 40, 60))
+				cv.Frame(image.Rect(int(x0)-70, int(y0)-50, int(x0)+70, int(y0)+50), screen.RGB(120, 40, 60))
 			}
 			if c.label["constellation"] {
-				cv.text(int(x0), int(y0), []string{"Orion", "Lyra", "Cygnus", "Leo", "Aquila", "Draco", "Lupus"}[k%7], rgb(90, 110, 200))
+				cv.Text(int(x0), int(y0), []string{"Orion", "Lyra", "Cygnus", "Leo", "Aquila", "Draco", "Lupus"}[k%7], screen.RGB(90, 110, 200))
 			}
 		}
 	}
@@ -665,29 +667,29 @@ func (c *celestia) renderView(cv *canvas) {
 				x := cx + focal*v.dot(right)/z
 				y := cy - focal*v.dot(up)/z
 				if okPrev && math.Abs(x-px) < 2000 && math.Abs(y-py) < 2000 {
-					cv.line(px, py, x, y, rgb(60, 90, 170), 1, box)
+					cv.Line(px, py, x, y, screen.RGB(60, 90, 170), 1, box)
 				}
 				px, py, okPrev = x, y, true
 			}
 		}
 	}
 	for _, d := range ds {
-		col := rgb(d.b.Color.r, d.b.Color.g, d.b.Color.b)
+		col := screen.RGB(d.b.Color.r, d.b.Color.g, d.b.Color.b)
 		r := math.Max(d.r, 1.2)
 		if r > 1.5 && r < 2000 {
-			cv.disc(d.x, d.y, r, col, true, box)
+			cv.Disc(d.x, d.y, r, col, true, box)
 			if r > 6 {
 				// Surface texture: finer with higher resolution.
 				amp := []int{2, 3, 4}[c.res]
 				rr := image.Rect(int(d.x-r), int(d.y-r), int(d.x+r), int(d.y+r)).Intersect(box)
-				c.texture(cv, rr, d.x, d.y, r, hashString("cel-tex", d.b.Name), amp)
+				c.texture(cv, rr, d.x, d.y, r, screen.Hash("cel-tex", d.b.Name), amp)
 			}
 		} else {
-			cv.disc(d.x, d.y, 1.5, col, false, box)
+			cv.Disc(d.x, d.y, 1.5, col, false, box)
 		}
 		show := map[string]bool{"planet": c.label["planet"], "dwarf planet": c.label["planet"], "moon": c.label["moon"], "star": c.label["star"]}[d.b.Type]
 		if show || d.b.Name == c.selected {
-			cv.textClip(int(d.x+r+4), int(d.y-6), d.b.Name, rgb(140, 200, 255), box)
+			cv.TextClip(int(d.x+r+4), int(d.y-6), d.b.Name, screen.RGB(140, 200, 255), box)
 		}
 	}
 	// HUD: selection information, as Celestia shows it.
@@ -706,9 +708,9 @@ func (c *celestia) renderView(cv *canvas) {
 		hud = append(hud, fmt.Sprintf("Distance from Sol: %.2f ly", sel.Orbit/lightYearKm))
 	}
 	for i, l := range hud {
-		cv.text(box.Min.X+10, box.Min.Y+8+i*lineH, l, rgb(220, 220, 220))
+		cv.Text(box.Min.X+10, box.Min.Y+8+i*screen.LineH, l, screen.RGB(220, 220, 220))
 	}
-	cv.text(box.Max.X-textW(calendarDate(c.jd))-10, box.Min.Y+8, calendarDate(c.jd), rgb(220, 220, 220))
+	cv.Text(box.Max.X-screen.TextW(calendarDate(c.jd))-10, box.Min.Y+8, calendarDate(c.jd), screen.RGB(220, 220, 220))
 }
 
 func formatKm(d float64) string {
@@ -721,21 +723,21 @@ func formatKm(d float64) string {
 // texture modulates the pixels of a drawn disc with bands and noise.
 //
 //go:norace
-func (c *celestia) texture(cv *canvas, r image.Rectangle, cx, cy, rad float64, seed uint64, amp int) {
-	s := splitmix64(seed ^ cv.seed)
+func (c *celestia) texture(cv *screen.Canvas, r image.Rectangle, cx, cy, rad float64, seed uint64, amp int) {
+	s := screen.Mix64(seed ^ cv.Seed)
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			dx, dy := float64(x)-cx, float64(y)-cy
 			if dx*dx+dy*dy > rad*rad {
 				continue
 			}
-			s = splitmix64(s + uint64(x*7919+y))
+			s = screen.Mix64(s + uint64(x*7919+y))
 			band := math.Sin(dy/rad*9+float64(seed%7)) * float64(amp) / 2
 			n := int(s%uint64(amp)) - amp/2 + int(band)
-			i := y*cv.img.Stride + 4*x
-			cv.img.Pix[i] = clampU8(int(cv.img.Pix[i]) + n)
-			cv.img.Pix[i+1] = clampU8(int(cv.img.Pix[i+1]) + n)
-			cv.img.Pix[i+2] = clampU8(int(cv.img.Pix[i+2]) + n)
+			i := y*cv.Img.Stride + 4*x
+			cv.Img.Pix[i] = screen.ClampU8(int(cv.Img.Pix[i]) + n)
+			cv.Img.Pix[i+1] = screen.ClampU8(int(cv.Img.Pix[i+1]) + n)
+			cv.Img.Pix[i+2] = screen.ClampU8(int(cv.Img.Pix[i+2]) + n)
 		}
 	}
 }

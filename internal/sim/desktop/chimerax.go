@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
 // ChimeraX: a molecule viewer with a toolbar (Home, Molecule Display,
@@ -77,7 +79,7 @@ func chimeraxStructure(name string) cxStruct {
 	if s, ok := cxKnown[strings.ToLower(name)]; ok {
 		return s
 	}
-	h := hashString("cx-structure", strings.ToLower(name))
+	h := screen.Hash("cx-structure", strings.ToLower(name))
 	res := 40 + int(h%560)
 	nch := 1 + int((h>>16)%4)
 	chains := make([]string, nch)
@@ -183,7 +185,7 @@ var cxColors = map[string]string{
 	"darkgray": "#a9a9a9", "darkgrey": "#a9a9a9", "brown": "#a52a2a", "skyblue": "#87ceeb",
 }
 
-// parseColor returns a color name or #rgb/#rrggbb as lower-case #rrggbb.
+// parseColor returns a color name or #screen.RGB/#rrggbb as lower-case #rrggbb.
 func parseColor(s string) (string, bool) {
 	s = strings.ToLower(s)
 	if h, ok := cxColors[s]; ok {
@@ -463,7 +465,7 @@ func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
 				m.HBonds = 0
 				continue
 			}
-			m.HBonds = 4 + int(hashString("hb", m.Name)%uint64(max(8, m.Residues/2)))
+			m.HBonds = 4 + int(screen.Hash("hb", m.Name)%uint64(max(8, m.Residues/2)))
 			res.infof("%d hydrogen bonds found", m.HBonds)
 		}
 	case "addh":
@@ -472,7 +474,7 @@ func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
 		}
 		for _, m := range models {
 			if m.Hydrogens == 0 {
-				m.Hydrogens = m.Residues*7 + int(hashString("h", m.Name)%7)
+				m.Hydrogens = m.Residues*7 + int(screen.Hash("h", m.Name)%7)
 				m.Atoms += m.Hydrogens
 			}
 			res.infof("%d hydrogens added to #%d", m.Hydrogens, m.ID)
@@ -618,7 +620,7 @@ func (c *chimerax) countSpec(spec string) (int, error) {
 		case spec == "protein":
 			total += m.Atoms - m.Waters
 		case spec == "ligand":
-			total += int(hashString("lig", m.Name) % 30)
+			total += int(screen.Hash("lig", m.Name) % 30)
 		case strings.HasPrefix(spec, "#"):
 		default:
 			return 0, fmt.Errorf("Invalid atom specifier %q", spec)
@@ -813,14 +815,14 @@ func chimeraxLayout() *appLayout {
 	add("log", "ChimeraX log", "list", "", cxLogBox)
 	x := 8
 	for _, t := range []struct{ id, caption string }{{"home", "Home"}, {"molecule", "Molecule Display"}, {"graphics", "Graphics"}} {
-		w := textW(t.caption) + 24
+		w := screen.TextW(t.caption) + 24
 		add("tab-"+t.id, "ChimeraX "+t.caption+" tab", "tab", t.caption, image.Rect(x, 52, x+w, 72))
 		x += w + 4
 	}
 	for _, tab := range []string{"home", "molecule", "graphics"} {
 		x := 8
 		for _, caption := range cxToolbar[tab] {
-			w := max(72, textW(caption)+18)
+			w := max(72, screen.TextW(caption)+18)
 			add(cxButtonID(tab, caption), "ChimeraX "+caption+" button", "button", caption, image.Rect(x, 76, x+w, 116))
 			x += w + 4
 		}
@@ -902,9 +904,9 @@ func (c *chimerax) coords(m *cxModel) []atom3 {
 		return a
 	}
 	n := min(m.Atoms, 700)
-	rng := splitmix64(hashString("cx-coords", m.Name))
+	rng := screen.Mix64(screen.Hash("cx-coords", m.Name))
 	next := func() float64 {
-		rng = splitmix64(rng)
+		rng = screen.Mix64(rng)
 		return float64(rng>>11)/(1<<53)*2 - 1
 	}
 	atoms := make([]atom3, n)
@@ -984,45 +986,45 @@ func hsv(h, s, v float64) color3 {
 	return color3{uint8(r * 255), uint8(g * 255), uint8(b * 255)}
 }
 
-func (c *chimerax) render(cv *canvas, u *ui) {
+func (c *chimerax) render(cv *screen.Canvas, u *ui) {
 	l := u.layout
 	// Toolbar.
-	cv.fill(image.Rect(0, appTop, ScreenW, 120), rgb(0xde, 0xde, 0xdc))
+	cv.Fill(image.Rect(0, appTop, ScreenW, 120), screen.RGB(0xde, 0xde, 0xdc))
 	for _, e := range l.elems {
 		if !c.visible(e.ID) {
 			continue
 		}
 		switch e.Kind {
 		case "tab":
-			cv.tab(e.Box, e.caption, "tab-"+c.tab == e.ID)
+			cv.Tab(e.Box, e.caption, "tab-"+c.tab == e.ID)
 		case "button":
 			on, has := c.checked(e.ID)
-			cv.button(e.Box, e.caption, has && on)
+			cv.Button(e.Box, e.caption, has && on)
 		}
 	}
 	c.renderGraphics(cv)
 	// Log.
-	inner := cv.panel(cxLogBox, "Log", colField)
-	cv.noise(inner, hashString("cx-log"), grainPanel)
-	cv.lines(inner, c.log, c.logScroll, colText)
+	inner := cv.Panel(cxLogBox, "Log", screen.ColField)
+	cv.Noise(inner, screen.Hash("cx-log"), screen.GrainPanel)
+	cv.Lines(inner, c.log, c.logScroll, screen.ColText)
 	// Command line and status.
-	cv.text(8, cxCmdBox.Min.Y+7, "Command:", colText)
-	cv.field(cxCmdBox, u.field("cmdline"), "", u.focus == "cmdline", u.selAll && u.focus == "cmdline")
-	cv.fill(image.Rect(0, 756, ScreenW, ScreenH), rgb(0xd4, 0xd4, 0xd2))
-	cv.textClip(8, 768, u.status, colText, image.Rect(0, 756, ScreenW, ScreenH))
+	cv.Text(8, cxCmdBox.Min.Y+7, "Command:", screen.ColText)
+	cv.Field(cxCmdBox, u.field("cmdline"), "", u.focus == "cmdline", u.selAll && u.focus == "cmdline")
+	cv.Fill(image.Rect(0, 756, ScreenW, ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
+	cv.TextClip(8, 768, u.status, screen.ColText, image.Rect(0, 756, ScreenW, ScreenH))
 }
 
-func (c *chimerax) renderGraphics(cv *canvas) {
+func (c *chimerax) renderGraphics(cv *screen.Canvas) {
 	box := cxGraphicsBox
 	r, g, b := hexRGB(c.bg)
-	cv.fill(box, rgb(r, g, b))
+	cv.Fill(box, screen.RGB(r, g, b))
 	// Seed the texture from the visual state so that it changes with it.
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s|%s|%v|%.3f|%.3f|%.3f|%.3f", c.bg, c.lighting, c.silhouettes, c.rot[0], c.rot[1], c.rot[2], c.zoom)
 	for _, m := range c.models {
 		fmt.Fprintf(&sb, "|%s %s %v %v %v %s %d", m.Name, m.Style, m.AtomsShown, m.Cartoon, m.Surface, m.Color, m.HBonds)
 	}
-	cv.noise(box, hashString("cx-graphics", sb.String()), grainMain)
+	cv.Noise(box, screen.Hash("cx-graphics", sb.String()), screen.GrainMain)
 	if len(c.models) == 0 {
 		return
 	}
@@ -1059,7 +1061,7 @@ func (c *chimerax) renderGraphics(cv *canvas) {
 	for _, p := range ps {
 		m := p.m
 		if m.Surface && p.i%3 == 0 {
-			cv.disc(p.px, p.py, 16*c.zoom, rgb(scale8(p.col.r, 0.8), scale8(p.col.g, 0.8), scale8(p.col.b, 0.8)), shade, box)
+			cv.Disc(p.px, p.py, 16*c.zoom, screen.RGB(screen.Scale8(p.col.r, 0.8), screen.Scale8(p.col.g, 0.8), screen.Scale8(p.col.b, 0.8)), shade, box)
 		}
 	}
 	// Cartoon: a thick trace through every second atom.
@@ -1073,8 +1075,8 @@ func (c *chimerax) renderGraphics(cv *canvas) {
 		if m.Cartoon {
 			for i := 2; i < len(pts); i += 2 {
 				a, b := pts[i-2], pts[i]
-				col := rgb(b.col.r, b.col.g, b.col.b)
-				cv.line(a.px, a.py, b.px, b.py, col, max(2, int(4*c.zoom)), box)
+				col := screen.RGB(b.col.r, b.col.g, b.col.b)
+				cv.Line(a.px, a.py, b.px, b.py, col, max(2, int(4*c.zoom)), box)
 			}
 		}
 		if m.AtomsShown && m.Style != "sphere" {
@@ -1084,7 +1086,7 @@ func (c *chimerax) renderGraphics(cv *canvas) {
 			}
 			for i := 1; i < len(pts); i++ {
 				a, b := pts[i-1], pts[i]
-				cv.line(a.px, a.py, b.px, b.py, rgb(a.col.r, a.col.g, a.col.b), w, box)
+				cv.Line(a.px, a.py, b.px, b.py, screen.RGB(a.col.r, a.col.g, a.col.b), w, box)
 			}
 		}
 		if m.HBonds > 0 {
@@ -1092,7 +1094,7 @@ func (c *chimerax) renderGraphics(cv *canvas) {
 				a := pts[(k*37)%len(pts)]
 				b := pts[(k*37+len(pts)/3)%len(pts)]
 				for t := 0.0; t < 1; t += 0.08 {
-					cv.line(a.px+(b.px-a.px)*t, a.py+(b.py-a.py)*t, a.px+(b.px-a.px)*(t+0.04), a.py+(b.py-a.py)*(t+0.04), rgb(0, 200, 255), 1, box)
+					cv.Line(a.px+(b.px-a.px)*t, a.py+(b.py-a.py)*t, a.px+(b.px-a.px)*(t+0.04), a.py+(b.py-a.py)*(t+0.04), screen.RGB(0, 200, 255), 1, box)
 				}
 			}
 		}
@@ -1102,21 +1104,21 @@ func (c *chimerax) renderGraphics(cv *canvas) {
 			continue
 		}
 		rad := map[string]float64{"sphere": 8, "ball": 3.5, "stick": 1.6}[p.m.Style] * c.zoom
-		col := rgb(scale8(p.col.r, light), scale8(p.col.g, light), scale8(p.col.b, light))
-		cv.disc(p.px, p.py, rad, col, shade, box)
+		col := screen.RGB(screen.Scale8(p.col.r, light), screen.Scale8(p.col.g, light), screen.Scale8(p.col.b, light))
+		cv.Disc(p.px, p.py, rad, col, shade, box)
 		if c.silhouettes && rad > 2 {
-			cv.set(int(p.px+rad), int(p.py), colBlack)
+			cv.Set(int(p.px+rad), int(p.py), screen.ColBlack)
 		}
 	}
 	// Model labels.
 	y := box.Min.Y + 6
 	for _, m := range c.models {
 		fr, fg, fb := hexRGB(c.bg)
-		tc := colWhite
+		tc := screen.ColWhite
 		if int(fr)+int(fg)+int(fb) > 380 {
-			tc = colBlack
+			tc = screen.ColBlack
 		}
-		cv.text(box.Min.X+8, y, fmt.Sprintf("#%d %s", m.ID, m.Name), tc)
-		y += lineH
+		cv.Text(box.Min.X+8, y, fmt.Sprintf("#%d %s", m.ID, m.Name), tc)
+		y += screen.LineH
 	}
 }

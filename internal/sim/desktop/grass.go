@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
 // GRASS GIS: a map display with a toolbar and a layer manager (Layers,
@@ -527,7 +529,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		for i := 1; i <= v.Features; i++ {
 			row := []string{strconv.Itoa(i)}
 			for _, col := range v.Columns[1:] {
-				h := hashString(v.geomSeed, col, strconv.Itoa(i))
+				h := screen.Hash(v.geomSeed, col, strconv.Itoa(i))
 				if strings.ToUpper(col) == col && strings.Contains(col, "NAME") {
 					row = append(row, fmt.Sprintf("%s_%d", strings.ToUpper(v.geomSeed[:3]), i))
 				} else {
@@ -741,10 +743,10 @@ func grassLayout() *appLayout {
 	}
 	add("map", "GRASS map display", "canvas", "", grassMapBox)
 	for i, t := range grassTools {
-		w := textW(t.caption) + 20
+		w := screen.TextW(t.caption) + 20
 		x := 8
 		for _, p := range grassTools[:i] {
-			x += textW(p.caption) + 24
+			x += screen.TextW(p.caption) + 24
 		}
 		add(t.id, "GRASS "+t.caption+" button", "button", t.caption, image.Rect(x, 54, x+w, 78))
 	}
@@ -783,7 +785,7 @@ func (g *grass) click(u *ui, el *uiElement, button string, clicks int, pt image.
 		if clicks < 2 {
 			return
 		}
-		row := (pt.Y - el.Box.Min.Y - 18) / lineH
+		row := (pt.Y - el.Box.Min.Y - 18) / screen.LineH
 		rows := g.catalogRows()
 		if row >= 0 && row < len(rows) && strings.Contains(rows[row], "/") {
 			kind, name, _ := strings.Cut(rows[row], "/")
@@ -850,7 +852,7 @@ func elevRamp(t float64) color3 {
 		if t <= stops[i].t {
 			a, b := stops[i-1], stops[i]
 			f := (t - a.t) / (b.t - a.t)
-			return color3{lerp8(a.c.r, b.c.r, f), lerp8(a.c.g, b.c.g, f), lerp8(a.c.b, b.c.b, f)}
+			return color3{screen.Lerp8(a.c.r, b.c.r, f), screen.Lerp8(a.c.g, b.c.g, f), screen.Lerp8(a.c.b, b.c.b, f)}
 		}
 	}
 	return stops[len(stops)-1].c
@@ -867,38 +869,38 @@ func (g *grass) mapToScreen(e, n float64) (float64, float64) {
 	return float64(b.Min.X+b.Dx()/2) + (e-cx)*per, float64(b.Min.Y+b.Dy()/2) - (n-cy)*per
 }
 
-func (g *grass) render(cv *canvas, u *ui) {
+func (g *grass) render(cv *screen.Canvas, u *ui) {
 	l := u.layout
-	cv.fill(image.Rect(0, appTop, ScreenW, 82), rgb(0xde, 0xde, 0xdc))
+	cv.Fill(image.Rect(0, appTop, ScreenW, 82), screen.RGB(0xde, 0xde, 0xdc))
 	for _, e := range l.elems {
 		switch {
 		case e.Kind == "button" && e.ID != "run":
-			cv.button(e.Box, e.caption, false)
+			cv.Button(e.Box, e.caption, false)
 		case e.Kind == "tab":
-			cv.tab(e.Box, e.caption, e.ID == fmt.Sprintf("tab-%d", g.tab))
+			cv.Tab(e.Box, e.caption, e.ID == fmt.Sprintf("tab-%d", g.tab))
 		}
 	}
 	g.renderMap(cv)
 	switch g.tab {
 	case 0:
-		inner := cv.panel(grassPanelBox, "Layers", colField)
-		cv.noise(inner, hashString("grass-layers"), grainPanel)
+		inner := cv.Panel(grassPanelBox, "Layers", screen.ColField)
+		cv.Noise(inner, screen.Hash("grass-layers"), screen.GrainPanel)
 		for i, lay := range g.layers {
 			r := image.Rect(inner.Min.X, inner.Min.Y+i*24, inner.Max.X, inner.Min.Y+i*24+24)
-			cv.checkbox(r.Inset(2), lay, true, false)
+			cv.Checkbox(r.Inset(2), lay, true, false)
 		}
 		if len(g.layers) == 0 {
-			cv.text(inner.Min.X+6, inner.Min.Y+6, "No layers. Use d.rast / d.vect or the Data tab.", colDim)
+			cv.Text(inner.Min.X+6, inner.Min.Y+6, "No layers. Use d.rast / d.vect or the Data tab.", screen.ColDim)
 		}
 	case 1:
-		inner := cv.panel(grassOutputBox, "Command console", colField)
-		cv.noise(inner, hashString("grass-console"), grainPanel)
-		cv.lines(inner, g.console, g.outScroll, colText)
-		cv.field(grassConsoleBox, u.field("console"), "Type a GRASS command, e.g. g.list raster", u.focus == "console", u.selAll && u.focus == "console")
-		cv.button(l.byID["run"].Box, "Run", false)
+		inner := cv.Panel(grassOutputBox, "Command console", screen.ColField)
+		cv.Noise(inner, screen.Hash("grass-console"), screen.GrainPanel)
+		cv.Lines(inner, g.console, g.outScroll, screen.ColText)
+		cv.Field(grassConsoleBox, u.field("console"), "Type a GRASS command, e.g. g.list raster", u.focus == "console", u.selAll && u.focus == "console")
+		cv.Button(l.byID["run"].Box, "Run", false)
 	default:
-		inner := cv.panel(grassPanelBox, "Data catalog (double-click a map to display it)", colField)
-		cv.noise(inner, hashString("grass-catalog"), grainPanel)
+		inner := cv.Panel(grassPanelBox, "Data catalog (double-click a map to display it)", screen.ColField)
+		cv.Noise(inner, screen.Hash("grass-catalog"), screen.GrainPanel)
 		y := inner.Min.Y + 1
 		for _, row := range g.catalogRows() {
 			indent := 4
@@ -908,12 +910,12 @@ func (g *grass) render(cv *canvas, u *ui) {
 			} else if row != "PERMANENT" {
 				indent = 16
 			}
-			cv.textClip(inner.Min.X+indent, y, text, colText, inner)
-			y += lineH
+			cv.TextClip(inner.Min.X+indent, y, text, screen.ColText, inner)
+			y += screen.LineH
 		}
 	}
 	// Status bar with the cursor's map coordinates.
-	cv.fill(image.Rect(0, 724, 764, 752), rgb(0xd4, 0xd4, 0xd2))
+	cv.Fill(image.Rect(0, 724, 764, 752), screen.RGB(0xd4, 0xd4, 0xd2))
 	coords := "Coordinates: outside the map"
 	if cur := u.m.cur; cur.In(grassMapBox) {
 		per := float64(grassMapBox.Dx()) / (grassE - grassW) * g.zoom
@@ -921,18 +923,18 @@ func (g *grass) render(cv *canvas, u *ui) {
 		n := (grassN+grassS)/2 + g.panY - float64(cur.Y-(grassMapBox.Min.Y+grassMapBox.Dy()/2))/per
 		coords = fmt.Sprintf("E: %.1f  N: %.1f", e, n)
 	}
-	cv.text(12, 731, coords, colText)
-	cv.fill(image.Rect(0, 756, ScreenW, ScreenH), rgb(0xd4, 0xd4, 0xd2))
-	cv.textClip(8, 770, u.status, colText, image.Rect(0, 756, ScreenW, ScreenH))
+	cv.Text(12, 731, coords, screen.ColText)
+	cv.Fill(image.Rect(0, 756, ScreenW, ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
+	cv.TextClip(8, 770, u.status, screen.ColText, image.Rect(0, 756, ScreenW, ScreenH))
 }
 
 //go:norace
-func (g *grass) renderMap(cv *canvas) {
+func (g *grass) renderMap(cv *screen.Canvas) {
 	b := grassMapBox
-	cv.fill(b, colWhite)
-	cv.frame(b, colBorder)
-	seed := hashString("grass-map", strings.Join(g.layers, ","), gnum(g.zoom), gnum(g.panX), gnum(g.panY))
-	pix := cv.img.Pix
+	cv.Fill(b, screen.ColWhite)
+	cv.Frame(b, screen.ColBorder)
+	seed := screen.Hash("grass-map", strings.Join(g.layers, ","), gnum(g.zoom), gnum(g.panX), gnum(g.panY))
+	pix := cv.Img.Pix
 	// Raster layers, bottom first.
 	for li := len(g.layers) - 1; li >= 0; li-- {
 		kind, name, _ := strings.Cut(g.layers[li], "/")
@@ -977,7 +979,7 @@ func (g *grass) renderMap(cv *canvas) {
 			if row < 0 || row >= grassRows {
 				continue
 			}
-			off := y*cv.img.Stride + 4*(b.Min.X+1)
+			off := y*cv.Img.Stride + 4*(b.Min.X+1)
 			for x := b.Min.X + 1; x < b.Max.X-1; x, off = x+1, off+4 {
 				col := colOf[x-b.Min.X]
 				if col < 0 || col >= grassCols {
@@ -992,7 +994,7 @@ func (g *grass) renderMap(cv *canvas) {
 			}
 		}
 	}
-	cv.noise(b.Inset(1), seed, grainMain)
+	cv.Noise(b.Inset(1), seed, screen.GrainMain)
 	// Vector layers, bottom first.
 	for li := len(g.layers) - 1; li >= 0; li-- {
 		kind, name, _ := strings.Cut(g.layers[li], "/")
@@ -1010,22 +1012,22 @@ func (g *grass) renderMap(cv *canvas) {
 	x1, y1 := g.mapToScreen(g.region.E, g.region.S)
 	rr := image.Rect(int(x0), int(y0), int(x1), int(y1)).Intersect(b)
 	if !rr.Empty() {
-		cv.frame(rr, rgb(255, 0, 0))
+		cv.Frame(rr, screen.RGB(255, 0, 0))
 	}
 }
 
-func (g *grass) drawVector(cv *canvas, v *grassVector) {
+func (g *grass) drawVector(cv *screen.Canvas, v *grassVector) {
 	b := grassMapBox
-	rng := hashString("grass-vec", v.geomSeed)
+	rng := screen.Hash("grass-vec", v.geomSeed)
 	rnd := func() float64 {
-		rng = splitmix64(rng)
+		rng = screen.Mix64(rng)
 		return float64(rng>>11) / (1 << 53)
 	}
 	col := map[string]color3{"roads": {90, 90, 90}, "streams": {30, 90, 220}, "schools": {200, 30, 30}}[v.geomSeed]
 	if col == (color3{}) {
 		col = color3{120, 60, 160}
 	}
-	c := rgb(col.r, col.g, col.b)
+	c := screen.RGB(col.r, col.g, col.b)
 	bufPx := 0.0
 	if v.Buffer > 0 {
 		bufPx = v.Buffer * float64(b.Dx()) / (grassE - grassW) * g.zoom
@@ -1036,9 +1038,9 @@ func (g *grass) drawVector(cv *canvas, v *grassVector) {
 		x, y := g.mapToScreen(e, n)
 		if v.Type == "point" || v.geomSeed == "schools" {
 			if bufPx > 0 {
-				cv.disc(x, y, math.Max(1, bufPx), rgb(255, 200, 200), false, b)
+				cv.Disc(x, y, math.Max(1, bufPx), screen.RGB(255, 200, 200), false, b)
 			}
-			cv.disc(x, y, 3, c, false, b)
+			cv.Disc(x, y, 3, c, false, b)
 			continue
 		}
 		px, py := x, y
@@ -1050,9 +1052,9 @@ func (g *grass) drawVector(cv *canvas, v *grassVector) {
 			nx, ny := g.mapToScreen(e, n)
 			if (image.Point{int(nx), int(ny)}).In(b) && (image.Point{int(px), int(py)}).In(b) {
 				if bufPx > 0 {
-					cv.line(px, py, nx, ny, rgb(255, 215, 170), min(40, max(2, int(2*bufPx))), b)
+					cv.Line(px, py, nx, ny, screen.RGB(255, 215, 170), min(40, max(2, int(2*bufPx))), b)
 				}
-				cv.line(px, py, nx, ny, c, 2, b)
+				cv.Line(px, py, nx, ny, c, 2, b)
 			}
 			px, py = nx, ny
 		}

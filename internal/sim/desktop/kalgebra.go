@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
 // KAlgebra: a calculator (console, variables, expression input) with 2D
@@ -565,11 +567,11 @@ func (k *kalgebra) drag(u *ui, el *uiElement, from, to image.Point) {
 
 var plotColors = []color3{{0x1e, 0x64, 0xc8}, {0xd0, 0x30, 0x30}, {0x20, 0x9a, 0x40}, {0x9c, 0x27, 0xb0}, {0xe0, 0x80, 0x10}, {0x00, 0x96, 0x96}}
 
-func (k *kalgebra) render(cv *canvas, u *ui) {
+func (k *kalgebra) render(cv *screen.Canvas, u *ui) {
 	for i, t := range kalTabs {
-		cv.tab(u.layout.byID[fmt.Sprintf("tab-%d", i)].Box, t, k.tab == i)
+		cv.Tab(u.layout.byID[fmt.Sprintf("tab-%d", i)].Box, t, k.tab == i)
 	}
-	cv.fill(image.Rect(0, 76, ScreenW, 77), colBorder)
+	cv.Fill(image.Rect(0, 76, ScreenW, 77), screen.ColBorder)
 	switch k.tab {
 	case 0:
 		k.renderCalculator(cv, u)
@@ -578,29 +580,29 @@ func (k *kalgebra) render(cv *canvas, u *ui) {
 	case 2:
 		k.renderPlot3D(cv, u)
 	default:
-		inner := cv.panel(u.layout.byID["dictionary"].Box, "Dictionary", colField)
-		cv.noise(inner, hashString("kal-dict"), grainPanel)
+		inner := cv.Panel(u.layout.byID["dictionary"].Box, "Dictionary", screen.ColField)
+		cv.Noise(inner, screen.Hash("kal-dict"), screen.GrainPanel)
 		var ls []string
 		for _, f := range []string{"abs", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "ln", "log", "sqrt", "root", "power", "floor", "ceiling", "factorial", "max", "min", "sum", "product"} {
 			ls = append(ls, f+"    built-in function")
 		}
-		cv.lines(inner, ls, 0, colText)
+		cv.Lines(inner, ls, 0, screen.ColText)
 	}
-	cv.fill(image.Rect(0, 758, ScreenW, ScreenH), rgb(0xd4, 0xd4, 0xd2))
-	cv.textClip(8, 772, u.status, colText, image.Rect(0, 758, ScreenW, ScreenH))
+	cv.Fill(image.Rect(0, 758, ScreenW, ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
+	cv.TextClip(8, 772, u.status, screen.ColText, image.Rect(0, 758, ScreenW, ScreenH))
 }
 
-func (k *kalgebra) renderInput(cv *canvas, u *ui, field, button string) {
+func (k *kalgebra) renderInput(cv *screen.Canvas, u *ui, field, button string) {
 	e := u.layout.byID[field]
 	ph := map[string]string{"input": "Expression to calculate, e.g. p := 3*4", "input2d": "Function to plot, e.g. x->sin(x)", "input3d": "Surface to plot, e.g. x*y"}[field]
-	cv.field(e.Box, u.field(field), ph, u.focus == field, u.selAll && u.focus == field)
+	cv.Field(e.Box, u.field(field), ph, u.focus == field, u.selAll && u.focus == field)
 	b := u.layout.byID[button]
-	cv.button(b.Box, b.caption, false)
+	cv.Button(b.Box, b.caption, false)
 }
 
-func (k *kalgebra) renderCalculator(cv *canvas, u *ui) {
-	inner := cv.panel(kalMainBox, "Console", colField)
-	cv.noise(inner, hashString("kal-console", strconv.Itoa(len(k.console))), grainMain)
+func (k *kalgebra) renderCalculator(cv *screen.Canvas, u *ui) {
+	inner := cv.Panel(kalMainBox, "Console", screen.ColField)
+	cv.Noise(inner, screen.Hash("kal-console", strconv.Itoa(len(k.console))), screen.GrainMain)
 	var ls []string
 	for _, e := range k.console {
 		ls = append(ls, e.in)
@@ -610,17 +612,17 @@ func (k *kalgebra) renderCalculator(cv *canvas, u *ui) {
 			ls = append(ls, "    = "+e.out)
 		}
 	}
-	cv.lines(inner, ls, k.conScroll, colText)
-	vinner := cv.panel(u.layout.byID["variables"].Box, "Variables", colField)
-	cv.noise(vinner, hashString("kal-vars"), grainPanel)
+	cv.Lines(inner, ls, k.conScroll, screen.ColText)
+	vinner := cv.Panel(u.layout.byID["variables"].Box, "Variables", screen.ColField)
+	cv.Noise(vinner, screen.Hash("kal-vars"), screen.GrainPanel)
 	var vs []string
 	for _, name := range sortedKeys(k.env.vars) {
 		vs = append(vs, fmt.Sprintf("%-8s %s", name, valueText(k.env.vars[name])))
 	}
 	y := vinner.Min.Y + 2
 	for _, l := range vs {
-		cv.textClip(vinner.Min.X+4, y, l, colText, vinner)
-		y += lineH
+		cv.TextClip(vinner.Min.X+4, y, l, screen.ColText, vinner)
+		y += screen.LineH
 	}
 	k.renderInput(cv, u, "input", "calculate")
 }
@@ -631,32 +633,32 @@ func (k *kalgebra) toScreen(x, y float64) (float64, float64) {
 	return float64(b.Min.X+b.Dx()/2) + (x-k.viewX)*per, float64(b.Min.Y+b.Dy()/2) - (y-k.viewY)*per
 }
 
-func (k *kalgebra) renderPlot2D(cv *canvas, u *ui) {
+func (k *kalgebra) renderPlot2D(cv *screen.Canvas, u *ui) {
 	b := kalMainBox
-	cv.fill(b, rgb(0xfb, 0xfb, 0xf7))
+	cv.Fill(b, screen.RGB(0xfb, 0xfb, 0xf7))
 	var sb strings.Builder
 	for _, p := range k.plotsOf(2) {
 		sb.WriteString(p.Expr + ";")
 	}
-	cv.noise(b, hashString("kal-2d", sb.String(), formatNum(k.viewSpan), formatNum(k.viewX), formatNum(k.viewY)), grainMain)
+	cv.Noise(b, screen.Hash("kal-2d", sb.String(), formatNum(k.viewSpan), formatNum(k.viewX), formatNum(k.viewY)), screen.GrainMain)
 	per := float64(b.Dx()) / k.viewSpan
 	step := math.Pow(10, math.Floor(math.Log10(k.viewSpan/10)))
 	x0 := k.viewX - k.viewSpan/2
 	for gx := math.Floor(x0/step) * step; gx <= x0+k.viewSpan; gx += step {
 		sx, _ := k.toScreen(gx, 0)
-		cv.line(sx, float64(b.Min.Y), sx, float64(b.Max.Y-1), rgb(0xdd, 0xdd, 0xe8), 1, b)
+		cv.Line(sx, float64(b.Min.Y), sx, float64(b.Max.Y-1), screen.RGB(0xdd, 0xdd, 0xe8), 1, b)
 	}
 	halfH := float64(b.Dy()) / per / 2
 	for gy := math.Floor((k.viewY-halfH)/step) * step; gy <= k.viewY+halfH; gy += step {
 		_, sy := k.toScreen(0, gy)
-		cv.line(float64(b.Min.X), sy, float64(b.Max.X-1), sy, rgb(0xdd, 0xdd, 0xe8), 1, b)
+		cv.Line(float64(b.Min.X), sy, float64(b.Max.X-1), sy, screen.RGB(0xdd, 0xdd, 0xe8), 1, b)
 	}
 	ax, ay := k.toScreen(0, 0)
-	cv.line(ax, float64(b.Min.Y), ax, float64(b.Max.Y-1), rgb(0x60, 0x60, 0x60), 1, b)
-	cv.line(float64(b.Min.X), ay, float64(b.Max.X-1), ay, rgb(0x60, 0x60, 0x60), 1, b)
+	cv.Line(ax, float64(b.Min.Y), ax, float64(b.Max.Y-1), screen.RGB(0x60, 0x60, 0x60), 1, b)
+	cv.Line(float64(b.Min.X), ay, float64(b.Max.X-1), ay, screen.RGB(0x60, 0x60, 0x60), 1, b)
 	for i, p := range k.plotsOf(2) {
 		col := plotColors[i%len(plotColors)]
-		c := rgb(col.r, col.g, col.b)
+		c := screen.RGB(col.r, col.g, col.b)
 		if p.Kind == "explicit" {
 			var px, py float64
 			ok := false
@@ -669,7 +671,7 @@ func (k *kalgebra) renderPlot2D(cv *canvas, u *ui) {
 				}
 				_, sy := k.toScreen(x, y)
 				if ok && math.Abs(sy-py) < float64(b.Dy()) {
-					cv.line(px, py, float64(sx), math.Max(-1e4, math.Min(1e4, sy)), c, 2, b)
+					cv.Line(px, py, float64(sx), math.Max(-1e4, math.Min(1e4, sy)), c, 2, b)
 				}
 				px, py, ok = float64(sx), math.Max(-1e4, math.Min(1e4, sy)), true
 			}
@@ -691,43 +693,43 @@ func (k *kalgebra) renderPlot2D(cv *canvas, u *ui) {
 					v = math.NaN()
 				}
 				if rx > 0 && left*v <= 0 {
-					cv.disc(sx, sy, 1.5, c, false, b)
+					cv.Disc(sx, sy, 1.5, c, false, b)
 				}
 				if ry > 0 && prev[rx]*v <= 0 {
-					cv.disc(sx, sy, 1.5, c, false, b)
+					cv.Disc(sx, sy, 1.5, c, false, b)
 				}
 				left, prev[rx] = v, v
 			}
 		}
 	}
 	k.renderList(cv, u, "list2d", 2, k.sel2d)
-	cv.button(u.layout.byID["remove2d"].Box, "Remove", false)
-	cv.button(u.layout.byID["clear2d"].Box, "Clear all", false)
+	cv.Button(u.layout.byID["remove2d"].Box, "Remove", false)
+	cv.Button(u.layout.byID["clear2d"].Box, "Clear all", false)
 	k.renderInput(cv, u, "input2d", "add2d")
 }
 
-func (k *kalgebra) renderList(cv *canvas, u *ui, id string, dim, sel int) {
-	inner := cv.panel(u.layout.byID[id].Box, "Functions", colField)
-	cv.noise(inner, hashString("kal-list", id), grainPanel)
+func (k *kalgebra) renderList(cv *screen.Canvas, u *ui, id string, dim, sel int) {
+	inner := cv.Panel(u.layout.byID[id].Box, "Functions", screen.ColField)
+	cv.Noise(inner, screen.Hash("kal-list", id), screen.GrainPanel)
 	for i, p := range k.plotsOf(dim) {
 		r := image.Rect(inner.Min.X, inner.Min.Y+i*22, inner.Max.X, inner.Min.Y+i*22+22)
 		if i == sel {
-			cv.fill(r, colSelect)
+			cv.Fill(r, screen.ColSelect)
 		}
 		col := plotColors[i%len(plotColors)]
-		cv.fill(image.Rect(r.Min.X+4, r.Min.Y+6, r.Min.X+14, r.Min.Y+16), rgb(col.r, col.g, col.b))
-		cv.textClip(r.Min.X+20, r.Min.Y+4, p.Expr, colText, r)
+		cv.Fill(image.Rect(r.Min.X+4, r.Min.Y+6, r.Min.X+14, r.Min.Y+16), screen.RGB(col.r, col.g, col.b))
+		cv.TextClip(r.Min.X+20, r.Min.Y+4, p.Expr, screen.ColText, r)
 	}
 }
 
-func (k *kalgebra) renderPlot3D(cv *canvas, u *ui) {
+func (k *kalgebra) renderPlot3D(cv *screen.Canvas, u *ui) {
 	b := kalMainBox
-	cv.gradient(b, rgb(0xf4, 0xf6, 0xfa), rgb(0xd8, 0xde, 0xea))
+	cv.Gradient(b, screen.RGB(0xf4, 0xf6, 0xfa), screen.RGB(0xd8, 0xde, 0xea))
 	var sb strings.Builder
 	for _, p := range k.plotsOf(3) {
 		sb.WriteString(p.Expr + ";")
 	}
-	cv.noise(b, hashString("kal-3d", sb.String()), grainMain)
+	cv.Noise(b, screen.Hash("kal-3d", sb.String()), screen.GrainMain)
 	cx, cy := float64(b.Min.X+b.Dx()/2), float64(b.Min.Y+b.Dy()/2)
 	proj := func(x, y, z float64) (float64, float64) {
 		return cx + (x-y)*22, cy + (x+y)*11 - z*14
@@ -735,11 +737,11 @@ func (k *kalgebra) renderPlot3D(cv *canvas, u *ui) {
 	for _, ax := range [][3]float64{{8, 0, 0}, {0, 8, 0}, {0, 0, 8}} {
 		x1, y1 := proj(0, 0, 0)
 		x2, y2 := proj(ax[0], ax[1], ax[2])
-		cv.line(x1, y1, x2, y2, rgb(0x50, 0x50, 0x50), 1, b)
+		cv.Line(x1, y1, x2, y2, screen.RGB(0x50, 0x50, 0x50), 1, b)
 	}
 	for i, p := range k.plotsOf(3) {
 		col := plotColors[i%len(plotColors)]
-		c := rgb(col.r, col.g, col.b)
+		c := screen.RGB(col.r, col.g, col.b)
 		for gx := -6.0; gx <= 6; gx += 0.5 {
 			for gy := -6.0; gy <= 6; gy += 0.5 {
 				if p.Kind == "explicit" {
@@ -752,7 +754,7 @@ func (k *kalgebra) renderPlot3D(cv *canvas, u *ui) {
 						z2, err2 := k.plotValue(p, []float64{gx + d[0], gy + d[1]})
 						if err2 == nil && !math.IsNaN(z2) && math.Abs(z2) <= 12 {
 							x2, y2 := proj(gx+d[0], gy+d[1], z2)
-							cv.line(x1, y1, x2, y2, c, 1, b)
+							cv.Line(x1, y1, x2, y2, c, 1, b)
 						}
 					}
 					continue
@@ -763,7 +765,7 @@ func (k *kalgebra) renderPlot3D(cv *canvas, u *ui) {
 					v, err := k.plotValue(p, []float64{gx, gy, gz})
 					if err == nil && !math.IsNaN(prev) && prev*v <= 0 {
 						x1, y1 := proj(gx, gy, gz)
-						cv.disc(x1, y1, 1.2, c, false, b)
+						cv.Disc(x1, y1, 1.2, c, false, b)
 					}
 					prev = v
 				}
@@ -771,7 +773,7 @@ func (k *kalgebra) renderPlot3D(cv *canvas, u *ui) {
 		}
 	}
 	k.renderList(cv, u, "list3d", 3, k.sel3d)
-	cv.button(u.layout.byID["remove3d"].Box, "Remove", false)
-	cv.button(u.layout.byID["clear3d"].Box, "Clear all", false)
+	cv.Button(u.layout.byID["remove3d"].Box, "Remove", false)
+	cv.Button(u.layout.byID["clear3d"].Box, "Clear all", false)
 	k.renderInput(cv, u, "input3d", "add3d")
 }

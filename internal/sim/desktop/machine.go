@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
 // MachineConfig configures one simulated machine.
@@ -71,7 +73,7 @@ type simApp interface {
 	// launchArgs applies the app's command-line arguments.
 	launchArgs(u *ui, args []string)
 	// render draws the app's window content below the title bar.
-	render(c *canvas, u *ui)
+	render(c *screen.Canvas, u *ui)
 }
 
 // uiElement is an element with its app-level behaviour flags.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
 func TestLayouts(t *testing.T) {
@@ -355,7 +357,7 @@ func TestChimeraXCommands(t *testing.T) {
 		{"view", "view.turn.y", float64(0), false},
 		{"select /A", "selection.atoms", float64(4779/4 + 327), false}, // chain A of both models
 		{"select clear", "selection.atoms", float64(0), false},
-		{"addh #2", "models.(2,).hydrogens", float64(46*7 + int(hashString("h", "1crn")%7)), false},
+		{"addh #2", "models.(2,).hydrogens", float64(46*7 + int(screen.Hash("h", "1crn")%7)), false},
 		{"close #1", "models.count", float64(1), false},
 		{"open /home/user/nothere.pdb", "", nil, true},
 		{"frobnicate", "", nil, true},
@@ -584,7 +586,7 @@ func TestReadStateChunkErrors(t *testing.T) {
 	corrupt := bytes.Clone(png)
 	i := bytes.Index(corrupt, []byte(StateChunkKeyword))
 	corrupt[i+len(StateChunkKeyword)+3] ^= 0xff
-	plain, _ := encodeRGBPNG(image.NewRGBA(image.Rect(0, 0, 4, 4)))
+	plain, _ := screen.EncodePNG(image.NewRGBA(image.Rect(0, 0, 4, 4)))
 	for name, data := range map[string][]byte{
 		"not a png": []byte("GIF89a"), "crc mismatch": corrupt, "no chunk": plain, "truncated": png[:len(png)/2],
 	} {

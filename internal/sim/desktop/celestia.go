@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/sim/expr"
 	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
@@ -382,16 +383,11 @@ func (c *celestia) timeControl(u *ui, what string) {
 	case "realtime":
 		c.scale, c.paused = 1, false
 	}
-	c.scale = roundSig(c.scale, 12)
-	u.status = "Time rate: " + formatNum(c.scale) + "x"
+	c.scale = expr.RoundSig(c.scale, 12)
+	u.status = "Time rate: " + expr.FormatNum(c.scale) + "x"
 	if c.paused {
 		u.status += " (paused)"
 	}
-}
-
-func roundSig(v float64, digits int) float64 {
-	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', digits, 64), 64)
-	return f
 }
 
 func (c *celestia) setDate(u *ui, text string) {
@@ -510,7 +506,7 @@ func (c *celestia) render(cv *screen.Canvas, u *ui) {
 	}
 	// Status bar.
 	cv.Fill(image.Rect(0, 772, ScreenW, ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
-	rate := formatNum(c.scale) + "x"
+	rate := expr.FormatNum(c.scale) + "x"
 	if c.paused {
 		rate += " (Paused)"
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/sim/expr"
 	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
@@ -195,7 +196,7 @@ func parseGcmd(words []string) gcmd {
 			for i := 1; i < len(w); i++ {
 				c.flags[w[i]] = true
 			}
-		case strings.Contains(w, "=") && isIdentStart(w[0]) && !strings.Contains(strings.SplitN(w, "=", 2)[0], " "):
+		case strings.Contains(w, "=") && expr.IsIdent(w[:1]) && !strings.Contains(strings.SplitN(w, "=", 2)[0], " "):
 			k, v, _ := strings.Cut(w, "=")
 			c.opts[strings.ToLower(k)] = v
 		default:
@@ -291,7 +292,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 			o, e, code := errf("Required parameter <output> not set")
 			return o, e, code, false
 		}
-		if !isIdent(strings.ReplaceAll(name, ".", "_")) {
+		if !expr.IsIdent(strings.ReplaceAll(name, ".", "_")) {
 			o, e, code := errf("<%s> is an illegal file name", name)
 			return o, e, code, false
 		}
@@ -436,11 +437,11 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		return errf("Required parameter raster=old,new or vector=old,new not set")
 	case "r.mapcalc":
-		expr := c.opt("expression", true)
-		if expr == "" {
+		line := c.opt("expression", true)
+		if line == "" {
 			return errf("Required parameter <expression> not set")
 		}
-		return g.mapcalc(expr, c.over)
+		return g.mapcalc(line, c.over)
 	case "r.univar":
 		name := c.opt("map", true)
 		r, ok := g.rasters[name]
@@ -583,10 +584,10 @@ func (g *grass) regionText(shell bool) string {
 }
 
 // mapcalc evaluates "out = expr" cell by cell.
-func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
+func (g *grass) mapcalc(line string, over bool) (string, string, int) {
 	i := -1
-	for k := 0; k < len(expr); k++ {
-		if expr[k] == '=' && (k+1 >= len(expr) || expr[k+1] != '=') && (k == 0 || !strings.ContainsRune("<>!=", rune(expr[k-1]))) {
+	for k := 0; k < len(line); k++ {
+		if line[k] == '=' && (k+1 >= len(line) || line[k+1] != '=') && (k == 0 || !strings.ContainsRune("<>!=", rune(line[k-1]))) {
 			i = k
 			break
 		}
@@ -594,24 +595,24 @@ func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
 	if i < 0 {
 		return "", "ERROR: expression must have the form: result = expression\n", 1
 	}
-	out := strings.TrimSpace(expr[:i])
-	if !isIdent(out) {
+	out := strings.TrimSpace(line[:i])
+	if !expr.IsIdent(out) {
 		return "", fmt.Sprintf("ERROR: <%s> is an illegal file name\n", out), 1
 	}
 	if _, exists := g.rasters[out]; exists && !over {
 		return "", fmt.Sprintf("ERROR: option <output>: <%s> exists. To overwrite, use the --overwrite flag\n", out), 1
 	}
-	node, err := parseExpr(expr[i+1:], modeMapcalc)
+	node, err := expr.Parse(line[i+1:], expr.Mapcalc)
 	if err != nil {
 		return "", "ERROR: syntax error in expression: " + err.Error() + "\n", 1
 	}
-	env := &exprEnv{mode: modeMapcalc, vars: map[string]exprValue{}}
+	env := expr.NewEnv(expr.Mapcalc)
 	var refs []*grassRaster
 	var refNames []string
-	for _, v := range freeVars(node) {
+	for _, v := range expr.FreeVars(node) {
 		r, ok := g.rasters[v]
 		if !ok {
-			if _, builtin := env.lookup(v, nil); builtin {
+			if _, builtin := env.Lookup(v, nil); builtin {
 				continue
 			}
 			return "", fmt.Sprintf("ERROR: Raster map <%s> not found\n", v), 1
@@ -621,13 +622,12 @@ func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
 	}
 	data := make([]float64, grassRows*grassCols)
 	integral := true
-	locals := map[string]exprValue{}
+	locals := map[string]expr.Value{}
 	for cell := range data {
 		for k, r := range refs {
-			locals[refNames[k]] = exprValue{num: r.Data[cell]}
+			locals[refNames[k]] = expr.Number(r.Data[cell])
 		}
-		env.steps = 0
-		v, err := env.num(node, locals)
+		v, err := env.Num(node, locals)
 		if err != nil {
 			return "", "ERROR: " + err.Error() + "\n", 1
 		}
@@ -643,7 +643,7 @@ func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
 	if integral {
 		typ = "CELL"
 	}
-	g.rasters[out] = &grassRaster{Name: out, Data: data, Type: typ, History: "r.mapcalc " + strings.TrimSpace(expr)}
+	g.rasters[out] = &grassRaster{Name: out, Data: data, Type: typ, History: "r.mapcalc " + strings.TrimSpace(line)}
 	return "", "", 0
 }
 
@@ -827,7 +827,7 @@ func (g *grass) scroll(u *ui, el *uiElement, dx, dy int) {
 		g.outScroll = max(0, min(len(g.console), g.outScroll+dy))
 	case "map":
 		g.zoom = math.Max(1.0/64, math.Min(64, g.zoom*math.Pow(1.25, float64(dy))))
-		g.zoom = roundSig(g.zoom, 10)
+		g.zoom = expr.RoundSig(g.zoom, 10)
 	}
 }
 
@@ -836,8 +836,8 @@ func (g *grass) drag(u *ui, el *uiElement, from, to image.Point) {
 		return
 	}
 	per := (grassE - grassW) / float64(grassMapBox.Dx()) / g.zoom
-	g.panX = roundSig(g.panX-float64(to.X-from.X)*per, 10)
-	g.panY = roundSig(g.panY+float64(to.Y-from.Y)*per, 10)
+	g.panX = expr.RoundSig(g.panX-float64(to.X-from.X)*per, 10)
+	g.panY = expr.RoundSig(g.panY+float64(to.Y-from.Y)*per, 10)
 }
 
 // Rendering.

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/sim/expr"
 	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
@@ -21,7 +24,7 @@ type kplot struct {
 	Expr  string // canonical text
 	Dim   int    // 2 or 3
 	Kind  string // explicit, implicit
-	node  exprNode
+	node  expr.Node
 	param []string // explicit: the lambda's parameters (x or x,y)
 }
 
@@ -32,7 +35,7 @@ type kconsole struct {
 
 type kalgebra struct {
 	tab       int // 0 calculator, 1 2D graph, 2 3D graph, 3 dictionary
-	env       *exprEnv
+	env       *expr.Env
 	console   []kconsole
 	conScroll int
 	plots     []*kplot
@@ -46,23 +49,15 @@ type kalgebra struct {
 var kalBuiltins = []string{"e", "euler", "pi"}
 
 func newKAlgebra() *kalgebra {
-	env := &exprEnv{mode: modeKAlgebra, vars: map[string]exprValue{}}
+	env := expr.NewEnv(expr.KAlgebra)
 	for _, n := range kalBuiltins {
-		v, _ := env.lookup(n, nil)
-		env.vars[n] = v
+		v, _ := env.Lookup(n, nil)
+		env.Set(n, v)
 	}
 	return &kalgebra{env: env, sel2d: -1, sel3d: -1, viewSpan: 20}
 }
 
 func (k *kalgebra) name() string { return AppKAlgebra }
-
-// valueText is how KAlgebra shows a value.
-func valueText(v exprValue) string {
-	if v.fn != nil {
-		return formatExpr(lambdaNode{params: v.fn.params, body: v.fn.body})
-	}
-	return formatNum(v.num)
-}
 
 // calculate evaluates one calculator input and logs it to the console.
 func (k *kalgebra) calculate(u *ui, text string) {
@@ -89,45 +84,32 @@ func (k *kalgebra) calculate(u *ui, text string) {
 }
 
 func (k *kalgebra) eval(text string) (string, error) {
-	k.env.steps = 0
 	name, rhs, isAssign := strings.Cut(text, ":=")
 	name = strings.TrimSpace(name)
 	if isAssign {
-		if !isIdent(name) {
+		if !expr.IsIdent(name) {
 			return "", fmt.Errorf("cannot assign to %q", name)
 		}
-		n, err := parseExpr(rhs, modeKAlgebra)
+		n, err := expr.Parse(rhs, expr.KAlgebra)
 		if err != nil {
 			return "", err
 		}
-		v, err := k.env.eval(n, nil)
+		v, err := k.env.Eval(n, nil)
 		if err != nil {
 			return "", err
 		}
-		k.env.vars[name] = v
-		return valueText(v), nil
+		k.env.Set(name, v)
+		return v.String(), nil
 	}
-	n, err := parseExpr(text, modeKAlgebra)
+	n, err := expr.Parse(text, expr.KAlgebra)
 	if err != nil {
 		return "", err
 	}
-	v, err := k.env.eval(n, nil)
+	v, err := k.env.Eval(n, nil)
 	if err != nil {
 		return "", err
 	}
-	return valueText(v), nil
-}
-
-func isIdent(s string) bool {
-	if s == "" || !(isIdentStart(s[0])) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !isIdentStart(s[i]) && !isDigit(s[i]) {
-			return false
-		}
-	}
-	return true
+	return v.String(), nil
 }
 
 // addPlot parses a plot input for the 2D (dim 2) or 3D (dim 3) view.
@@ -136,7 +118,7 @@ func (k *kalgebra) addPlot(text string, dim int) (*kplot, error) {
 	if text == "" {
 		return nil, fmt.Errorf("empty function")
 	}
-	n, err := parseExpr(text, modeKAlgebra)
+	n, err := expr.Parse(text, expr.KAlgebra)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +135,8 @@ func (k *kalgebra) addPlot(text string, dim int) (*kplot, error) {
 		}
 		return false
 	}
-	checkFree := func(n exprNode, allowed ...string) error {
-		for _, v := range freeVars(n) {
+	checkFree := func(n expr.Node, allowed ...string) error {
+		for _, v := range expr.FreeVars(n) {
 			ok := false
 			for _, a := range allowed {
 				if a == v {
@@ -162,43 +144,40 @@ func (k *kalgebra) addPlot(text string, dim int) (*kplot, error) {
 				}
 			}
 			if !ok {
-				if _, known := k.env.lookup(v, nil); !known {
+				if _, known := k.env.Lookup(v, nil); !known {
 					return fmt.Errorf("unknown identifier: %s", v)
 				}
 			}
 		}
 		return nil
 	}
-	switch n := n.(type) {
-	case lambdaNode:
+	params, body, isLambda := expr.Lambda(n)
+	switch {
+	case isLambda:
 		want := dim - 1
-		if len(n.params) != want {
-			return nil, fmt.Errorf("a %dD function takes %d parameter(s), got %d", dim, want, len(n.params))
+		if len(params) != want {
+			return nil, fmt.Errorf("a %dD function takes %d parameter(s), got %d", dim, want, len(params))
 		}
-		for _, pr := range n.params {
+		for _, pr := range params {
 			if !isAxis(pr) || pr == axes[dim-1] {
 				return nil, fmt.Errorf("parameter %q: polar and parametric plots are not simulated", pr)
 			}
 		}
-		if err := checkFree(n.body, n.params...); err != nil {
+		if err := checkFree(body, params...); err != nil {
 			return nil, err
 		}
-		p.Kind, p.param, p.node = "explicit", n.params, n.body
-	case binNode:
-		if n.op == "=" {
-			if err := checkFree(n, axes...); err != nil {
-				return nil, err
-			}
-			p.Kind = "implicit"
-			break
+		p.Kind, p.param, p.node = "explicit", params, body
+	case expr.IsEquation(n):
+		if err := checkFree(n, axes...); err != nil {
+			return nil, err
 		}
-		p.Kind = "explicit"
+		p.Kind = "implicit"
 	default:
 		p.Kind = "explicit"
 	}
 	if p.Kind == "explicit" && p.param == nil {
 		params := axes[:dim-1]
-		for _, v := range freeVars(p.node) {
+		for _, v := range expr.FreeVars(p.node) {
 			if v == axes[dim-1] {
 				return nil, fmt.Errorf("%s cannot appear in an explicit function; use an equation", v)
 			}
@@ -209,9 +188,9 @@ func (k *kalgebra) addPlot(text string, dim int) (*kplot, error) {
 		p.param = params
 	}
 	if p.Kind == "explicit" {
-		p.Expr = formatExpr(lambdaNode{params: p.param, body: p.node})
+		p.Expr = expr.FormatLambda(p.param, p.node)
 	} else {
-		p.Expr = formatExpr(p.node)
+		p.Expr = expr.Format(p.node)
 	}
 	// Check that it evaluates somewhere.
 	if _, err := k.plotValue(p, []float64{0.5, 0.5, 0.5}); err != nil {
@@ -223,19 +202,18 @@ func (k *kalgebra) addPlot(text string, dim int) (*kplot, error) {
 // plotValue evaluates an explicit plot at the point's leading coordinates
 // or an implicit one (lhs - rhs) at the whole point.
 func (k *kalgebra) plotValue(p *kplot, pt []float64) (float64, error) {
-	k.env.steps = 0
-	locals := map[string]exprValue{}
+	locals := map[string]expr.Value{}
 	axes := []string{"x", "y", "z"}
 	if p.Kind == "explicit" {
 		for i, name := range p.param {
-			locals[name] = exprValue{num: pt[i]}
+			locals[name] = expr.Number(pt[i])
 		}
 	} else {
 		for i := 0; i < p.Dim && i < len(pt); i++ {
-			locals[axes[i]] = exprValue{num: pt[i]}
+			locals[axes[i]] = expr.Number(pt[i])
 		}
 	}
-	return k.env.num(p.node, locals)
+	return k.env.Num(p.node, locals)
 }
 
 // onPlot reports whether the point lies on the plot (relative tolerance
@@ -289,8 +267,8 @@ func (k *kalgebra) removePlot(dim, idx int) {
 
 func (k *kalgebra) vars() map[string]any {
 	out := map[string]any{}
-	for name, v := range k.env.vars {
-		out[name] = valueText(v)
+	for name, v := range k.env.Vars() {
+		out[name] = v.String()
 	}
 	return out
 }
@@ -550,7 +528,7 @@ func (k *kalgebra) scroll(u *ui, el *uiElement, dx, dy int) {
 		k.conScroll = max(0, min(len(k.console)*2, k.conScroll+dy))
 	case "plot2d":
 		k.viewSpan = math.Max(0.01, math.Min(1e6, k.viewSpan*math.Pow(0.9, float64(dy))))
-		k.viewSpan = roundSig(k.viewSpan, 10)
+		k.viewSpan = expr.RoundSig(k.viewSpan, 10)
 	}
 }
 
@@ -559,8 +537,8 @@ func (k *kalgebra) drag(u *ui, el *uiElement, from, to image.Point) {
 		return
 	}
 	per := k.viewSpan / float64(kalMainBox.Dx())
-	k.viewX = roundSig(k.viewX-float64(to.X-from.X)*per, 10)
-	k.viewY = roundSig(k.viewY+float64(to.Y-from.Y)*per, 10)
+	k.viewX = expr.RoundSig(k.viewX-float64(to.X-from.X)*per, 10)
+	k.viewY = expr.RoundSig(k.viewY+float64(to.Y-from.Y)*per, 10)
 }
 
 // Rendering.
@@ -616,8 +594,9 @@ func (k *kalgebra) renderCalculator(cv *screen.Canvas, u *ui) {
 	vinner := cv.Panel(u.layout.byID["variables"].Box, "Variables", screen.ColField)
 	cv.Noise(vinner, screen.Hash("kal-vars"), screen.GrainPanel)
 	var vs []string
-	for _, name := range sortedKeys(k.env.vars) {
-		vs = append(vs, fmt.Sprintf("%-8s %s", name, valueText(k.env.vars[name])))
+	vars := k.env.Vars()
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		vs = append(vs, fmt.Sprintf("%-8s %s", name, vars[name]))
 	}
 	y := vinner.Min.Y + 2
 	for _, l := range vs {
@@ -640,7 +619,7 @@ func (k *kalgebra) renderPlot2D(cv *screen.Canvas, u *ui) {
 	for _, p := range k.plotsOf(2) {
 		sb.WriteString(p.Expr + ";")
 	}
-	cv.Noise(b, screen.Hash("kal-2d", sb.String(), formatNum(k.viewSpan), formatNum(k.viewX), formatNum(k.viewY)), screen.GrainMain)
+	cv.Noise(b, screen.Hash("kal-2d", sb.String(), expr.FormatNum(k.viewSpan), expr.FormatNum(k.viewX), expr.FormatNum(k.viewY)), screen.GrainMain)
 	per := float64(b.Dx()) / k.viewSpan
 	step := math.Pow(10, math.Floor(math.Log10(k.viewSpan/10)))
 	x0 := k.viewX - k.viewSpan/2

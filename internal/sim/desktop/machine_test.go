@@ -290,20 +290,6 @@ func TestExpressions(t *testing.T) {
 			}
 		})
 	}
-	// Printing keeps needed parentheses only.
-	for _, c := range []struct{ in, want string }{
-		{"a-(b-c)", "a-(b-c)"}, {"(a-b)-c", "a-b-c"}, {"a/(b*c)", "a/(b*c)"}, {"(a+b)*c", "(a+b)*c"},
-		{"-(a+b)", "-(a+b)"}, {"(a^b)^c", "(a^b)^c"}, {"a^b^c", "a^b^c"}, {"(-a)^2", "(-a)^2"},
-		{"x->2*x+1", "x->2*x+1"}, {"sum(1/n : n=1..20)", "sum(1/n : n=1..20)"}, {"x^2+y^2=9", "x^2+y^2=9"},
-	} {
-		n, err := parseExpr(c.in, modeKAlgebra)
-		if err != nil {
-			t.Fatalf("%q: %v", c.in, err)
-		}
-		if got := formatExpr(n); got != c.want {
-			t.Errorf("formatExpr(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
 	// Closures and recursion limits.
 	k := newKAlgebra()
 	for _, in := range []string{"r := a->q->a*q", "f := n->f(n)"} {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/codapipe/codapipe/internal/sim/desktop"
-	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"image"
 	"image/png"
 	"math/rand/v2"
@@ -17,6 +15,9 @@ import (
 	"unicode"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
@@ -38,7 +39,7 @@ type episode struct {
 // applied.
 func newTaskMachine(t testing.TB, task *tasks.Task, seed int64) desktop.Machine {
 	t.Helper()
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: seed})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: seed})
 	if err := tasks.RunInit(m, &task.Task, nil); err != nil {
 		t.Fatalf("%s: init: %v", task.ID, err)
 	}
@@ -312,7 +313,7 @@ func TestRandomWrongStepsFail(t *testing.T) {
 				targets[s.Target] = true
 			}
 		}
-		for _, e := range desktop.Elements(task.App) {
+		for _, e := range apps.Catalog().Elements(task.App) {
 			if e.Kind == "field" {
 				fields = append(fields, e)
 			}
@@ -367,7 +368,7 @@ func TestRandomWrongStepsFail(t *testing.T) {
 func visibleElements(m desktop.Machine) []desktop.Element {
 	var out []desktop.Element
 	tree := m.Accessibility()
-	for _, e := range desktop.Elements(m.State().App) {
+	for _, e := range apps.Catalog().Elements(m.State().App) {
 		if strings.Contains(tree, `name="`+e.Label+`"`) {
 			out = append(out, e)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"
@@ -97,7 +98,7 @@ func StartWorld(ctx context.Context, cfg WorldConfig) (*World, error) {
 	}
 	for i := range cfg.VMs {
 		id := fmt.Sprintf("sim-%02d", i)
-		m := desktop.NewMachine(desktop.MachineConfig{Seed: cfg.Seed})
+		m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: cfg.Seed})
 		gc := cfg.Guest
 		if o, ok := cfg.PerVM[i]; ok {
 			gc = o

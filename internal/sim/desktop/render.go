@@ -25,7 +25,7 @@ func (m *machine) renderLocked(c *screen.Canvas) {
 		c.Noise(image.Rect(0, panelH, ScreenW, ScreenH), 0xdeadbeef, screen.GrainMain)
 		c.TextCentered(image.Rect(0, 360, ScreenW, 390), "codapipe SIMULATOR desktop", screen.ColWhite)
 		c.TextCentered(image.Rect(0, 392, ScreenW, 420), "no application is running", screen.RGB(0xcc, 0xdd, 0xee))
-		for i, name := range []string{"ChimeraX", "Celestia", "KAlgebra", "GRASS GIS", "Terminal", "Files"} {
+		for i, name := range append(m.cfg.Apps.Names(), "Terminal", "Files") {
 			r := image.Rect(24, 60+i*86, 104, 130+i*86)
 			c.Fill(r.Inset(14), screen.RGB(0xee, 0xee, 0xee))
 			c.Frame(r.Inset(14), screen.ColBorder)
@@ -33,13 +33,13 @@ func (m *machine) renderLocked(c *screen.Canvas) {
 		}
 	} else {
 		// Title bar.
-		c.Fill(image.Rect(0, panelH, ScreenW, appTop), screen.ColTitle)
-		c.Text(10, panelH+5, m.app.name()+" - SIMULATOR", screen.ColTitleText)
+		c.Fill(image.Rect(0, panelH, ScreenW, AppTop), screen.ColTitle)
+		c.Text(10, panelH+5, m.app.app.Name()+" - SIMULATOR", screen.ColTitleText)
 		for i, s := range []string{"_", "[]", "x"} {
-			c.TextCentered(image.Rect(ScreenW-90+i*30, panelH, ScreenW-60+i*30, appTop), s, screen.ColTitleText)
+			c.TextCentered(image.Rect(ScreenW-90+i*30, panelH, ScreenW-60+i*30, AppTop), s, screen.ColTitleText)
 		}
-		c.Fill(image.Rect(0, appTop, ScreenW, ScreenH), screen.ColWindow)
-		m.app.render(c, m.ui)
+		c.Fill(image.Rect(0, AppTop, ScreenW, ScreenH), screen.ColWindow)
+		m.inst.Render(c, m.ui)
 		m.renderTooltip(c)
 	}
 	// Top panel with the simulator label.
@@ -85,13 +85,10 @@ func encodePNG(img *image.RGBA, st State) ([]byte, error) {
 // stateJSON encodes the state with sorted map keys and pure ASCII (non-ASCII
 // characters as \u escapes), as a PNG tEXt chunk needs Latin-1.
 func stateJSON(st State) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(st); err != nil {
+	b, err := EncodeJSON(st)
+	if err != nil {
 		return nil, err
 	}
-	b := bytes.TrimRight(buf.Bytes(), "\n")
 	ascii := true
 	for _, c := range b {
 		if c >= 0x80 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"
@@ -28,7 +29,7 @@ func TestStartWaitsForItsGoroutines(t *testing.T) {
 	before := goroutineIDs()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := guest.Start(ctx, desktop.NewMachine(desktop.MachineConfig{Seed: 1}), guest.Config{Faults: fault.Faults{HangProb: 1}})
+	srv, err := guest.Start(ctx, desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1}), guest.Config{Faults: fault.Faults{HangProb: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -18,7 +19,7 @@ import (
 // applied.
 func newTaskMachine(t testing.TB, task *tasks.Task, seed int64) desktop.Machine {
 	t.Helper()
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: seed})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: seed})
 	if err := tasks.RunInit(m, &task.Task, nil); err != nil {
 		t.Fatalf("%s: init: %v", task.ID, err)
 	}

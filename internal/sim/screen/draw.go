@@ -295,7 +295,7 @@ func (c *Canvas) Disc(cx, cy, r float64, col color.RGBA, shade bool, clip image.
 			// Light from the upper left.
 			z := math.Sqrt(math.Max(0, r2-d2)) / r
 			l := 0.35 + 0.65*math.Max(0, (-ddx/r*0.4-ddy/r*0.5+z*0.77))
-			c.Set(x, y, RGB(Scale8(col.R, l), Scale8(col.G, l), Scale8(col.B, l)))
+			c.Set(x, y, Shade(col, l))
 		}
 	}
 }
@@ -366,6 +366,11 @@ func grain(v uint8, n int) uint8 {
 		x = int(v) - n
 	}
 	return uint8(x)
+}
+
+// Shade scales the channels of col by f (clamped), keeping it opaque.
+func Shade(col color.RGBA, f float64) color.RGBA {
+	return RGB(Scale8(col.R, f), Scale8(col.G, f), Scale8(col.B, f))
 }
 
 // ClampU8 clamps v to [0, 255].

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 
@@ -49,9 +50,10 @@ type OracleStep struct {
 }
 
 // taskFiles holds the simulator's own tasks in the ScienceBoard layout:
-// VM/<App folder>/<ID>.json beside this file. They are written by
-// internal/sim/desktop/tasks_gen_test.go (go test ./internal/sim/desktop
-// -run TestTaskFiles -update-tasks), which reads the apps' simulated data.
+// VM/<App folder>/<ID>.json beside this file. They are written by the
+// tests of the app packages (internal/sim/apps/<app>/tasks_gen_test.go,
+// package taskgen: go test ./internal/sim/apps/*/ -run TestTaskFiles
+// -update-tasks), which read the apps' simulated data.
 //
 //go:embed VM
 var taskFiles embed.FS
@@ -186,7 +188,7 @@ func parseSimTask(p string, data []byte) (*Task, error) {
 	}
 	t.Oracle, t.Alternatives = sb.Oracle, sb.Alternatives
 	for _, label := range sb.Alternatives {
-		if _, ok := desktop.FindElement(label); !ok {
+		if _, ok := apps.Catalog().FindElement(label); !ok {
 			return nil, fmt.Errorf("%s: \"sim\" block: alternative %q is no element label", p, label)
 		}
 	}

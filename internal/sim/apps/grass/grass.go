@@ -1,24 +1,54 @@
-package desktop
+// Package grass is part of codapipe's SIMULATOR (see package sim): the
+// simulated GRASS GIS, a map display with a toolbar and a layer manager
+// (Layers, Console and Data tabs), and the state server of ScienceBoard's
+// GRASS build (/dump, /gcmd). The console runs a simulated subset of
+// GRASS modules (g.region, g.list, g.remove, g.rename, g.copy, r.mapcalc,
+// r.univar, r.info, r.slope.aspect, v.buffer, v.info, v.db.select,
+// d.rast, d.vect, d.erase). All rasters share one 90×100 grid of 150 m
+// cells; the computational region is state but does not resample maps.
+package grass
 
 import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/expr"
 	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
-// GRASS GIS: a map display with a toolbar and a layer manager (Layers,
-// Console and Data tabs). The console runs a simulated subset of GRASS
-// modules (g.region, g.list, g.remove, g.rename, g.copy, r.mapcalc,
-// r.univar, r.info, r.slope.aspect, v.buffer, v.info, v.db.select, d.rast,
-// d.vect, d.erase). All rasters share one 90×100 grid of 150 m cells; the
-// computational region is state but does not resample maps.
+// Name is the app's name, as task files spell their "type".
+const Name = "GRASS GIS"
+
+// App returns the simulated GRASS GIS, for a machine's catalogue.
+func App() desktop.App { return app{} }
+
+type app struct{}
+
+func (app) Name() string                { return Name }
+func (app) Programs() []string          { return []string{"grass", "grass8*", "grass7*"} }
+func (app) Elements() []desktop.Element { return layout() }
+
+// Files are the GRASS database folders of the simulated location and the
+// program.
+func (app) Files() map[string]string {
+	return map[string]string{
+		desktop.HomeDir + "/grassdata/":                      "",
+		desktop.HomeDir + "/grassdata/nc_spm_sim/":           "",
+		desktop.HomeDir + "/grassdata/nc_spm_sim/PERMANENT/": "",
+		"/app/bin/grass": "#!/bin/sh\n# simulated\n",
+	}
+}
+
+// Start ignores the arguments (the GUI flag and the mapset).
+func (app) Start(u *desktop.UI, args []string) desktop.Instance { return newGRASS() }
 
 const (
 	grassRows = 90
@@ -110,8 +140,6 @@ func newGRASS() *grass {
 	return g
 }
 
-func (g *grass) name() string { return AppGRASS }
-
 func rasterStats(d []float64) (n int, mn, mx, mean, std, sum float64) {
 	mn, mx = math.Inf(1), math.Inf(-1)
 	for _, v := range d {
@@ -144,7 +172,8 @@ func r6(v float64) float64 {
 	return math.Round(v*1e6) / 1e6
 }
 
-func (g *grass) state() map[string]any {
+// State is what /dump serves.
+func (g *grass) State() map[string]any {
 	rasters := map[string]any{}
 	for name, r := range g.rasters {
 		n, mn, mx, mean, _, _ := rasterStats(r.Data)
@@ -167,11 +196,11 @@ func (g *grass) state() map[string]any {
 		"region": map[string]any{"n": g.region.N, "s": g.region.S, "e": g.region.E, "w": g.region.W,
 			"nsres": g.region.NSRes, "ewres": g.region.EWRes, "rows": g.region.rows(), "cols": g.region.cols()},
 		"rasters": rasters, "vectors": vectors,
-		"raster_list": sortedKeys(g.rasters), "vector_list": sortedKeys(g.vectors),
+		"raster_list": append([]string{}, slices.Sorted(maps.Keys(g.rasters))...), "vector_list": append([]string{}, slices.Sorted(maps.Keys(g.vectors))...),
 		"layers": layers, "display": display,
 		"tab":     []string{"layers", "console", "data"}[g.tab],
-		"history": tail(g.history, 20),
-		"console": tail(g.console, 12),
+		"history": append([]string{}, g.history[max(0, len(g.history)-20):]...),
+		"console": append([]string{}, g.console[max(0, len(g.console)-12):]...),
 		"view":    map[string]any{"zoom": r6(g.zoom), "pan_x": r6(g.panX), "pan_y": r6(g.panY)},
 	}
 }
@@ -219,14 +248,14 @@ func (c gcmd) opt(name string, positional bool) string {
 }
 
 // runLine runs one console line and records it.
-func (g *grass) runLine(u *ui, line string) (stdout string, stderr string, code int) {
+func (g *grass) runLine(u *desktop.UI, line string) (stdout string, stderr string, code int) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return "", "", 0
 	}
 	g.console = append(g.console, "> "+line)
 	g.history = append(g.history, line)
-	words, err := shellWords(line)
+	words, err := desktop.ShellWords(line)
 	if err != nil || len(words) == 0 {
 		stderr, code = "ERROR: cannot parse the command line\n", 1
 	} else {
@@ -246,9 +275,9 @@ func (g *grass) runLine(u *ui, line string) (stdout string, stderr string, code 
 	g.outScroll = 0
 	if u != nil {
 		if code != 0 {
-			u.status = strings.TrimSpace(strings.SplitN(stderr, "\n", 2)[0])
+			u.SetStatus(strings.TrimSpace(strings.SplitN(stderr, "\n", 2)[0]))
 		} else {
-			u.status = "Command finished: " + words[0]
+			u.SetStatus("Command finished: " + words[0])
 		}
 	}
 	return stdout, stderr, code
@@ -359,9 +388,9 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		var names []string
 		if t == "raster" {
-			names = sortedKeys(g.rasters)
+			names = slices.Sorted(maps.Keys(g.rasters))
 		} else {
-			names = sortedKeys(g.vectors)
+			names = slices.Sorted(maps.Keys(g.vectors))
 		}
 		return strings.Join(names, "\n") + "\n", "", 0
 	case "g.remove":
@@ -673,11 +702,11 @@ func slopeAspect(e []float64) ([]float64, []float64) {
 	return sl, as
 }
 
-// endpoint serves /dump and /gcmd.
-func (g *grass) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool) {
+// Serve serves /dump, /version and /gcmd.
+func (g *grass) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/dump":
-		return mustJSON(g.state()), 200, true
+		return desktop.JSON(g.State()), 200, true
 	case "/version":
 		return []byte("0.1"), 200, true
 	case "/gcmd":
@@ -686,10 +715,10 @@ func (g *grass) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool
 			Kwargs map[string]any `json:"kwargs"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil || req.Cmd == "" {
-			return jsonError(`expected {"cmd": "module", "kwargs": {...}}`), 400, true
+			return desktop.JSONError(`expected {"cmd": "module", "kwargs": {...}}`), 400, true
 		}
 		words := []string{req.Cmd}
-		for _, k := range sortedKeys(req.Kwargs) {
+		for _, k := range slices.Sorted(maps.Keys(req.Kwargs)) {
 			v := req.Kwargs[k]
 			switch k {
 			case "flags":
@@ -718,12 +747,10 @@ func (g *grass) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool
 		if json.Unmarshal([]byte(stdout), &parsed) == nil && strings.HasPrefix(strings.TrimSpace(stdout), "{") {
 			out = parsed
 		}
-		return mustJSON(map[string]any{"stdout": out, "stderr": stderr, "returncode": code}), 200, true
+		return desktop.JSON(map[string]any{"stdout": out, "stderr": stderr, "returncode": code}), 200, true
 	}
 	return nil, 0, false
 }
-
-func (g *grass) launchArgs(u *ui, args []string) {}
 
 // Layout.
 
@@ -736,10 +763,10 @@ var (
 	grassTools      = []struct{ id, caption string }{{"zoomin", "Zoom In"}, {"zoomout", "Zoom Out"}, {"zoomregion", "Zoom to Region"}, {"erase", "Erase Display"}, {"render", "Render"}}
 )
 
-func grassLayout() *appLayout {
-	l := &appLayout{app: AppGRASS}
+func layout() []desktop.Element {
+	var l []desktop.Element
 	add := func(id, label, kind, caption string, r image.Rectangle) {
-		l.elems = append(l.elems, &uiElement{Element: Element{ID: id, Label: label, Kind: kind, Box: r}, caption: caption})
+		l = append(l, desktop.Element{ID: id, Label: label, Kind: kind, Caption: caption, Box: r})
 	}
 	add("map", "GRASS map display", "canvas", "", grassMapBox)
 	for i, t := range grassTools {
@@ -763,16 +790,19 @@ func grassLayout() *appLayout {
 
 var grassTabOf = map[string]int{"layers": 0, "output": 1, "console": 1, "run": 1, "catalog": 2}
 
-func (g *grass) visible(id string) bool { return tabVisible(grassTabOf, g.tab, id) }
+// Visible shows the elements of the open layer-manager tab.
+func (g *grass) Visible(id string) bool { return desktop.TabVisible(grassTabOf, g.tab, id) }
 
-func (g *grass) click(u *ui, el *uiElement, button string, clicks int, pt image.Point) {
-	if tabClick(&g.tab, el, button) {
+// Click opens tabs, runs the console and the toolbar, and displays a map
+// double-clicked in the data catalog.
+func (g *grass) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
+	if desktop.TabClick(&g.tab, el, button) {
 		return
 	}
 	switch el.ID {
 	case "run":
-		g.runLine(u, u.field("console"))
-		u.setField("console", "")
+		g.runLine(u, u.Field("console"))
+		u.SetField("console", "")
 	case "zoomin":
 		g.zoom = math.Min(64, g.zoom*2)
 	case "zoomout":
@@ -801,17 +831,18 @@ func (g *grass) click(u *ui, el *uiElement, button string, clicks int, pt image.
 // catalogRows lists the rows of the data catalog: headers and maps.
 func (g *grass) catalogRows() []string {
 	rows := []string{"PERMANENT", "raster"}
-	for _, n := range sortedKeys(g.rasters) {
+	for _, n := range slices.Sorted(maps.Keys(g.rasters)) {
 		rows = append(rows, "raster/"+n)
 	}
 	rows = append(rows, "vector")
-	for _, n := range sortedKeys(g.vectors) {
+	for _, n := range slices.Sorted(maps.Keys(g.vectors)) {
 		rows = append(rows, "vector/"+n)
 	}
 	return rows
 }
 
-func (g *grass) submit(u *ui, id, text string) bool {
+// Submit runs the console's command.
+func (g *grass) Submit(u *desktop.UI, id, text string) bool {
 	if id == "console" {
 		g.runLine(u, text)
 		return true
@@ -819,9 +850,11 @@ func (g *grass) submit(u *ui, id, text string) bool {
 	return false
 }
 
-func (g *grass) shortcut(u *ui, keys []string) {}
+// Shortcut: the simulated GRASS has no shortcuts.
+func (g *grass) Shortcut(u *desktop.UI, keys []string) {}
 
-func (g *grass) scroll(u *ui, el *uiElement, dx, dy int) {
+// Scroll scrolls the console output and zooms the map.
+func (g *grass) Scroll(u *desktop.UI, el desktop.Element, dx, dy int) {
 	switch el.ID {
 	case "output":
 		g.outScroll = max(0, min(len(g.console), g.outScroll+dy))
@@ -831,232 +864,12 @@ func (g *grass) scroll(u *ui, el *uiElement, dx, dy int) {
 	}
 }
 
-func (g *grass) drag(u *ui, el *uiElement, from, to image.Point) {
+// Drag on the map pans it.
+func (g *grass) Drag(u *desktop.UI, el desktop.Element, from, to image.Point) {
 	if el.ID != "map" {
 		return
 	}
 	per := (grassE - grassW) / float64(grassMapBox.Dx()) / g.zoom
 	g.panX = expr.RoundSig(g.panX-float64(to.X-from.X)*per, 10)
 	g.panY = expr.RoundSig(g.panY+float64(to.Y-from.Y)*per, 10)
-}
-
-// Rendering.
-
-func elevRamp(t float64) color3 {
-	stops := []struct {
-		t float64
-		c color3
-	}{{0, color3{0, 191, 191}}, {0.25, color3{0, 255, 0}}, {0.5, color3{255, 255, 0}}, {0.75, color3{255, 127, 0}}, {1, color3{191, 127, 63}}}
-	t = math.Max(0, math.Min(1, t))
-	for i := 1; i < len(stops); i++ {
-		if t <= stops[i].t {
-			a, b := stops[i-1], stops[i]
-			f := (t - a.t) / (b.t - a.t)
-			return color3{screen.Lerp8(a.c.r, b.c.r, f), screen.Lerp8(a.c.g, b.c.g, f), screen.Lerp8(a.c.b, b.c.b, f)}
-		}
-	}
-	return stops[len(stops)-1].c
-}
-
-var landuseColors = []color3{{200, 200, 200}, {230, 0, 0}, {255, 200, 100}, {120, 200, 60}, {20, 130, 40}, {60, 120, 220}, {160, 90, 200}, {240, 240, 120}}
-
-// mapToScreen converts map coordinates to display pixels.
-func (g *grass) mapToScreen(e, n float64) (float64, float64) {
-	b := grassMapBox
-	per := float64(b.Dx()) / (grassE - grassW) * g.zoom
-	cx := (grassE+grassW)/2 + g.panX
-	cy := (grassN+grassS)/2 + g.panY
-	return float64(b.Min.X+b.Dx()/2) + (e-cx)*per, float64(b.Min.Y+b.Dy()/2) - (n-cy)*per
-}
-
-func (g *grass) render(cv *screen.Canvas, u *ui) {
-	l := u.layout
-	cv.Fill(image.Rect(0, appTop, ScreenW, 82), screen.RGB(0xde, 0xde, 0xdc))
-	for _, e := range l.elems {
-		switch {
-		case e.Kind == "button" && e.ID != "run":
-			cv.Button(e.Box, e.caption, false)
-		case e.Kind == "tab":
-			cv.Tab(e.Box, e.caption, e.ID == fmt.Sprintf("tab-%d", g.tab))
-		}
-	}
-	g.renderMap(cv)
-	switch g.tab {
-	case 0:
-		inner := cv.Panel(grassPanelBox, "Layers", screen.ColField)
-		cv.Noise(inner, screen.Hash("grass-layers"), screen.GrainPanel)
-		for i, lay := range g.layers {
-			r := image.Rect(inner.Min.X, inner.Min.Y+i*24, inner.Max.X, inner.Min.Y+i*24+24)
-			cv.Checkbox(r.Inset(2), lay, true, false)
-		}
-		if len(g.layers) == 0 {
-			cv.Text(inner.Min.X+6, inner.Min.Y+6, "No layers. Use d.rast / d.vect or the Data tab.", screen.ColDim)
-		}
-	case 1:
-		inner := cv.Panel(grassOutputBox, "Command console", screen.ColField)
-		cv.Noise(inner, screen.Hash("grass-console"), screen.GrainPanel)
-		cv.Lines(inner, g.console, g.outScroll, screen.ColText)
-		cv.Field(grassConsoleBox, u.field("console"), "Type a GRASS command, e.g. g.list raster", u.focus == "console", u.selAll && u.focus == "console")
-		cv.Button(l.byID["run"].Box, "Run", false)
-	default:
-		inner := cv.Panel(grassPanelBox, "Data catalog (double-click a map to display it)", screen.ColField)
-		cv.Noise(inner, screen.Hash("grass-catalog"), screen.GrainPanel)
-		y := inner.Min.Y + 1
-		for _, row := range g.catalogRows() {
-			indent := 4
-			text := row
-			if k, n, ok := strings.Cut(row, "/"); ok {
-				indent, text = 28, n+"  ("+k+")"
-			} else if row != "PERMANENT" {
-				indent = 16
-			}
-			cv.TextClip(inner.Min.X+indent, y, text, screen.ColText, inner)
-			y += screen.LineH
-		}
-	}
-	// Status bar with the cursor's map coordinates.
-	cv.Fill(image.Rect(0, 724, 764, 752), screen.RGB(0xd4, 0xd4, 0xd2))
-	coords := "Coordinates: outside the map"
-	if cur := u.m.cur; cur.In(grassMapBox) {
-		per := float64(grassMapBox.Dx()) / (grassE - grassW) * g.zoom
-		e := (grassE+grassW)/2 + g.panX + float64(cur.X-(grassMapBox.Min.X+grassMapBox.Dx()/2))/per
-		n := (grassN+grassS)/2 + g.panY - float64(cur.Y-(grassMapBox.Min.Y+grassMapBox.Dy()/2))/per
-		coords = fmt.Sprintf("E: %.1f  N: %.1f", e, n)
-	}
-	cv.Text(12, 731, coords, screen.ColText)
-	cv.Fill(image.Rect(0, 756, ScreenW, ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
-	cv.TextClip(8, 770, u.status, screen.ColText, image.Rect(0, 756, ScreenW, ScreenH))
-}
-
-//go:norace
-func (g *grass) renderMap(cv *screen.Canvas) {
-	b := grassMapBox
-	cv.Fill(b, screen.ColWhite)
-	cv.Frame(b, screen.ColBorder)
-	seed := screen.Hash("grass-map", strings.Join(g.layers, ","), gnum(g.zoom), gnum(g.panX), gnum(g.panY))
-	pix := cv.Img.Pix
-	// Raster layers, bottom first.
-	for li := len(g.layers) - 1; li >= 0; li-- {
-		kind, name, _ := strings.Cut(g.layers[li], "/")
-		if kind != "raster" {
-			continue
-		}
-		r := g.rasters[name]
-		if r == nil {
-			continue
-		}
-		_, mn, mx, _, _, _ := rasterStats(r.Data)
-		span := mx - mn
-		if span == 0 {
-			span = 1
-		}
-		// Colour every cell once, then map pixels to cells.
-		categorical := name == "landuse" || r.Type == "CELL" && mx-mn <= 8
-		cellCol := make([]color3, len(r.Data))
-		cellOK := make([]bool, len(r.Data))
-		for i, v := range r.Data {
-			if math.IsNaN(v) {
-				continue
-			}
-			cellOK[i] = true
-			if categorical {
-				cellCol[i] = landuseColors[int(v)%len(landuseColors)]
-			} else {
-				cellCol[i] = elevRamp((v - mn) / span)
-			}
-		}
-		per := float64(b.Dx()) / (grassE - grassW) * g.zoom
-		cx := (grassE+grassW)/2 + g.panX
-		cy := (grassN+grassS)/2 + g.panY
-		colOf := make([]int, b.Dx())
-		for x := range colOf {
-			e := cx + (float64(b.Min.X+x)-float64(b.Min.X+b.Dx()/2))/per
-			colOf[x] = int(math.Floor((e - grassW) / grassRes))
-		}
-		for y := b.Min.Y + 1; y < b.Max.Y-1; y++ {
-			n := cy - (float64(y)-float64(b.Min.Y+b.Dy()/2))/per
-			row := int(math.Floor((grassN - n) / grassRes))
-			if row < 0 || row >= grassRows {
-				continue
-			}
-			off := y*cv.Img.Stride + 4*(b.Min.X+1)
-			for x := b.Min.X + 1; x < b.Max.X-1; x, off = x+1, off+4 {
-				col := colOf[x-b.Min.X]
-				if col < 0 || col >= grassCols {
-					continue
-				}
-				i := row*grassCols + col
-				if !cellOK[i] {
-					continue
-				}
-				c := cellCol[i]
-				pix[off], pix[off+1], pix[off+2] = c.r, c.g, c.b
-			}
-		}
-	}
-	cv.Noise(b.Inset(1), seed, screen.GrainMain)
-	// Vector layers, bottom first.
-	for li := len(g.layers) - 1; li >= 0; li-- {
-		kind, name, _ := strings.Cut(g.layers[li], "/")
-		if kind != "vector" {
-			continue
-		}
-		v := g.vectors[name]
-		if v == nil {
-			continue
-		}
-		g.drawVector(cv, v)
-	}
-	// Region outline.
-	x0, y0 := g.mapToScreen(g.region.W, g.region.N)
-	x1, y1 := g.mapToScreen(g.region.E, g.region.S)
-	rr := image.Rect(int(x0), int(y0), int(x1), int(y1)).Intersect(b)
-	if !rr.Empty() {
-		cv.Frame(rr, screen.RGB(255, 0, 0))
-	}
-}
-
-func (g *grass) drawVector(cv *screen.Canvas, v *grassVector) {
-	b := grassMapBox
-	rng := screen.Hash("grass-vec", v.geomSeed)
-	rnd := func() float64 {
-		rng = screen.Mix64(rng)
-		return float64(rng>>11) / (1 << 53)
-	}
-	col := map[string]color3{"roads": {90, 90, 90}, "streams": {30, 90, 220}, "schools": {200, 30, 30}}[v.geomSeed]
-	if col == (color3{}) {
-		col = color3{120, 60, 160}
-	}
-	c := screen.RGB(col.r, col.g, col.b)
-	bufPx := 0.0
-	if v.Buffer > 0 {
-		bufPx = v.Buffer * float64(b.Dx()) / (grassE - grassW) * g.zoom
-	}
-	for i := 0; i < v.Features; i++ {
-		e := grassW + rnd()*(grassE-grassW)
-		n := grassS + rnd()*(grassN-grassS)
-		x, y := g.mapToScreen(e, n)
-		if v.Type == "point" || v.geomSeed == "schools" {
-			if bufPx > 0 {
-				cv.Disc(x, y, math.Max(1, bufPx), screen.RGB(255, 200, 200), false, b)
-			}
-			cv.Disc(x, y, 3, c, false, b)
-			continue
-		}
-		px, py := x, y
-		ang := rnd() * 2 * math.Pi
-		for s := 0; s < 6; s++ {
-			ang += (rnd() - 0.5) * 0.8
-			e += math.Cos(ang) * 600
-			n += math.Sin(ang) * 600
-			nx, ny := g.mapToScreen(e, n)
-			if (image.Point{int(nx), int(ny)}).In(b) && (image.Point{int(px), int(py)}).In(b) {
-				if bufPx > 0 {
-					cv.Line(px, py, nx, ny, screen.RGB(255, 215, 170), min(40, max(2, int(2*bufPx))), b)
-				}
-				cv.Line(px, py, nx, ny, c, 2, b)
-			}
-			px, py = nx, ny
-		}
-	}
 }

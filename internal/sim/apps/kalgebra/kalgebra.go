@@ -1,24 +1,43 @@
-package desktop
+// Package kalgebra is part of codapipe's SIMULATOR (see package sim): the
+// simulated KAlgebra, a calculator (console, variables, expression input)
+// with 2D and 3D graph tabs and a dictionary tab, and the state server of
+// ScienceBoard's KAlgebra build (/vars, /eqns, /tab, /func2d, /func3d).
+// Expressions use the language of package expr: p := 3*4 assigns,
+// f := x->x^2 defines a function, sin(x) or x->sin(x) or x^2+y^2=1 plots
+// in 2D, x*y or x^2+y^2+z^2=1 in 3D.
+package kalgebra
 
 import (
 	"encoding/json"
 	"fmt"
 	"image"
-	"maps"
 	"math"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/expr"
-	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
-// KAlgebra: a calculator (console, variables, expression input) with 2D
-// and 3D graph tabs and a dictionary tab. Expressions use the language in
-// expr.go: p := 3*4 assigns, f := x->x^2 defines a function, sin(x) or
-// x->sin(x) or x^2+y^2=1 plots in 2D, x*y or x^2+y^2+z^2=1 in 3D.
+// Name is the app's name, as task files spell their "type".
+const Name = "KAlgebra"
+
+// App returns the simulated KAlgebra, for a machine's catalogue.
+func App() desktop.App { return app{} }
+
+type app struct{}
+
+func (app) Name() string                { return Name }
+func (app) Programs() []string          { return []string{"kalgebra", "kalgebramobile"} }
+func (app) Elements() []desktop.Element { return layout() }
+
+// Files is KAlgebra's program.
+func (app) Files() map[string]string {
+	return map[string]string{"/app/bin/kalgebra": "#!/bin/sh\n# simulated\n"}
+}
+
+// Start ignores the arguments (the state server's port).
+func (app) Start(u *desktop.UI, args []string) desktop.Instance { return newKAlgebra() }
 
 type kplot struct {
 	Expr  string // canonical text
@@ -57,10 +76,8 @@ func newKAlgebra() *kalgebra {
 	return &kalgebra{env: env, sel2d: -1, sel3d: -1, viewSpan: 20}
 }
 
-func (k *kalgebra) name() string { return AppKAlgebra }
-
 // calculate evaluates one calculator input and logs it to the console.
-func (k *kalgebra) calculate(u *ui, text string) {
+func (k *kalgebra) calculate(u *desktop.UI, text string) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return
@@ -76,9 +93,9 @@ func (k *kalgebra) calculate(u *ui, text string) {
 	}
 	k.conScroll = 0
 	if u != nil {
-		u.status = text + "  =  " + entry.out
+		u.SetStatus(text + "  =  " + entry.out)
 		if entry.err {
-			u.status = entry.out
+			u.SetStatus(entry.out)
 		}
 	}
 }
@@ -273,7 +290,8 @@ func (k *kalgebra) vars() map[string]any {
 	return out
 }
 
-func (k *kalgebra) state() map[string]any {
+// State is the calculator, the plots and the 2D view.
+func (k *kalgebra) State() map[string]any {
 	plots := []any{}
 	for _, p := range k.plots {
 		plots = append(plots, map[string]any{"expr": p.Expr, "dim": p.Dim, "kind": p.Kind})
@@ -299,25 +317,25 @@ func tailConsole(c []kconsole, n int) []kconsole {
 	return c
 }
 
-// endpoint serves /vars, /eqns, /tab, /func2d and /func3d.
-func (k *kalgebra) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool) {
+// Serve serves /vars, /eqns, /tab, /func2d and /func3d.
+func (k *kalgebra) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/vars":
-		return mustJSON(k.vars()), 200, true
+		return desktop.JSON(k.vars()), 200, true
 	case "/eqns":
 		if len(body) == 0 {
 			list := []any{}
 			for _, pl := range k.plots {
 				list = append(list, map[string]any{"expr": pl.Expr, "dim": pl.Dim})
 			}
-			return mustJSON(map[string]any{"size": len(k.plots), "plots": list}), 200, true
+			return desktop.JSON(map[string]any{"size": len(k.plots), "plots": list}), 200, true
 		}
 		var req struct {
 			Points [][]float64 `json:"points"`
 		}
 		if err := json.Unmarshal(body, &req.Points); err != nil {
 			if err2 := json.Unmarshal(body, &req); err2 != nil {
-				return jsonError("expected a list of points or {\"points\": [...]}: " + err.Error()), 400, true
+				return desktop.JSONError("expected a list of points or {\"points\": [...]}: " + err.Error()), 400, true
 			}
 		}
 		dim := 2
@@ -332,13 +350,13 @@ func (k *kalgebra) endpoint(p string, q url.Values, body []byte) ([]byte, int, b
 			}
 			res = append(res, map[string]any{"expr": pl.Expr, "dim": pl.Dim, "points": on})
 		}
-		return mustJSON(map[string]any{"size": len(k.plots), "plots": res}), 200, true
+		return desktop.JSON(map[string]any{"size": len(k.plots), "plots": res}), 200, true
 	case "/tab":
 		var req struct {
 			Index *int `json:"index"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil || req.Index == nil || *req.Index < 0 || *req.Index > 3 {
-			return jsonError(`expected {"index": 0..3}`), 400, true
+			return desktop.JSONError(`expected {"index": 0..3}`), 400, true
 		}
 		k.tab = *req.Index
 		return []byte(`{"status":"ok"}`), 200, true
@@ -347,7 +365,7 @@ func (k *kalgebra) endpoint(p string, q url.Values, body []byte) ([]byte, int, b
 			Expr string `json:"expr"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil || req.Expr == "" {
-			return jsonError(`expected {"expr": "..."}`), 400, true
+			return desktop.JSONError(`expected {"expr": "..."}`), 400, true
 		}
 		dim := 2
 		if p == "/func3d" {
@@ -355,15 +373,13 @@ func (k *kalgebra) endpoint(p string, q url.Values, body []byte) ([]byte, int, b
 		}
 		pl, err := k.addPlot(req.Expr, dim)
 		if err != nil {
-			return jsonError(err.Error()), 400, true
+			return desktop.JSONError(err.Error()), 400, true
 		}
 		k.plots = append(k.plots, pl)
 		return []byte(`{"status":"ok"}`), 200, true
 	}
 	return nil, 0, false
 }
-
-func (k *kalgebra) launchArgs(u *ui, args []string) {}
 
 // Layout.
 
@@ -376,10 +392,10 @@ var (
 
 var kalTabs = []string{"Calculator", "2D Graph", "3D Graph", "Dictionary"}
 
-func kalgebraLayout() *appLayout {
-	l := &appLayout{app: AppKAlgebra}
+func layout() []desktop.Element {
+	var l []desktop.Element
 	add := func(id, label, kind, caption string, r image.Rectangle) {
-		l.elems = append(l.elems, &uiElement{Element: Element{ID: id, Label: label, Kind: kind, Box: r}, caption: caption})
+		l = append(l, desktop.Element{ID: id, Label: label, Kind: kind, Caption: caption, Box: r})
 	}
 	for i, t := range kalTabs {
 		add(fmt.Sprintf("tab-%d", i), "KAlgebra "+t+" tab", "tab", t, image.Rect(8+i*104, 52, 8+i*104+100, 76))
@@ -415,39 +431,18 @@ var kalTabOf = map[string]int{
 	"dictionary": 3,
 }
 
-func (k *kalgebra) visible(id string) bool { return tabVisible(kalTabOf, k.tab, id) }
+// Visible shows the elements of the open tab.
+func (k *kalgebra) Visible(id string) bool { return desktop.TabVisible(kalTabOf, k.tab, id) }
 
-// tabVisible reports whether element id shows with tab open: elements
-// listed in of belong to one tab, the others show on every tab.
-func tabVisible(of map[string]int, tab int, id string) bool {
-	if t, ok := of[id]; ok {
-		return t == tab
-	}
-	return true
-}
-
-// tabClick handles what a tabbed app's click does before its own elements:
-// only left clicks count, and one on "tab-N" opens tab N. It reports
-// whether the click is used up.
-func tabClick(tab *int, el *uiElement, button string) bool {
-	if button != "left" {
-		return true
-	}
-	if rest, ok := strings.CutPrefix(el.ID, "tab-"); ok {
-		*tab, _ = strconv.Atoi(rest)
-		return true
-	}
-	return false
-}
-
-func (k *kalgebra) click(u *ui, el *uiElement, button string, clicks int, pt image.Point) {
-	if tabClick(&k.tab, el, button) {
+// Click opens tabs, calculates, adds, removes and selects plots.
+func (k *kalgebra) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
+	if desktop.TabClick(&k.tab, el, button) {
 		return
 	}
 	switch el.ID {
 	case "calculate":
-		k.calculate(u, u.field("input"))
-		u.setField("input", "")
+		k.calculate(u, u.Field("input"))
+		u.SetField("input", "")
 	case "add2d", "add3d":
 		in := "input2d"
 		dim := 2
@@ -489,40 +484,43 @@ func (k *kalgebra) click(u *ui, el *uiElement, button string, clicks int, pt ima
 	}
 }
 
-func (k *kalgebra) plotInput(u *ui, field string, dim int) {
-	p, err := k.addPlot(u.field(field), dim)
+func (k *kalgebra) plotInput(u *desktop.UI, field string, dim int) {
+	p, err := k.addPlot(u.Field(field), dim)
 	if err != nil {
-		u.status = "Error: " + err.Error()
+		u.SetStatus("Error: " + err.Error())
 		return
 	}
 	k.plots = append(k.plots, p)
-	u.setField(field, "")
-	u.status = "Added " + p.Expr
+	u.SetField(field, "")
+	u.SetStatus("Added " + p.Expr)
 }
 
-func (k *kalgebra) submit(u *ui, id, text string) bool {
+// Submit calculates or plots the field's text.
+func (k *kalgebra) Submit(u *desktop.UI, id, text string) bool {
 	switch id {
 	case "input":
 		k.calculate(u, text)
 		return true
 	case "input2d":
 		k.plotInput(u, id, 2)
-		return u.field(id) == ""
+		return u.Field(id) == ""
 	case "input3d":
 		k.plotInput(u, id, 3)
-		return u.field(id) == ""
+		return u.Field(id) == ""
 	}
 	return false
 }
 
-func (k *kalgebra) shortcut(u *ui, keys []string) {
+// Shortcut: ctrl+1..4 open the tabs.
+func (k *kalgebra) Shortcut(u *desktop.UI, keys []string) {
 	switch strings.Join(keys, "+") {
 	case "ctrl+1", "ctrl+2", "ctrl+3", "ctrl+4":
 		k.tab = int(keys[1][0] - '1')
 	}
 }
 
-func (k *kalgebra) scroll(u *ui, el *uiElement, dx, dy int) {
+// Scroll scrolls the console and zooms the 2D plot.
+func (k *kalgebra) Scroll(u *desktop.UI, el desktop.Element, dx, dy int) {
 	switch el.ID {
 	case "console":
 		k.conScroll = max(0, min(len(k.console)*2, k.conScroll+dy))
@@ -532,227 +530,12 @@ func (k *kalgebra) scroll(u *ui, el *uiElement, dx, dy int) {
 	}
 }
 
-func (k *kalgebra) drag(u *ui, el *uiElement, from, to image.Point) {
+// Drag on the 2D plot pans it.
+func (k *kalgebra) Drag(u *desktop.UI, el desktop.Element, from, to image.Point) {
 	if el.ID != "plot2d" {
 		return
 	}
 	per := k.viewSpan / float64(kalMainBox.Dx())
 	k.viewX = expr.RoundSig(k.viewX-float64(to.X-from.X)*per, 10)
 	k.viewY = expr.RoundSig(k.viewY+float64(to.Y-from.Y)*per, 10)
-}
-
-// Rendering.
-
-var plotColors = []color3{{0x1e, 0x64, 0xc8}, {0xd0, 0x30, 0x30}, {0x20, 0x9a, 0x40}, {0x9c, 0x27, 0xb0}, {0xe0, 0x80, 0x10}, {0x00, 0x96, 0x96}}
-
-func (k *kalgebra) render(cv *screen.Canvas, u *ui) {
-	for i, t := range kalTabs {
-		cv.Tab(u.layout.byID[fmt.Sprintf("tab-%d", i)].Box, t, k.tab == i)
-	}
-	cv.Fill(image.Rect(0, 76, ScreenW, 77), screen.ColBorder)
-	switch k.tab {
-	case 0:
-		k.renderCalculator(cv, u)
-	case 1:
-		k.renderPlot2D(cv, u)
-	case 2:
-		k.renderPlot3D(cv, u)
-	default:
-		inner := cv.Panel(u.layout.byID["dictionary"].Box, "Dictionary", screen.ColField)
-		cv.Noise(inner, screen.Hash("kal-dict"), screen.GrainPanel)
-		var ls []string
-		for _, f := range []string{"abs", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "ln", "log", "sqrt", "root", "power", "floor", "ceiling", "factorial", "max", "min", "sum", "product"} {
-			ls = append(ls, f+"    built-in function")
-		}
-		cv.Lines(inner, ls, 0, screen.ColText)
-	}
-	cv.Fill(image.Rect(0, 758, ScreenW, ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
-	cv.TextClip(8, 772, u.status, screen.ColText, image.Rect(0, 758, ScreenW, ScreenH))
-}
-
-func (k *kalgebra) renderInput(cv *screen.Canvas, u *ui, field, button string) {
-	e := u.layout.byID[field]
-	ph := map[string]string{"input": "Expression to calculate, e.g. p := 3*4", "input2d": "Function to plot, e.g. x->sin(x)", "input3d": "Surface to plot, e.g. x*y"}[field]
-	cv.Field(e.Box, u.field(field), ph, u.focus == field, u.selAll && u.focus == field)
-	b := u.layout.byID[button]
-	cv.Button(b.Box, b.caption, false)
-}
-
-func (k *kalgebra) renderCalculator(cv *screen.Canvas, u *ui) {
-	inner := cv.Panel(kalMainBox, "Console", screen.ColField)
-	cv.Noise(inner, screen.Hash("kal-console", strconv.Itoa(len(k.console))), screen.GrainMain)
-	var ls []string
-	for _, e := range k.console {
-		ls = append(ls, e.in)
-		if e.err {
-			ls = append(ls, "ERROR "+e.out)
-		} else {
-			ls = append(ls, "    = "+e.out)
-		}
-	}
-	cv.Lines(inner, ls, k.conScroll, screen.ColText)
-	vinner := cv.Panel(u.layout.byID["variables"].Box, "Variables", screen.ColField)
-	cv.Noise(vinner, screen.Hash("kal-vars"), screen.GrainPanel)
-	var vs []string
-	vars := k.env.Vars()
-	for _, name := range slices.Sorted(maps.Keys(vars)) {
-		vs = append(vs, fmt.Sprintf("%-8s %s", name, vars[name]))
-	}
-	y := vinner.Min.Y + 2
-	for _, l := range vs {
-		cv.TextClip(vinner.Min.X+4, y, l, screen.ColText, vinner)
-		y += screen.LineH
-	}
-	k.renderInput(cv, u, "input", "calculate")
-}
-
-func (k *kalgebra) toScreen(x, y float64) (float64, float64) {
-	b := kalMainBox
-	per := float64(b.Dx()) / k.viewSpan
-	return float64(b.Min.X+b.Dx()/2) + (x-k.viewX)*per, float64(b.Min.Y+b.Dy()/2) - (y-k.viewY)*per
-}
-
-func (k *kalgebra) renderPlot2D(cv *screen.Canvas, u *ui) {
-	b := kalMainBox
-	cv.Fill(b, screen.RGB(0xfb, 0xfb, 0xf7))
-	var sb strings.Builder
-	for _, p := range k.plotsOf(2) {
-		sb.WriteString(p.Expr + ";")
-	}
-	cv.Noise(b, screen.Hash("kal-2d", sb.String(), expr.FormatNum(k.viewSpan), expr.FormatNum(k.viewX), expr.FormatNum(k.viewY)), screen.GrainMain)
-	per := float64(b.Dx()) / k.viewSpan
-	step := math.Pow(10, math.Floor(math.Log10(k.viewSpan/10)))
-	x0 := k.viewX - k.viewSpan/2
-	for gx := math.Floor(x0/step) * step; gx <= x0+k.viewSpan; gx += step {
-		sx, _ := k.toScreen(gx, 0)
-		cv.Line(sx, float64(b.Min.Y), sx, float64(b.Max.Y-1), screen.RGB(0xdd, 0xdd, 0xe8), 1, b)
-	}
-	halfH := float64(b.Dy()) / per / 2
-	for gy := math.Floor((k.viewY-halfH)/step) * step; gy <= k.viewY+halfH; gy += step {
-		_, sy := k.toScreen(0, gy)
-		cv.Line(float64(b.Min.X), sy, float64(b.Max.X-1), sy, screen.RGB(0xdd, 0xdd, 0xe8), 1, b)
-	}
-	ax, ay := k.toScreen(0, 0)
-	cv.Line(ax, float64(b.Min.Y), ax, float64(b.Max.Y-1), screen.RGB(0x60, 0x60, 0x60), 1, b)
-	cv.Line(float64(b.Min.X), ay, float64(b.Max.X-1), ay, screen.RGB(0x60, 0x60, 0x60), 1, b)
-	for i, p := range k.plotsOf(2) {
-		col := plotColors[i%len(plotColors)]
-		c := screen.RGB(col.r, col.g, col.b)
-		if p.Kind == "explicit" {
-			var px, py float64
-			ok := false
-			for sx := b.Min.X; sx < b.Max.X; sx++ {
-				x := k.viewX + (float64(sx)-float64(b.Min.X+b.Dx()/2))/per
-				y, err := k.plotValue(p, []float64{x})
-				if err != nil || math.IsNaN(y) || math.IsInf(y, 0) {
-					ok = false
-					continue
-				}
-				_, sy := k.toScreen(x, y)
-				if ok && math.Abs(sy-py) < float64(b.Dy()) {
-					cv.Line(px, py, float64(sx), math.Max(-1e4, math.Min(1e4, sy)), c, 2, b)
-				}
-				px, py, ok = float64(sx), math.Max(-1e4, math.Min(1e4, sy)), true
-			}
-			continue
-		}
-		// Implicit: mark cells where lhs-rhs changes sign.
-		const cell = 4
-		cols := b.Dx()/cell + 1
-		prev := make([]float64, cols)
-		for ry := 0; ry*cell < b.Dy(); ry++ {
-			var left float64
-			for rx := 0; rx < cols; rx++ {
-				sx := float64(b.Min.X + rx*cell)
-				sy := float64(b.Min.Y + ry*cell)
-				x := k.viewX + (sx-float64(b.Min.X+b.Dx()/2))/per
-				y := k.viewY - (sy-float64(b.Min.Y+b.Dy()/2))/per
-				v, err := k.plotValue(p, []float64{x, y})
-				if err != nil {
-					v = math.NaN()
-				}
-				if rx > 0 && left*v <= 0 {
-					cv.Disc(sx, sy, 1.5, c, false, b)
-				}
-				if ry > 0 && prev[rx]*v <= 0 {
-					cv.Disc(sx, sy, 1.5, c, false, b)
-				}
-				left, prev[rx] = v, v
-			}
-		}
-	}
-	k.renderList(cv, u, "list2d", 2, k.sel2d)
-	cv.Button(u.layout.byID["remove2d"].Box, "Remove", false)
-	cv.Button(u.layout.byID["clear2d"].Box, "Clear all", false)
-	k.renderInput(cv, u, "input2d", "add2d")
-}
-
-func (k *kalgebra) renderList(cv *screen.Canvas, u *ui, id string, dim, sel int) {
-	inner := cv.Panel(u.layout.byID[id].Box, "Functions", screen.ColField)
-	cv.Noise(inner, screen.Hash("kal-list", id), screen.GrainPanel)
-	for i, p := range k.plotsOf(dim) {
-		r := image.Rect(inner.Min.X, inner.Min.Y+i*22, inner.Max.X, inner.Min.Y+i*22+22)
-		if i == sel {
-			cv.Fill(r, screen.ColSelect)
-		}
-		col := plotColors[i%len(plotColors)]
-		cv.Fill(image.Rect(r.Min.X+4, r.Min.Y+6, r.Min.X+14, r.Min.Y+16), screen.RGB(col.r, col.g, col.b))
-		cv.TextClip(r.Min.X+20, r.Min.Y+4, p.Expr, screen.ColText, r)
-	}
-}
-
-func (k *kalgebra) renderPlot3D(cv *screen.Canvas, u *ui) {
-	b := kalMainBox
-	cv.Gradient(b, screen.RGB(0xf4, 0xf6, 0xfa), screen.RGB(0xd8, 0xde, 0xea))
-	var sb strings.Builder
-	for _, p := range k.plotsOf(3) {
-		sb.WriteString(p.Expr + ";")
-	}
-	cv.Noise(b, screen.Hash("kal-3d", sb.String()), screen.GrainMain)
-	cx, cy := float64(b.Min.X+b.Dx()/2), float64(b.Min.Y+b.Dy()/2)
-	proj := func(x, y, z float64) (float64, float64) {
-		return cx + (x-y)*22, cy + (x+y)*11 - z*14
-	}
-	for _, ax := range [][3]float64{{8, 0, 0}, {0, 8, 0}, {0, 0, 8}} {
-		x1, y1 := proj(0, 0, 0)
-		x2, y2 := proj(ax[0], ax[1], ax[2])
-		cv.Line(x1, y1, x2, y2, screen.RGB(0x50, 0x50, 0x50), 1, b)
-	}
-	for i, p := range k.plotsOf(3) {
-		col := plotColors[i%len(plotColors)]
-		c := screen.RGB(col.r, col.g, col.b)
-		for gx := -6.0; gx <= 6; gx += 0.5 {
-			for gy := -6.0; gy <= 6; gy += 0.5 {
-				if p.Kind == "explicit" {
-					z, err := k.plotValue(p, []float64{gx, gy})
-					if err != nil || math.IsNaN(z) || math.Abs(z) > 12 {
-						continue
-					}
-					x1, y1 := proj(gx, gy, z)
-					for _, d := range [][2]float64{{0.5, 0}, {0, 0.5}} {
-						z2, err2 := k.plotValue(p, []float64{gx + d[0], gy + d[1]})
-						if err2 == nil && !math.IsNaN(z2) && math.Abs(z2) <= 12 {
-							x2, y2 := proj(gx+d[0], gy+d[1], z2)
-							cv.Line(x1, y1, x2, y2, c, 1, b)
-						}
-					}
-					continue
-				}
-				// Implicit: look for sign changes along z.
-				prev := math.NaN()
-				for gz := -8.0; gz <= 8; gz += 0.5 {
-					v, err := k.plotValue(p, []float64{gx, gy, gz})
-					if err == nil && !math.IsNaN(prev) && prev*v <= 0 {
-						x1, y1 := proj(gx, gy, gz)
-						cv.Disc(x1, y1, 1.2, c, false, b)
-					}
-					prev = v
-				}
-			}
-		}
-	}
-	k.renderList(cv, u, "list3d", 3, k.sel3d)
-	cv.Button(u.layout.byID["remove3d"].Box, "Remove", false)
-	cv.Button(u.layout.byID["clear3d"].Box, "Clear all", false)
-	k.renderInput(cv, u, "input3d", "add3d")
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -246,37 +247,26 @@ func (p *parser) equation() (Node, error) {
 	return l, nil
 }
 
-func (p *parser) or() (Node, error) {
-	l, err := p.and()
+// binary parses operands of next joined by left-associative ops.
+func (p *parser) binary(next func() (Node, error), ops ...string) (Node, error) {
+	l, err := next()
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("||") {
+	for slices.ContainsFunc(ops, p.isOp) {
+		op := p.at().text
 		p.pos++
-		r, err := p.and()
+		r, err := next()
 		if err != nil {
 			return nil, err
 		}
-		l = binNode{op: "||", l: l, r: r}
+		l = binNode{op: op, l: l, r: r}
 	}
 	return l, nil
 }
 
-func (p *parser) and() (Node, error) {
-	l, err := p.cmp()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("&&") {
-		p.pos++
-		r, err := p.cmp()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op: "&&", l: l, r: r}
-	}
-	return l, nil
-}
+func (p *parser) or() (Node, error)  { return p.binary(p.and, "||") }
+func (p *parser) and() (Node, error) { return p.binary(p.cmp, "&&") }
 
 func (p *parser) cmp() (Node, error) {
 	l, err := p.add()
@@ -296,58 +286,23 @@ func (p *parser) cmp() (Node, error) {
 	return l, nil
 }
 
-func (p *parser) add() (Node, error) {
-	l, err := p.mul()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("+") || p.isOp("-") {
-		op := p.at().text
-		p.pos++
-		r, err := p.mul()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op: op, l: l, r: r}
-	}
-	return l, nil
-}
-
-func (p *parser) mul() (Node, error) {
-	l, err := p.unary()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("*") || p.isOp("/") || p.isOp("%") {
-		op := p.at().text
-		p.pos++
-		r, err := p.unary()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op: op, l: l, r: r}
-	}
-	return l, nil
-}
+func (p *parser) add() (Node, error) { return p.binary(p.mul, "+", "-") }
+func (p *parser) mul() (Node, error) { return p.binary(p.unary, "*", "/", "%") }
 
 func (p *parser) unary() (Node, error) {
-	if p.isOp("-") {
+	switch {
+	case p.isOp("+"):
+		p.pos++
+		return p.unary()
+	case p.isOp("-"), p.isOp("!"):
+		op := p.at().text
 		p.pos++
 		x, err := p.unary()
 		if err != nil {
 			return nil, err
 		}
-		return unaryNode{x: x}, nil
-	}
-	if p.isOp("+") {
-		p.pos++
-		return p.unary()
-	}
-	if p.isOp("!") {
-		p.pos++
-		x, err := p.unary()
-		if err != nil {
-			return nil, err
+		if op == "-" {
+			return unaryNode{x: x}, nil
 		}
 		return notNode{x: x}, nil
 	}
@@ -512,6 +467,9 @@ func (e *Env) Set(name string, v Value) { e.vars[name] = v }
 // Vars returns the global variables (a copy).
 func (e *Env) Vars() map[string]Value { return maps.Clone(e.vars) }
 
+// Names returns the names of the global variables, sorted.
+func (e *Env) Names() []string { return slices.Sorted(maps.Keys(e.vars)) }
+
 // Lookup returns a variable's value: a local, a global or a constant of
 // the dialect (pi; e and euler in KAlgebra; true, false).
 func (e *Env) Lookup(name string, locals map[string]Value) (Value, bool) {
@@ -572,6 +530,16 @@ func (e *Env) num(n Node, locals map[string]Value) (float64, error) {
 	return v.num, nil
 }
 
+// nums evaluates two numbers.
+func (e *Env) nums(a, b Node, locals map[string]Value) (float64, float64, error) {
+	x, err := e.num(a, locals)
+	if err != nil {
+		return 0, 0, err
+	}
+	y, err := e.num(b, locals)
+	return x, y, err
+}
+
 func boolNum(b bool) float64 {
 	if b {
 		return 1
@@ -600,11 +568,7 @@ func (e *Env) eval(n Node, locals map[string]Value) (Value, error) {
 		x, err := e.num(n.x, locals)
 		return Value{num: boolNum(x == 0)}, err
 	case binNode:
-		l, err := e.num(n.l, locals)
-		if err != nil {
-			return Value{}, err
-		}
-		r, err := e.num(n.r, locals)
+		l, r, err := e.nums(n.l, n.r, locals)
 		if err != nil {
 			return Value{}, err
 		}
@@ -641,17 +605,9 @@ func (e *Env) eval(n Node, locals map[string]Value) (Value, error) {
 		}
 		return Value{num: v}, nil
 	case lambdaNode:
-		bound := make(map[string]Value, len(locals))
-		for k, v := range locals {
-			bound[k] = v
-		}
-		return Value{fn: &function{params: n.params, body: n.body, bound: bound}}, nil
+		return Value{fn: &function{params: n.params, body: n.body, bound: maps.Clone(locals)}}, nil
 	case rangeNode:
-		lo, err := e.num(n.lo, locals)
-		if err != nil {
-			return Value{}, err
-		}
-		hi, err := e.num(n.hi, locals)
+		lo, hi, err := e.nums(n.lo, n.hi, locals)
 		if err != nil {
 			return Value{}, err
 		}
@@ -663,9 +619,7 @@ func (e *Env) eval(n Node, locals map[string]Value) (Value, error) {
 			acc = 1
 		}
 		inner := make(map[string]Value, len(locals)+1)
-		for k, v := range locals {
-			inner[k] = v
-		}
+		maps.Copy(inner, locals)
 		for i := math.Ceil(lo); i <= hi; i++ {
 			inner[n.v] = Value{num: i}
 			x, err := e.num(n.body, inner)
@@ -706,9 +660,7 @@ func (e *Env) apply(f *function, args []Node, locals map[string]Value) (Value, e
 		return Value{}, fmt.Errorf("wrong number of arguments: expected %d, got %d", len(f.params), len(args))
 	}
 	inner := make(map[string]Value, len(f.bound)+len(args))
-	for k, v := range f.bound {
-		inner[k] = v
-	}
+	maps.Copy(inner, f.bound)
 	for i, a := range args {
 		v, err := e.eval(a, locals)
 		if err != nil {

@@ -1,7 +1,8 @@
 // Package apps is part of codapipe's SIMULATOR (see package sim): the
 // catalogue of the simulated applications, one package each below this
-// one. Adding an app to the simulator is adding its package (an
-// implementation of desktop.App with its task specs) and listing it here.
+// one, and their tasks. Adding an app to the simulator is adding its
+// package (its desktop.AppSpec, an implementation of desktop.App, its
+// tasks) and listing it here, in All and TaskSets.
 package apps
 
 import (
@@ -12,11 +13,26 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/apps/grass"
 	"github.com/codapipe/codapipe/internal/sim/apps/kalgebra"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/tasks/taskgen"
 )
 
 // All returns every simulated app, in catalogue order.
-func All() []desktop.App {
-	return []desktop.App{chimerax.App(), celestia.App(), kalgebra.App(), grass.App()}
+func All() []desktop.AppSpec {
+	return []desktop.AppSpec{chimerax.Spec(), celestia.Spec(), kalgebra.Spec(), grass.Spec()}
+}
+
+// TaskSets returns the tasks of every app, in catalogue order: what the
+// simulator's task files hold (see package taskgen).
+func TaskSets() ([]taskgen.Set, error) {
+	var out []taskgen.Set
+	for _, tasks := range []func() (taskgen.Set, error){chimerax.Tasks, celestia.Tasks, kalgebra.Tasks, grass.Tasks} {
+		s, err := tasks()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // Catalog returns the catalogue of every simulated app, what simulated

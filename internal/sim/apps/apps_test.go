@@ -1,12 +1,19 @@
 package apps
 
 import (
+	"bytes"
+	"flag"
 	"image"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
+	"github.com/codapipe/codapipe/internal/sim/tasks/taskgen"
 )
 
 // TestCatalog: the catalogue builds; every app has its elements inside its
@@ -50,10 +57,10 @@ func TestCatalog(t *testing.T) {
 // clickable box.
 func TestVisibleElementsDoNotOverlap(t *testing.T) {
 	for _, app := range All() {
-		t.Run(app.Name(), func(t *testing.T) {
+		t.Run(app.Name, func(t *testing.T) {
 			m := desktoptest.New(t, 1, app)
-			m.Start(strings.TrimSuffix(app.Programs()[0], "*"))
-			for _, tab := range append([]desktop.Element{{}}, m.Catalog.Elements(app.Name())...) {
+			m.Start(strings.TrimSuffix(app.Programs[0], "*"))
+			for _, tab := range append([]desktop.Element{{}}, m.Catalog.Elements(app.Name)...) {
 				if tab.Kind != "tab" && tab.Label != "" {
 					continue
 				}
@@ -71,4 +78,64 @@ func TestVisibleElementsDoNotOverlap(t *testing.T) {
 			}
 		})
 	}
+}
+
+var updateTasks = flag.Bool("update-tasks", false, "rewrite the task files in internal/sim/tasks/VM from the apps' task specs")
+
+// TestTaskFiles: the simulator's task files (internal/sim/tasks/VM/<App
+// folder>, embedded by package tasks) are what the apps' task specs
+// render; with -update-tasks it rewrites them.
+func TestTaskFiles(t *testing.T) {
+	sets, err := TaskSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range sets {
+		t.Run(set.App.Name, func(t *testing.T) {
+			want, err := taskgen.Files(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join("..", "tasks", "VM", taskgen.Folder(set.App))
+			have, err := filepath.Glob(filepath.Join(dir, "*"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *updateTasks {
+				writeTaskFiles(t, dir, have, want)
+				return
+			}
+			for _, p := range have {
+				if _, ok := want[filepath.Base(p)]; !ok {
+					t.Errorf("stale task file %s (run with -update-tasks)", p)
+				}
+			}
+			for _, name := range slices.Sorted(maps.Keys(want)) {
+				got, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil || !bytes.Equal(got, want[name]) {
+					t.Errorf("task file %s/%s is out of date (run: go test ./internal/sim/apps -run TestTaskFiles -update-tasks)", dir, name)
+				}
+			}
+		})
+	}
+}
+
+// writeTaskFiles replaces the files have in dir by want (file name →
+// content).
+func writeTaskFiles(t *testing.T, dir string, have []string, want map[string][]byte) {
+	t.Helper()
+	for _, p := range have {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range want {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("wrote %d task files to %s", len(want), dir)
 }

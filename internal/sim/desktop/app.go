@@ -16,32 +16,35 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
-// App is a simulated application: what a machine needs to know to start
-// it. Each app is a package of its own (internal/sim/apps/<name>) that
-// implements App and Instance; a Catalog lists the apps machines run.
-type App interface {
+// AppSpec describes a simulated application to the machines that run it.
+// Each app is a package of its own (internal/sim/apps/<name>) whose Spec
+// function returns its AppSpec and whose running instances implement App;
+// a Catalog lists the apps machines run.
+type AppSpec struct {
 	// Name is the app's name as task files spell their "type"
 	// ("ChimeraX", "GRASS GIS").
-	Name() string
+	Name string
 	// Programs are the programs that start the app: path.Match patterns
 	// over the lower-case base name of a command line's program
 	// ("chimerax", "celestia*").
-	Programs() []string
-	// Elements returns every element of the app with its fixed box and
+	Programs []string
+	// Elements are every element of the app with its fixed box and
 	// caption, in layout order: where boxes nest, the later element wins
 	// the hit test. The catalogue fills in Element.App.
-	Elements() []Element
+	Elements []Element
 	// Files are what the app adds to a machine's snapshot file system:
 	// path → content; a path ending in "/" is a folder.
-	Files() map[string]string
+	Files map[string]string
 	// Start runs the app with the arguments after the program on its
-	// command line and returns the running instance.
-	Start(u *UI, args []string) Instance
+	// command line.
+	Start func(u *UI, args []string) App
 }
 
-// Instance is a running app. A machine calls its methods one at a time,
-// with the machine's lock held; u is the machine's user interface.
-type Instance interface {
+// App is the interface every simulated app implements: a running app,
+// as the machine drives and draws it. The machine calls its methods one
+// at a time, with the machine's lock held; u is the machine's user
+// interface.
+type App interface {
 	// Visible reports whether the element with this id is shown now
 	// (tabs hide elements).
 	Visible(id string) bool
@@ -70,7 +73,7 @@ type Instance interface {
 	Render(c *screen.Canvas, u *UI)
 }
 
-// Checker is implemented by instances that have checkable elements
+// Checker is implemented by apps that have checkable elements
 // (check boxes, radio buttons, toggle buttons); the accessibility tree
 // shows their state.
 type Checker interface {
@@ -96,7 +99,7 @@ const HomeDir = "/home/user"
 // cursor and the file system.
 type UI struct {
 	m       *machine
-	app     *catalogApp       // the running app (nil: none)
+	app     *catalogApp       // the running app's catalogue entry (nil: none)
 	focus   string            // focused field id
 	fields  map[string]string // text of the app's fields
 	selAll  bool              // the focused field's text is selected
@@ -162,7 +165,7 @@ type Catalog struct {
 }
 
 type catalogApp struct {
-	app   App
+	spec  AppSpec
 	elems []Element      // with App set
 	byID  map[string]int // index into elems
 }
@@ -171,22 +174,22 @@ type catalogApp struct {
 // unique, element ids unique within an app, labels unique across all
 // apps (so that a label alone grounds to one box), and every box
 // non-empty and on the screen.
-func NewCatalog(apps ...App) (*Catalog, error) {
+func NewCatalog(apps ...AppSpec) (*Catalog, error) {
 	c := &Catalog{byLabel: map[string]Element{}}
 	var errs []error
 	for _, a := range apps {
-		name := a.Name()
+		name := a.Name
 		if _, dup := c.find(name); dup || name == "" {
 			errs = append(errs, fmt.Errorf("app %q: empty or duplicate name", name))
 			continue
 		}
-		for _, p := range a.Programs() {
+		for _, p := range a.Programs {
 			if _, err := path.Match(p, ""); err != nil {
 				errs = append(errs, fmt.Errorf("app %s: program pattern %q: %w", name, p, err))
 			}
 		}
-		ca := &catalogApp{app: a, byID: map[string]int{}}
-		for _, e := range a.Elements() {
+		ca := &catalogApp{spec: a, byID: map[string]int{}}
+		for _, e := range a.Elements {
 			e.App = name
 			key := strings.ToLower(e.Label)
 			_, dupID := ca.byID[e.ID]
@@ -218,7 +221,7 @@ func (c *Catalog) Names() []string {
 	}
 	out := make([]string, len(c.apps))
 	for i, a := range c.apps {
-		out[i] = a.app.Name()
+		out[i] = a.spec.Name
 	}
 	return out
 }
@@ -250,7 +253,7 @@ func (c *Catalog) find(name string) (*catalogApp, bool) {
 		return nil, false
 	}
 	for _, a := range c.apps {
-		if a.app.Name() == name {
+		if a.spec.Name == name {
 			return a, true
 		}
 	}
@@ -267,7 +270,7 @@ func (c *Catalog) program(words []string) (*catalogApp, []string) {
 	for i, w := range words {
 		base := strings.ToLower(path.Base(w))
 		for _, a := range c.apps {
-			for _, p := range a.app.Programs() {
+			for _, p := range a.spec.Programs {
 				if ok, _ := path.Match(p, base); ok {
 					return a, words[i+1:]
 				}
@@ -293,7 +296,7 @@ func (c *Catalog) files() map[string]string {
 	out := map[string]string{}
 	if c != nil {
 		for _, a := range c.apps {
-			maps.Copy(out, a.app.Files())
+			maps.Copy(out, a.spec.Files)
 		}
 	}
 	return out
@@ -328,25 +331,30 @@ func JSONError(msg string) []byte {
 	return b
 }
 
-// TabVisible reports whether element id shows while tab is open, for an
-// app with tabs: the elements listed in of belong to one tab, the others
-// show on every tab.
-func TabVisible(of map[string]int, tab int, id string) bool {
-	if t, ok := of[id]; ok {
-		return t == tab
+// Tabs is the tab bar of an app with tabs. An app embeds it, which gives
+// the app its Visible method; elements "tab-N" open tab N.
+type Tabs struct {
+	Open int            // the open tab
+	Of   map[string]int // the tab of each element that belongs to one; the others show on every tab
+}
+
+// Visible reports whether element id shows while the open tab is open.
+func (t *Tabs) Visible(id string) bool {
+	if tab, ok := t.Of[id]; ok {
+		return tab == t.Open
 	}
 	return true
 }
 
-// TabClick handles what an app with tabs does with a click before its own
-// elements: only left clicks count, and one on element "tab-N" opens tab
-// N. It reports whether the click is used up.
-func TabClick(tab *int, el Element, button string) bool {
+// ClickTab handles what a click does before the app's own elements: only
+// left clicks count, and one on element "tab-N" opens tab N. It reports
+// whether the click is used up.
+func (t *Tabs) ClickTab(el Element, button string) bool {
 	if button != "left" {
 		return true
 	}
 	if rest, ok := strings.CutPrefix(el.ID, "tab-"); ok {
-		*tab, _ = strconv.Atoi(rest)
+		t.Open, _ = strconv.Atoi(rest)
 		return true
 	}
 	return false

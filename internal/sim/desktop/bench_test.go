@@ -13,12 +13,12 @@ import (
 
 func BenchmarkScreenshot(b *testing.B) {
 	for _, app := range apps.All() {
-		b.Run(strings.ReplaceAll(app.Name(), " ", ""), func(b *testing.B) {
+		b.Run(strings.ReplaceAll(app.Name, " ", ""), func(b *testing.B) {
 			m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1})
-			if err := m.Launch(strings.TrimSuffix(app.Programs()[0], "*")); err != nil {
+			if err := m.Launch(strings.TrimSuffix(app.Programs[0], "*")); err != nil {
 				b.Fatal(err)
 			}
-			switch app.Name() {
+			switch app.Name {
 			case chimerax.Name:
 				m.AppState("/chimerax/run", []byte("open 4hhb; show atoms; style ball"))
 			case grass.Name:

@@ -42,7 +42,7 @@ type machine struct {
 	mu   sync.Mutex
 	cfg  MachineConfig
 	app  *catalogApp // the running app (nil: none)
-	inst Instance    // its instance
+	inst App         // the running app
 	ui   *UI
 	seq  int
 	cur  image.Point
@@ -101,7 +101,7 @@ func (m *machine) State() State {
 func (m *machine) stateLocked() State {
 	st := State{Seq: m.seq, Cursor: [2]int{m.cur.X, m.cur.Y}, Focus: m.ui.focus, SelectAll: m.ui.selAll, AppState: map[string]any{}}
 	if m.app != nil {
-		st.App = m.app.app.Name()
+		st.App = m.app.spec.Name
 		st.AppState = m.inst.State()
 		if len(m.ui.fields) > 0 {
 			st.Fields = make(map[string]string, len(m.ui.fields))
@@ -132,7 +132,7 @@ func (m *machine) Launch(command string) error {
 func (m *machine) startApp(app *catalogApp, args []string) {
 	m.ui = &UI{m: m, app: app, fields: map[string]string{}, version: m.ui.version + 1}
 	m.app = app
-	m.inst = app.app.Start(m.ui, args)
+	m.inst = app.spec.Start(m.ui, args)
 }
 
 // AppState serves the app-state endpoints.
@@ -146,7 +146,7 @@ func (m *machine) AppState(reqPath string, body []byte) ([]byte, int) {
 	}
 	resp, status, ok := m.inst.Serve(p, q, body)
 	if !ok {
-		return JSONError(fmt.Sprintf("%s does not serve %s", m.app.app.Name(), p)), 404
+		return JSONError(fmt.Sprintf("%s does not serve %s", m.app.spec.Name, p)), 404
 	}
 	m.ui.version++
 	return resp, status
@@ -160,7 +160,7 @@ func (m *machine) Accessibility() string {
 	b.WriteString(`<desktop-frame name="SIMULATOR desktop">` + "\n")
 	if m.app != nil {
 		b.WriteString(`  <application name="`)
-		xmlEscape(&b, m.app.app.Name())
+		xmlEscape(&b, m.app.spec.Name)
 		b.WriteString("\">\n")
 		for _, e := range m.app.elems {
 			if !m.inst.Visible(e.ID) {

@@ -205,38 +205,30 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// fakeApp is an app for the catalogue's checks.
-type fakeApp struct {
-	name     string
-	programs []string
-	elems    []desktop.Element
-}
-
-func (a fakeApp) Name() string                                 { return a.name }
-func (a fakeApp) Programs() []string                           { return a.programs }
-func (a fakeApp) Elements() []desktop.Element                  { return a.elems }
-func (a fakeApp) Files() map[string]string                     { return nil }
-func (a fakeApp) Start(*desktop.UI, []string) desktop.Instance { return nil }
-
 // TestNewCatalogRejects: names, element ids and labels must be unique,
 // boxes on the screen, program patterns valid.
 func TestNewCatalogRejects(t *testing.T) {
 	el := func(id, label string, box image.Rectangle) desktop.Element {
 		return desktop.Element{ID: id, Label: label, Kind: "button", Box: box}
 	}
+	app := func(name string, elems ...desktop.Element) desktop.AppSpec {
+		return desktop.AppSpec{Name: name, Programs: []string{strings.ToLower(name) + "*"}, Elements: elems}
+	}
 	ok := image.Rect(10, 60, 50, 80)
-	good := fakeApp{name: "Good", programs: []string{"good*"}, elems: []desktop.Element{el("a", "Good A", ok)}}
+	good := app("Good", el("a", "Good A", ok))
+	badPattern := app("X")
+	badPattern.Programs = []string{"x["}
 	for _, c := range []struct {
 		name string
-		apps []desktop.App
+		apps []desktop.AppSpec
 		want string
 	}{
-		{"duplicate name", []desktop.App{good, good}, `duplicate name`},
-		{"duplicate id", []desktop.App{fakeApp{name: "X", elems: []desktop.Element{el("a", "X A", ok), el("a", "X B", ok)}}}, `duplicate element id "a"`},
-		{"duplicate label", []desktop.App{good, fakeApp{name: "X", elems: []desktop.Element{el("b", "good a", ok)}}}, `duplicate element label "good a"`},
-		{"off screen", []desktop.App{fakeApp{name: "X", elems: []desktop.Element{el("a", "X A", image.Rect(1200, 700, 1300, 900))}}}, "off the screen"},
-		{"empty box", []desktop.App{fakeApp{name: "X", elems: []desktop.Element{el("a", "X A", image.Rectangle{})}}}, "off the screen"},
-		{"bad pattern", []desktop.App{fakeApp{name: "X", programs: []string{"x["}}}, `program pattern "x["`},
+		{"duplicate name", []desktop.AppSpec{good, good}, `duplicate name`},
+		{"duplicate id", []desktop.AppSpec{app("X", el("a", "X A", ok), el("a", "X B", ok))}, `duplicate element id "a"`},
+		{"duplicate label", []desktop.AppSpec{good, app("X", el("b", "good a", ok))}, `duplicate element label "good a"`},
+		{"off screen", []desktop.AppSpec{app("X", el("a", "X A", image.Rect(1200, 700, 1300, 900)))}, "off the screen"},
+		{"empty box", []desktop.AppSpec{app("X", el("a", "X A", image.Rectangle{}))}, "off the screen"},
+		{"bad pattern", []desktop.AppSpec{badPattern}, `program pattern "x["`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := desktop.NewCatalog(c.apps...); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -34,7 +34,7 @@ func (m *machine) renderLocked(c *screen.Canvas) {
 	} else {
 		// Title bar.
 		c.Fill(image.Rect(0, panelH, ScreenW, AppTop), screen.ColTitle)
-		c.Text(10, panelH+5, m.app.app.Name()+" - SIMULATOR", screen.ColTitleText)
+		c.Text(10, panelH+5, m.app.spec.Name+" - SIMULATOR", screen.ColTitleText)
 		for i, s := range []string{"_", "[]", "x"} {
 			c.TextCentered(image.Rect(ScreenW-90+i*30, panelH, ScreenW-60+i*30, AppTop), s, screen.ColTitleText)
 		}

@@ -444,7 +444,7 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 	case "pkill", "killall":
 		if m.app != nil && len(operands) > 0 {
 			pat := strings.ToLower(operands[len(operands)-1])
-			app := strings.ToLower(m.app.app.Name())
+			app := strings.ToLower(m.app.spec.Name)
 			if strings.Contains(app, pat) || strings.Contains(pat, strings.Fields(app)[0]) {
 				m.app, m.inst = nil, nil
 				m.ui = &UI{m: m, fields: map[string]string{}, version: m.ui.version + 1}

@@ -51,10 +51,10 @@ type OracleStep struct {
 }
 
 // taskFiles holds the simulator's own tasks in the ScienceBoard layout:
-// VM/<App folder>/<ID>.json beside this file. They are written by the
-// tests of the app packages (internal/sim/apps/<app>/tasks_gen_test.go,
-// package taskgen: go test ./internal/sim/apps/*/ -run TestTaskFiles
-// -update-tasks), which read the apps' simulated data.
+// VM/<App folder>/<ID>.json beside this file. They are rendered (package
+// taskgen) from the task specs of the app packages (each one's Tasks),
+// which read the apps' simulated data: go test ./internal/sim/apps -run
+// TestTaskFiles checks them, with -update-tasks rewrites them.
 //
 //go:embed VM
 var taskFiles embed.FS

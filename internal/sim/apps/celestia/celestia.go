@@ -23,24 +23,16 @@ import (
 // Name is the app's name, as task files spell their "type".
 const Name = "Celestia"
 
-// App returns the simulated Celestia, for a machine's catalogue.
-func App() desktop.App { return app{} }
-
-type app struct{}
-
-func (app) Name() string                { return Name }
-func (app) Programs() []string          { return []string{"celestia*"} }
-func (app) Elements() []desktop.Element { return layout() }
-
-// Files is Celestia's program.
-func (app) Files() map[string]string {
-	return map[string]string{"/app/bin/celestia-qt6": "#!/bin/sh\n# simulated\n"}
-}
-
-func (app) Start(u *desktop.UI, args []string) desktop.Instance {
-	c := newCelestia()
-	u.SetField("jd", formatJD(c.jd))
-	return c
+// Spec describes the simulated Celestia, for a machine's catalogue. It
+// starts with the current date in the Julian date field.
+func Spec() desktop.AppSpec {
+	start := func(u *desktop.UI, _ []string) desktop.App {
+		c := newCelestia()
+		u.SetField("jd", formatJD(c.jd))
+		return c
+	}
+	return desktop.AppSpec{Name: Name, Programs: []string{"celestia*"}, Elements: layout(), Start: start,
+		Files: map[string]string{"/app/bin/celestia-qt6": "#!/bin/sh\n# simulated\n"}}
 }
 
 // celBody is one catalogue object.

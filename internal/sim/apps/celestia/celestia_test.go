@@ -9,16 +9,8 @@ import (
 )
 
 func TestCelestia(t *testing.T) {
-	m := desktoptest.New(t, 0, App())
-	m.Start("/app/bin/celestia-qt6 8000")
-	dump := func() map[string]any { return m.Get("/dump", "") }
-	get := func(path ...string) any {
-		var v any = dump()
-		for _, p := range path {
-			v = v.(map[string]any)[p]
-		}
-		return v
-	}
+	m := desktoptest.Start(t, Spec(), "/app/bin/celestia-qt6 8000")
+	get := func(keys ...string) any { return m.Value("/dump", keys...) }
 	if d := get("entity", "Earth", "distance").(float64); math.Abs(d-4*6371) > 1 {
 		t.Errorf("initial Earth distance %v", d)
 	}

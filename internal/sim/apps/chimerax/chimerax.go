@@ -24,30 +24,24 @@ import (
 // Name is the app's name, as task files spell their "type".
 const Name = "ChimeraX"
 
-// App returns the simulated ChimeraX, for a machine's catalogue.
-func App() desktop.App { return app{} }
-
-type app struct{}
-
-func (app) Name() string                { return Name }
-func (app) Programs() []string          { return []string{"chimerax", "chimerax-*", "chimerax.exe"} }
-func (app) Elements() []desktop.Element { return layout() }
-
-// Files are ChimeraX's configuration folders and its program.
-func (app) Files() map[string]string {
-	return map[string]string{
-		desktop.HomeDir + "/.config/ChimeraX/":                  "",
-		desktop.HomeDir + "/.local/share/ChimeraX/":             "",
-		desktop.HomeDir + "/.local/share/ChimeraX/commands":     "open 1a0m\n",
-		desktop.HomeDir + "/.local/share/ChimeraX/file_history": "",
-		"/app/bin/chimerax":                                     "#!/bin/sh\n# simulated\n",
+// Spec describes the simulated ChimeraX, for a machine's catalogue: its
+// program, its layout, its configuration folders.
+func Spec() desktop.AppSpec {
+	return desktop.AppSpec{
+		Name: Name, Programs: []string{"chimerax", "chimerax-*", "chimerax.exe"}, Elements: layout(),
+		Files: map[string]string{
+			desktop.HomeDir + "/.config/ChimeraX/":                  "",
+			desktop.HomeDir + "/.local/share/ChimeraX/":             "",
+			desktop.HomeDir + "/.local/share/ChimeraX/commands":     "open 1a0m\n",
+			desktop.HomeDir + "/.local/share/ChimeraX/file_history": "",
+			"/app/bin/chimerax":                                     "#!/bin/sh\n# simulated\n",
+		},
+		Start: func(u *desktop.UI, args []string) desktop.App {
+			c := newChimeraX()
+			c.launchArgs(u, args)
+			return c
+		},
 	}
-}
-
-func (app) Start(u *desktop.UI, args []string) desktop.Instance {
-	c := newChimeraX()
-	c.launchArgs(u, args)
-	return c
 }
 
 // cxModel is one open atomic structure.
@@ -263,6 +257,17 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		}
 		return true
 	}
+	// needModelsAndArg is needModels for a command that needs an argument.
+	needModelsAndArg := func(what string) bool {
+		if !needModels() {
+			return false
+		}
+		if len(args) == 0 {
+			res.errorf("Missing %s", what)
+			return false
+		}
+		return true
+	}
 	// Optional leading atom spec.
 	spec := ""
 	if len(args) > 0 && isSpec(args[0]) {
@@ -337,11 +342,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			}
 		}
 	case "style":
-		if !needModels() {
-			return
-		}
-		if len(args) == 0 {
-			res.errorf("Missing style: stick, sphere or ball")
+		if !needModelsAndArg("style: stick, sphere or ball") {
 			return
 		}
 		st := strings.ToLower(args[0])
@@ -359,11 +360,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			m.Style = st
 		}
 	case "color", "colour":
-		if !needModels() {
-			return
-		}
-		if len(args) == 0 {
-			res.errorf("Missing color")
+		if !needModelsAndArg("color") {
 			return
 		}
 		scheme := strings.ToLower(args[0])

@@ -11,8 +11,7 @@ import (
 )
 
 func TestChimeraXCommands(t *testing.T) {
-	m := desktoptest.New(t, 0, App())
-	m.Start("chimerax --cmd 'remotecontrol rest start json true port 8123'")
+	m := desktoptest.Start(t, Spec(), "chimerax --cmd 'remotecontrol rest start json true port 8123'")
 	run := func(cmd string) map[string]any { return m.Get("/chimerax/run", cmd) }
 	st := func() map[string]any { return m.Get("/chimerax/state", "") }
 	if st()["remotecontrol.port"] != float64(8123) {

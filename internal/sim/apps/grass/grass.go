@@ -27,28 +27,15 @@ import (
 // Name is the app's name, as task files spell their "type".
 const Name = "GRASS GIS"
 
-// App returns the simulated GRASS GIS, for a machine's catalogue.
-func App() desktop.App { return app{} }
-
-type app struct{}
-
-func (app) Name() string                { return Name }
-func (app) Programs() []string          { return []string{"grass", "grass8*", "grass7*"} }
-func (app) Elements() []desktop.Element { return layout() }
-
-// Files are the GRASS database folders of the simulated location and the
-// program.
-func (app) Files() map[string]string {
-	return map[string]string{
-		desktop.HomeDir + "/grassdata/":                      "",
-		desktop.HomeDir + "/grassdata/nc_spm_sim/":           "",
-		desktop.HomeDir + "/grassdata/nc_spm_sim/PERMANENT/": "",
-		"/app/bin/grass": "#!/bin/sh\n# simulated\n",
-	}
+// Spec describes the simulated GRASS GIS, for a machine's catalogue: the
+// GRASS database folders of its location come with it. Its arguments (the
+// GUI flag, the mapset) are ignored.
+func Spec() desktop.AppSpec {
+	dbase := desktop.HomeDir + "/grassdata/"
+	files := map[string]string{dbase: "", dbase + "nc_spm_sim/": "", dbase + "nc_spm_sim/PERMANENT/": "", "/app/bin/grass": "#!/bin/sh\n# simulated\n"}
+	return desktop.AppSpec{Name: Name, Programs: []string{"grass", "grass8*", "grass7*"}, Elements: layout(), Files: files,
+		Start: func(*desktop.UI, []string) desktop.App { return newGRASS() }}
 }
-
-// Start ignores the arguments (the GUI flag and the mapset).
-func (app) Start(u *desktop.UI, args []string) desktop.Instance { return newGRASS() }
 
 const (
 	grassRows = 90
@@ -85,18 +72,18 @@ func (r grassRegion) rows() int { return int(math.Round((r.N - r.S) / r.NSRes)) 
 func (r grassRegion) cols() int { return int(math.Round((r.E - r.W) / r.EWRes)) }
 
 type grass struct {
-	rasters   map[string]*grassRaster
-	vectors   map[string]*grassVector
-	region    grassRegion
-	layers    []string // "raster/name" or "vector/name", top first
-	tab       int      // 0 layers, 1 console, 2 data
-	console   []string
-	outScroll int
-	history   []string
-	zoom      float64
-	panX      float64 // map units
-	panY      float64
-	catalogue []string // rows of the data catalog as drawn: "raster/name"
+	rasters      map[string]*grassRaster
+	vectors      map[string]*grassVector
+	region       grassRegion
+	layers       []string // "raster/name" or "vector/name", top first
+	desktop.Tabs          // 0 layers, 1 console, 2 data
+	console      []string
+	outScroll    int
+	history      []string
+	zoom         float64
+	panX         float64 // map units
+	panY         float64
+	catalogue    []string // rows of the data catalog as drawn: "raster/name"
 }
 
 // grassElevation returns the fixed synthetic elevation surface.
@@ -114,7 +101,7 @@ func grassElevation() []float64 {
 }
 
 func newGRASS() *grass {
-	g := &grass{rasters: map[string]*grassRaster{}, vectors: map[string]*grassVector{}, zoom: 1}
+	g := &grass{Tabs: desktop.Tabs{Of: grassTabOf}, rasters: map[string]*grassRaster{}, vectors: map[string]*grassVector{}, zoom: 1}
 	elev := grassElevation()
 	g.rasters["elevation"] = &grassRaster{Name: "elevation", Data: elev, Type: "DCELL", History: "generated elevation model (SIMULATOR)"}
 	lu := make([]float64, len(elev))
@@ -198,7 +185,7 @@ func (g *grass) State() map[string]any {
 		"rasters": rasters, "vectors": vectors,
 		"raster_list": append([]string{}, slices.Sorted(maps.Keys(g.rasters))...), "vector_list": append([]string{}, slices.Sorted(maps.Keys(g.vectors))...),
 		"layers": layers, "display": display,
-		"tab":     []string{"layers", "console", "data"}[g.tab],
+		"tab":     []string{"layers", "console", "data"}[g.Open],
 		"history": append([]string{}, g.history[max(0, len(g.history)-20):]...),
 		"console": append([]string{}, g.console[max(0, len(g.console)-12):]...),
 		"view":    map[string]any{"zoom": r6(g.zoom), "pan_x": r6(g.panX), "pan_y": r6(g.panY)},
@@ -312,6 +299,14 @@ func (g *grass) removeLayer(kind, name string) {
 	g.layers = keep
 }
 
+// moduleInput is, for the modules that read one map, the option that
+// names it (or the first positional argument) and its kind.
+var moduleInput = map[string]struct{ opt, kind string }{
+	"r.univar": {"map", "raster"}, "r.info": {"map", "raster"}, "r.slope.aspect": {"elevation", "raster"},
+	"v.buffer": {"input", "vector"}, "v.info": {"map", "vector"}, "v.db.select": {"map", "vector"},
+}
+
+// run runs one module.
 func (g *grass) run(c gcmd) (string, string, int) {
 	errf := func(format string, args ...any) (string, string, int) {
 		return "", "ERROR: " + fmt.Sprintf(format, args...) + "\n", 1
@@ -330,6 +325,24 @@ func (g *grass) run(c gcmd) (string, string, int) {
 			return o, e, code, false
 		}
 		return "", "", 0, true
+	}
+	// A module that reads a map finds it first: name, and r or v.
+	var (
+		name string
+		r    *grassRaster
+		v    *grassVector
+	)
+	if in, ok := moduleInput[c.module]; ok {
+		name = c.opt(in.opt, true)
+		var found bool
+		if in.kind == "raster" {
+			r, found = g.rasters[name]
+		} else {
+			v, found = g.vectors[name]
+		}
+		if !found {
+			return errf("%s map <%s> not found", strings.ToUpper(in.kind[:1])+in.kind[1:], name)
+		}
 	}
 	switch c.module {
 	case "g.version":
@@ -472,11 +485,6 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		return g.mapcalc(line, c.over)
 	case "r.univar":
-		name := c.opt("map", true)
-		r, ok := g.rasters[name]
-		if !ok {
-			return errf("Raster map <%s> not found", name)
-		}
 		n, mn, mx, mean, std, sum := rasterStats(r.Data)
 		if strings.ToLower(c.opt("format", false)) == "json" {
 			b, _ := json.Marshal(map[string]any{"n": n, "null_cells": len(r.Data) - n, "cells": len(r.Data), "min": mn, "max": mx,
@@ -490,20 +498,10 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		return fmt.Sprintf("total null and non-null cells: %d\ntotal null cells: %d\n\nOf the non-null cells:\n----------------------\nn: %d\nminimum: %s\nmaximum: %s\nrange: %s\nmean: %s\nstandard deviation: %s\nsum: %s\n",
 			len(r.Data), len(r.Data)-n, n, gnum(mn), gnum(mx), gnum(mx-mn), gnum(mean), gnum(std), gnum(sum)), "", 0
 	case "r.info":
-		name := c.opt("map", true)
-		r, ok := g.rasters[name]
-		if !ok {
-			return errf("Raster map <%s> not found", name)
-		}
 		_, mn, mx, _, _, _ := rasterStats(r.Data)
 		return fmt.Sprintf(" Map:      %s@PERMANENT\n Type of Map:  raster   Data Type: %s\n Rows: %d  Columns: %d  Total Cells: %d\n N: %g  S: %g  Res: %g\n E: %g  W: %g  Res: %g\n Range of data:  min = %s  max = %s\n Comments: %s\n",
 			name, r.Type, grassRows, grassCols, grassRows*grassCols, grassN, grassS, grassRes, grassE, grassW, grassRes, gnum(mn), gnum(mx), r.History), "", 0
 	case "r.slope.aspect":
-		name := c.opt("elevation", true)
-		src, ok := g.rasters[name]
-		if !ok {
-			return errf("Raster map <%s> not found", name)
-		}
 		slope, aspect := c.opt("slope", false), c.opt("aspect", false)
 		if slope == "" && aspect == "" {
 			return errf("You must specify at least one of the parameters: <slope> or <aspect>")
@@ -515,7 +513,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 				}
 			}
 		}
-		sl, as := slopeAspect(src.Data)
+		sl, as := slopeAspect(r.Data)
 		if slope != "" {
 			g.rasters[slope] = &grassRaster{Name: slope, Data: sl, Type: "DCELL", History: "r.slope.aspect elevation=" + name}
 		}
@@ -524,11 +522,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		return "", "", 0
 	case "v.buffer":
-		in, out := c.opt("input", true), c.opt("output", false)
-		src, ok := g.vectors[in]
-		if !ok {
-			return errf("Vector map <%s> not found", in)
-		}
+		out := c.opt("output", false)
 		if o, e, code, ok := needOutput("vector", out); !ok {
 			return o, e, code
 		}
@@ -536,24 +530,14 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		if err != nil || d <= 0 {
 			return errf("Required parameter <distance> must be a positive number")
 		}
-		g.vectors[out] = &grassVector{Name: out, Type: "area", Features: src.Features, Columns: []string{"cat"}, Buffer: d, Source: in, geomSeed: src.geomSeed}
-		return fmt.Sprintf("Buffering features...\n%d areas created\n", src.Features), "", 0
+		g.vectors[out] = &grassVector{Name: out, Type: "area", Features: v.Features, Columns: []string{"cat"}, Buffer: d, Source: name, geomSeed: v.geomSeed}
+		return fmt.Sprintf("Buffering features...\n%d areas created\n", v.Features), "", 0
 	case "v.info":
-		name := c.opt("map", true)
-		v, ok := g.vectors[name]
-		if !ok {
-			return errf("Vector map <%s> not found", name)
-		}
 		counts := map[string]int{"point": 0, "line": 0, "area": 0}
 		counts[v.Type] = v.Features
 		return fmt.Sprintf(" Name:            %s\n Mapset:          PERMANENT\n Number of points:       %d\n Number of lines:        %d\n Number of areas:        %d\n Attribute columns: %s\n",
 			name, counts["point"], counts["line"], counts["area"], strings.Join(v.Columns, ", ")), "", 0
 	case "v.db.select":
-		name := c.opt("map", true)
-		v, ok := g.vectors[name]
-		if !ok {
-			return errf("Vector map <%s> not found", name)
-		}
 		var b strings.Builder
 		b.WriteString(strings.Join(v.Columns, "|") + "\n")
 		for i := 1; i <= v.Features; i++ {
@@ -790,13 +774,10 @@ func layout() []desktop.Element {
 
 var grassTabOf = map[string]int{"layers": 0, "output": 1, "console": 1, "run": 1, "catalog": 2}
 
-// Visible shows the elements of the open layer-manager tab.
-func (g *grass) Visible(id string) bool { return desktop.TabVisible(grassTabOf, g.tab, id) }
-
 // Click opens tabs, runs the console and the toolbar, and displays a map
 // double-clicked in the data catalog.
 func (g *grass) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
-	if desktop.TabClick(&g.tab, el, button) {
+	if g.ClickTab(el, button) {
 		return
 	}
 	switch el.ID {

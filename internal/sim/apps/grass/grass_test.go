@@ -11,8 +11,7 @@ import (
 )
 
 func TestGRASSCommands(t *testing.T) {
-	m := desktoptest.New(t, 0, App())
-	m.Start("grass --gui")
+	m := desktoptest.Start(t, Spec(), "grass --gui")
 	gcmd := func(cmd string, kwargs map[string]any) map[string]any {
 		b, _ := json.Marshal(map[string]any{"cmd": cmd, "kwargs": kwargs})
 		return m.Get("/gcmd", string(b))

@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/codapipe/codapipe/internal/sim/desktop"
@@ -49,11 +50,11 @@ func (g *grass) Render(cv *screen.Canvas, u *desktop.UI) {
 		case e.Kind == "button" && e.ID != "run":
 			cv.Button(e.Box, e.Caption, false)
 		case e.Kind == "tab":
-			cv.Tab(e.Box, e.Caption, e.ID == fmt.Sprintf("tab-%d", g.tab))
+			cv.Tab(e.Box, e.Caption, e.ID == fmt.Sprintf("tab-%d", g.Open))
 		}
 	}
 	g.renderMap(cv)
-	switch g.tab {
+	switch g.Open {
 	case 0:
 		inner := cv.Panel(grassPanelBox, "Layers", screen.ColField)
 		cv.Noise(inner, screen.Hash("grass-layers"), screen.GrainPanel)
@@ -107,12 +108,7 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 	cv.Frame(b, screen.ColBorder)
 	seed := screen.Hash("grass-map", strings.Join(g.layers, ","), gnum(g.zoom), gnum(g.panX), gnum(g.panY))
 	pix := cv.Img.Pix
-	// Raster layers, bottom first.
-	for li := len(g.layers) - 1; li >= 0; li-- {
-		kind, name, _ := strings.Cut(g.layers[li], "/")
-		if kind != "raster" {
-			continue
-		}
+	for _, name := range g.displayed("raster") {
 		r := g.rasters[name]
 		if r == nil {
 			continue
@@ -167,12 +163,7 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 		}
 	}
 	cv.Noise(b.Inset(1), seed, screen.GrainMain)
-	// Vector layers, bottom first.
-	for li := len(g.layers) - 1; li >= 0; li-- {
-		kind, name, _ := strings.Cut(g.layers[li], "/")
-		if kind != "vector" {
-			continue
-		}
+	for _, name := range g.displayed("vector") {
 		v := g.vectors[name]
 		if v == nil {
 			continue
@@ -186,6 +177,18 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 	if !rr.Empty() {
 		cv.Frame(rr, screen.RGB(255, 0, 0))
 	}
+}
+
+// displayed returns the names of the displayed maps of a kind ("raster",
+// "vector"), bottom layer first.
+func (g *grass) displayed(kind string) []string {
+	var out []string
+	for _, l := range slices.Backward(g.layers) {
+		if k, name, _ := strings.Cut(l, "/"); k == kind {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func (g *grass) drawVector(cv *screen.Canvas, v *grassVector) {

@@ -22,22 +22,13 @@ import (
 // Name is the app's name, as task files spell their "type".
 const Name = "KAlgebra"
 
-// App returns the simulated KAlgebra, for a machine's catalogue.
-func App() desktop.App { return app{} }
-
-type app struct{}
-
-func (app) Name() string                { return Name }
-func (app) Programs() []string          { return []string{"kalgebra", "kalgebramobile"} }
-func (app) Elements() []desktop.Element { return layout() }
-
-// Files is KAlgebra's program.
-func (app) Files() map[string]string {
-	return map[string]string{"/app/bin/kalgebra": "#!/bin/sh\n# simulated\n"}
+// Spec describes the simulated KAlgebra, for a machine's catalogue. Its
+// argument (the state server's port) is ignored.
+func Spec() desktop.AppSpec {
+	return desktop.AppSpec{Name: Name, Programs: []string{"kalgebra", "kalgebramobile"}, Elements: layout(),
+		Files: map[string]string{"/app/bin/kalgebra": "#!/bin/sh\n# simulated\n"},
+		Start: func(*desktop.UI, []string) desktop.App { return newKAlgebra() }}
 }
-
-// Start ignores the arguments (the state server's port).
-func (app) Start(u *desktop.UI, args []string) desktop.Instance { return newKAlgebra() }
 
 type kplot struct {
 	Expr  string // canonical text
@@ -53,16 +44,16 @@ type kconsole struct {
 }
 
 type kalgebra struct {
-	tab       int // 0 calculator, 1 2D graph, 2 3D graph, 3 dictionary
-	env       *expr.Env
-	console   []kconsole
-	conScroll int
-	plots     []*kplot
-	sel2d     int // selected row of the 2D function list (-1: none)
-	sel3d     int
-	viewX     float64 // 2D view centre
-	viewY     float64
-	viewSpan  float64 // x range width
+	desktop.Tabs // 0 calculator, 1 2D graph, 2 3D graph, 3 dictionary
+	env          *expr.Env
+	console      []kconsole
+	conScroll    int
+	plots        []*kplot
+	sel2d        int // selected row of the 2D function list (-1: none)
+	sel3d        int
+	viewX        float64 // 2D view centre
+	viewY        float64
+	viewSpan     float64 // x range width
 }
 
 var kalBuiltins = []string{"e", "euler", "pi"}
@@ -73,7 +64,7 @@ func newKAlgebra() *kalgebra {
 		v, _ := env.Lookup(n, nil)
 		env.Set(n, v)
 	}
-	return &kalgebra{env: env, sel2d: -1, sel3d: -1, viewSpan: 20}
+	return &kalgebra{Tabs: desktop.Tabs{Of: kalTabOf}, env: env, sel2d: -1, sel3d: -1, viewSpan: 20}
 }
 
 // calculate evaluates one calculator input and logs it to the console.
@@ -103,28 +94,21 @@ func (k *kalgebra) calculate(u *desktop.UI, text string) {
 func (k *kalgebra) eval(text string) (string, error) {
 	name, rhs, isAssign := strings.Cut(text, ":=")
 	name = strings.TrimSpace(name)
-	if isAssign {
-		if !expr.IsIdent(name) {
-			return "", fmt.Errorf("cannot assign to %q", name)
-		}
-		n, err := expr.Parse(rhs, expr.KAlgebra)
-		if err != nil {
-			return "", err
-		}
-		v, err := k.env.Eval(n, nil)
-		if err != nil {
-			return "", err
-		}
-		k.env.Set(name, v)
-		return v.String(), nil
+	if !isAssign {
+		rhs = text
+	} else if !expr.IsIdent(name) {
+		return "", fmt.Errorf("cannot assign to %q", name)
 	}
-	n, err := expr.Parse(text, expr.KAlgebra)
+	n, err := expr.Parse(rhs, expr.KAlgebra)
 	if err != nil {
 		return "", err
 	}
 	v, err := k.env.Eval(n, nil)
 	if err != nil {
 		return "", err
+	}
+	if isAssign {
+		k.env.Set(name, v)
 	}
 	return v.String(), nil
 }
@@ -301,8 +285,8 @@ func (k *kalgebra) State() map[string]any {
 		console = append(console, map[string]any{"in": e.in, "out": e.out})
 	}
 	return map[string]any{
-		"tab":       []string{"calculator", "2d", "3d", "dictionary"}[k.tab],
-		"tab_index": k.tab,
+		"tab":       []string{"calculator", "2d", "3d", "dictionary"}[k.Open],
+		"tab_index": k.Open,
 		"vars":      k.vars(),
 		"plots":     plots,
 		"console":   console,
@@ -358,7 +342,7 @@ func (k *kalgebra) Serve(p string, q url.Values, body []byte) ([]byte, int, bool
 		if err := json.Unmarshal(body, &req); err != nil || req.Index == nil || *req.Index < 0 || *req.Index > 3 {
 			return desktop.JSONError(`expected {"index": 0..3}`), 400, true
 		}
-		k.tab = *req.Index
+		k.Open = *req.Index
 		return []byte(`{"status":"ok"}`), 200, true
 	case "/func2d", "/func3d":
 		var req struct {
@@ -405,20 +389,15 @@ func layout() []desktop.Element {
 	add("variables", "KAlgebra variables list", "list", "", image.Rect(888, 82, 1272, 716))
 	add("input", "KAlgebra expression input", "field", "", kalInputBox)
 	add("calculate", "KAlgebra Calculate button", "button", "Calculate", kalGoBox)
-	// 2D graph.
-	add("plot2d", "KAlgebra 2D plot", "canvas", "", kalMainBox)
-	add("list2d", "KAlgebra function list", "list", "", kalSideBox)
-	add("remove2d", "KAlgebra Remove Function button", "button", "Remove", image.Rect(888, 666, 1076, 694))
-	add("clear2d", "KAlgebra Clear Functions button", "button", "Clear all", image.Rect(1084, 666, 1272, 694))
-	add("input2d", "KAlgebra function input", "field", "", kalInputBox)
-	add("add2d", "KAlgebra Add button", "button", "Add", kalGoBox)
-	// 3D graph.
-	add("plot3d", "KAlgebra 3D plot", "canvas", "", kalMainBox)
-	add("list3d", "KAlgebra 3D function list", "list", "", kalSideBox)
-	add("remove3d", "KAlgebra Remove 3D Function button", "button", "Remove", image.Rect(888, 666, 1076, 694))
-	add("clear3d", "KAlgebra Clear 3D Functions button", "button", "Clear all", image.Rect(1084, 666, 1272, 694))
-	add("input3d", "KAlgebra 3D function input", "field", "", kalInputBox)
-	add("add3d", "KAlgebra Plot 3D button", "button", "Plot", kalGoBox)
+	// The 2D and the 3D graph: the same controls, "3D" in the 3D labels.
+	for _, g := range []struct{ dim, label, add, addCaption string }{{"2d", "", "Add", "Add"}, {"3d", "3D ", "Plot 3D", "Plot"}} {
+		add("plot"+g.dim, "KAlgebra "+strings.ToUpper(g.dim)+" plot", "canvas", "", kalMainBox)
+		add("list"+g.dim, "KAlgebra "+g.label+"function list", "list", "", kalSideBox)
+		add("remove"+g.dim, "KAlgebra Remove "+g.label+"Function button", "button", "Remove", image.Rect(888, 666, 1076, 694))
+		add("clear"+g.dim, "KAlgebra Clear "+g.label+"Functions button", "button", "Clear all", image.Rect(1084, 666, 1272, 694))
+		add("input"+g.dim, "KAlgebra "+g.label+"function input", "field", "", kalInputBox)
+		add("add"+g.dim, "KAlgebra "+g.add+" button", "button", g.addCaption, kalGoBox)
+	}
 	// Dictionary.
 	add("dictionary", "KAlgebra dictionary", "list", "", image.Rect(8, 82, 1272, 752))
 	return l
@@ -431,12 +410,9 @@ var kalTabOf = map[string]int{
 	"dictionary": 3,
 }
 
-// Visible shows the elements of the open tab.
-func (k *kalgebra) Visible(id string) bool { return desktop.TabVisible(kalTabOf, k.tab, id) }
-
 // Click opens tabs, calculates, adds, removes and selects plots.
 func (k *kalgebra) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
-	if desktop.TabClick(&k.tab, el, button) {
+	if k.ClickTab(el, button) {
 		return
 	}
 	switch el.ID {
@@ -515,7 +491,7 @@ func (k *kalgebra) Submit(u *desktop.UI, id, text string) bool {
 func (k *kalgebra) Shortcut(u *desktop.UI, keys []string) {
 	switch strings.Join(keys, "+") {
 	case "ctrl+1", "ctrl+2", "ctrl+3", "ctrl+4":
-		k.tab = int(keys[1][0] - '1')
+		k.Open = int(keys[1][0] - '1')
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -22,10 +20,10 @@ var plotColors = []color.RGBA{{0x1e, 0x64, 0xc8, 0xff}, {0xd0, 0x30, 0x30, 0xff}
 // Render draws the tabs, the open tab and the status line.
 func (k *kalgebra) Render(cv *screen.Canvas, u *desktop.UI) {
 	for i, t := range kalTabs {
-		cv.Tab(u.Element(fmt.Sprintf("tab-%d", i)).Box, t, k.tab == i)
+		cv.Tab(u.Element(fmt.Sprintf("tab-%d", i)).Box, t, k.Open == i)
 	}
 	cv.Fill(image.Rect(0, 76, desktop.ScreenW, 77), screen.ColBorder)
-	switch k.tab {
+	switch k.Open {
 	case 0:
 		k.renderCalculator(cv, u)
 	case 1:
@@ -68,9 +66,9 @@ func (k *kalgebra) renderCalculator(cv *screen.Canvas, u *desktop.UI) {
 	vinner := cv.Panel(u.Element("variables").Box, "Variables", screen.ColField)
 	cv.Noise(vinner, screen.Hash("kal-vars"), screen.GrainPanel)
 	var vs []string
-	vars := k.env.Vars()
-	for _, name := range slices.Sorted(maps.Keys(vars)) {
-		vs = append(vs, fmt.Sprintf("%-8s %s", name, vars[name]))
+	for _, name := range k.env.Names() {
+		v, _ := k.env.Lookup(name, nil)
+		vs = append(vs, fmt.Sprintf("%-8s %s", name, v))
 	}
 	y := vinner.Min.Y + 2
 	for _, l := range vs {

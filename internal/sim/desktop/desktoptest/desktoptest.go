@@ -21,13 +21,22 @@ type Machine struct {
 
 // New returns a machine in its snapshot state (no app running) that runs
 // the given apps, with its looks seeded by seed.
-func New(t testing.TB, seed int64, apps ...desktop.App) *Machine {
+func New(t testing.TB, seed int64, apps ...desktop.AppSpec) *Machine {
 	t.Helper()
 	cat, err := desktop.NewCatalog(apps...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &Machine{Machine: desktop.NewMachine(desktop.MachineConfig{Apps: cat, Seed: seed}), Catalog: cat, t: t}
+}
+
+// Start returns a machine that runs app, its looks seeded by 0, with app
+// launched by command.
+func Start(t testing.TB, app desktop.AppSpec, command string) *Machine {
+	t.Helper()
+	m := New(t, 0, app)
+	m.Start(command)
+	return m
 }
 
 // Start launches an app from a command line.
@@ -90,6 +99,21 @@ func (m *Machine) Get(path, body string) map[string]any {
 	var v map[string]any
 	if err := json.Unmarshal(resp, &v); err != nil {
 		m.t.Fatalf("%s: %v: %s", path, err, resp)
+	}
+	return v
+}
+
+// Value returns the value at keys in the JSON object a GET of path
+// answers (nested objects; no keys: the whole object).
+func (m *Machine) Value(path string, keys ...string) any {
+	m.t.Helper()
+	var v any = m.Get(path, "")
+	for _, k := range keys {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			m.t.Fatalf("%s: no object at %q in %v", path, k, v)
+		}
+		v = obj[k]
 	}
 	return v
 }

@@ -1,40 +1,27 @@
-// Package taskgen is part of codapipe's SIMULATOR (see package sim): it
-// writes the simulator's task files, internal/sim/tasks/VM/<App
-// folder>/<ID>.json (which package tasks embeds), from Go specs. Each app
-// package's tests hold the specs of the app's tasks (tasks_gen_test.go),
-// with answers and expected values computed from the app's simulated
-// data and oracle clicks at the centres of the current element boxes, and
-// call Check from TestTaskFiles, which fails when the files are stale;
-// -update-tasks rewrites them:
+// Package taskgen is part of codapipe's SIMULATOR (see package sim): the
+// generator of the simulator's task files, internal/sim/tasks/VM/<App
+// folder>/<ID>.json (which package tasks embeds). Each app package states
+// its tasks as a Set (its Tasks function), with answers and expected
+// values computed from the app's simulated data and oracle clicks at the
+// centres of the current element boxes; Files renders them in the
+// ScienceBoard format with the hidden oracle. TestTaskFiles (package apps)
+// fails when the files are stale; -update-tasks rewrites them:
 //
-//	go test ./internal/sim/apps/*/ -run TestTaskFiles -update-tasks
-//
-// Only tests import it.
+//	go test ./internal/sim/apps -run TestTaskFiles -update-tasks
 package taskgen
 
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
-
-var update = flag.Bool("update-tasks", false, "rewrite the app's task files in internal/sim/tasks/VM from its specs")
-
-// Dir is the folder of the task files, relative to an app package's
-// folder (internal/sim/apps/<name>).
-const Dir = "../../tasks/VM"
 
 // KV is one key of an Obj.
 type KV struct {
@@ -110,7 +97,7 @@ func Answer(ans, why string) Step { return Step{kind: "answer", text: ans, why: 
 func sentence(why, rest string) string { return strings.TrimSpace(why + " " + rest) }
 
 // fileStep is the file form of tasks.OracleStep (this package cannot
-// import package tasks, which imports the apps whose tests import it).
+// import package tasks, which imports the apps that import this one).
 type fileStep struct {
 	Thought string `json:"thought"`
 	Action  string `json:"action"`
@@ -170,6 +157,21 @@ type Task struct {
 	// (another way to the goal), which the simulated planner's mistakes
 	// must not use.
 	Alternatives []string
+}
+
+// Set is the tasks of one app.
+type Set struct {
+	App    desktop.AppSpec
+	Launch Obj // the initialize item that starts the app
+	Tasks  []*Task
+}
+
+// Add appends a task to the set and returns it (for the fields Add does
+// not set).
+func (s *Set) Add(id string, steps int, instruction string, init, eval []Obj, oracle ...Step) *Task {
+	t := &Task{ID: id, Steps: steps, Instruction: instruction, Init: init, Eval: eval, Oracle: oracle}
+	s.Tasks = append(s.Tasks, t)
+	return t
 }
 
 // Check builders, in ScienceBoard's check formats.
@@ -239,12 +241,33 @@ func DB(cmd string, kwargs Obj, key string, value any, pred string) Obj {
 	return o
 }
 
-// render returns the file content of a task of app, launched by launch.
-func render(app desktop.App, launch Obj, s Task) ([]byte, error) {
-	init := append(append(slices.Clone(s.Pre), launch), s.Init...)
+// Folder is the folder of an app's task files below VM/: its name
+// without spaces.
+func Folder(app desktop.AppSpec) string { return strings.ReplaceAll(app.Name, " ", "") }
+
+// Files returns the task files of the set by file name (<ID>.json).
+func Files(set Set) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, s := range set.Tasks {
+		name := s.ID + ".json"
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s: duplicate task %s", set.App.Name, s.ID)
+		}
+		b, err := render(set, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%w", set.App.Name, err)
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// render returns the file content of a task of the set.
+func render(set Set, s *Task) ([]byte, error) {
+	init := append(append(slices.Clone(s.Pre), set.Launch), s.Init...)
 	var oracle []fileStep
 	for _, o := range s.Oracle {
-		f, err := o.oracleStep(app.Elements())
+		f, err := o.oracleStep(set.App.Elements)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID, err)
 		}
@@ -255,7 +278,7 @@ func render(app desktop.App, launch Obj, s Task) ([]byte, error) {
 		sim = append(sim, KV{"alternatives", s.Alternatives})
 	}
 	file := Obj{
-		{"type", app.Name()}, {"sort", "VM"}, {"steps", s.Steps}, {"instruction", s.Instruction},
+		{"type", set.App.Name}, {"sort", "VM"}, {"steps", s.Steps}, {"instruction", s.Instruction},
 		{"version", "0.1"}, {"snapshot", "sim_bench"}, {"initialize", init}, {"evaluate", s.Eval},
 		{"sim", sim},
 	}
@@ -269,58 +292,4 @@ func render(app desktop.App, launch Obj, s Task) ([]byte, error) {
 	}
 	out.WriteByte('\n')
 	return out.Bytes(), nil
-}
-
-// Check compares the task files of app (folder Dir/<app name without
-// spaces>) with its specs, each file starting with launch; with
-// -update-tasks it rewrites the folder instead.
-func Check(t *testing.T, app desktop.App, launch Obj, specs []Task) {
-	t.Helper()
-	dir := filepath.Join(Dir, strings.ReplaceAll(app.Name(), " ", ""))
-	want := map[string][]byte{}
-	for _, s := range specs {
-		p := filepath.Join(dir, s.ID+".json")
-		if _, dup := want[p]; dup {
-			t.Fatalf("duplicate task %s", p)
-		}
-		b, err := render(app, launch, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[p] = b
-	}
-	have, err := filepath.Glob(filepath.Join(dir, "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		for _, p := range have {
-			if _, ok := want[p]; !ok {
-				if err := os.Remove(p); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for p, b := range want {
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Logf("wrote %d task files to %s", len(want), dir)
-		return
-	}
-	for _, p := range have {
-		if _, ok := want[p]; !ok {
-			t.Errorf("stale task file %s (run with -update-tasks)", p)
-		}
-	}
-	for _, p := range slices.Sorted(maps.Keys(want)) {
-		got, err := os.ReadFile(p)
-		if err != nil || !bytes.Equal(got, want[p]) {
-			t.Errorf("task file %s is out of date (run: go test ./internal/sim/apps/*/ -run TestTaskFiles -update-tasks)", p)
-		}
-	}
 }

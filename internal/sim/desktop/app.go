@@ -151,6 +151,15 @@ func (u *UI) ReadFile(p string) (content string, ok bool) {
 // WriteFile writes text to the file at p; its folder must exist.
 func (u *UI) WriteFile(p, text string) error { return u.m.writeFile(p, text, false) }
 
+// SubmitField submits field id as Enter in it does (the app's Submit) and
+// clears it when Submit says so: what a field's Run or Calculate button
+// does.
+func (u *UI) SubmitField(id string) {
+	if u.m.inst.Submit(u, id, u.fields[id]) {
+		u.fields[id] = ""
+	}
+}
+
 // DrawField draws field id with its text (or placeholder when it is empty
 // and not focused), focus, caret and selection.
 func (u *UI) DrawField(c *screen.Canvas, id, placeholder string) {
@@ -332,7 +341,8 @@ func JSONError(msg string) []byte {
 }
 
 // Tabs is the tab bar of an app with tabs. An app embeds it, which gives
-// the app its Visible method; elements "tab-N" open tab N.
+// the app its Visible method, and the machine then handles clicks on its
+// tabs (ClickTab): elements "tab-N" open tab N.
 type Tabs struct {
 	Open int            // the open tab
 	Of   map[string]int // the tab of each element that belongs to one; the others show on every tab
@@ -346,9 +356,9 @@ func (t *Tabs) Visible(id string) bool {
 	return true
 }
 
-// ClickTab handles what a click does before the app's own elements: only
-// left clicks count, and one on element "tab-N" opens tab N. It reports
-// whether the click is used up.
+// ClickTab handles what a click does before the app's Click sees it:
+// only left clicks count, and one on element "tab-N" opens tab N. It
+// reports whether the click is used up.
 func (t *Tabs) ClickTab(el Element, button string) bool {
 	if button != "left" {
 		return true

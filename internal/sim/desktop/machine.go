@@ -421,11 +421,25 @@ func (m *machine) clickAt(pt image.Point, button string, clicks int) {
 	case "button", "checkbox", "radio", "tab":
 		// A double click on a button presses it twice, as in Qt.
 		for range clicks {
-			m.inst.Click(m.ui, *el, button, 1, pt)
+			m.click(*el, button, 1, pt)
 		}
 	default:
-		m.inst.Click(m.ui, *el, button, clicks, pt)
+		m.click(*el, button, clicks, pt)
 	}
+}
+
+// tabbed is an app that embeds Tabs: the machine opens its tabs.
+type tabbed interface {
+	ClickTab(el Element, button string) bool
+}
+
+// click delivers a click to the running app, after its tab bar if it has
+// one.
+func (m *machine) click(el Element, button string, clicks int, pt image.Point) {
+	if t, ok := m.inst.(tabbed); ok && t.ClickTab(el, button) {
+		return
+	}
+	m.inst.Click(m.ui, el, button, clicks, pt)
 }
 
 func (m *machine) dragFrom(from, to image.Point) {

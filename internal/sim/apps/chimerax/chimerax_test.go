@@ -12,11 +12,11 @@ import (
 
 func TestChimeraXCommands(t *testing.T) {
 	m := desktoptest.Start(t, Spec(), "chimerax --cmd 'remotecontrol rest start json true port 8123'")
+	if port := m.Value("/chimerax/state", "remotecontrol.port"); port != float64(8123) {
+		t.Fatalf("port not from --cmd: %v", port)
+	}
 	run := func(cmd string) map[string]any { return m.Get("/chimerax/run", cmd) }
 	st := func() map[string]any { return m.Get("/chimerax/state", "") }
-	if st()["remotecontrol.port"] != float64(8123) {
-		t.Fatalf("port not from --cmd: %v", st()["remotecontrol.port"])
-	}
 	cases := []struct {
 		cmd   string
 		key   string

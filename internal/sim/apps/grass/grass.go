@@ -774,16 +774,13 @@ func layout() []desktop.Element {
 
 var grassTabOf = map[string]int{"layers": 0, "output": 1, "console": 1, "run": 1, "catalog": 2}
 
-// Click opens tabs, runs the console and the toolbar, and displays a map
-// double-clicked in the data catalog.
+// Click runs the console and the toolbar and displays a map
+// double-clicked in the data catalog (the machine opens the tabs; only
+// left clicks arrive).
 func (g *grass) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
-	if g.ClickTab(el, button) {
-		return
-	}
 	switch el.ID {
 	case "run":
-		g.runLine(u, u.Field("console"))
-		u.SetField("console", "")
+		u.SubmitField("console")
 	case "zoomin":
 		g.zoom = math.Min(64, g.zoom*2)
 	case "zoomout":

@@ -367,14 +367,15 @@ func (k *kalgebra) Serve(p string, q url.Values, body []byte) ([]byte, int, bool
 
 // Layout.
 
+var kalTabs = []string{"Calculator", "2D Graph", "3D Graph", "Dictionary"}
+
+// The boxes the tabs share.
 var (
 	kalMainBox  = image.Rect(8, 82, 880, 716)
 	kalSideBox  = image.Rect(888, 82, 1272, 660)
 	kalInputBox = image.Rect(8, 724, 1160, 752)
 	kalGoBox    = image.Rect(1166, 724, 1272, 752)
 )
-
-var kalTabs = []string{"Calculator", "2D Graph", "3D Graph", "Dictionary"}
 
 func layout() []desktop.Element {
 	var l []desktop.Element
@@ -410,15 +411,12 @@ var kalTabOf = map[string]int{
 	"dictionary": 3,
 }
 
-// Click opens tabs, calculates, adds, removes and selects plots.
+// Click calculates, adds, removes and selects plots (the machine opens
+// the tabs; only left clicks arrive).
 func (k *kalgebra) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
-	if k.ClickTab(el, button) {
-		return
-	}
 	switch el.ID {
 	case "calculate":
-		k.calculate(u, u.Field("input"))
-		u.SetField("input", "")
+		u.SubmitField("input")
 	case "add2d", "add3d":
 		in := "input2d"
 		dim := 2

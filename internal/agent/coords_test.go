@@ -18,6 +18,7 @@ import (
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -74,7 +75,7 @@ func TestExecutedClicksLandOnIntendedElements(t *testing.T) {
 					}
 					var els []desktop.Element
 					for _, m := range quoted.FindAllStringSubmatch(c.Thought, -1) {
-						if e, ok := desktop.FindElement(m[1]); ok {
+						if e, ok := apps.Catalog().FindElement(m[1]); ok {
 							els = append(els, e)
 						}
 					}

@@ -3,13 +3,14 @@ package judge
 import (
 	"testing"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 
 // BenchmarkResize: one simulated 1280×800 screenshot scaled to fit 640×400
 // (Catmull-Rom), as the low-resolution pass does for each frame.
 func BenchmarkResize(b *testing.B) {
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: 3, ID: "vm"})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 3})
 	if err := m.Launch("chimerax"); err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"testing"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -131,7 +132,7 @@ func TestFitAndParseSize(t *testing.T) {
 // its text chunks (the simulator's state among them) and gets the size
 // asked for; one that fits comes back unchanged.
 func TestResizeKeepsTheStateChunk(t *testing.T) {
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: 3, ID: "vm"})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 3})
 	if err := m.Launch("chimerax"); err != nil {
 		t.Fatal(err)
 	}

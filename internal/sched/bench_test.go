@@ -17,6 +17,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
@@ -254,7 +255,7 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 
 	urls := make([]string, benchSchedVMs)
 	for i := range urls {
-		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("bench-%02d", i)})
+		m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: int64(i)})
 		g, err := simguest.Start(ctx, m, simguest.Config{
 			Clock: clock, Seed: uint64(benchSchedSeed + i),
 			RevertTime: fault.Fixed(benchRevert),

@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
@@ -71,7 +72,7 @@ func startGuests(t *testing.T, n int, hung map[int]bool) []string {
 		if hung[i] {
 			gc.RevertTime = fault.Fixed(time.Hour)
 		}
-		g, err := simguest.Start(ctx, desktop.NewMachine(desktop.MachineConfig{Seed: int64(i), ID: fmt.Sprintf("vm-%d", i)}), gc)
+		g, err := simguest.Start(ctx, desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: int64(i)}), gc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/codapipe/codapipe/internal/sim/desktop"
-	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"image"
 	"image/png"
 	"math/rand/v2"
@@ -17,6 +15,10 @@ import (
 	"unicode"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
+	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
@@ -38,48 +40,23 @@ type episode struct {
 // applied.
 func newTaskMachine(t testing.TB, task *tasks.Task, seed int64) desktop.Machine {
 	t.Helper()
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: seed, ID: "test"})
-	if err := tasks.RunInit(m, &task.Task, nil); err != nil {
-		t.Fatalf("%s: init: %v", task.ID, err)
+	m, err := tasks.NewMachine(task, seed)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return m
 }
 
-// play executes one UI-TARS action text the way the rollout does:
-// uitars.Parse → uitars.Render → desktop.ParsePyAutoGUI → desktop.Machine.Input. It
-// returns the final action when the action ends the episode.
+// play executes one UI-TARS action text the way the rollout does
+// (tasks.Play) and returns the final action when the action ends the
+// episode.
 func play(t testing.TB, m desktop.Machine, action string) (scienceboard.FinalAction, bool) {
 	t.Helper()
-	parsed, err := uitars.Parse(action, uitars.DefaultOptions())
+	final, end, err := tasks.Play(m, action)
 	if err != nil {
-		t.Fatalf("parse %q: %v", action, err)
+		t.Fatal(err)
 	}
-	for _, a := range parsed.Actions {
-		code, err := uitars.Render(a, uitars.DefaultScreen)
-		if err != nil {
-			t.Fatalf("render %q: %v", action, err)
-		}
-		switch {
-		case code == uitars.TokenDone:
-			return scienceboard.FinalAction{Kind: scienceboard.FinalDone}, true
-		case code == uitars.TokenFail:
-			return scienceboard.FinalAction{Kind: scienceboard.FinalFail}, true
-		case strings.HasPrefix(code, uitars.TokenAns+" "):
-			return scienceboard.FinalAction{Kind: scienceboard.FinalAns, Answer: strings.TrimPrefix(code, uitars.TokenAns+" ")}, true
-		case code == uitars.TokenWait:
-			continue
-		}
-		evs, err := desktop.ParsePyAutoGUI("import pyautogui; import time; pyautogui.FAILSAFE = False; " + strings.ReplaceAll(code, "\n", "; "))
-		if err != nil {
-			t.Fatalf("pyautogui %q: %v", code, err)
-		}
-		for _, ev := range evs {
-			if err := m.Input(ev); err != nil {
-				t.Fatalf("input %+v: %v", ev, err)
-			}
-		}
-	}
-	return scienceboard.FinalAction{}, false
+	return final, end
 }
 
 // runActions plays actions (one per step), screenshots after every step and
@@ -111,14 +88,6 @@ func runActions(t testing.TB, task *tasks.Task, m desktop.Machine, actions []str
 	return ep
 }
 
-func oracleActions(task *tasks.Task) []string {
-	out := make([]string, len(task.Oracle))
-	for i, s := range task.Oracle {
-		out[i] = s.Action
-	}
-	return out
-}
-
 func mustTasks(t testing.TB) []tasks.Task {
 	t.Helper()
 	ts, err := tasks.All()
@@ -137,7 +106,7 @@ func TestOracleSolvesEveryTask(t *testing.T) {
 		task := task
 		t.Run(task.ID, func(t *testing.T) {
 			m := newTaskMachine(t, &task, int64(i+1))
-			ep := runActions(t, &task, m, oracleActions(&task), full)
+			ep := runActions(t, &task, m, task.OracleActions(), full)
 			if !full {
 				b, err := m.Screenshot()
 				if err != nil {
@@ -312,7 +281,7 @@ func TestRandomWrongStepsFail(t *testing.T) {
 				targets[s.Target] = true
 			}
 		}
-		for _, e := range desktop.Elements(task.App) {
+		for _, e := range apps.Catalog().Elements(task.App) {
 			if e.Kind == "field" {
 				fields = append(fields, e)
 			}
@@ -324,7 +293,7 @@ func TestRandomWrongStepsFail(t *testing.T) {
 				var actions []string
 				for k := 0; k < task.Steps-1; k++ {
 					var a traj.Action
-					visible := visibleElements(m)
+					visible := desktoptest.VisibleElements(m, apps.Catalog())
 					switch rng.IntN(3) {
 					case 0, 1: // click a visible element that is not an oracle target
 						var cands []desktop.Element
@@ -361,18 +330,6 @@ func TestRandomWrongStepsFail(t *testing.T) {
 			}
 		})
 	}
-}
-
-// visibleElements parses the accessibility tree.
-func visibleElements(m desktop.Machine) []desktop.Element {
-	var out []desktop.Element
-	tree := m.Accessibility()
-	for _, e := range desktop.Elements(m.State().App) {
-		if strings.Contains(tree, `name="`+e.Label+`"`) {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func TestScreenshotsDecodeWithState(t *testing.T) {

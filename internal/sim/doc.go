@@ -8,20 +8,25 @@
 // simulator)", and its model endpoints name their models "sim-*".
 //
 // Parts, one sub-package each:
-//   - desktop: one simulated VM (Machine) — a 1280×800 desktop running
-//     one of the simulated apps (ChimeraX, Celestia, KAlgebra, GRASS GIS),
-//     driven by pyautogui-level input events (the pyautogui and shell
-//     interpreters live there too), rendered to PNG screenshots that carry
-//     the simulated state in an invisible PNG text chunk.
-//   - tasks: tasks in the ScienceBoard JSON format with a hidden oracle plan.
+//   - desktop: one simulated VM (Machine) — a 1280×800 desktop running the
+//     apps of its catalogue, driven by pyautogui-level input events (the
+//     pyautogui and shell interpreters live there too), rendered to PNG
+//     screenshots that carry the simulated state in an invisible PNG text
+//     chunk; it defines the app interface (App, AppSpec).
+//   - apps: the catalogue of the simulated apps, one package each below it
+//     (chimerax, celestia, kalgebra, grass).
+//   - screen: drawing primitives and the PNG encoder; expr: the expression
+//     language of KAlgebra and GRASS.
+//   - tasks: tasks in the ScienceBoard JSON format with a hidden oracle plan
+//     (taskgen renders them from the apps' task specs).
 //   - guest: the guest server (OSWorld/ScienceBoard guest HTTP protocol)
 //     per Machine.
 //   - models: OpenAI-compatible planner, executor and judge endpoints.
 //   - fault: fault and latency injection scaled by one time factor.
 //
 // This package wires them into a world (StartWorld: N machines behind
-// guest servers plus the model endpoints). Callers that need one part
-// import its sub-package.
+// guest servers plus the model endpoints; the machines of a world look
+// the same). Callers that need one part import its sub-package.
 //
 // Everything is seeded: the same seed and configuration reproduce a run
 // byte for byte.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"
@@ -16,8 +17,11 @@ import (
 type WorldConfig struct {
 	// VMs is the number of simulated machines (default 1).
 	VMs int `json:"vms"`
-	// Seed seeds everything: machine i gets Seed+i, its guest server's
-	// fault draws Seed+i too, the model endpoints Seed.
+	// Seed seeds everything: the looks of every machine (all machines of a
+	// world look the same, as real VMs reverted to one snapshot do, so an
+	// episode's screenshots and the seeded model answers do not depend on
+	// which VM runs it), the fault draws of guest server i (Seed+i), the
+	// model endpoints (Seed).
 	Seed int64 `json:"seed"`
 	// Clock scales all simulated time (latencies, boot, revert, sleeps).
 	Clock fault.Clock `json:"clock"`
@@ -94,7 +98,7 @@ func StartWorld(ctx context.Context, cfg WorldConfig) (*World, error) {
 	}
 	for i := range cfg.VMs {
 		id := fmt.Sprintf("sim-%02d", i)
-		m := desktop.NewMachine(desktop.MachineConfig{Seed: cfg.Seed + int64(i), ID: id})
+		m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: cfg.Seed})
 		gc := cfg.Guest
 		if o, ok := cfg.PerVM[i]; ok {
 			gc = o

@@ -1,23 +1,29 @@
-package desktop
+package desktop_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/sim/apps"
+	"github.com/codapipe/codapipe/internal/sim/apps/chimerax"
+	"github.com/codapipe/codapipe/internal/sim/apps/grass"
+	"github.com/codapipe/codapipe/internal/sim/apps/kalgebra"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 
 func BenchmarkScreenshot(b *testing.B) {
-	for _, app := range Apps() {
-		b.Run(strings.ReplaceAll(app, " ", ""), func(b *testing.B) {
-			m := NewMachine(MachineConfig{Seed: 1})
-			if err := m.Launch(map[string]string{AppChimeraX: "chimerax", AppCelestia: "celestia-qt6", AppKAlgebra: "kalgebra", AppGRASS: "grass"}[app]); err != nil {
+	for _, app := range apps.All() {
+		b.Run(strings.ReplaceAll(app.Name, " ", ""), func(b *testing.B) {
+			m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1})
+			if err := m.Launch(strings.TrimSuffix(app.Programs[0], "*")); err != nil {
 				b.Fatal(err)
 			}
-			switch app {
-			case AppChimeraX:
+			switch app.Name {
+			case chimerax.Name:
 				m.AppState("/chimerax/run", []byte("open 4hhb; show atoms; style ball"))
-			case AppGRASS:
+			case grass.Name:
 				m.AppState("/gcmd", []byte(`{"cmd":"d.rast","kwargs":{"map":"elevation"}}`))
-			case AppKAlgebra:
+			case kalgebra.Name:
 				m.AppState("/tab", []byte(`{"index":1}`))
 				m.AppState("/func2d", []byte(`{"expr":"x->sin(x)"}`))
 			}
@@ -25,7 +31,7 @@ func BenchmarkScreenshot(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				// Move the pointer so that the screenshot cache misses.
-				m.Input(Event{Kind: EvMoveTo, X: 10 + i%50, Y: 790, HasXY: true})
+				m.Input(desktop.Event{Kind: desktop.EvMoveTo, X: 10 + i%50, Y: 790, HasXY: true})
 				png, err := m.Screenshot()
 				if err != nil {
 					b.Fatal(err)
@@ -39,17 +45,17 @@ func BenchmarkScreenshot(b *testing.B) {
 }
 
 func BenchmarkInput(b *testing.B) {
-	m := NewMachine(MachineConfig{Seed: 1})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1})
 	if err := m.Launch("kalgebra"); err != nil {
 		b.Fatal(err)
 	}
-	e, _ := FindElement("KAlgebra expression input")
+	e, _ := apps.Catalog().FindElement("KAlgebra expression input")
 	c := e.Center()
-	evs := []Event{
-		{Kind: EvClick, X: c.X, Y: c.Y, HasXY: true, Button: "left", Clicks: 1},
-		{Kind: EvWrite, Text: "p := 3*4\n"},
-		{Kind: EvHotkey, Keys: []string{"ctrl", "a"}},
-		{Kind: EvScroll, Amount: -5, X: 400, Y: 400, HasXY: true},
+	evs := []desktop.Event{
+		{Kind: desktop.EvClick, X: c.X, Y: c.Y, HasXY: true, Button: "left", Clicks: 1},
+		{Kind: desktop.EvWrite, Text: "p := 3*4\n"},
+		{Kind: desktop.EvHotkey, Keys: []string{"ctrl", "a"}},
+		{Kind: desktop.EvScroll, Amount: -5, X: 400, Y: 400, HasXY: true},
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -1,9 +1,10 @@
 // Package desktop is part of codapipe's SIMULATOR (see package sim): the
 // simulated machine. A Machine is one simulated VM — a 1280×800 desktop
-// running one of the simulated apps (ChimeraX, Celestia, KAlgebra, GRASS
-// GIS) — driven by pyautogui-level input events (ParsePyAutoGUI interprets
-// pyautogui code) and setup shell commands (a small simulated shell on a
-// simulated file system), rendered to PNG screenshots that carry the
+// that runs the apps of its Catalog (each simulated app is a package of
+// its own under internal/sim/apps implementing App) — driven by
+// pyautogui-level input events (ParsePyAutoGUI interprets pyautogui code)
+// and setup shell commands (a small simulated shell on a simulated file
+// system), rendered to PNG screenshots (package screen) that carry the
 // simulated state in an invisible PNG text chunk (ReadStateChunk). The
 // screen always says SIMULATOR.
 //
@@ -59,15 +60,17 @@ type Event struct {
 	Seconds float64
 }
 
-// Element is a visible UI element at a fixed box. Labels are what the
-// screen shows and what plans quote; they are unique across all simulated
-// apps, so a label alone grounds to one box.
+// Element is a visible UI element at a fixed box. Labels are the
+// accessible names (tooltips and the accessibility tree show them) and
+// what plans quote; they are unique across a catalogue's apps, so a label
+// alone grounds to one box.
 type Element struct {
-	App   string          // "ChimeraX", "Celestia", "KAlgebra", "GRASS GIS"
-	ID    string          // stable id within the app, e.g. "cmdline"
-	Label string          // e.g. "ChimeraX command line"
-	Kind  string          // "button", "field", "menu", "tab", "list", "canvas", "checkbox"
-	Box   image.Rectangle // pixels on the 1280×800 screen
+	App     string          // "ChimeraX", "Celestia", "KAlgebra", "GRASS GIS"
+	ID      string          // stable id within the app, e.g. "cmdline"
+	Label   string          // e.g. "ChimeraX command line"
+	Kind    string          // "button", "field", "menu", "tab", "list", "canvas", "checkbox", "radio"
+	Caption string          // the short text drawn on it ("Stick"), if any
+	Box     image.Rectangle // pixels on the 1280×800 screen
 }
 
 // Machine is one simulated VM. Implementations are safe for concurrent use.

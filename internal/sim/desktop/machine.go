@@ -1,148 +1,26 @@
 package desktop
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"image"
 	"math"
 	"net/url"
-	"path"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 )
 
 // MachineConfig configures one simulated machine.
 type MachineConfig struct {
+	// Apps are the apps the machine can run (nil: none, a plain desktop).
+	Apps *Catalog
 	// Seed seeds everything random about the machine's looks (wallpaper,
 	// screen textures). The apps' data (structures, star catalogue, maps)
 	// is fixed and never depends on it, so task answers do not either.
+	// Nothing else tells machines apart on screen: machines with the same
+	// seed look the same, as real VMs reverted to one snapshot do, so a
+	// seeded run gives the same screenshots whatever machine runs it.
 	Seed int64
-	// ID names the machine; it is shown in the top panel.
-	ID string
-}
-
-// App names, as the task files' "type" field spells them.
-const (
-	AppChimeraX = "ChimeraX"
-	AppCelestia = "Celestia"
-	AppKAlgebra = "KAlgebra"
-	AppGRASS    = "GRASS GIS"
-)
-
-// Apps returns the simulated app names in a stable order.
-func Apps() []string { return []string{AppChimeraX, AppCelestia, AppKAlgebra, AppGRASS} }
-
-// Screen geometry shared by every app.
-const (
-	panelH  = 24 // desktop top panel
-	titleH  = 24 // app window title bar
-	appTop  = panelH + titleH
-	homeDir = "/home/user"
-)
-
-// simApp is one simulated application. Its methods are called with the
-// machine's mutex held.
-type simApp interface {
-	// name returns the app name (one of Apps()).
-	name() string
-	// visible reports whether the element with this id is shown now.
-	visible(id string) bool
-	// click handles a click on a visible element. pt is the click point.
-	click(u *ui, el *uiElement, button string, clicks int, pt image.Point)
-	// submit handles Enter in the focused field; it returns whether the
-	// field is cleared afterwards.
-	submit(u *ui, id, text string) (clear bool)
-	// shortcut handles a key press or hotkey that no field consumed; keys
-	// are lower-case pyautogui names, e.g. ["space"] or ["ctrl", "l"].
-	shortcut(u *ui, keys []string)
-	// scroll handles wheel clicks (dy > 0 is up, dx > 0 is right) over el.
-	scroll(u *ui, el *uiElement, dx, dy int)
-	// drag handles a drag with the left button that started on el.
-	drag(u *ui, el *uiElement, from, to image.Point)
-	// state returns the app's state (JSON-serialisable, fresh maps).
-	state() map[string]any
-	// endpoint serves one app-state request; ok is false for paths the
-	// app does not serve.
-	endpoint(path string, query url.Values, body []byte) (resp []byte, status int, ok bool)
-	// launchArgs applies the app's command-line arguments.
-	launchArgs(u *ui, args []string)
-	// render draws the app's window content below the title bar.
-	render(c *canvas, u *ui)
-}
-
-// uiElement is an element with its app-level behaviour flags.
-type uiElement struct {
-	Element
-	caption string // short text drawn on the element
-}
-
-// appLayout is the static layout of one app.
-type appLayout struct {
-	app   string
-	elems []*uiElement
-	byID  map[string]*uiElement
-}
-
-var (
-	layoutsOnce sync.Once
-	layouts     map[string]*appLayout
-	byLabel     map[string]*uiElement
-)
-
-func initLayouts() {
-	layoutsOnce.Do(func() {
-		layouts = map[string]*appLayout{}
-		byLabel = map[string]*uiElement{}
-		for _, l := range []*appLayout{chimeraxLayout(), celestiaLayout(), kalgebraLayout(), grassLayout()} {
-			l.byID = map[string]*uiElement{}
-			for _, e := range l.elems {
-				e.App = l.app
-				if _, dup := l.byID[e.ID]; dup {
-					panic("sim: duplicate element id " + l.app + "/" + e.ID)
-				}
-				if _, dup := byLabel[strings.ToLower(e.Label)]; dup {
-					panic("sim: duplicate element label " + e.Label)
-				}
-				if !e.Box.In(image.Rect(0, 0, ScreenW, ScreenH)) || e.Box.Empty() {
-					panic("sim: element box off screen: " + e.Label)
-				}
-				l.byID[e.ID] = e
-				byLabel[strings.ToLower(e.Label)] = e
-			}
-			layouts[l.app] = l
-		}
-	})
-}
-
-// Elements returns every element of an app with its fixed box, in layout
-// order (nil for an unknown app). Some elements are shown only in some
-// modes (toolbar tabs, app tabs); Machine.Accessibility lists the ones
-// visible now.
-func Elements(app string) []Element {
-	initLayouts()
-	l, ok := layouts[app]
-	if !ok {
-		return nil
-	}
-	out := make([]Element, len(l.elems))
-	for i, e := range l.elems {
-		out[i] = e.Element
-	}
-	return out
-}
-
-// FindElement returns the element with the given label (case-insensitive;
-// labels are unique across all apps).
-func FindElement(label string) (Element, bool) {
-	initLayouts()
-	e, ok := byLabel[strings.ToLower(strings.TrimSpace(label))]
-	if !ok {
-		return Element{}, false
-	}
-	return e.Element, true
 }
 
 // Center returns the centre pixel of an element's box.
@@ -159,30 +37,13 @@ func (e Element) GridCenter() (x, y int) {
 	return int(math.Round(float64(c.X) * 1000 / ScreenW)), int(math.Round(float64(c.Y) * 1000 / ScreenH))
 }
 
-// ui is the mutable user-interface state of a machine: what the app
-// methods may change besides their own model.
-type ui struct {
-	m       *machine
-	layout  *appLayout
-	focus   string            // focused field id
-	fields  map[string]string // text of the app's fields
-	selAll  bool              // the focused field's text is selected
-	status  string            // status-bar message
-	version uint64            // bumped on every change (screenshot cache)
-}
-
-// setField sets a field's text.
-func (u *ui) setField(id, text string) { u.fields[id] = text }
-
-// field returns a field's text.
-func (u *ui) field(id string) string { return u.fields[id] }
-
 // machine implements Machine.
 type machine struct {
 	mu   sync.Mutex
 	cfg  MachineConfig
-	app  simApp
-	ui   *ui
+	app  *catalogApp // the running app (nil: none)
+	inst App         // the running app
+	ui   *UI
 	seq  int
 	cur  image.Point
 	down *image.Point // mouse button held since this point
@@ -198,21 +59,20 @@ type machine struct {
 // NewMachine returns a simulated machine in its snapshot state: a plain
 // desktop with no app running.
 func NewMachine(cfg MachineConfig) Machine {
-	initLayouts()
 	m := &machine{cfg: cfg}
 	m.reset()
 	return m
 }
 
 func (m *machine) reset() {
-	m.app = nil
-	m.ui = &ui{m: m, fields: map[string]string{}}
+	m.app, m.inst = nil, nil
+	m.ui = &UI{m: m, fields: map[string]string{}}
 	m.seq = 0
 	m.cur = image.Pt(ScreenW/2, ScreenH/2)
 	m.down = nil
 	m.held = nil
 	m.clip = ""
-	m.fs = snapshotFS()
+	m.fs = snapshotFS(m.cfg.Apps)
 	m.cache = nil
 	m.ui.version++
 }
@@ -241,8 +101,8 @@ func (m *machine) State() State {
 func (m *machine) stateLocked() State {
 	st := State{Seq: m.seq, Cursor: [2]int{m.cur.X, m.cur.Y}, Focus: m.ui.focus, SelectAll: m.ui.selAll, AppState: map[string]any{}}
 	if m.app != nil {
-		st.App = m.app.name()
-		st.AppState = m.app.state()
+		st.App = m.app.spec.Name
+		st.AppState = m.inst.State()
 		if len(m.ui.fields) > 0 {
 			st.Fields = make(map[string]string, len(m.ui.fields))
 			for k, v := range m.ui.fields {
@@ -257,63 +117,22 @@ func (m *machine) stateLocked() State {
 func (m *machine) Launch(command string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	words, err := shellWords(command)
+	words, err := ShellWords(command)
 	if err != nil {
 		return fmt.Errorf("sim: launch %q: %w", command, err)
 	}
-	appName, args := programOf(words)
-	if appName == "" {
-		return fmt.Errorf("sim: launch %q: unknown program (the simulator runs chimerax, celestia, kalgebra and grass)", command)
+	app, args := m.cfg.Apps.program(words)
+	if app == nil {
+		return fmt.Errorf("sim: launch %q: unknown program (the simulated apps are %s)", command, strings.Join(m.cfg.Apps.Names(), ", "))
 	}
-	m.startApp(appName, args)
+	m.startApp(app, args)
 	return nil
 }
 
-// programOf finds the simulated program in a command line (after env
-// assignments, possibly inside a `bash -c "..."` string) and returns the
-// app name and the arguments after the program.
-func programOf(words []string) (string, []string) {
-	for i, w := range words {
-		base := strings.ToLower(path.Base(w))
-		switch {
-		case base == "chimerax" || strings.HasPrefix(base, "chimerax-") || base == "chimerax.exe":
-			return AppChimeraX, words[i+1:]
-		case strings.HasPrefix(base, "celestia"):
-			return AppCelestia, words[i+1:]
-		case base == "kalgebra" || base == "kalgebramobile":
-			return AppKAlgebra, words[i+1:]
-		case base == "grass" || strings.HasPrefix(base, "grass8") || strings.HasPrefix(base, "grass7"):
-			return AppGRASS, words[i+1:]
-		}
-		if strings.ContainsAny(w, " ;") { // a nested script: bash -c "...; /app/bin/grass --gui ..."
-			for _, part := range strings.Split(w, ";") {
-				inner, err := shellWords(part)
-				if err != nil {
-					continue
-				}
-				if app, args := programOf(inner); app != "" {
-					return app, args
-				}
-			}
-		}
-	}
-	return "", nil
-}
-
-func (m *machine) startApp(appName string, args []string) {
-	m.ui = &ui{m: m, fields: map[string]string{}, version: m.ui.version + 1}
-	m.ui.layout = layouts[appName]
-	switch appName {
-	case AppChimeraX:
-		m.app = newChimeraX()
-	case AppCelestia:
-		m.app = newCelestia()
-	case AppKAlgebra:
-		m.app = newKAlgebra()
-	case AppGRASS:
-		m.app = newGRASS()
-	}
-	m.app.launchArgs(m.ui, args)
+func (m *machine) startApp(app *catalogApp, args []string) {
+	m.ui = &UI{m: m, app: app, fields: map[string]string{}, version: m.ui.version + 1}
+	m.app = app
+	m.inst = app.spec.Start(m.ui, args)
 }
 
 // AppState serves the app-state endpoints.
@@ -323,30 +142,14 @@ func (m *machine) AppState(reqPath string, body []byte) ([]byte, int) {
 	p, rawQuery, _ := strings.Cut(reqPath, "?")
 	q, _ := url.ParseQuery(rawQuery)
 	if m.app == nil {
-		return jsonError("no application is running"), 503
+		return JSONError("no application is running"), 503
 	}
-	resp, status, ok := m.app.endpoint(p, q, body)
+	resp, status, ok := m.inst.Serve(p, q, body)
 	if !ok {
-		return jsonError(fmt.Sprintf("%s does not serve %s", m.app.name(), p)), 404
+		return JSONError(fmt.Sprintf("%s does not serve %s", m.app.spec.Name, p)), 404
 	}
 	m.ui.version++
 	return resp, status
-}
-
-func jsonError(msg string) []byte {
-	b, _ := json.Marshal(map[string]string{"status": "error", "message": msg})
-	return b
-}
-
-// mustJSON encodes v (maps get sorted keys) without HTML escaping.
-func mustJSON(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return jsonError("encoding: " + err.Error())
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
 // Accessibility returns an accessibility tree of the visible elements.
@@ -354,15 +157,13 @@ func (m *machine) Accessibility() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
-	b.WriteString(`<desktop-frame name="SIMULATOR desktop" machine="`)
-	xmlEscape(&b, m.cfg.ID)
-	b.WriteString("\">\n")
+	b.WriteString(`<desktop-frame name="SIMULATOR desktop">` + "\n")
 	if m.app != nil {
 		b.WriteString(`  <application name="`)
-		xmlEscape(&b, m.app.name())
+		xmlEscape(&b, m.app.spec.Name)
 		b.WriteString("\">\n")
-		for _, e := range m.ui.layout.elems {
-			if !m.app.visible(e.ID) {
+		for _, e := range m.app.elems {
+			if !m.inst.Visible(e.ID) {
 				continue
 			}
 			role := map[string]string{
@@ -381,8 +182,8 @@ func (m *machine) Accessibility() string {
 				xmlEscape(&b, m.ui.fields[e.ID])
 				b.WriteString(`"`)
 			}
-			if ck, ok := m.app.(interface{ checked(id string) (bool, bool) }); ok {
-				if on, has := ck.checked(e.ID); has {
+			if ck, ok := m.inst.(Checker); ok {
+				if on, has := ck.Checked(e.ID); has {
 					fmt.Fprintf(&b, ` checked="%t"`, on)
 				}
 			}
@@ -419,14 +220,13 @@ func xmlEscape(b *strings.Builder, s string) {
 
 // hit returns the visible element under pt (the last one in layout order,
 // so that elements listed after a container win), or nil.
-func (m *machine) hit(pt image.Point) *uiElement {
+func (m *machine) hit(pt image.Point) *Element {
 	if m.app == nil {
 		return nil
 	}
-	elems := m.ui.layout.elems
+	elems := m.app.elems
 	for i := len(elems) - 1; i >= 0; i-- {
-		e := elems[i]
-		if pt.In(e.Box) && m.app.visible(e.ID) {
+		if e := &elems[i]; pt.In(e.Box) && m.inst.Visible(e.ID) {
 			return e
 		}
 	}
@@ -547,9 +347,9 @@ func (m *machine) input(ev Event) error {
 		}
 		if el := m.hit(m.cur); el != nil {
 			if ev.Kind == EvScroll {
-				m.app.scroll(m.ui, el, 0, ev.Amount)
+				m.inst.Scroll(m.ui, *el, 0, ev.Amount)
 			} else {
-				m.app.scroll(m.ui, el, ev.Amount, 0)
+				m.inst.Scroll(m.ui, *el, ev.Amount, 0)
 			}
 		}
 	case EvSleep:
@@ -621,11 +421,25 @@ func (m *machine) clickAt(pt image.Point, button string, clicks int) {
 	case "button", "checkbox", "radio", "tab":
 		// A double click on a button presses it twice, as in Qt.
 		for range clicks {
-			m.app.click(m.ui, el, button, 1, pt)
+			m.click(*el, button, 1, pt)
 		}
 	default:
-		m.app.click(m.ui, el, button, clicks, pt)
+		m.click(*el, button, clicks, pt)
 	}
+}
+
+// tabbed is an app that embeds Tabs: the machine opens its tabs.
+type tabbed interface {
+	ClickTab(el Element, button string) bool
+}
+
+// click delivers a click to the running app, after its tab bar if it has
+// one.
+func (m *machine) click(el Element, button string, clicks int, pt image.Point) {
+	if t, ok := m.inst.(tabbed); ok && t.ClickTab(el, button) {
+		return
+	}
+	m.inst.Click(m.ui, el, button, clicks, pt)
 }
 
 func (m *machine) dragFrom(from, to image.Point) {
@@ -641,11 +455,11 @@ func (m *machine) dragFrom(from, to image.Point) {
 		m.ui.selAll = true // dragging across a field selects its text
 		return
 	}
-	m.app.drag(m.ui, el, from, to)
+	m.inst.Drag(m.ui, *el, from, to)
 }
 
 func (m *machine) typeRune(r rune) {
-	if m.app == nil || m.ui.focus == "" || !m.app.visible(m.ui.focus) {
+	if m.app == nil || m.ui.focus == "" || !m.inst.Visible(m.ui.focus) {
 		return
 	}
 	id := m.ui.focus
@@ -665,7 +479,7 @@ func (m *machine) key(keys []string) {
 	}
 	u := m.ui
 	combo := strings.Join(keys, "+")
-	if u.focus != "" && !m.app.visible(u.focus) {
+	if u.focus != "" && !m.inst.Visible(u.focus) {
 		u.focus, u.selAll = "", false // the field's tab was switched away
 	}
 	if u.focus != "" {
@@ -673,7 +487,7 @@ func (m *machine) key(keys []string) {
 		switch combo {
 		case "enter":
 			text := u.fields[id]
-			if m.app.submit(u, id, text) {
+			if m.inst.Submit(u, id, text) {
 				u.fields[id] = ""
 				u.selAll = false
 			} else {
@@ -738,14 +552,14 @@ func (m *machine) key(keys []string) {
 		m.focusNext()
 		return
 	}
-	m.app.shortcut(u, keys)
+	m.inst.Shortcut(u, keys)
 }
 
 // focusNext moves the focus to the next visible field.
 func (m *machine) focusNext() {
 	var ids []string
-	for _, e := range m.ui.layout.elems {
-		if e.Kind == "field" && m.app.visible(e.ID) {
+	for _, e := range m.app.elems {
+		if e.Kind == "field" && m.inst.Visible(e.ID) {
 			ids = append(ids, e.ID)
 		}
 	}
@@ -775,14 +589,4 @@ func (m *machine) Screenshot() ([]byte, error) {
 	}
 	m.cache, m.cacheVer, m.cacheSeq = png, m.ui.version, m.seq
 	return png, nil
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

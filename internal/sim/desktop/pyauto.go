@@ -604,6 +604,16 @@ func (p *pyParser) coord(c *pyCall, a map[string]pyVal, name string) (int, bool,
 	return int(math.Round(f)), true, nil
 }
 
+// bindPosition binds the arguments of a mouse call (bind) and reads its
+// position.
+func (p *pyParser) bindPosition(c *pyCall, params ...string) (a map[string]pyVal, x, y int, has bool, err error) {
+	if a, err = p.bind(c, params...); err != nil {
+		return nil, 0, 0, false, err
+	}
+	x, y, has, err = p.position(c, a)
+	return a, x, y, has, err
+}
+
 // position reads x and y. pyautogui accepts x as an (x, y) tuple too.
 func (p *pyParser) position(c *pyCall, a map[string]pyVal) (x, y int, has bool, err error) {
 	if v, ok := a["x"]; ok && v.kind == "list" {
@@ -696,18 +706,7 @@ func (p *pyParser) call(c *pyCall) ([]Event, error) {
 	fn, isPy := strings.CutPrefix(c.name, "pyautogui.")
 	if !isPy {
 		if c.name == "time.sleep" {
-			a, err := p.bind(c, "secs")
-			if err != nil {
-				return nil, err
-			}
-			s, ok, err := p.num(c, a, "secs")
-			if err != nil {
-				return nil, err
-			}
-			if !ok || s < 0 || s > 3600 {
-				return nil, p.errAt(c.off, "time.sleep needs a number of seconds in [0, 3600]")
-			}
-			return []Event{{Kind: EvSleep, Seconds: s}}, nil
+			return p.sleep(c, "secs")
 		}
 		return nil, p.errAt(c.off, "unsupported call %s (only pyautogui.* and time.sleep)", c.name)
 	}
@@ -720,11 +719,7 @@ func (p *pyParser) call(c *pyCall) ([]Event, error) {
 				params = []string{"x", "y", "interval", "button", "duration", "tween", "logScreenshot", "_pause"}
 			}
 		}
-		a, err := p.bind(c, params...)
-		if err != nil {
-			return nil, err
-		}
-		x, y, has, err := p.position(c, a)
+		a, x, y, has, err := p.bindPosition(c, params...)
 		if err != nil {
 			return nil, err
 		}
@@ -754,11 +749,7 @@ func (p *pyParser) call(c *pyCall) ([]Event, error) {
 		if fn != "moveTo" {
 			params = []string{"x", "y", "button", "duration", "tween", "logScreenshot", "_pause", "mouseDownUp"}
 		}
-		a, err := p.bind(c, params...)
-		if err != nil {
-			return nil, err
-		}
-		x, y, has, err := p.position(c, a)
+		a, x, y, has, err := p.bindPosition(c, params...)
 		if err != nil {
 			return nil, err
 		}
@@ -890,18 +881,24 @@ func (p *pyParser) call(c *pyCall) ([]Event, error) {
 		}
 		return []Event{{Kind: kind, Amount: int(f), X: x, Y: y, HasXY: has}}, nil
 	case "sleep":
-		a, err := p.bind(c, "seconds")
-		if err != nil {
-			return nil, err
-		}
-		s, ok, err := p.num(c, a, "seconds")
-		if err != nil {
-			return nil, err
-		}
-		if !ok || s < 0 || s > 3600 {
-			return nil, p.errAt(c.off, "pyautogui.sleep needs a number of seconds in [0, 3600]")
-		}
-		return []Event{{Kind: EvSleep, Seconds: s}}, nil
+		return p.sleep(c, "seconds")
 	}
 	return nil, p.errAt(c.off, "unsupported call %s", c.name)
+}
+
+// sleep reads the argument of time.sleep (param secs) or pyautogui.sleep
+// (seconds).
+func (p *pyParser) sleep(c *pyCall, param string) ([]Event, error) {
+	a, err := p.bind(c, param)
+	if err != nil {
+		return nil, err
+	}
+	s, ok, err := p.num(c, a, param)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || s < 0 || s > 3600 {
+		return nil, p.errAt(c.off, "%s needs a number of seconds in [0, 3600]", c.name)
+	}
+	return []Event{{Kind: EvSleep, Seconds: s}}, nil
 }

@@ -286,7 +286,7 @@ func FuzzParsePyAutoGUI(f *testing.F) {
 // reset); keys pressed meanwhile carry them; a non-modifier key held down
 // acts once.
 func TestKeyDownHoldsModifiers(t *testing.T) {
-	m := NewMachine(MachineConfig{ID: "keys"}).(*machine)
+	m := NewMachine(MachineConfig{}).(*machine)
 	in := func(code string) {
 		t.Helper()
 		evs, err := ParsePyAutoGUI(code)

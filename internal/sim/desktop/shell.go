@@ -26,7 +26,7 @@ func shellLex(s string) ([]shellTok, error) {
 		if inWord {
 			w := cur.String()
 			if !quoted && (w == "~" || strings.HasPrefix(w, "~/")) {
-				w = homeDir + w[1:]
+				w = HomeDir + w[1:]
 			}
 			toks = append(toks, shellTok{text: w})
 		}
@@ -97,9 +97,10 @@ func shellLex(s string) ([]shellTok, error) {
 	return toks, nil
 }
 
-// shellWords returns the words of a command line (operators included as
-// plain words).
-func shellWords(s string) ([]string, error) {
+// ShellWords splits a command line into words as a POSIX shell does
+// (quotes, escapes, a leading ~ expanded to HomeDir); operators are plain
+// words.
+func ShellWords(s string) ([]string, error) {
 	toks, err := shellLex(s)
 	if err != nil {
 		return nil, err
@@ -119,24 +120,18 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// snapshotFS returns the simulated file system of a fresh machine. Paths
-// ending in "/" are directories.
-func snapshotFS() map[string]string {
-	fs := map[string]string{}
+// snapshotFS returns the simulated file system of a fresh machine with
+// the apps of cat: the user's folders and what the apps add. Paths ending
+// in "/" are directories.
+func snapshotFS(cat *Catalog) map[string]string {
+	fs := cat.files()
 	for _, d := range []string{
-		"/", "/home/", homeDir + "/", homeDir + "/Desktop/", homeDir + "/Documents/", homeDir + "/Downloads/",
-		homeDir + "/.config/", homeDir + "/.config/ChimeraX/", homeDir + "/.local/", homeDir + "/.local/share/",
-		homeDir + "/.local/share/ChimeraX/", homeDir + "/grassdata/", homeDir + "/grassdata/nc_spm_sim/",
-		homeDir + "/grassdata/nc_spm_sim/PERMANENT/", "/tmp/", "/app/", "/app/bin/",
+		"/", "/home/", HomeDir + "/", HomeDir + "/Desktop/", HomeDir + "/Documents/", HomeDir + "/Downloads/",
+		HomeDir + "/.config/", HomeDir + "/.local/", HomeDir + "/.local/share/", "/tmp/", "/app/", "/app/bin/",
 	} {
 		fs[d] = ""
 	}
-	fs[homeDir+"/.local/share/ChimeraX/commands"] = "open 1a0m\n"
-	fs[homeDir+"/.local/share/ChimeraX/file_history"] = ""
-	fs[homeDir+"/README-SIMULATOR.txt"] = "This machine is the codapipe SIMULATOR, not a real VM.\n"
-	for _, b := range []string{"chimerax", "celestia-qt6", "kalgebra", "grass"} {
-		fs["/app/bin/"+b] = "#!/bin/sh\n# simulated\n"
-	}
+	fs[HomeDir+"/README-SIMULATOR.txt"] = "This machine is the codapipe SIMULATOR, not a real VM.\n"
 	return fs
 }
 
@@ -182,10 +177,10 @@ func (m *machine) Shell(command string) (string, int) {
 
 func (m *machine) abs(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
-		p = homeDir + p[1:]
+		p = HomeDir + p[1:]
 	}
 	if !strings.HasPrefix(p, "/") {
-		p = homeDir + "/" + p
+		p = HomeDir + "/" + p
 	}
 	return path.Clean(p)
 }
@@ -345,7 +340,7 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 		return b.String(), "", 0
 	case "ls":
 		if len(operands) == 0 {
-			operands = []string{homeDir}
+			operands = []string{HomeDir}
 		}
 		var b strings.Builder
 		for _, p := range operands {
@@ -449,16 +444,16 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 	case "pkill", "killall":
 		if m.app != nil && len(operands) > 0 {
 			pat := strings.ToLower(operands[len(operands)-1])
-			app := strings.ToLower(m.app.name())
+			app := strings.ToLower(m.app.spec.Name)
 			if strings.Contains(app, pat) || strings.Contains(pat, strings.Fields(app)[0]) {
-				m.app = nil
-				m.ui = &ui{m: m, fields: map[string]string{}, version: m.ui.version + 1}
+				m.app, m.inst = nil, nil
+				m.ui = &UI{m: m, fields: map[string]string{}, version: m.ui.version + 1}
 				return "", "", 0
 			}
 		}
 		return "", "", 1
 	}
-	if app, appArgs := programOf(w); app != "" {
+	if app, appArgs := m.cfg.Apps.program(w); app != nil {
 		m.startApp(app, appArgs)
 		return "", "", 0
 	}

@@ -31,12 +31,15 @@ func (c Clock) Real(d time.Duration) time.Duration {
 
 // Sleep waits for the simulated duration d, or until ctx ends (then it
 // returns ctx's error).
-func (c Clock) Sleep(ctx context.Context, d time.Duration) error {
-	r := c.Real(d)
-	if r <= 0 {
+func (c Clock) Sleep(ctx context.Context, d time.Duration) error { return Wait(ctx, c.Real(d)) }
+
+// Wait waits for the wall-clock duration d, or until ctx ends (then it
+// returns ctx's error).
+func Wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(r)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

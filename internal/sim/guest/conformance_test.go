@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"
@@ -33,7 +34,7 @@ func startGuest(t *testing.T, cfg guest.Config, opts vmguest.Options) (string, *
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: 7, ID: "conformance"})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 7})
 	srv, err := guest.Start(ctx, m, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +189,7 @@ func TestGuestConformance(t *testing.T) {
 			if !ok {
 				t.Fatalf("%q missing from\n%s", label, at)
 			}
-			el, _ := desktop.FindElement(label)
+			el, _ := apps.Catalog().FindElement(label)
 			if got := image.Rect(n.X, n.Y, n.X+n.W, n.Y+n.H); got != el.Box {
 				t.Errorf("%s: box %v, the layout says %v", label, got, el.Box)
 			}
@@ -543,7 +544,7 @@ func TestGuestFaultsReproducible(t *testing.T) {
 func TestGuestStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: 1})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1})
 	srv, err := guest.Start(ctx, m, guest.Config{Faults: fault.Faults{HangProb: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -620,7 +621,7 @@ func TestGuestConfig(t *testing.T) {
 		if bad.Validate() == nil {
 			t.Errorf("%+v validated", bad)
 		}
-		if _, err := guest.Start(context.Background(), desktop.NewMachine(desktop.MachineConfig{}), bad); err == nil {
+		if _, err := guest.Start(context.Background(), desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog()}), bad); err == nil {
 			t.Errorf("Start accepted %+v", bad)
 		}
 	}

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
+	"github.com/codapipe/codapipe/internal/sim/apps/chimerax"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
@@ -1318,7 +1320,7 @@ func benchEndpoint(b *testing.B, call func(cl *testModels, i int) error) {
 
 func BenchmarkPlanner(b *testing.B) {
 	// A real simulated screenshot (about 270 KB), as the rollout sends it.
-	mach := desktop.NewMachine(desktop.MachineConfig{Seed: 1, ID: "bench"})
+	mach := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1})
 	if err := mach.Launch("chimerax"); err != nil {
 		b.Fatal(err)
 	}
@@ -1362,13 +1364,13 @@ func TestModelsWithMachine(t *testing.T) {
 	cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 1, 0
 	cfg.Judge.Truth = func(task *tasks.Task, states []desktop.State, answer string) (bool, int, []int, error) {
 		last := states[len(states)-1]
-		return last.App == desktop.AppChimeraX && last.Focus == "cmdline", len(states), nil, nil
+		return last.App == chimerax.Name && last.Focus == "cmdline", len(states), nil, nil
 	}
 	tm := startModels(t, cfg)
 	task := mustTask(t, tm.m, anyTask)
 	ctx := context.Background()
 
-	m := desktop.NewMachine(desktop.MachineConfig{Seed: 1, ID: "models-test"})
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1})
 	if err := m.Launch("chimerax"); err != nil {
 		t.Fatal(err)
 	}
@@ -1501,7 +1503,7 @@ func TestModelsSolveTasksOnMachines(t *testing.T) {
 		ts = some
 	}
 	for ti, task := range ts {
-		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(ti), ID: "solve"})
+		m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: int64(ti)})
 		if err := tasks.RunInit(m, &task.Task, nil); err != nil {
 			t.Errorf("%s: init: %v", task.ID, err)
 			continue

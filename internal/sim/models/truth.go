@@ -7,6 +7,10 @@ import (
 	"reflect"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps/celestia"
+	"github.com/codapipe/codapipe/internal/sim/apps/chimerax"
+	"github.com/codapipe/codapipe/internal/sim/apps/grass"
+	"github.com/codapipe/codapipe/internal/sim/apps/kalgebra"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 )
@@ -69,11 +73,11 @@ func (c chunkSource) AppState(_ context.Context, path string, body []byte) ([]by
 	}
 	var v any
 	switch {
-	case c.st.App == desktop.AppKAlgebra && path == scienceboard.PathKAlgebraVars:
+	case c.st.App == kalgebra.Name && path == scienceboard.PathKAlgebraVars:
 		v = c.st.AppState["vars"]
-	case c.st.App == desktop.AppChimeraX && path == scienceboard.PathChimeraXState,
-		c.st.App == desktop.AppCelestia && path == scienceboard.PathCelestiaDump,
-		c.st.App == desktop.AppGRASS && path == scienceboard.PathGRASSDump:
+	case c.st.App == chimerax.Name && path == scienceboard.PathChimeraXState,
+		c.st.App == celestia.Name && path == scienceboard.PathCelestiaDump,
+		c.st.App == grass.Name && path == scienceboard.PathGRASSDump:
 		v = c.st.AppState
 	default:
 		return nil, fmt.Errorf("GET %s cannot be answered from a %q screenshot", path, c.st.App)

@@ -5,7 +5,6 @@ package models
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -672,7 +671,7 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// The latency runs from the call's arrival: reading and parsing the
 	// request (megabytes of images for a judge) are part of it.
-	if err := sleepUntil(ctx, arrived.Add(e.m.cfg.Clock.Real(lat))); err != nil {
+	if err := fault.Wait(ctx, time.Until(arrived.Add(e.m.cfg.Clock.Real(lat)))); err != nil {
 		return // the client is gone
 	}
 	switch outcome {
@@ -753,23 +752,6 @@ func (e *endpoint) calls() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.answered...)
-}
-
-// sleepUntil waits until t or until ctx ends (then it returns ctx's
-// error).
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
 }
 
 // applyStop cuts text before the first stop sequence.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 )
@@ -39,10 +40,10 @@ type modelWorld interface {
 type packageWorld struct{}
 
 func (packageWorld) tasks() []*tasks.Task                  { return taskList() }
-func (packageWorld) apps() []string                        { return desktop.Apps() }
-func (packageWorld) elements(app string) []desktop.Element { return desktop.Elements(app) }
+func (packageWorld) apps() []string                        { return apps.Catalog().Names() }
+func (packageWorld) elements(app string) []desktop.Element { return apps.Catalog().Elements(app) }
 func (packageWorld) findElement(label string) (desktop.Element, bool) {
-	return desktop.FindElement(label)
+	return apps.Catalog().FindElement(label)
 }
 func (packageWorld) readState(png []byte) (desktop.State, error) { return desktop.ReadStateChunk(png) }
 

@@ -19,7 +19,9 @@ import (
 	"sync"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
 // Thought conventions. Simulated plans are written so that the simulated
@@ -49,9 +51,10 @@ type OracleStep struct {
 }
 
 // taskFiles holds the simulator's own tasks in the ScienceBoard layout:
-// VM/<App folder>/<ID>.json beside this file. They are written by
-// internal/sim/desktop/tasks_gen_test.go (go test ./internal/sim/desktop
-// -run TestTaskFiles -update-tasks), which reads the apps' simulated data.
+// VM/<App folder>/<ID>.json beside this file. They are rendered (package
+// taskgen) from the task specs of the app packages (each one's Tasks),
+// which read the apps' simulated data: go test ./internal/sim/apps -run
+// TestTaskFiles checks them, with -update-tasks rewrites them.
 //
 //go:embed VM
 var taskFiles embed.FS
@@ -186,7 +189,7 @@ func parseSimTask(p string, data []byte) (*Task, error) {
 	}
 	t.Oracle, t.Alternatives = sb.Oracle, sb.Alternatives
 	for _, label := range sb.Alternatives {
-		if _, ok := desktop.FindElement(label); !ok {
+		if _, ok := apps.Catalog().FindElement(label); !ok {
 			return nil, fmt.Errorf("%s: \"sim\" block: alternative %q is no element label", p, label)
 		}
 	}
@@ -275,6 +278,64 @@ func RunInit(m desktop.Machine, t *scienceboard.Task, values map[string]string) 
 		}
 	}
 	return nil
+}
+
+// NewMachine returns a simulated machine that runs every simulated app
+// (apps.Catalog), its looks seeded by seed, with the task's initialize
+// items applied (RunInit with DefaultPlaceholders).
+func NewMachine(t *Task, seed int64) (desktop.Machine, error) {
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: seed})
+	if err := RunInit(m, &t.Task, nil); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// OracleActions returns the actions of the task's oracle plan, in order.
+func (t *Task) OracleActions() []string {
+	out := make([]string, len(t.Oracle))
+	for i, s := range t.Oracle {
+		out[i] = s.Action
+	}
+	return out
+}
+
+// Play executes one action text of a plan (UI-TARS style, on the 0–1000
+// grid) on m the way the rollout does: uitars.Parse → uitars.Render →
+// desktop.ParsePyAutoGUI (inside the OSWorld wrapper) → Machine.Input. A
+// wait does nothing; done reports an action that ends the episode, and
+// final says how.
+func Play(m desktop.Machine, action string) (final scienceboard.FinalAction, done bool, err error) {
+	parsed, err := uitars.Parse(action, uitars.DefaultOptions())
+	if err != nil {
+		return final, false, fmt.Errorf("sim: play %q: %w", action, err)
+	}
+	for _, a := range parsed.Actions {
+		code, err := uitars.Render(a, uitars.DefaultScreen)
+		if err != nil {
+			return final, false, fmt.Errorf("sim: play %q: %w", action, err)
+		}
+		switch {
+		case code == uitars.TokenDone:
+			return scienceboard.FinalAction{Kind: scienceboard.FinalDone}, true, nil
+		case code == uitars.TokenFail:
+			return scienceboard.FinalAction{Kind: scienceboard.FinalFail}, true, nil
+		case strings.HasPrefix(code, uitars.TokenAns+" "):
+			return scienceboard.FinalAction{Kind: scienceboard.FinalAns, Answer: strings.TrimPrefix(code, uitars.TokenAns+" ")}, true, nil
+		case code == uitars.TokenWait:
+			continue
+		}
+		evs, err := desktop.ParsePyAutoGUI("import pyautogui; import time; pyautogui.FAILSAFE = False; " + strings.ReplaceAll(code, "\n", "; "))
+		if err != nil {
+			return final, false, fmt.Errorf("sim: play %q: %w", action, err)
+		}
+		for _, ev := range evs {
+			if err := m.Input(ev); err != nil {
+				return final, false, fmt.Errorf("sim: play %q: input %+v: %w", action, ev, err)
+			}
+		}
+	}
+	return final, false, nil
 }
 
 // AppStateSource adapts a Machine to scienceboard.StateSource: a non-2xx

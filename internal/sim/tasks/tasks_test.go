@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -51,7 +52,7 @@ func TestTasksLoad(t *testing.T) {
 			t.Errorf("%s: placeholders %v", task.ID, ps)
 		}
 	}
-	for _, app := range desktop.Apps() {
+	for _, app := range apps.Catalog().Names() {
 		if perApp[app] < 10 {
 			t.Errorf("%s: %d tasks, want at least 10", app, perApp[app])
 		}
@@ -88,7 +89,7 @@ func TestOracleConventions(t *testing.T) {
 			}
 			switch a.Type {
 			case traj.Click:
-				e, ok := desktop.FindElement(s.Target)
+				e, ok := apps.Catalog().FindElement(s.Target)
 				if !ok || e.App != task.App {
 					t.Fatalf("%s step %d: target %q is not an element of %s", task.ID, i, s.Target, task.App)
 				}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
@@ -26,7 +27,7 @@ func startSimGuests(t *testing.T, n int, cfg simguest.Config) []string {
 	t.Cleanup(cancel)
 	var urls []string
 	for i := 0; i < n; i++ {
-		m := desktop.NewMachine(desktop.MachineConfig{Seed: int64(i + 1), ID: "sim-vm"})
+		m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: int64(i + 1)})
 		g, err := simguest.Start(ctx, m, cfg)
 		if err != nil {
 			t.Fatal(err)

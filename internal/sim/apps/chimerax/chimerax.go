@@ -1,4 +1,11 @@
-package desktop
+// Package chimerax is part of codapipe's SIMULATOR (see package sim): the
+// simulated UCSF ChimeraX, a molecule viewer with a toolbar (Home,
+// Molecule Display, Graphics tabs), a graphics window, a log and a
+// command line, and ChimeraX's REST server (/chimerax/run,
+// /chimerax/state). Structures are simulated: any 4-character PDB id can
+// be fetched, and its atom, residue and chain counts are fixed functions
+// of the id.
+package chimerax
 
 import (
 	"encoding/json"
@@ -7,15 +14,35 @@ import (
 	"math"
 	"net/url"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
-// ChimeraX: a molecule viewer with a toolbar (Home, Molecule Display,
-// Graphics tabs), a graphics window, a log and a command line. Structures
-// are simulated: any 4-character PDB id can be fetched, and its atom,
-// residue and chain counts are fixed functions of the id.
+// Name is the app's name, as task files spell their "type".
+const Name = "ChimeraX"
+
+// Spec describes the simulated ChimeraX, for a machine's catalogue: its
+// program, its layout, its configuration folders.
+func Spec() desktop.AppSpec {
+	return desktop.AppSpec{
+		Name: Name, Programs: []string{"chimerax", "chimerax-*", "chimerax.exe"}, Elements: layout(),
+		Files: map[string]string{
+			desktop.HomeDir + "/.config/ChimeraX/":                  "",
+			desktop.HomeDir + "/.local/share/ChimeraX/":             "",
+			desktop.HomeDir + "/.local/share/ChimeraX/commands":     "open 1a0m\n",
+			desktop.HomeDir + "/.local/share/ChimeraX/file_history": "",
+			"/app/bin/chimerax":                                     "#!/bin/sh\n# simulated\n",
+		},
+		Start: func(u *desktop.UI, args []string) desktop.App {
+			c := newChimeraX()
+			c.launchArgs(u, args)
+			return c
+		},
+	}
+}
 
 // cxModel is one open atomic structure.
 type cxModel struct {
@@ -55,8 +82,6 @@ func newChimeraX() *chimerax {
 		log: []string{"UCSF ChimeraX version: 1.6.1 (SIMULATOR)", "How to cite UCSF ChimeraX"}}
 }
 
-func (c *chimerax) name() string { return AppChimeraX }
-
 // cxStruct describes a structure that can be fetched.
 type cxStruct struct {
 	Atoms, Residues, Waters int
@@ -77,7 +102,7 @@ func chimeraxStructure(name string) cxStruct {
 	if s, ok := cxKnown[strings.ToLower(name)]; ok {
 		return s
 	}
-	h := hashString("cx-structure", strings.ToLower(name))
+	h := screen.Hash("cx-structure", strings.ToLower(name))
 	res := 40 + int(h%560)
 	nch := 1 + int((h>>16)%4)
 	chains := make([]string, nch)
@@ -111,7 +136,7 @@ func (r *cxResult) errorf(format string, args ...any) {
 }
 
 // run executes a command line (commands separated by ';') and logs it.
-func (c *chimerax) run(u *ui, line string) *cxResult {
+func (c *chimerax) run(u *desktop.UI, line string) *cxResult {
 	res := &cxResult{}
 	line = strings.TrimSpace(line)
 	if line == "" {
@@ -141,11 +166,11 @@ func (c *chimerax) run(u *ui, line string) *cxResult {
 	if u != nil {
 		switch {
 		case len(res.errors) > 0:
-			u.status = res.errors[len(res.errors)-1]
+			u.SetStatus(res.errors[len(res.errors)-1])
 		case len(res.info) > 0:
-			u.status = res.info[len(res.info)-1]
+			u.SetStatus(res.info[len(res.info)-1])
 		default:
-			u.status = ""
+			u.SetStatus("")
 		}
 	}
 	return res
@@ -183,7 +208,7 @@ var cxColors = map[string]string{
 	"darkgray": "#a9a9a9", "darkgrey": "#a9a9a9", "brown": "#a52a2a", "skyblue": "#87ceeb",
 }
 
-// parseColor returns a color name or #rgb/#rrggbb as lower-case #rrggbb.
+// parseColor returns a color name or #screen.RGB/#rrggbb as lower-case #rrggbb.
 func parseColor(s string) (string, bool) {
 	s = strings.ToLower(s)
 	if h, ok := cxColors[s]; ok {
@@ -221,13 +246,24 @@ func parseBool(s string) (bool, bool) {
 	return false, false
 }
 
-func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
+func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 	words := strings.Fields(cmd)
 	verb := strings.ToLower(words[0])
 	args := words[1:]
 	needModels := func() bool {
 		if len(c.models) == 0 {
 			res.errorf("No atomic structures open")
+			return false
+		}
+		return true
+	}
+	// needModelsAndArg is needModels for a command that needs an argument.
+	needModelsAndArg := func(what string) bool {
+		if !needModels() {
+			return false
+		}
+		if len(args) == 0 {
+			res.errorf("Missing %s", what)
 			return false
 		}
 		return true
@@ -306,11 +342,7 @@ func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
 			}
 		}
 	case "style":
-		if !needModels() {
-			return
-		}
-		if len(args) == 0 {
-			res.errorf("Missing style: stick, sphere or ball")
+		if !needModelsAndArg("style: stick, sphere or ball") {
 			return
 		}
 		st := strings.ToLower(args[0])
@@ -328,11 +360,7 @@ func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
 			m.Style = st
 		}
 	case "color", "colour":
-		if !needModels() {
-			return
-		}
-		if len(args) == 0 {
-			res.errorf("Missing color")
+		if !needModelsAndArg("color") {
 			return
 		}
 		scheme := strings.ToLower(args[0])
@@ -463,7 +491,7 @@ func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
 				m.HBonds = 0
 				continue
 			}
-			m.HBonds = 4 + int(hashString("hb", m.Name)%uint64(max(8, m.Residues/2)))
+			m.HBonds = 4 + int(screen.Hash("hb", m.Name)%uint64(max(8, m.Residues/2)))
 			res.infof("%d hydrogen bonds found", m.HBonds)
 		}
 	case "addh":
@@ -472,7 +500,7 @@ func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
 		}
 		for _, m := range models {
 			if m.Hydrogens == 0 {
-				m.Hydrogens = m.Residues*7 + int(hashString("h", m.Name)%7)
+				m.Hydrogens = m.Residues*7 + int(screen.Hash("h", m.Name)%7)
 				m.Atoms += m.Hydrogens
 			}
 			res.infof("%d hydrogens added to #%d", m.Hydrogens, m.ID)
@@ -508,7 +536,7 @@ func (c *chimerax) exec(u *ui, cmd string, res *cxResult) {
 			return
 		}
 		if u != nil {
-			if err := u.m.writeFile(args[0], c.sessionText(), false); err != nil {
+			if err := u.WriteFile(args[0], c.sessionText()); err != nil {
 				res.errorf("Cannot save %s: %v", args[0], err)
 				return
 			}
@@ -540,7 +568,7 @@ func normDeg(a float64) float64 {
 	return math.Round(a*1e6) / 1e6
 }
 
-func (c *chimerax) open(u *ui, name string, res *cxResult) {
+func (c *chimerax) open(u *desktop.UI, name string, res *cxResult) {
 	var st cxStruct
 	var mname string
 	lower := strings.ToLower(name)
@@ -553,10 +581,11 @@ func (c *chimerax) open(u *ui, name string, res *cxResult) {
 		mname = lower[4:]
 		st = chimeraxStructure(mname)
 	default:
-		p := name
+		p, content := name, ""
 		if u != nil {
-			p = u.m.abs(name)
-			if !u.m.isFile(p) {
+			p = u.Abs(name)
+			var ok bool
+			if content, ok = u.ReadFile(p); !ok {
 				res.errorf("No such file/path: %s", name)
 				return
 			}
@@ -567,10 +596,6 @@ func (c *chimerax) open(u *ui, name string, res *cxResult) {
 			return
 		}
 		mname = path.Base(p)
-		content := ""
-		if u != nil {
-			content = u.m.fs[p]
-		}
 		st = chimeraxStructure(mname + "\x00" + content)
 	}
 	id := 1
@@ -592,7 +617,7 @@ func (c *chimerax) open(u *ui, name string, res *cxResult) {
 func isAlnum(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
 			return false
 		}
 	}
@@ -618,7 +643,7 @@ func (c *chimerax) countSpec(spec string) (int, error) {
 		case spec == "protein":
 			total += m.Atoms - m.Waters
 		case spec == "ligand":
-			total += int(hashString("lig", m.Name) % 30)
+			total += int(screen.Hash("lig", m.Name) % 30)
 		case strings.HasPrefix(spec, "#"):
 		default:
 			return 0, fmt.Errorf("Invalid atom specifier %q", spec)
@@ -664,8 +689,8 @@ func (c *chimerax) sessionText() string {
 	return b.String()
 }
 
-// state is the flat state dump (GET /chimerax/state).
-func (c *chimerax) state() map[string]any {
+// State is the flat state dump (GET /chimerax/state).
+func (c *chimerax) State() map[string]any {
 	s := map[string]any{
 		"models.count":       len(c.models),
 		"view.background":    c.bg,
@@ -678,7 +703,7 @@ func (c *chimerax) state() map[string]any {
 		"selection.spec":     c.selSpec,
 		"selection.atoms":    c.selAtoms,
 		"log.lines":          len(c.log),
-		"log.tail":           tail(c.log, 12),
+		"log.tail":           append([]string{}, c.log[max(0, len(c.log)-12):]...),
 		"toolbar.tab":        c.tab,
 		"remotecontrol.port": c.restPort,
 	}
@@ -701,15 +726,8 @@ func (c *chimerax) state() map[string]any {
 	return s
 }
 
-func tail(ls []string, n int) []string {
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return append([]string{}, ls...)
-}
-
-// endpoint serves /chimerax/run and /chimerax/state.
-func (c *chimerax) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool) {
+// Serve serves /chimerax/run and /chimerax/state.
+func (c *chimerax) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/chimerax/run", "/run":
 		cmd := strings.TrimSpace(string(body))
@@ -721,12 +739,12 @@ func (c *chimerax) endpoint(p string, q url.Values, body []byte) ([]byte, int, b
 				Command string `json:"command"`
 			}
 			if err := json.Unmarshal([]byte(cmd), &req); err != nil {
-				return jsonError("bad JSON body: " + err.Error()), 400, true
+				return desktop.JSONError("bad JSON body: " + err.Error()), 400, true
 			}
 			cmd = req.Command
 		}
 		if cmd == "" {
-			return jsonError("missing command"), 400, true
+			return desktop.JSONError("missing command"), 400, true
 		}
 		res := c.run(nil, cmd)
 		var errVal any
@@ -742,9 +760,9 @@ func (c *chimerax) endpoint(p string, q url.Values, body []byte) ([]byte, int, b
 			},
 			"error": errVal,
 		}
-		return mustJSON(out), 200, true
+		return desktop.JSON(out), 200, true
 	case "/chimerax/state", "/chimerax/states":
-		return mustJSON(c.state()), 200, true
+		return desktop.JSON(c.State()), 200, true
 	}
 	return nil, 0, false
 }
@@ -756,7 +774,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func (c *chimerax) launchArgs(u *ui, args []string) {
+func (c *chimerax) launchArgs(u *desktop.UI, args []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -770,7 +788,7 @@ func (c *chimerax) launchArgs(u *ui, args []string) {
 			}
 		}
 	}
-	u.status = ""
+	u.SetStatus("")
 }
 
 // Layout.
@@ -804,23 +822,23 @@ func cxButtonID(tab, caption string) string {
 	return "tb-" + tab + "-" + strings.ToLower(strings.ReplaceAll(caption, " ", "-"))
 }
 
-func chimeraxLayout() *appLayout {
-	l := &appLayout{app: AppChimeraX}
+func layout() []desktop.Element {
+	var l []desktop.Element
 	add := func(id, label, kind, caption string, r image.Rectangle) {
-		l.elems = append(l.elems, &uiElement{Element: Element{ID: id, Label: label, Kind: kind, Box: r}, caption: caption})
+		l = append(l, desktop.Element{ID: id, Label: label, Kind: kind, Caption: caption, Box: r})
 	}
 	add("graphics", "ChimeraX graphics window", "canvas", "", cxGraphicsBox)
 	add("log", "ChimeraX log", "list", "", cxLogBox)
 	x := 8
 	for _, t := range []struct{ id, caption string }{{"home", "Home"}, {"molecule", "Molecule Display"}, {"graphics", "Graphics"}} {
-		w := textW(t.caption) + 24
+		w := screen.TextW(t.caption) + 24
 		add("tab-"+t.id, "ChimeraX "+t.caption+" tab", "tab", t.caption, image.Rect(x, 52, x+w, 72))
 		x += w + 4
 	}
 	for _, tab := range []string{"home", "molecule", "graphics"} {
 		x := 8
 		for _, caption := range cxToolbar[tab] {
-			w := max(72, textW(caption)+18)
+			w := max(72, screen.TextW(caption)+18)
 			add(cxButtonID(tab, caption), "ChimeraX "+caption+" button", "button", caption, image.Rect(x, 76, x+w, 116))
 			x += w + 4
 		}
@@ -829,21 +847,24 @@ func chimeraxLayout() *appLayout {
 	return l
 }
 
-func (c *chimerax) visible(id string) bool {
+// Visible shows the toolbar buttons of the open toolbar tab only.
+func (c *chimerax) Visible(id string) bool {
 	if rest, ok := strings.CutPrefix(id, "tb-"); ok {
 		return strings.HasPrefix(rest, c.tab+"-")
 	}
 	return true
 }
 
-func (c *chimerax) checked(id string) (bool, bool) {
+// Checked: the Silhouettes button toggles.
+func (c *chimerax) Checked(id string) (bool, bool) {
 	if id == cxButtonID("graphics", "Silhouettes") {
 		return c.silhouettes, true
 	}
 	return false, false
 }
 
-func (c *chimerax) click(u *ui, el *uiElement, button string, clicks int, pt image.Point) {
+// Click opens toolbar tabs and runs the buttons' commands.
+func (c *chimerax) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
 	if button != "left" {
 		return
 	}
@@ -852,7 +873,7 @@ func (c *chimerax) click(u *ui, el *uiElement, button string, clicks int, pt ima
 		return
 	}
 	if el.Kind == "button" {
-		cmd := cxButtonCommand[el.caption]
+		cmd := cxButtonCommand[el.Caption]
 		if cmd == "graphics silhouettes toggle" {
 			cmd = "graphics silhouettes " + strconv.FormatBool(!c.silhouettes)
 		}
@@ -860,16 +881,19 @@ func (c *chimerax) click(u *ui, el *uiElement, button string, clicks int, pt ima
 	}
 }
 
-func (c *chimerax) submit(u *ui, id, text string) bool {
+// Submit runs the command line.
+func (c *chimerax) Submit(u *desktop.UI, id, text string) bool {
 	if id == "cmdline" {
 		c.run(u, text)
 	}
 	return false // ChimeraX keeps the command, selected
 }
 
-func (c *chimerax) shortcut(u *ui, keys []string) {}
+// Shortcut: the simulated ChimeraX has no shortcuts.
+func (c *chimerax) Shortcut(u *desktop.UI, keys []string) {}
 
-func (c *chimerax) scroll(u *ui, el *uiElement, dx, dy int) {
+// Scroll scrolls the log and zooms the graphics window.
+func (c *chimerax) Scroll(u *desktop.UI, el desktop.Element, dx, dy int) {
 	switch el.ID {
 	case "log":
 		c.logScroll = max(0, min(len(c.log), c.logScroll+dy))
@@ -878,245 +902,11 @@ func (c *chimerax) scroll(u *ui, el *uiElement, dx, dy int) {
 	}
 }
 
-func (c *chimerax) drag(u *ui, el *uiElement, from, to image.Point) {
+// Drag on the graphics window rotates the view.
+func (c *chimerax) Drag(u *desktop.UI, el desktop.Element, from, to image.Point) {
 	if el.ID != "graphics" {
 		return
 	}
 	c.rot[1] = normDeg(c.rot[1] + float64(to.X-from.X)*0.5)
 	c.rot[0] = normDeg(c.rot[0] + float64(to.Y-from.Y)*0.5)
-}
-
-// Rendering.
-
-type atom3 struct {
-	x, y, z float64
-	chain   int
-	elem    byte // C N O S
-}
-
-// coords returns simulated coordinates for a model (at most 700 atoms
-// drawn), generated as a random walk seeded by the model name.
-func (c *chimerax) coords(m *cxModel) []atom3 {
-	key := m.Name + "/" + strconv.Itoa(m.Atoms)
-	if a, ok := c.cache[key]; ok {
-		return a
-	}
-	n := min(m.Atoms, 700)
-	rng := splitmix64(hashString("cx-coords", m.Name))
-	next := func() float64 {
-		rng = splitmix64(rng)
-		return float64(rng>>11)/(1<<53)*2 - 1
-	}
-	atoms := make([]atom3, n)
-	var x, y, z float64
-	dir := [3]float64{1, 0, 0}
-	perChain := max(1, n/len(m.Chains))
-	for i := range atoms {
-		ch := min(i/perChain, len(m.Chains)-1)
-		if i > 0 && i%perChain == 0 {
-			x, y, z = next()*10, next()*10, next()*10
-		}
-		dir[0] += next() * 0.9
-		dir[1] += next() * 0.9
-		dir[2] += next() * 0.9
-		l := math.Sqrt(dir[0]*dir[0]+dir[1]*dir[1]+dir[2]*dir[2]) + 1e-9
-		for k := range dir {
-			dir[k] /= l
-		}
-		x += dir[0] * 1.5
-		y += dir[1] * 1.5
-		z += dir[2] * 1.5
-		// Keep the walk compact.
-		x, y, z = x*0.985, y*0.985, z*0.985
-		e := byte("CCCCNOCS"[int((rng>>40)%8)])
-		atoms[i] = atom3{x: x, y: y, z: z, chain: ch, elem: e}
-	}
-	c.cache[key] = atoms
-	return atoms
-}
-
-var chainColors = []color3{{0xd2, 0xb4, 0x8c}, {0x87, 0xce, 0xeb}, {0xe6, 0x9f, 0x00}, {0x98, 0xfb, 0x98}, {0xff, 0x69, 0xb4}, {0xbd, 0xb7, 0x6b}}
-
-type color3 struct{ r, g, b uint8 }
-
-func (c *chimerax) atomColor(m *cxModel, a atom3, i, n int) color3 {
-	switch m.Color {
-	case "bychain", "bypolymer":
-		return chainColors[a.chain%len(chainColors)]
-	case "byelement", "byhetero":
-		switch a.elem {
-		case 'N':
-			return color3{0x30, 0x50, 0xf8}
-		case 'O':
-			return color3{0xff, 0x0d, 0x0d}
-		case 'S':
-			return color3{0xff, 0xff, 0x30}
-		}
-		return color3{0x90, 0x90, 0x90}
-	case "rainbow":
-		t := float64(i) / float64(max(1, n-1))
-		return hsv(240*(1-t), 0.85, 0.95)
-	}
-	r, g, b := hexRGB(m.Color)
-	return color3{r, g, b}
-}
-
-func hsv(h, s, v float64) color3 {
-	h = math.Mod(h, 360) / 60
-	i := math.Floor(h)
-	f := h - i
-	p, q, t := v*(1-s), v*(1-s*f), v*(1-s*(1-f))
-	var r, g, b float64
-	switch int(i) {
-	case 0:
-		r, g, b = v, t, p
-	case 1:
-		r, g, b = q, v, p
-	case 2:
-		r, g, b = p, v, t
-	case 3:
-		r, g, b = p, q, v
-	case 4:
-		r, g, b = t, p, v
-	default:
-		r, g, b = v, p, q
-	}
-	return color3{uint8(r * 255), uint8(g * 255), uint8(b * 255)}
-}
-
-func (c *chimerax) render(cv *canvas, u *ui) {
-	l := u.layout
-	// Toolbar.
-	cv.fill(image.Rect(0, appTop, ScreenW, 120), rgb(0xde, 0xde, 0xdc))
-	for _, e := range l.elems {
-		if !c.visible(e.ID) {
-			continue
-		}
-		switch e.Kind {
-		case "tab":
-			cv.tab(e.Box, e.caption, "tab-"+c.tab == e.ID)
-		case "button":
-			on, has := c.checked(e.ID)
-			cv.button(e.Box, e.caption, has && on)
-		}
-	}
-	c.renderGraphics(cv)
-	// Log.
-	inner := cv.panel(cxLogBox, "Log", colField)
-	cv.noise(inner, hashString("cx-log"), grainPanel)
-	cv.lines(inner, c.log, c.logScroll, colText)
-	// Command line and status.
-	cv.text(8, cxCmdBox.Min.Y+7, "Command:", colText)
-	cv.field(cxCmdBox, u.field("cmdline"), "", u.focus == "cmdline", u.selAll && u.focus == "cmdline")
-	cv.fill(image.Rect(0, 756, ScreenW, ScreenH), rgb(0xd4, 0xd4, 0xd2))
-	cv.textClip(8, 768, u.status, colText, image.Rect(0, 756, ScreenW, ScreenH))
-}
-
-func (c *chimerax) renderGraphics(cv *canvas) {
-	box := cxGraphicsBox
-	r, g, b := hexRGB(c.bg)
-	cv.fill(box, rgb(r, g, b))
-	// Seed the texture from the visual state so that it changes with it.
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s|%s|%v|%.3f|%.3f|%.3f|%.3f", c.bg, c.lighting, c.silhouettes, c.rot[0], c.rot[1], c.rot[2], c.zoom)
-	for _, m := range c.models {
-		fmt.Fprintf(&sb, "|%s %s %v %v %v %s %d", m.Name, m.Style, m.AtomsShown, m.Cartoon, m.Surface, m.Color, m.HBonds)
-	}
-	cv.noise(box, hashString("cx-graphics", sb.String()), grainMain)
-	if len(c.models) == 0 {
-		return
-	}
-	sx, sy := math.Sincos(c.rot[0] * math.Pi / 180)
-	yx, yy := math.Sincos(c.rot[1] * math.Pi / 180)
-	zx, zy := math.Sincos(c.rot[2] * math.Pi / 180)
-	type proj struct {
-		px, py, z float64
-		col       color3
-		m         *cxModel
-		i         int
-	}
-	var ps []proj
-	light := map[string]float64{"default": 1, "simple": 0.9, "soft": 0.8, "full": 1.1, "flat": 1.0, "gentle": 0.85}[c.lighting]
-	for mi, m := range c.models {
-		atoms := c.coords(m)
-		off := float64(mi) * 14
-		for i, a := range atoms {
-			x, y, z := a.x+off, a.y, a.z
-			// Rotate about x, then y, then z.
-			y, z = y*sy-z*sx, y*sx+z*sy
-			x, z = x*yy+z*yx, -x*yx+z*yy
-			x, y = x*zy-y*zx, x*zx+y*zy
-			scale := 9 * c.zoom
-			ps = append(ps, proj{
-				px: float64(box.Min.X+box.Dx()/2) + x*scale,
-				py: float64(box.Min.Y+box.Dy()/2) + y*scale,
-				z:  z, col: c.atomColor(m, a, i, len(atoms)), m: m, i: i,
-			})
-		}
-	}
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].z < ps[j].z })
-	shade := c.lighting != "flat"
-	for _, p := range ps {
-		m := p.m
-		if m.Surface && p.i%3 == 0 {
-			cv.disc(p.px, p.py, 16*c.zoom, rgb(scale8(p.col.r, 0.8), scale8(p.col.g, 0.8), scale8(p.col.b, 0.8)), shade, box)
-		}
-	}
-	// Cartoon: a thick trace through every second atom.
-	byModel := map[*cxModel][]proj{}
-	for _, p := range ps {
-		byModel[p.m] = append(byModel[p.m], p)
-	}
-	for _, m := range c.models {
-		pts := byModel[m]
-		sort.Slice(pts, func(i, j int) bool { return pts[i].i < pts[j].i })
-		if m.Cartoon {
-			for i := 2; i < len(pts); i += 2 {
-				a, b := pts[i-2], pts[i]
-				col := rgb(b.col.r, b.col.g, b.col.b)
-				cv.line(a.px, a.py, b.px, b.py, col, max(2, int(4*c.zoom)), box)
-			}
-		}
-		if m.AtomsShown && m.Style != "sphere" {
-			w := 1
-			if m.Style == "stick" {
-				w = max(1, int(2*c.zoom))
-			}
-			for i := 1; i < len(pts); i++ {
-				a, b := pts[i-1], pts[i]
-				cv.line(a.px, a.py, b.px, b.py, rgb(a.col.r, a.col.g, a.col.b), w, box)
-			}
-		}
-		if m.HBonds > 0 {
-			for k := 0; k < m.HBonds && len(pts) > 10; k++ {
-				a := pts[(k*37)%len(pts)]
-				b := pts[(k*37+len(pts)/3)%len(pts)]
-				for t := 0.0; t < 1; t += 0.08 {
-					cv.line(a.px+(b.px-a.px)*t, a.py+(b.py-a.py)*t, a.px+(b.px-a.px)*(t+0.04), a.py+(b.py-a.py)*(t+0.04), rgb(0, 200, 255), 1, box)
-				}
-			}
-		}
-	}
-	for _, p := range ps {
-		if !p.m.AtomsShown {
-			continue
-		}
-		rad := map[string]float64{"sphere": 8, "ball": 3.5, "stick": 1.6}[p.m.Style] * c.zoom
-		col := rgb(scale8(p.col.r, light), scale8(p.col.g, light), scale8(p.col.b, light))
-		cv.disc(p.px, p.py, rad, col, shade, box)
-		if c.silhouettes && rad > 2 {
-			cv.set(int(p.px+rad), int(p.py), colBlack)
-		}
-	}
-	// Model labels.
-	y := box.Min.Y + 6
-	for _, m := range c.models {
-		fr, fg, fb := hexRGB(c.bg)
-		tc := colWhite
-		if int(fr)+int(fg)+int(fb) > 380 {
-			tc = colBlack
-		}
-		cv.text(box.Min.X+8, y, fmt.Sprintf("#%d %s", m.ID, m.Name), tc)
-		y += lineH
-	}
 }

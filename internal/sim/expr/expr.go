@@ -1,45 +1,49 @@
-package desktop
+// Package expr is part of codapipe's SIMULATOR (see package sim): the
+// small expression language of the simulated apps — what KAlgebra's
+// calculator and plots and GRASS's r.mapcalc accept. Numbers, variables,
+// + - * / ^ %, comparisons, && ||, function calls, lambdas (x->x^2,
+// (x,y)->x*y), equations (x^2+y^2=9, KAlgebra) and sum/product over
+// ranges (sum(1/n : n=1..20)). Assignments (p := 3*4) are the caller's:
+// Env.Set binds a name.
+package expr
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// A small expression language: what KAlgebra's calculator and plots and
-// GRASS's r.mapcalc accept in the simulator. Numbers, variables, + - * / ^
-// %, comparisons, && ||, function calls, lambdas (x->x^2, (x,y)->x*y),
-// assignments (p := 3*4, KAlgebra) and sum/product over ranges
-// (sum(1/n : n=1..20)).
-
-type exprNode interface{ isNode() }
+// Node is a parsed expression.
+type Node interface{ isNode() }
 
 type (
 	numNode   struct{ v float64 }
 	varNode   struct{ name string }
-	unaryNode struct{ x exprNode } // negation
-	notNode   struct{ x exprNode }
+	unaryNode struct{ x Node } // negation
+	notNode   struct{ x Node }
 	binNode   struct {
 		op   string
-		l, r exprNode
+		l, r Node
 	}
 	callNode struct {
-		fn   exprNode
-		args []exprNode
+		fn   Node
+		args []Node
 	}
 	lambdaNode struct {
 		params []string
-		body   exprNode
+		body   Node
 	}
 	rangeNode struct { // sum / product
 		kind   string
-		body   exprNode
+		body   Node
 		v      string
-		lo, hi exprNode
+		lo, hi Node
 	}
 )
 
@@ -52,23 +56,24 @@ func (callNode) isNode()   {}
 func (lambdaNode) isNode() {}
 func (rangeNode) isNode()  {}
 
-// exprMode selects the dialect.
-type exprMode int
+// Mode selects the dialect.
+type Mode int
 
+// Dialects.
 const (
-	modeKAlgebra exprMode = iota // radians; log = log10; "=" is an equation
-	modeMapcalc                  // degrees; log = ln; == comparisons
+	KAlgebra Mode = iota // radians; log = log10; "=" is an equation
+	Mapcalc              // degrees; log = ln; == comparisons
 )
 
-type exprTok struct {
+type token struct {
 	kind string // "num", "id", "op", "eof"
 	text string
 	num  float64
 	off  int
 }
 
-func lexExpr(s string) ([]exprTok, error) {
-	var toks []exprTok
+func lex(s string) ([]token, error) {
+	var toks []token
 	ops := []string{":=", "->", "..", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "^", "%", "(", ")", ",", ":", "=", "<", ">", "!", "?", "{", "}"}
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -103,13 +108,13 @@ func lexExpr(s string) ([]exprTok, error) {
 			if err != nil {
 				return nil, fmt.Errorf("invalid number %q", s[i:j])
 			}
-			toks = append(toks, exprTok{kind: "num", text: s[i:j], num: f, off: i})
+			toks = append(toks, token{kind: "num", text: s[i:j], num: f, off: i})
 			i = j
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == 'π' {
-			toks = append(toks, exprTok{kind: "id", text: "pi", off: i})
+			toks = append(toks, token{kind: "id", text: "pi", off: i})
 			i += size
 			continue
 		}
@@ -125,14 +130,14 @@ func lexExpr(s string) ([]exprTok, error) {
 				}
 				j += sz
 			}
-			toks = append(toks, exprTok{kind: "id", text: s[i:j], off: i})
+			toks = append(toks, token{kind: "id", text: s[i:j], off: i})
 			i = j
 			continue
 		}
 		matched := false
 		for _, op := range ops {
 			if strings.HasPrefix(s[i:], op) {
-				toks = append(toks, exprTok{kind: "op", text: op, off: i})
+				toks = append(toks, token{kind: "op", text: op, off: i})
 				i += len(op)
 				matched = true
 				break
@@ -142,29 +147,29 @@ func lexExpr(s string) ([]exprTok, error) {
 			return nil, fmt.Errorf("unexpected character %q", r)
 		}
 	}
-	toks = append(toks, exprTok{kind: "eof", off: len(s)})
+	toks = append(toks, token{kind: "eof", off: len(s)})
 	return toks, nil
 }
 
-type exprParser struct {
-	toks []exprTok
+type parser struct {
+	toks []token
 	pos  int
-	mode exprMode
+	mode Mode
 }
 
-func (p *exprParser) at() exprTok { return p.toks[p.pos] }
-func (p *exprParser) isOp(op string) bool {
+func (p *parser) at() token { return p.toks[p.pos] }
+func (p *parser) isOp(op string) bool {
 	t := p.at()
 	return t.kind == "op" && t.text == op
 }
-func (p *exprParser) expect(op string) error {
+func (p *parser) expect(op string) error {
 	if !p.isOp(op) {
 		return fmt.Errorf("expected %q, found %s", op, p.describe())
 	}
 	p.pos++
 	return nil
 }
-func (p *exprParser) describe() string {
+func (p *parser) describe() string {
 	t := p.at()
 	if t.kind == "eof" {
 		return "end of input"
@@ -172,13 +177,13 @@ func (p *exprParser) describe() string {
 	return strconv.Quote(t.text)
 }
 
-// parseExpr parses a complete expression.
-func parseExpr(s string, mode exprMode) (exprNode, error) {
-	toks, err := lexExpr(s)
+// Parse parses a complete expression.
+func Parse(s string, mode Mode) (Node, error) {
+	toks, err := lex(s)
 	if err != nil {
 		return nil, err
 	}
-	p := &exprParser{toks: toks, mode: mode}
+	p := &parser{toks: toks, mode: mode}
 	n, err := p.expr()
 	if err != nil {
 		return nil, err
@@ -190,7 +195,7 @@ func parseExpr(s string, mode exprMode) (exprNode, error) {
 }
 
 // expr := lambda | equation
-func (p *exprParser) expr() (exprNode, error) {
+func (p *parser) expr() (Node, error) {
 	// Lambda: ident -> expr, or (a, b) -> expr.
 	if t := p.at(); t.kind == "id" && p.toks[p.pos+1].kind == "op" && p.toks[p.pos+1].text == "->" {
 		p.pos += 2
@@ -226,12 +231,12 @@ func (p *exprParser) expr() (exprNode, error) {
 	return p.equation()
 }
 
-func (p *exprParser) equation() (exprNode, error) {
+func (p *parser) equation() (Node, error) {
 	l, err := p.or()
 	if err != nil {
 		return nil, err
 	}
-	if p.mode == modeKAlgebra && p.isOp("=") {
+	if p.mode == KAlgebra && p.isOp("=") {
 		p.pos++
 		r, err := p.or()
 		if err != nil {
@@ -242,39 +247,28 @@ func (p *exprParser) equation() (exprNode, error) {
 	return l, nil
 }
 
-func (p *exprParser) or() (exprNode, error) {
-	l, err := p.and()
+// binary parses operands of next joined by left-associative ops.
+func (p *parser) binary(next func() (Node, error), ops ...string) (Node, error) {
+	l, err := next()
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("||") {
+	for slices.ContainsFunc(ops, p.isOp) {
+		op := p.at().text
 		p.pos++
-		r, err := p.and()
+		r, err := next()
 		if err != nil {
 			return nil, err
 		}
-		l = binNode{op: "||", l: l, r: r}
+		l = binNode{op: op, l: l, r: r}
 	}
 	return l, nil
 }
 
-func (p *exprParser) and() (exprNode, error) {
-	l, err := p.cmp()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("&&") {
-		p.pos++
-		r, err := p.cmp()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op: "&&", l: l, r: r}
-	}
-	return l, nil
-}
+func (p *parser) or() (Node, error)  { return p.binary(p.and, "||") }
+func (p *parser) and() (Node, error) { return p.binary(p.cmp, "&&") }
 
-func (p *exprParser) cmp() (exprNode, error) {
+func (p *parser) cmp() (Node, error) {
 	l, err := p.add()
 	if err != nil {
 		return nil, err
@@ -292,65 +286,30 @@ func (p *exprParser) cmp() (exprNode, error) {
 	return l, nil
 }
 
-func (p *exprParser) add() (exprNode, error) {
-	l, err := p.mul()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("+") || p.isOp("-") {
-		op := p.at().text
-		p.pos++
-		r, err := p.mul()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op: op, l: l, r: r}
-	}
-	return l, nil
-}
+func (p *parser) add() (Node, error) { return p.binary(p.mul, "+", "-") }
+func (p *parser) mul() (Node, error) { return p.binary(p.unary, "*", "/", "%") }
 
-func (p *exprParser) mul() (exprNode, error) {
-	l, err := p.unary()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("*") || p.isOp("/") || p.isOp("%") {
-		op := p.at().text
-		p.pos++
-		r, err := p.unary()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op: op, l: l, r: r}
-	}
-	return l, nil
-}
-
-func (p *exprParser) unary() (exprNode, error) {
-	if p.isOp("-") {
-		p.pos++
-		x, err := p.unary()
-		if err != nil {
-			return nil, err
-		}
-		return unaryNode{x: x}, nil
-	}
-	if p.isOp("+") {
+func (p *parser) unary() (Node, error) {
+	switch {
+	case p.isOp("+"):
 		p.pos++
 		return p.unary()
-	}
-	if p.isOp("!") {
+	case p.isOp("-"), p.isOp("!"):
+		op := p.at().text
 		p.pos++
 		x, err := p.unary()
 		if err != nil {
 			return nil, err
+		}
+		if op == "-" {
+			return unaryNode{x: x}, nil
 		}
 		return notNode{x: x}, nil
 	}
 	return p.power()
 }
 
-func (p *exprParser) power() (exprNode, error) {
+func (p *parser) power() (Node, error) {
 	base, err := p.postfix()
 	if err != nil {
 		return nil, err
@@ -366,14 +325,14 @@ func (p *exprParser) power() (exprNode, error) {
 	return base, nil
 }
 
-func (p *exprParser) postfix() (exprNode, error) {
+func (p *parser) postfix() (Node, error) {
 	x, err := p.primary()
 	if err != nil {
 		return nil, err
 	}
 	for p.isOp("(") {
 		p.pos++
-		var args []exprNode
+		var args []Node
 		for !p.isOp(")") {
 			a, err := p.expr()
 			if err != nil {
@@ -394,12 +353,12 @@ func (p *exprParser) postfix() (exprNode, error) {
 	return x, nil
 }
 
-func (p *exprParser) primary() (exprNode, error) {
+func (p *parser) primary() (Node, error) {
 	t := p.at()
 	switch t.kind {
 	case "num":
 		p.pos++
-		n := exprNode(numNode{v: t.num})
+		n := Node(numNode{v: t.num})
 		// Implicit multiplication after a number: 2x, 3(x+1).
 		if nt := p.at(); nt.kind == "id" || nt.kind == "op" && nt.text == "(" {
 			r, err := p.power()
@@ -432,7 +391,7 @@ func (p *exprParser) primary() (exprNode, error) {
 }
 
 // rangeCall parses sum(body : n=lo..hi).
-func (p *exprParser) rangeCall(kind string) (exprNode, error) {
+func (p *parser) rangeCall(kind string) (Node, error) {
 	p.pos++ // (
 	body, err := p.expr()
 	if err != nil {
@@ -466,32 +425,75 @@ func (p *exprParser) rangeCall(kind string) (exprNode, error) {
 	return rangeNode{kind: kind, body: body, v: v.text, lo: lo, hi: hi}, nil
 }
 
-// exprValue is a number or a function.
-type exprValue struct {
+// Value is a number or a function (a lambda with what it closed over).
+type Value struct {
 	num float64
-	fn  *exprFunc
+	fn  *function
 }
 
-// exprFunc is a lambda with the values it closed over.
-type exprFunc struct {
+// function is a lambda with the values it closed over.
+type function struct {
 	params []string
-	body   exprNode
-	bound  map[string]exprValue
+	body   Node
+	bound  map[string]Value
 }
 
-// exprEnv evaluates expressions.
-type exprEnv struct {
-	mode  exprMode
-	vars  map[string]exprValue // global variables
+// Env evaluates expressions of one dialect against its global variables.
+type Env struct {
+	mode  Mode
+	vars  map[string]Value // global variables
 	depth int
 	steps int
+}
+
+// NewEnv returns an environment of the dialect without variables.
+func NewEnv(mode Mode) *Env { return &Env{mode: mode, vars: map[string]Value{}} }
+
+// Number returns the value x.
+func Number(x float64) Value { return Value{num: x} }
+
+// String returns the value as KAlgebra shows it: a number with up to 12
+// significant digits, a function as its canonical lambda (x->x^2+1).
+func (v Value) String() string {
+	if v.fn != nil {
+		return Format(lambdaNode{params: v.fn.params, body: v.fn.body})
+	}
+	return FormatNum(v.num)
+}
+
+// Set binds the global variable name.
+func (e *Env) Set(name string, v Value) { e.vars[name] = v }
+
+// Vars returns the global variables (a copy).
+func (e *Env) Vars() map[string]Value { return maps.Clone(e.vars) }
+
+// Names returns the names of the global variables, sorted.
+func (e *Env) Names() []string { return slices.Sorted(maps.Keys(e.vars)) }
+
+// Lookup returns a variable's value: a local, a global or a constant of
+// the dialect (pi; e and euler in KAlgebra; true, false).
+func (e *Env) Lookup(name string, locals map[string]Value) (Value, bool) {
+	return e.lookup(name, locals)
+}
+
+// Eval evaluates n with locals bound, within a fresh budget of evaluation
+// steps.
+func (e *Env) Eval(n Node, locals map[string]Value) (Value, error) {
+	e.steps = 0
+	return e.eval(n, locals)
+}
+
+// Num evaluates n as Eval does; a function is an error.
+func (e *Env) Num(n Node, locals map[string]Value) (float64, error) {
+	e.steps = 0
+	return e.num(n, locals)
 }
 
 var errTooDeep = errors.New("evaluation too deep (recursion?)")
 
 const maxEvalSteps = 2_000_000
 
-func (e *exprEnv) lookup(name string, locals map[string]exprValue) (exprValue, bool) {
+func (e *Env) lookup(name string, locals map[string]Value) (Value, bool) {
 	if v, ok := locals[name]; ok {
 		return v, true
 	}
@@ -500,32 +502,42 @@ func (e *exprEnv) lookup(name string, locals map[string]exprValue) (exprValue, b
 	}
 	switch name {
 	case "pi":
-		return exprValue{num: math.Pi}, true
+		return Value{num: math.Pi}, true
 	case "e":
-		if e.mode == modeKAlgebra {
-			return exprValue{num: math.E}, true
+		if e.mode == KAlgebra {
+			return Value{num: math.E}, true
 		}
 	case "euler":
-		if e.mode == modeKAlgebra {
-			return exprValue{num: 0.5772156649015329}, true
+		if e.mode == KAlgebra {
+			return Value{num: 0.5772156649015329}, true
 		}
 	case "true":
-		return exprValue{num: 1}, true
+		return Value{num: 1}, true
 	case "false":
-		return exprValue{num: 0}, true
+		return Value{num: 0}, true
 	}
-	return exprValue{}, false
+	return Value{}, false
 }
 
-func (e *exprEnv) num(n exprNode, locals map[string]exprValue) (float64, error) {
+func (e *Env) num(n Node, locals map[string]Value) (float64, error) {
 	v, err := e.eval(n, locals)
 	if err != nil {
 		return 0, err
 	}
 	if v.fn != nil {
-		return 0, fmt.Errorf("a function (%s) is used as a number", formatExpr(lambdaNode{params: v.fn.params, body: v.fn.body}))
+		return 0, fmt.Errorf("a function (%s) is used as a number", Format(lambdaNode{params: v.fn.params, body: v.fn.body}))
 	}
 	return v.num, nil
+}
+
+// nums evaluates two numbers.
+func (e *Env) nums(a, b Node, locals map[string]Value) (float64, float64, error) {
+	x, err := e.num(a, locals)
+	if err != nil {
+		return 0, 0, err
+	}
+	y, err := e.num(b, locals)
+	return x, y, err
 }
 
 func boolNum(b bool) float64 {
@@ -535,34 +547,30 @@ func boolNum(b bool) float64 {
 	return 0
 }
 
-func (e *exprEnv) eval(n exprNode, locals map[string]exprValue) (exprValue, error) {
+func (e *Env) eval(n Node, locals map[string]Value) (Value, error) {
 	e.steps++
 	if e.steps > maxEvalSteps {
-		return exprValue{}, errors.New("evaluation takes too long")
+		return Value{}, errors.New("evaluation takes too long")
 	}
 	switch n := n.(type) {
 	case numNode:
-		return exprValue{num: n.v}, nil
+		return Value{num: n.v}, nil
 	case varNode:
 		v, ok := e.lookup(n.name, locals)
 		if !ok {
-			return exprValue{}, fmt.Errorf("unknown identifier: %s", n.name)
+			return Value{}, fmt.Errorf("unknown identifier: %s", n.name)
 		}
 		return v, nil
 	case unaryNode:
 		x, err := e.num(n.x, locals)
-		return exprValue{num: -x}, err
+		return Value{num: -x}, err
 	case notNode:
 		x, err := e.num(n.x, locals)
-		return exprValue{num: boolNum(x == 0)}, err
+		return Value{num: boolNum(x == 0)}, err
 	case binNode:
-		l, err := e.num(n.l, locals)
+		l, r, err := e.nums(n.l, n.r, locals)
 		if err != nil {
-			return exprValue{}, err
-		}
-		r, err := e.num(n.r, locals)
-		if err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
 		var v float64
 		switch n.op {
@@ -595,38 +603,28 @@ func (e *exprEnv) eval(n exprNode, locals map[string]exprValue) (exprValue, erro
 		case "||":
 			v = boolNum(l != 0 || r != 0)
 		}
-		return exprValue{num: v}, nil
+		return Value{num: v}, nil
 	case lambdaNode:
-		bound := make(map[string]exprValue, len(locals))
-		for k, v := range locals {
-			bound[k] = v
-		}
-		return exprValue{fn: &exprFunc{params: n.params, body: n.body, bound: bound}}, nil
+		return Value{fn: &function{params: n.params, body: n.body, bound: maps.Clone(locals)}}, nil
 	case rangeNode:
-		lo, err := e.num(n.lo, locals)
+		lo, hi, err := e.nums(n.lo, n.hi, locals)
 		if err != nil {
-			return exprValue{}, err
-		}
-		hi, err := e.num(n.hi, locals)
-		if err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
 		if hi-lo > 1e6 {
-			return exprValue{}, fmt.Errorf("%s: range too large", n.kind)
+			return Value{}, fmt.Errorf("%s: range too large", n.kind)
 		}
 		acc := 0.0
 		if n.kind == "product" {
 			acc = 1
 		}
-		inner := make(map[string]exprValue, len(locals)+1)
-		for k, v := range locals {
-			inner[k] = v
-		}
+		inner := make(map[string]Value, len(locals)+1)
+		maps.Copy(inner, locals)
 		for i := math.Ceil(lo); i <= hi; i++ {
-			inner[n.v] = exprValue{num: i}
+			inner[n.v] = Value{num: i}
 			x, err := e.num(n.body, inner)
 			if err != nil {
-				return exprValue{}, err
+				return Value{}, err
 			}
 			if n.kind == "sum" {
 				acc += x
@@ -634,14 +632,14 @@ func (e *exprEnv) eval(n exprNode, locals map[string]exprValue) (exprValue, erro
 				acc *= x
 			}
 		}
-		return exprValue{num: acc}, nil
+		return Value{num: acc}, nil
 	case callNode:
 		return e.call(n, locals)
 	}
-	return exprValue{}, fmt.Errorf("cannot evaluate %T", n)
+	return Value{}, fmt.Errorf("cannot evaluate %T", n)
 }
 
-func (e *exprEnv) call(n callNode, locals map[string]exprValue) (exprValue, error) {
+func (e *Env) call(n callNode, locals map[string]Value) (Value, error) {
 	if vn, ok := n.fn.(varNode); ok {
 		if _, user := e.lookup(vn.name, locals); !user {
 			return e.builtin(vn.name, n.args, locals)
@@ -649,59 +647,41 @@ func (e *exprEnv) call(n callNode, locals map[string]exprValue) (exprValue, erro
 	}
 	f, err := e.eval(n.fn, locals)
 	if err != nil {
-		return exprValue{}, err
+		return Value{}, err
 	}
 	if f.fn == nil {
-		return exprValue{}, fmt.Errorf("%s is not a function", formatExpr(n.fn))
+		return Value{}, fmt.Errorf("%s is not a function", Format(n.fn))
 	}
 	return e.apply(f.fn, n.args, locals)
 }
 
-func (e *exprEnv) apply(f *exprFunc, args []exprNode, locals map[string]exprValue) (exprValue, error) {
+func (e *Env) apply(f *function, args []Node, locals map[string]Value) (Value, error) {
 	if len(args) != len(f.params) {
-		return exprValue{}, fmt.Errorf("wrong number of arguments: expected %d, got %d", len(f.params), len(args))
+		return Value{}, fmt.Errorf("wrong number of arguments: expected %d, got %d", len(f.params), len(args))
 	}
-	inner := make(map[string]exprValue, len(f.bound)+len(args))
-	for k, v := range f.bound {
-		inner[k] = v
-	}
+	inner := make(map[string]Value, len(f.bound)+len(args))
+	maps.Copy(inner, f.bound)
 	for i, a := range args {
 		v, err := e.eval(a, locals)
 		if err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
 		inner[f.params[i]] = v
 	}
 	e.depth++
 	defer func() { e.depth-- }()
 	if e.depth > 200 {
-		return exprValue{}, errTooDeep
+		return Value{}, errTooDeep
 	}
 	return e.eval(f.body, inner)
 }
 
-// applyNums calls f with numeric arguments.
-func (e *exprEnv) applyNums(f *exprFunc, xs ...float64) (float64, error) {
-	args := make([]exprNode, len(xs))
-	for i, x := range xs {
-		args[i] = numNode{v: x}
-	}
-	v, err := e.apply(f, args, nil)
-	if err != nil {
-		return 0, err
-	}
-	if v.fn != nil {
-		return 0, errors.New("the function returns a function")
-	}
-	return v.num, nil
-}
-
-func (e *exprEnv) builtin(name string, args []exprNode, locals map[string]exprValue) (exprValue, error) {
+func (e *Env) builtin(name string, args []Node, locals map[string]Value) (Value, error) {
 	xs := make([]float64, len(args))
 	for i, a := range args {
 		x, err := e.num(a, locals)
 		if err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
 		xs[i] = x
 	}
@@ -712,7 +692,7 @@ func (e *exprEnv) builtin(name string, args []exprNode, locals map[string]exprVa
 		return nil
 	}
 	deg := 1.0
-	if e.mode == modeMapcalc {
+	if e.mode == Mapcalc {
 		deg = math.Pi / 180
 	}
 	one := map[string]func(float64) float64{
@@ -730,38 +710,38 @@ func (e *exprEnv) builtin(name string, args []exprNode, locals map[string]exprVa
 	}
 	if f, ok := one[name]; ok {
 		if err := need(1); err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
-		return exprValue{num: f(xs[0])}, nil
+		return Value{num: f(xs[0])}, nil
 	}
 	switch name {
 	case "log":
-		if e.mode == modeMapcalc {
+		if e.mode == Mapcalc {
 			if len(xs) == 2 {
-				return exprValue{num: math.Log(xs[0]) / math.Log(xs[1])}, nil
+				return Value{num: math.Log(xs[0]) / math.Log(xs[1])}, nil
 			}
 			if err := need(1); err != nil {
-				return exprValue{}, err
+				return Value{}, err
 			}
-			return exprValue{num: math.Log(xs[0])}, nil
+			return Value{num: math.Log(xs[0])}, nil
 		}
 		if err := need(1); err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
-		return exprValue{num: math.Log10(xs[0])}, nil
+		return Value{num: math.Log10(xs[0])}, nil
 	case "root":
 		if err := need(2); err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
-		return exprValue{num: math.Pow(xs[0], 1/xs[1])}, nil
+		return Value{num: math.Pow(xs[0], 1/xs[1])}, nil
 	case "power":
 		if err := need(2); err != nil {
-			return exprValue{}, err
+			return Value{}, err
 		}
-		return exprValue{num: math.Pow(xs[0], xs[1])}, nil
+		return Value{num: math.Pow(xs[0], xs[1])}, nil
 	case "max", "min":
 		if len(xs) == 0 {
-			return exprValue{}, fmt.Errorf("%s: needs arguments", name)
+			return Value{}, fmt.Errorf("%s: needs arguments", name)
 		}
 		v := xs[0]
 		for _, x := range xs[1:] {
@@ -771,28 +751,28 @@ func (e *exprEnv) builtin(name string, args []exprNode, locals map[string]exprVa
 				v = math.Min(v, x)
 			}
 		}
-		return exprValue{num: v}, nil
+		return Value{num: v}, nil
 	case "if":
 		switch len(xs) {
 		case 2:
 			if xs[0] != 0 {
-				return exprValue{num: xs[1]}, nil
+				return Value{num: xs[1]}, nil
 			}
-			return exprValue{num: math.NaN()}, nil
+			return Value{num: math.NaN()}, nil
 		case 3:
 			if xs[0] != 0 {
-				return exprValue{num: xs[1]}, nil
+				return Value{num: xs[1]}, nil
 			}
-			return exprValue{num: xs[2]}, nil
+			return Value{num: xs[2]}, nil
 		}
-		return exprValue{}, fmt.Errorf("if: expected 2 or 3 arguments, got %d", len(xs))
+		return Value{}, fmt.Errorf("if: expected 2 or 3 arguments, got %d", len(xs))
 	}
-	return exprValue{}, fmt.Errorf("unknown function: %s", name)
+	return Value{}, fmt.Errorf("unknown function: %s", name)
 }
 
 // Printing.
 
-func exprPrec(n exprNode) int {
+func prec(n Node) int {
 	switch n := n.(type) {
 	case lambdaNode:
 		return 0
@@ -823,16 +803,16 @@ func exprPrec(n exprNode) int {
 	return 9
 }
 
-// formatExpr prints an expression canonically: no spaces around
+// Format prints an expression canonically: no spaces around
 // operators, only the parentheses precedence needs, numbers with up to
 // 12 significant digits (x->x^2+1, (x, y)->x*y).
-func formatExpr(n exprNode) string {
+func Format(n Node) string {
 	var b strings.Builder
 	writeExpr(&b, n)
 	return b.String()
 }
 
-func writeSub(b *strings.Builder, n exprNode, paren bool) {
+func writeSub(b *strings.Builder, n Node, paren bool) {
 	if paren {
 		b.WriteByte('(')
 	}
@@ -842,21 +822,21 @@ func writeSub(b *strings.Builder, n exprNode, paren bool) {
 	}
 }
 
-func writeExpr(b *strings.Builder, n exprNode) {
+func writeExpr(b *strings.Builder, n Node) {
 	switch n := n.(type) {
 	case numNode:
-		b.WriteString(formatNum(n.v))
+		b.WriteString(FormatNum(n.v))
 	case varNode:
 		b.WriteString(n.name)
 	case unaryNode:
 		b.WriteByte('-')
-		writeSub(b, n.x, exprPrec(n.x) < 7)
+		writeSub(b, n.x, prec(n.x) < 7)
 	case notNode:
 		b.WriteByte('!')
-		writeSub(b, n.x, exprPrec(n.x) < 7)
+		writeSub(b, n.x, prec(n.x) < 7)
 	case binNode:
-		p := exprPrec(n)
-		lp, rp := exprPrec(n.l), exprPrec(n.r)
+		p := prec(n)
+		lp, rp := prec(n.l), prec(n.r)
 		if n.op == "^" {
 			writeSub(b, n.l, lp <= p)
 			b.WriteString(n.op)
@@ -868,7 +848,7 @@ func writeExpr(b *strings.Builder, n exprNode) {
 		nonAssoc := n.op == "-" || n.op == "/" || n.op == "%" || p == 4 || p == 1
 		writeSub(b, n.r, rp < p || rp == p && nonAssoc)
 	case callNode:
-		writeSub(b, n.fn, exprPrec(n.fn) < 9)
+		writeSub(b, n.fn, prec(n.fn) < 9)
 		b.WriteByte('(')
 		for i, a := range n.args {
 			if i > 0 {
@@ -896,9 +876,9 @@ func writeExpr(b *strings.Builder, n exprNode) {
 	}
 }
 
-// formatNum formats a number as KAlgebra shows it: up to 12 significant
+// FormatNum formats a number as KAlgebra shows it: up to 12 significant
 // digits, no trailing zeros.
-func formatNum(v float64) string {
+func FormatNum(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "nan"
@@ -913,13 +893,13 @@ func formatNum(v float64) string {
 	return strconv.FormatFloat(v, 'g', 12, 64)
 }
 
-// freeVars returns the variables an expression uses that are not bound by
+// FreeVars returns the variables an expression uses that are not bound by
 // its lambdas or ranges, in order of first use.
-func freeVars(n exprNode) []string {
+func FreeVars(n Node) []string {
 	var out []string
 	seen := map[string]bool{}
-	var walk func(n exprNode, bound map[string]bool)
-	walk = func(n exprNode, bound map[string]bool) {
+	var walk func(n Node, bound map[string]bool)
+	walk = func(n Node, bound map[string]bool) {
 		switch n := n.(type) {
 		case varNode:
 			if !bound[n.name] && !seen[n.name] {
@@ -961,4 +941,46 @@ func freeVars(n exprNode) []string {
 	}
 	walk(n, map[string]bool{})
 	return out
+}
+
+// Lambda returns the parameters and body of a lambda expression (x->x^2);
+// ok is false for any other expression.
+func Lambda(n Node) (params []string, body Node, ok bool) {
+	l, ok := n.(lambdaNode)
+	return l.params, l.body, ok
+}
+
+// IsEquation reports whether n is an equation (x^2+y^2=9); it evaluates
+// to the left side minus the right side.
+func IsEquation(n Node) bool {
+	b, ok := n.(binNode)
+	return ok && b.op == "="
+}
+
+// FormatLambda prints the lambda of params and body canonically.
+func FormatLambda(params []string, body Node) string {
+	return Format(lambdaNode{params: params, body: body})
+}
+
+// IsIdent reports whether s is an identifier: a letter or _ then letters,
+// digits or _ (ASCII).
+func IsIdent(s string) bool {
+	if s == "" || !(isIdentStart(s[0])) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isIdentStart(s[i]) && !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool      { return '0' <= c && c <= '9' }
+func isIdentStart(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// RoundSig rounds v to digits significant digits.
+func RoundSig(v float64, digits int) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', digits, 64), 64)
+	return f
 }

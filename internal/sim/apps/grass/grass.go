@@ -1,21 +1,41 @@
-package desktop
+// Package grass is part of codapipe's SIMULATOR (see package sim): the
+// simulated GRASS GIS, a map display with a toolbar and a layer manager
+// (Layers, Console and Data tabs), and the state server of ScienceBoard's
+// GRASS build (/dump, /gcmd). The console runs a simulated subset of
+// GRASS modules (g.region, g.list, g.remove, g.rename, g.copy, r.mapcalc,
+// r.univar, r.info, r.slope.aspect, v.buffer, v.info, v.db.select,
+// d.rast, d.vect, d.erase). All rasters share one 90×100 grid of 150 m
+// cells; the computational region is state but does not resample maps.
+package grass
 
 import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/expr"
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
-// GRASS GIS: a map display with a toolbar and a layer manager (Layers,
-// Console and Data tabs). The console runs a simulated subset of GRASS
-// modules (g.region, g.list, g.remove, g.rename, g.copy, r.mapcalc,
-// r.univar, r.info, r.slope.aspect, v.buffer, v.info, v.db.select, d.rast,
-// d.vect, d.erase). All rasters share one 90×100 grid of 150 m cells; the
-// computational region is state but does not resample maps.
+// Name is the app's name, as task files spell their "type".
+const Name = "GRASS GIS"
+
+// Spec describes the simulated GRASS GIS, for a machine's catalogue: the
+// GRASS database folders of its location come with it. Its arguments (the
+// GUI flag, the mapset) are ignored.
+func Spec() desktop.AppSpec {
+	dbase := desktop.HomeDir + "/grassdata/"
+	files := map[string]string{dbase: "", dbase + "nc_spm_sim/": "", dbase + "nc_spm_sim/PERMANENT/": "", "/app/bin/grass": "#!/bin/sh\n# simulated\n"}
+	return desktop.AppSpec{Name: Name, Programs: []string{"grass", "grass8*", "grass7*"}, Elements: layout(), Files: files,
+		Start: func(*desktop.UI, []string) desktop.App { return newGRASS() }}
+}
 
 const (
 	grassRows = 90
@@ -52,18 +72,18 @@ func (r grassRegion) rows() int { return int(math.Round((r.N - r.S) / r.NSRes)) 
 func (r grassRegion) cols() int { return int(math.Round((r.E - r.W) / r.EWRes)) }
 
 type grass struct {
-	rasters   map[string]*grassRaster
-	vectors   map[string]*grassVector
-	region    grassRegion
-	layers    []string // "raster/name" or "vector/name", top first
-	tab       int      // 0 layers, 1 console, 2 data
-	console   []string
-	outScroll int
-	history   []string
-	zoom      float64
-	panX      float64 // map units
-	panY      float64
-	catalogue []string // rows of the data catalog as drawn: "raster/name"
+	rasters      map[string]*grassRaster
+	vectors      map[string]*grassVector
+	region       grassRegion
+	layers       []string // "raster/name" or "vector/name", top first
+	desktop.Tabs          // 0 layers, 1 console, 2 data
+	console      []string
+	outScroll    int
+	history      []string
+	zoom         float64
+	panX         float64 // map units
+	panY         float64
+	catalogue    []string // rows of the data catalog as drawn: "raster/name"
 }
 
 // grassElevation returns the fixed synthetic elevation surface.
@@ -81,7 +101,7 @@ func grassElevation() []float64 {
 }
 
 func newGRASS() *grass {
-	g := &grass{rasters: map[string]*grassRaster{}, vectors: map[string]*grassVector{}, zoom: 1}
+	g := &grass{Tabs: desktop.Tabs{Of: grassTabOf}, rasters: map[string]*grassRaster{}, vectors: map[string]*grassVector{}, zoom: 1}
 	elev := grassElevation()
 	g.rasters["elevation"] = &grassRaster{Name: "elevation", Data: elev, Type: "DCELL", History: "generated elevation model (SIMULATOR)"}
 	lu := make([]float64, len(elev))
@@ -106,8 +126,6 @@ func newGRASS() *grass {
 	g.console = []string{"Welcome to GRASS GIS 8.3.1 (SIMULATOR)", "Location nc_spm_sim, mapset PERMANENT"}
 	return g
 }
-
-func (g *grass) name() string { return AppGRASS }
 
 func rasterStats(d []float64) (n int, mn, mx, mean, std, sum float64) {
 	mn, mx = math.Inf(1), math.Inf(-1)
@@ -141,7 +159,8 @@ func r6(v float64) float64 {
 	return math.Round(v*1e6) / 1e6
 }
 
-func (g *grass) state() map[string]any {
+// State is what /dump serves.
+func (g *grass) State() map[string]any {
 	rasters := map[string]any{}
 	for name, r := range g.rasters {
 		n, mn, mx, mean, _, _ := rasterStats(r.Data)
@@ -164,11 +183,11 @@ func (g *grass) state() map[string]any {
 		"region": map[string]any{"n": g.region.N, "s": g.region.S, "e": g.region.E, "w": g.region.W,
 			"nsres": g.region.NSRes, "ewres": g.region.EWRes, "rows": g.region.rows(), "cols": g.region.cols()},
 		"rasters": rasters, "vectors": vectors,
-		"raster_list": sortedKeys(g.rasters), "vector_list": sortedKeys(g.vectors),
+		"raster_list": append([]string{}, slices.Sorted(maps.Keys(g.rasters))...), "vector_list": append([]string{}, slices.Sorted(maps.Keys(g.vectors))...),
 		"layers": layers, "display": display,
-		"tab":     []string{"layers", "console", "data"}[g.tab],
-		"history": tail(g.history, 20),
-		"console": tail(g.console, 12),
+		"tab":     []string{"layers", "console", "data"}[g.Open],
+		"history": append([]string{}, g.history[max(0, len(g.history)-20):]...),
+		"console": append([]string{}, g.console[max(0, len(g.console)-12):]...),
 		"view":    map[string]any{"zoom": r6(g.zoom), "pan_x": r6(g.panX), "pan_y": r6(g.panY)},
 	}
 }
@@ -193,7 +212,7 @@ func parseGcmd(words []string) gcmd {
 			for i := 1; i < len(w); i++ {
 				c.flags[w[i]] = true
 			}
-		case strings.Contains(w, "=") && isIdentStart(w[0]) && !strings.Contains(strings.SplitN(w, "=", 2)[0], " "):
+		case strings.Contains(w, "=") && expr.IsIdent(w[:1]) && !strings.Contains(strings.SplitN(w, "=", 2)[0], " "):
 			k, v, _ := strings.Cut(w, "=")
 			c.opts[strings.ToLower(k)] = v
 		default:
@@ -216,14 +235,14 @@ func (c gcmd) opt(name string, positional bool) string {
 }
 
 // runLine runs one console line and records it.
-func (g *grass) runLine(u *ui, line string) (stdout string, stderr string, code int) {
+func (g *grass) runLine(u *desktop.UI, line string) (stdout string, stderr string, code int) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return "", "", 0
 	}
 	g.console = append(g.console, "> "+line)
 	g.history = append(g.history, line)
-	words, err := shellWords(line)
+	words, err := desktop.ShellWords(line)
 	if err != nil || len(words) == 0 {
 		stderr, code = "ERROR: cannot parse the command line\n", 1
 	} else {
@@ -243,9 +262,9 @@ func (g *grass) runLine(u *ui, line string) (stdout string, stderr string, code 
 	g.outScroll = 0
 	if u != nil {
 		if code != 0 {
-			u.status = strings.TrimSpace(strings.SplitN(stderr, "\n", 2)[0])
+			u.SetStatus(strings.TrimSpace(strings.SplitN(stderr, "\n", 2)[0]))
 		} else {
-			u.status = "Command finished: " + words[0]
+			u.SetStatus("Command finished: " + words[0])
 		}
 	}
 	return stdout, stderr, code
@@ -280,6 +299,14 @@ func (g *grass) removeLayer(kind, name string) {
 	g.layers = keep
 }
 
+// moduleInput is, for the modules that read one map, the option that
+// names it (or the first positional argument) and its kind.
+var moduleInput = map[string]struct{ opt, kind string }{
+	"r.univar": {"map", "raster"}, "r.info": {"map", "raster"}, "r.slope.aspect": {"elevation", "raster"},
+	"v.buffer": {"input", "vector"}, "v.info": {"map", "vector"}, "v.db.select": {"map", "vector"},
+}
+
+// run runs one module.
 func (g *grass) run(c gcmd) (string, string, int) {
 	errf := func(format string, args ...any) (string, string, int) {
 		return "", "ERROR: " + fmt.Sprintf(format, args...) + "\n", 1
@@ -289,7 +316,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 			o, e, code := errf("Required parameter <output> not set")
 			return o, e, code, false
 		}
-		if !isIdent(strings.ReplaceAll(name, ".", "_")) {
+		if !expr.IsIdent(strings.ReplaceAll(name, ".", "_")) {
 			o, e, code := errf("<%s> is an illegal file name", name)
 			return o, e, code, false
 		}
@@ -298,6 +325,24 @@ func (g *grass) run(c gcmd) (string, string, int) {
 			return o, e, code, false
 		}
 		return "", "", 0, true
+	}
+	// A module that reads a map finds it first: name, and r or v.
+	var (
+		name string
+		r    *grassRaster
+		v    *grassVector
+	)
+	if in, ok := moduleInput[c.module]; ok {
+		name = c.opt(in.opt, true)
+		var found bool
+		if in.kind == "raster" {
+			r, found = g.rasters[name]
+		} else {
+			v, found = g.vectors[name]
+		}
+		if !found {
+			return errf("%s map <%s> not found", strings.ToUpper(in.kind[:1])+in.kind[1:], name)
+		}
 	}
 	switch c.module {
 	case "g.version":
@@ -356,9 +401,9 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		var names []string
 		if t == "raster" {
-			names = sortedKeys(g.rasters)
+			names = slices.Sorted(maps.Keys(g.rasters))
 		} else {
-			names = sortedKeys(g.vectors)
+			names = slices.Sorted(maps.Keys(g.vectors))
 		}
 		return strings.Join(names, "\n") + "\n", "", 0
 	case "g.remove":
@@ -434,17 +479,12 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		return errf("Required parameter raster=old,new or vector=old,new not set")
 	case "r.mapcalc":
-		expr := c.opt("expression", true)
-		if expr == "" {
+		line := c.opt("expression", true)
+		if line == "" {
 			return errf("Required parameter <expression> not set")
 		}
-		return g.mapcalc(expr, c.over)
+		return g.mapcalc(line, c.over)
 	case "r.univar":
-		name := c.opt("map", true)
-		r, ok := g.rasters[name]
-		if !ok {
-			return errf("Raster map <%s> not found", name)
-		}
 		n, mn, mx, mean, std, sum := rasterStats(r.Data)
 		if strings.ToLower(c.opt("format", false)) == "json" {
 			b, _ := json.Marshal(map[string]any{"n": n, "null_cells": len(r.Data) - n, "cells": len(r.Data), "min": mn, "max": mx,
@@ -458,20 +498,10 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		return fmt.Sprintf("total null and non-null cells: %d\ntotal null cells: %d\n\nOf the non-null cells:\n----------------------\nn: %d\nminimum: %s\nmaximum: %s\nrange: %s\nmean: %s\nstandard deviation: %s\nsum: %s\n",
 			len(r.Data), len(r.Data)-n, n, gnum(mn), gnum(mx), gnum(mx-mn), gnum(mean), gnum(std), gnum(sum)), "", 0
 	case "r.info":
-		name := c.opt("map", true)
-		r, ok := g.rasters[name]
-		if !ok {
-			return errf("Raster map <%s> not found", name)
-		}
 		_, mn, mx, _, _, _ := rasterStats(r.Data)
 		return fmt.Sprintf(" Map:      %s@PERMANENT\n Type of Map:  raster   Data Type: %s\n Rows: %d  Columns: %d  Total Cells: %d\n N: %g  S: %g  Res: %g\n E: %g  W: %g  Res: %g\n Range of data:  min = %s  max = %s\n Comments: %s\n",
 			name, r.Type, grassRows, grassCols, grassRows*grassCols, grassN, grassS, grassRes, grassE, grassW, grassRes, gnum(mn), gnum(mx), r.History), "", 0
 	case "r.slope.aspect":
-		name := c.opt("elevation", true)
-		src, ok := g.rasters[name]
-		if !ok {
-			return errf("Raster map <%s> not found", name)
-		}
 		slope, aspect := c.opt("slope", false), c.opt("aspect", false)
 		if slope == "" && aspect == "" {
 			return errf("You must specify at least one of the parameters: <slope> or <aspect>")
@@ -483,7 +513,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 				}
 			}
 		}
-		sl, as := slopeAspect(src.Data)
+		sl, as := slopeAspect(r.Data)
 		if slope != "" {
 			g.rasters[slope] = &grassRaster{Name: slope, Data: sl, Type: "DCELL", History: "r.slope.aspect elevation=" + name}
 		}
@@ -492,11 +522,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		return "", "", 0
 	case "v.buffer":
-		in, out := c.opt("input", true), c.opt("output", false)
-		src, ok := g.vectors[in]
-		if !ok {
-			return errf("Vector map <%s> not found", in)
-		}
+		out := c.opt("output", false)
 		if o, e, code, ok := needOutput("vector", out); !ok {
 			return o, e, code
 		}
@@ -504,30 +530,20 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		if err != nil || d <= 0 {
 			return errf("Required parameter <distance> must be a positive number")
 		}
-		g.vectors[out] = &grassVector{Name: out, Type: "area", Features: src.Features, Columns: []string{"cat"}, Buffer: d, Source: in, geomSeed: src.geomSeed}
-		return fmt.Sprintf("Buffering features...\n%d areas created\n", src.Features), "", 0
+		g.vectors[out] = &grassVector{Name: out, Type: "area", Features: v.Features, Columns: []string{"cat"}, Buffer: d, Source: name, geomSeed: v.geomSeed}
+		return fmt.Sprintf("Buffering features...\n%d areas created\n", v.Features), "", 0
 	case "v.info":
-		name := c.opt("map", true)
-		v, ok := g.vectors[name]
-		if !ok {
-			return errf("Vector map <%s> not found", name)
-		}
 		counts := map[string]int{"point": 0, "line": 0, "area": 0}
 		counts[v.Type] = v.Features
 		return fmt.Sprintf(" Name:            %s\n Mapset:          PERMANENT\n Number of points:       %d\n Number of lines:        %d\n Number of areas:        %d\n Attribute columns: %s\n",
 			name, counts["point"], counts["line"], counts["area"], strings.Join(v.Columns, ", ")), "", 0
 	case "v.db.select":
-		name := c.opt("map", true)
-		v, ok := g.vectors[name]
-		if !ok {
-			return errf("Vector map <%s> not found", name)
-		}
 		var b strings.Builder
 		b.WriteString(strings.Join(v.Columns, "|") + "\n")
 		for i := 1; i <= v.Features; i++ {
 			row := []string{strconv.Itoa(i)}
 			for _, col := range v.Columns[1:] {
-				h := hashString(v.geomSeed, col, strconv.Itoa(i))
+				h := screen.Hash(v.geomSeed, col, strconv.Itoa(i))
 				if strings.ToUpper(col) == col && strings.Contains(col, "NAME") {
 					row = append(row, fmt.Sprintf("%s_%d", strings.ToUpper(v.geomSeed[:3]), i))
 				} else {
@@ -581,10 +597,10 @@ func (g *grass) regionText(shell bool) string {
 }
 
 // mapcalc evaluates "out = expr" cell by cell.
-func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
+func (g *grass) mapcalc(line string, over bool) (string, string, int) {
 	i := -1
-	for k := 0; k < len(expr); k++ {
-		if expr[k] == '=' && (k+1 >= len(expr) || expr[k+1] != '=') && (k == 0 || !strings.ContainsRune("<>!=", rune(expr[k-1]))) {
+	for k := 0; k < len(line); k++ {
+		if line[k] == '=' && (k+1 >= len(line) || line[k+1] != '=') && (k == 0 || !strings.ContainsRune("<>!=", rune(line[k-1]))) {
 			i = k
 			break
 		}
@@ -592,24 +608,24 @@ func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
 	if i < 0 {
 		return "", "ERROR: expression must have the form: result = expression\n", 1
 	}
-	out := strings.TrimSpace(expr[:i])
-	if !isIdent(out) {
+	out := strings.TrimSpace(line[:i])
+	if !expr.IsIdent(out) {
 		return "", fmt.Sprintf("ERROR: <%s> is an illegal file name\n", out), 1
 	}
 	if _, exists := g.rasters[out]; exists && !over {
 		return "", fmt.Sprintf("ERROR: option <output>: <%s> exists. To overwrite, use the --overwrite flag\n", out), 1
 	}
-	node, err := parseExpr(expr[i+1:], modeMapcalc)
+	node, err := expr.Parse(line[i+1:], expr.Mapcalc)
 	if err != nil {
 		return "", "ERROR: syntax error in expression: " + err.Error() + "\n", 1
 	}
-	env := &exprEnv{mode: modeMapcalc, vars: map[string]exprValue{}}
+	env := expr.NewEnv(expr.Mapcalc)
 	var refs []*grassRaster
 	var refNames []string
-	for _, v := range freeVars(node) {
+	for _, v := range expr.FreeVars(node) {
 		r, ok := g.rasters[v]
 		if !ok {
-			if _, builtin := env.lookup(v, nil); builtin {
+			if _, builtin := env.Lookup(v, nil); builtin {
 				continue
 			}
 			return "", fmt.Sprintf("ERROR: Raster map <%s> not found\n", v), 1
@@ -619,13 +635,12 @@ func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
 	}
 	data := make([]float64, grassRows*grassCols)
 	integral := true
-	locals := map[string]exprValue{}
+	locals := map[string]expr.Value{}
 	for cell := range data {
 		for k, r := range refs {
-			locals[refNames[k]] = exprValue{num: r.Data[cell]}
+			locals[refNames[k]] = expr.Number(r.Data[cell])
 		}
-		env.steps = 0
-		v, err := env.num(node, locals)
+		v, err := env.Num(node, locals)
 		if err != nil {
 			return "", "ERROR: " + err.Error() + "\n", 1
 		}
@@ -641,7 +656,7 @@ func (g *grass) mapcalc(expr string, over bool) (string, string, int) {
 	if integral {
 		typ = "CELL"
 	}
-	g.rasters[out] = &grassRaster{Name: out, Data: data, Type: typ, History: "r.mapcalc " + strings.TrimSpace(expr)}
+	g.rasters[out] = &grassRaster{Name: out, Data: data, Type: typ, History: "r.mapcalc " + strings.TrimSpace(line)}
 	return "", "", 0
 }
 
@@ -671,11 +686,11 @@ func slopeAspect(e []float64) ([]float64, []float64) {
 	return sl, as
 }
 
-// endpoint serves /dump and /gcmd.
-func (g *grass) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool) {
+// Serve serves /dump, /version and /gcmd.
+func (g *grass) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/dump":
-		return mustJSON(g.state()), 200, true
+		return desktop.JSON(g.State()), 200, true
 	case "/version":
 		return []byte("0.1"), 200, true
 	case "/gcmd":
@@ -684,10 +699,10 @@ func (g *grass) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool
 			Kwargs map[string]any `json:"kwargs"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil || req.Cmd == "" {
-			return jsonError(`expected {"cmd": "module", "kwargs": {...}}`), 400, true
+			return desktop.JSONError(`expected {"cmd": "module", "kwargs": {...}}`), 400, true
 		}
 		words := []string{req.Cmd}
-		for _, k := range sortedKeys(req.Kwargs) {
+		for _, k := range slices.Sorted(maps.Keys(req.Kwargs)) {
 			v := req.Kwargs[k]
 			switch k {
 			case "flags":
@@ -716,12 +731,10 @@ func (g *grass) endpoint(p string, q url.Values, body []byte) ([]byte, int, bool
 		if json.Unmarshal([]byte(stdout), &parsed) == nil && strings.HasPrefix(strings.TrimSpace(stdout), "{") {
 			out = parsed
 		}
-		return mustJSON(map[string]any{"stdout": out, "stderr": stderr, "returncode": code}), 200, true
+		return desktop.JSON(map[string]any{"stdout": out, "stderr": stderr, "returncode": code}), 200, true
 	}
 	return nil, 0, false
 }
-
-func (g *grass) launchArgs(u *ui, args []string) {}
 
 // Layout.
 
@@ -734,17 +747,17 @@ var (
 	grassTools      = []struct{ id, caption string }{{"zoomin", "Zoom In"}, {"zoomout", "Zoom Out"}, {"zoomregion", "Zoom to Region"}, {"erase", "Erase Display"}, {"render", "Render"}}
 )
 
-func grassLayout() *appLayout {
-	l := &appLayout{app: AppGRASS}
+func layout() []desktop.Element {
+	var l []desktop.Element
 	add := func(id, label, kind, caption string, r image.Rectangle) {
-		l.elems = append(l.elems, &uiElement{Element: Element{ID: id, Label: label, Kind: kind, Box: r}, caption: caption})
+		l = append(l, desktop.Element{ID: id, Label: label, Kind: kind, Caption: caption, Box: r})
 	}
 	add("map", "GRASS map display", "canvas", "", grassMapBox)
 	for i, t := range grassTools {
-		w := textW(t.caption) + 20
+		w := screen.TextW(t.caption) + 20
 		x := 8
 		for _, p := range grassTools[:i] {
-			x += textW(p.caption) + 24
+			x += screen.TextW(p.caption) + 24
 		}
 		add(t.id, "GRASS "+t.caption+" button", "button", t.caption, image.Rect(x, 54, x+w, 78))
 	}
@@ -761,16 +774,13 @@ func grassLayout() *appLayout {
 
 var grassTabOf = map[string]int{"layers": 0, "output": 1, "console": 1, "run": 1, "catalog": 2}
 
-func (g *grass) visible(id string) bool { return tabVisible(grassTabOf, g.tab, id) }
-
-func (g *grass) click(u *ui, el *uiElement, button string, clicks int, pt image.Point) {
-	if tabClick(&g.tab, el, button) {
-		return
-	}
+// Click runs the console and the toolbar and displays a map
+// double-clicked in the data catalog (the machine opens the tabs; only
+// left clicks arrive).
+func (g *grass) Click(u *desktop.UI, el desktop.Element, button string, clicks int, pt image.Point) {
 	switch el.ID {
 	case "run":
-		g.runLine(u, u.field("console"))
-		u.setField("console", "")
+		u.SubmitField("console")
 	case "zoomin":
 		g.zoom = math.Min(64, g.zoom*2)
 	case "zoomout":
@@ -783,7 +793,7 @@ func (g *grass) click(u *ui, el *uiElement, button string, clicks int, pt image.
 		if clicks < 2 {
 			return
 		}
-		row := (pt.Y - el.Box.Min.Y - 18) / lineH
+		row := (pt.Y - el.Box.Min.Y - 18) / screen.LineH
 		rows := g.catalogRows()
 		if row >= 0 && row < len(rows) && strings.Contains(rows[row], "/") {
 			kind, name, _ := strings.Cut(rows[row], "/")
@@ -799,17 +809,18 @@ func (g *grass) click(u *ui, el *uiElement, button string, clicks int, pt image.
 // catalogRows lists the rows of the data catalog: headers and maps.
 func (g *grass) catalogRows() []string {
 	rows := []string{"PERMANENT", "raster"}
-	for _, n := range sortedKeys(g.rasters) {
+	for _, n := range slices.Sorted(maps.Keys(g.rasters)) {
 		rows = append(rows, "raster/"+n)
 	}
 	rows = append(rows, "vector")
-	for _, n := range sortedKeys(g.vectors) {
+	for _, n := range slices.Sorted(maps.Keys(g.vectors)) {
 		rows = append(rows, "vector/"+n)
 	}
 	return rows
 }
 
-func (g *grass) submit(u *ui, id, text string) bool {
+// Submit runs the console's command.
+func (g *grass) Submit(u *desktop.UI, id, text string) bool {
 	if id == "console" {
 		g.runLine(u, text)
 		return true
@@ -817,244 +828,26 @@ func (g *grass) submit(u *ui, id, text string) bool {
 	return false
 }
 
-func (g *grass) shortcut(u *ui, keys []string) {}
+// Shortcut: the simulated GRASS has no shortcuts.
+func (g *grass) Shortcut(u *desktop.UI, keys []string) {}
 
-func (g *grass) scroll(u *ui, el *uiElement, dx, dy int) {
+// Scroll scrolls the console output and zooms the map.
+func (g *grass) Scroll(u *desktop.UI, el desktop.Element, dx, dy int) {
 	switch el.ID {
 	case "output":
 		g.outScroll = max(0, min(len(g.console), g.outScroll+dy))
 	case "map":
 		g.zoom = math.Max(1.0/64, math.Min(64, g.zoom*math.Pow(1.25, float64(dy))))
-		g.zoom = roundSig(g.zoom, 10)
+		g.zoom = expr.RoundSig(g.zoom, 10)
 	}
 }
 
-func (g *grass) drag(u *ui, el *uiElement, from, to image.Point) {
+// Drag on the map pans it.
+func (g *grass) Drag(u *desktop.UI, el desktop.Element, from, to image.Point) {
 	if el.ID != "map" {
 		return
 	}
 	per := (grassE - grassW) / float64(grassMapBox.Dx()) / g.zoom
-	g.panX = roundSig(g.panX-float64(to.X-from.X)*per, 10)
-	g.panY = roundSig(g.panY+float64(to.Y-from.Y)*per, 10)
-}
-
-// Rendering.
-
-func elevRamp(t float64) color3 {
-	stops := []struct {
-		t float64
-		c color3
-	}{{0, color3{0, 191, 191}}, {0.25, color3{0, 255, 0}}, {0.5, color3{255, 255, 0}}, {0.75, color3{255, 127, 0}}, {1, color3{191, 127, 63}}}
-	t = math.Max(0, math.Min(1, t))
-	for i := 1; i < len(stops); i++ {
-		if t <= stops[i].t {
-			a, b := stops[i-1], stops[i]
-			f := (t - a.t) / (b.t - a.t)
-			return color3{lerp8(a.c.r, b.c.r, f), lerp8(a.c.g, b.c.g, f), lerp8(a.c.b, b.c.b, f)}
-		}
-	}
-	return stops[len(stops)-1].c
-}
-
-var landuseColors = []color3{{200, 200, 200}, {230, 0, 0}, {255, 200, 100}, {120, 200, 60}, {20, 130, 40}, {60, 120, 220}, {160, 90, 200}, {240, 240, 120}}
-
-// mapToScreen converts map coordinates to display pixels.
-func (g *grass) mapToScreen(e, n float64) (float64, float64) {
-	b := grassMapBox
-	per := float64(b.Dx()) / (grassE - grassW) * g.zoom
-	cx := (grassE+grassW)/2 + g.panX
-	cy := (grassN+grassS)/2 + g.panY
-	return float64(b.Min.X+b.Dx()/2) + (e-cx)*per, float64(b.Min.Y+b.Dy()/2) - (n-cy)*per
-}
-
-func (g *grass) render(cv *canvas, u *ui) {
-	l := u.layout
-	cv.fill(image.Rect(0, appTop, ScreenW, 82), rgb(0xde, 0xde, 0xdc))
-	for _, e := range l.elems {
-		switch {
-		case e.Kind == "button" && e.ID != "run":
-			cv.button(e.Box, e.caption, false)
-		case e.Kind == "tab":
-			cv.tab(e.Box, e.caption, e.ID == fmt.Sprintf("tab-%d", g.tab))
-		}
-	}
-	g.renderMap(cv)
-	switch g.tab {
-	case 0:
-		inner := cv.panel(grassPanelBox, "Layers", colField)
-		cv.noise(inner, hashString("grass-layers"), grainPanel)
-		for i, lay := range g.layers {
-			r := image.Rect(inner.Min.X, inner.Min.Y+i*24, inner.Max.X, inner.Min.Y+i*24+24)
-			cv.checkbox(r.Inset(2), lay, true, false)
-		}
-		if len(g.layers) == 0 {
-			cv.text(inner.Min.X+6, inner.Min.Y+6, "No layers. Use d.rast / d.vect or the Data tab.", colDim)
-		}
-	case 1:
-		inner := cv.panel(grassOutputBox, "Command console", colField)
-		cv.noise(inner, hashString("grass-console"), grainPanel)
-		cv.lines(inner, g.console, g.outScroll, colText)
-		cv.field(grassConsoleBox, u.field("console"), "Type a GRASS command, e.g. g.list raster", u.focus == "console", u.selAll && u.focus == "console")
-		cv.button(l.byID["run"].Box, "Run", false)
-	default:
-		inner := cv.panel(grassPanelBox, "Data catalog (double-click a map to display it)", colField)
-		cv.noise(inner, hashString("grass-catalog"), grainPanel)
-		y := inner.Min.Y + 1
-		for _, row := range g.catalogRows() {
-			indent := 4
-			text := row
-			if k, n, ok := strings.Cut(row, "/"); ok {
-				indent, text = 28, n+"  ("+k+")"
-			} else if row != "PERMANENT" {
-				indent = 16
-			}
-			cv.textClip(inner.Min.X+indent, y, text, colText, inner)
-			y += lineH
-		}
-	}
-	// Status bar with the cursor's map coordinates.
-	cv.fill(image.Rect(0, 724, 764, 752), rgb(0xd4, 0xd4, 0xd2))
-	coords := "Coordinates: outside the map"
-	if cur := u.m.cur; cur.In(grassMapBox) {
-		per := float64(grassMapBox.Dx()) / (grassE - grassW) * g.zoom
-		e := (grassE+grassW)/2 + g.panX + float64(cur.X-(grassMapBox.Min.X+grassMapBox.Dx()/2))/per
-		n := (grassN+grassS)/2 + g.panY - float64(cur.Y-(grassMapBox.Min.Y+grassMapBox.Dy()/2))/per
-		coords = fmt.Sprintf("E: %.1f  N: %.1f", e, n)
-	}
-	cv.text(12, 731, coords, colText)
-	cv.fill(image.Rect(0, 756, ScreenW, ScreenH), rgb(0xd4, 0xd4, 0xd2))
-	cv.textClip(8, 770, u.status, colText, image.Rect(0, 756, ScreenW, ScreenH))
-}
-
-//go:norace
-func (g *grass) renderMap(cv *canvas) {
-	b := grassMapBox
-	cv.fill(b, colWhite)
-	cv.frame(b, colBorder)
-	seed := hashString("grass-map", strings.Join(g.layers, ","), gnum(g.zoom), gnum(g.panX), gnum(g.panY))
-	pix := cv.img.Pix
-	// Raster layers, bottom first.
-	for li := len(g.layers) - 1; li >= 0; li-- {
-		kind, name, _ := strings.Cut(g.layers[li], "/")
-		if kind != "raster" {
-			continue
-		}
-		r := g.rasters[name]
-		if r == nil {
-			continue
-		}
-		_, mn, mx, _, _, _ := rasterStats(r.Data)
-		span := mx - mn
-		if span == 0 {
-			span = 1
-		}
-		// Colour every cell once, then map pixels to cells.
-		categorical := name == "landuse" || r.Type == "CELL" && mx-mn <= 8
-		cellCol := make([]color3, len(r.Data))
-		cellOK := make([]bool, len(r.Data))
-		for i, v := range r.Data {
-			if math.IsNaN(v) {
-				continue
-			}
-			cellOK[i] = true
-			if categorical {
-				cellCol[i] = landuseColors[int(v)%len(landuseColors)]
-			} else {
-				cellCol[i] = elevRamp((v - mn) / span)
-			}
-		}
-		per := float64(b.Dx()) / (grassE - grassW) * g.zoom
-		cx := (grassE+grassW)/2 + g.panX
-		cy := (grassN+grassS)/2 + g.panY
-		colOf := make([]int, b.Dx())
-		for x := range colOf {
-			e := cx + (float64(b.Min.X+x)-float64(b.Min.X+b.Dx()/2))/per
-			colOf[x] = int(math.Floor((e - grassW) / grassRes))
-		}
-		for y := b.Min.Y + 1; y < b.Max.Y-1; y++ {
-			n := cy - (float64(y)-float64(b.Min.Y+b.Dy()/2))/per
-			row := int(math.Floor((grassN - n) / grassRes))
-			if row < 0 || row >= grassRows {
-				continue
-			}
-			off := y*cv.img.Stride + 4*(b.Min.X+1)
-			for x := b.Min.X + 1; x < b.Max.X-1; x, off = x+1, off+4 {
-				col := colOf[x-b.Min.X]
-				if col < 0 || col >= grassCols {
-					continue
-				}
-				i := row*grassCols + col
-				if !cellOK[i] {
-					continue
-				}
-				c := cellCol[i]
-				pix[off], pix[off+1], pix[off+2] = c.r, c.g, c.b
-			}
-		}
-	}
-	cv.noise(b.Inset(1), seed, grainMain)
-	// Vector layers, bottom first.
-	for li := len(g.layers) - 1; li >= 0; li-- {
-		kind, name, _ := strings.Cut(g.layers[li], "/")
-		if kind != "vector" {
-			continue
-		}
-		v := g.vectors[name]
-		if v == nil {
-			continue
-		}
-		g.drawVector(cv, v)
-	}
-	// Region outline.
-	x0, y0 := g.mapToScreen(g.region.W, g.region.N)
-	x1, y1 := g.mapToScreen(g.region.E, g.region.S)
-	rr := image.Rect(int(x0), int(y0), int(x1), int(y1)).Intersect(b)
-	if !rr.Empty() {
-		cv.frame(rr, rgb(255, 0, 0))
-	}
-}
-
-func (g *grass) drawVector(cv *canvas, v *grassVector) {
-	b := grassMapBox
-	rng := hashString("grass-vec", v.geomSeed)
-	rnd := func() float64 {
-		rng = splitmix64(rng)
-		return float64(rng>>11) / (1 << 53)
-	}
-	col := map[string]color3{"roads": {90, 90, 90}, "streams": {30, 90, 220}, "schools": {200, 30, 30}}[v.geomSeed]
-	if col == (color3{}) {
-		col = color3{120, 60, 160}
-	}
-	c := rgb(col.r, col.g, col.b)
-	bufPx := 0.0
-	if v.Buffer > 0 {
-		bufPx = v.Buffer * float64(b.Dx()) / (grassE - grassW) * g.zoom
-	}
-	for i := 0; i < v.Features; i++ {
-		e := grassW + rnd()*(grassE-grassW)
-		n := grassS + rnd()*(grassN-grassS)
-		x, y := g.mapToScreen(e, n)
-		if v.Type == "point" || v.geomSeed == "schools" {
-			if bufPx > 0 {
-				cv.disc(x, y, math.Max(1, bufPx), rgb(255, 200, 200), false, b)
-			}
-			cv.disc(x, y, 3, c, false, b)
-			continue
-		}
-		px, py := x, y
-		ang := rnd() * 2 * math.Pi
-		for s := 0; s < 6; s++ {
-			ang += (rnd() - 0.5) * 0.8
-			e += math.Cos(ang) * 600
-			n += math.Sin(ang) * 600
-			nx, ny := g.mapToScreen(e, n)
-			if (image.Point{int(nx), int(ny)}).In(b) && (image.Point{int(px), int(py)}).In(b) {
-				if bufPx > 0 {
-					cv.line(px, py, nx, ny, rgb(255, 215, 170), min(40, max(2, int(2*bufPx))), b)
-				}
-				cv.line(px, py, nx, ny, c, 2, b)
-			}
-			px, py = nx, ny
-		}
-	}
+	g.panX = expr.RoundSig(g.panX-float64(to.X-from.X)*per, 10)
+	g.panY = expr.RoundSig(g.panY+float64(to.Y-from.Y)*per, 10)
 }

@@ -1,9 +1,10 @@
-package desktop
+package screen
 
 import (
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/adler32"
 	"hash/crc32"
@@ -32,9 +33,15 @@ type pngBand struct {
 	comp bytes.Buffer
 }
 
-// encodeRGBPNG encodes img as an RGB PNG with the given tEXt chunks
-// (keyword, text) before IEND. The alpha channel is ignored.
-func encodeRGBPNG(img *image.RGBA, texts ...[2][]byte) ([]byte, error) {
+// TextChunk is a PNG tEXt chunk: a keyword and its (Latin-1) text.
+type TextChunk struct {
+	Keyword string
+	Text    []byte
+}
+
+// EncodePNG encodes img as an 8-bit RGB PNG with the given tEXt chunks
+// before IEND. The alpha channel is ignored.
+func EncodePNG(img *image.RGBA, texts ...TextChunk) ([]byte, error) {
 	w, h := img.Rect.Dx(), img.Rect.Dy()
 	if w <= 0 || h <= 0 {
 		return nil, fmt.Errorf("sim: encode png: empty image")
@@ -85,10 +92,10 @@ func encodeRGBPNG(img *image.RGBA, texts ...[2][]byte) ([]byte, error) {
 	out = appendChunk(out, "IHDR", ihdr[:])
 	out = appendChunk(out, "IDAT", idat)
 	for _, t := range texts {
-		data := make([]byte, 0, len(t[0])+1+len(t[1]))
-		data = append(data, t[0]...)
+		data := make([]byte, 0, len(t.Keyword)+1+len(t.Text))
+		data = append(data, t.Keyword...)
 		data = append(data, 0)
-		data = append(data, t[1]...)
+		data = append(data, t.Text...)
 		out = appendChunk(out, "tEXt", data)
 	}
 	out = appendChunk(out, "IEND", nil)
@@ -168,4 +175,38 @@ func absInt8(b byte) int {
 		return -v
 	}
 	return v
+}
+
+var pngSignature = []byte("\x89PNG\r\n\x1a\n")
+
+// ReadText returns the text of a PNG's tEXt chunk with the given keyword.
+// It checks the PNG signature and the chunk's CRC; a PNG without the
+// chunk is an error.
+func ReadText(data []byte, keyword string) ([]byte, error) {
+	if !bytes.HasPrefix(data, pngSignature) {
+		return nil, errors.New("not a PNG")
+	}
+	for off := len(pngSignature); off+12 <= len(data); {
+		n := binary.BigEndian.Uint32(data[off:])
+		if uint64(n) > uint64(len(data)-off-12) {
+			return nil, fmt.Errorf("chunk at offset %d overruns the file", off)
+		}
+		typ := string(data[off+4 : off+8])
+		body := data[off+8 : off+8+int(n)]
+		if typ == "tEXt" {
+			kw, text, found := bytes.Cut(body, []byte{0})
+			if found && string(kw) == keyword {
+				want := binary.BigEndian.Uint32(data[off+8+int(n):])
+				if got := crc32.ChecksumIEEE(data[off+4 : off+8+int(n)]); got != want {
+					return nil, fmt.Errorf("CRC mismatch (got %08x, want %08x)", got, want)
+				}
+				return text, nil
+			}
+		}
+		if typ == "IEND" {
+			break
+		}
+		off += 12 + int(n)
+	}
+	return nil, fmt.Errorf("no %q tEXt chunk", keyword)
 }

@@ -1,0 +1,136 @@
+// Package desktoptest is part of codapipe's SIMULATOR (see package sim):
+// helpers for the tests that drive a simulated machine (package desktop)
+// with some apps, used by the tests of the machine and of every app.
+package desktoptest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/codapipe/codapipe/internal/sim/desktop"
+)
+
+// Machine is a simulated machine driven by a test: its helpers fail the
+// test when an input or a request fails.
+type Machine struct {
+	desktop.Machine
+	Catalog *desktop.Catalog
+	t       testing.TB
+}
+
+// New returns a machine in its snapshot state (no app running) that runs
+// the given apps, with its looks seeded by seed.
+func New(t testing.TB, seed int64, apps ...desktop.AppSpec) *Machine {
+	t.Helper()
+	cat, err := desktop.NewCatalog(apps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Machine{Machine: desktop.NewMachine(desktop.MachineConfig{Apps: cat, Seed: seed}), Catalog: cat, t: t}
+}
+
+// Start returns a machine that runs app, its looks seeded by 0, with app
+// launched by command.
+func Start(t testing.TB, app desktop.AppSpec, command string) *Machine {
+	t.Helper()
+	m := New(t, 0, app)
+	m.Start(command)
+	return m
+}
+
+// Start launches an app from a command line.
+func (m *Machine) Start(command string) {
+	m.t.Helper()
+	if err := m.Launch(command); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// Input applies events.
+func (m *Machine) Input(evs ...desktop.Event) {
+	m.t.Helper()
+	for _, ev := range evs {
+		if err := m.Machine.Input(ev); err != nil {
+			m.t.Fatalf("input %+v: %v", ev, err)
+		}
+	}
+}
+
+// Click clicks the centre of the element with this label.
+func (m *Machine) Click(label string) {
+	m.t.Helper()
+	e, ok := m.Catalog.FindElement(label)
+	if !ok {
+		m.t.Fatalf("no element %q", label)
+	}
+	c := e.Center()
+	m.Input(desktop.Event{Kind: desktop.EvClick, X: c.X, Y: c.Y, HasXY: true, Button: "left", Clicks: 1})
+}
+
+// Write types text.
+func (m *Machine) Write(text string) {
+	m.t.Helper()
+	m.Input(desktop.Event{Kind: desktop.EvWrite, Text: text})
+}
+
+// Key presses one key, or several together as a hotkey.
+func (m *Machine) Key(keys ...string) {
+	m.t.Helper()
+	kind := desktop.EvHotkey
+	if len(keys) == 1 {
+		kind = desktop.EvPress
+	}
+	m.Input(desktop.Event{Kind: kind, Keys: keys})
+}
+
+// Get returns the JSON object an app-state request answers (an empty body
+// is a GET); any status but 200 fails the test.
+func (m *Machine) Get(path, body string) map[string]any {
+	m.t.Helper()
+	var b []byte
+	if body != "" {
+		b = []byte(body)
+	}
+	resp, status := m.AppState(path, b)
+	if status != 200 {
+		m.t.Fatalf("%s: status %d: %s", path, status, resp)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(resp, &v); err != nil {
+		m.t.Fatalf("%s: %v: %s", path, err, resp)
+	}
+	return v
+}
+
+// Value returns the value at keys in the JSON object a GET of path
+// answers (nested objects; no keys: the whole object).
+func (m *Machine) Value(path string, keys ...string) any {
+	m.t.Helper()
+	var v any = m.Get(path, "")
+	for _, k := range keys {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			m.t.Fatalf("%s: no object at %q in %v", path, k, v)
+		}
+		v = obj[k]
+	}
+	return v
+}
+
+// Visible returns the elements of the running app that the accessibility
+// tree lists, i.e. those shown now.
+func (m *Machine) Visible() []desktop.Element { return VisibleElements(m.Machine, m.Catalog) }
+
+// VisibleElements returns the elements of m's running app (from cat) that
+// its accessibility tree lists, i.e. those shown now.
+func VisibleElements(m desktop.Machine, cat *desktop.Catalog) []desktop.Element {
+	var out []desktop.Element
+	tree := m.Accessibility()
+	for _, e := range cat.Elements(m.State().App) {
+		if strings.Contains(tree, `name="`+e.Label+`"`) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

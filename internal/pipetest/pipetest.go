@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,7 @@ import (
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/service"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
@@ -67,7 +69,16 @@ type Spec struct {
 	// NATS is the URL of an external NATS server; empty runs the embedded
 	// one in the data directory.
 	NATS string
+	// Start is the run's start time (DefaultStart), recorded in the run
+	// ledger before rollout runs, as a resumed run would find it: the
+	// trajectory ids derive from it, and the judge's sampling seeds from
+	// the ids, so a fixed start makes the judged corpus the same on every
+	// run of the Spec.
+	Start time.Time
 }
+
+// DefaultStart is the run start of a Spec that names none.
+var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // withDefaults fills the zero fields.
 func (s Spec) withDefaults() Spec {
@@ -95,6 +106,9 @@ func (s Spec) withDefaults() Spec {
 	if s.TimeScale == 0 {
 		s.TimeScale = 0.0005
 	}
+	if s.Start.IsZero() {
+		s.Start = DefaultStart
+	}
 	if s.JudgeArgs == nil {
 		s.JudgeArgs = []string{"--max-frames", "4"}
 	}
@@ -107,7 +121,7 @@ func (s Spec) key() string {
 	if s.Judge != nil {
 		judge = s.Judge.Name + " " + strings.Join(s.JudgeArgs, " ")
 	}
-	return fmt.Sprintf("%s|%v|%d|%d|%d|%d|%s|%s|%g|%v|%s|%s", s.App, s.Tasks, s.Samples, s.Group, s.VMs, s.Seed, s.Run, s.Sim, s.TimeScale, s.RolloutArgs, judge, s.NATS)
+	return fmt.Sprintf("%s|%v|%d|%d|%d|%d|%s|%s|%g|%v|%s|%s|%s", s.App, s.Tasks, s.Samples, s.Group, s.VMs, s.Seed, s.Run, s.Sim, s.TimeScale, s.RolloutArgs, judge, s.NATS, s.Start.Format(time.RFC3339Nano))
 }
 
 // Pipeline is a finished simulated pipeline.
@@ -215,6 +229,9 @@ func run(dir string, s Spec) (*Pipeline, error) {
 		}
 		simArgs = []string{"--sim-config", f}
 	}
+	if err := startRun(ctx, dir, s); err != nil {
+		return nil, err
+	}
 	args := append(slices.Clone(common), "--sim", "--app", s.App, "--tasks", tasks,
 		"--group", strconv.Itoa(s.Group), "--samples", strconv.Itoa(s.Samples), "--run", s.Run,
 		"--vms", strconv.Itoa(s.VMs), "--seed", strconv.FormatInt(s.Seed, 10),
@@ -237,6 +254,23 @@ func run(dir string, s Spec) (*Pipeline, error) {
 	return p, nil
 }
 
+// startRun records the run's start in the run ledger.
+func startRun(ctx context.Context, dir string, s Spec) error {
+	p := &Pipeline{Dir: dir, Spec: s}
+	env := service.NewEnv("pipetest", p.Common(), slog.New(slog.DiscardHandler), nil, nil)
+	defer env.Close()
+	b, err := env.Bus(ctx)
+	if err != nil {
+		return err
+	}
+	runs, err := ledger.Open(ctx, b, env.Common.Topology())
+	if err != nil {
+		return err
+	}
+	_, err = runs.Start(ctx, s.Run, s.Start)
+	return err
+}
+
 // runCommand runs cmd with args as its main function does.
 func runCommand(ctx context.Context, cmd service.Command, args []string) error {
 	var out, errb bytes.Buffer
@@ -249,7 +283,7 @@ func runCommand(ctx context.Context, cmd service.Command, args []string) error {
 // read reads the run's raw trajectories and the judged ones back from the
 // streams.
 func (p *Pipeline) read(ctx context.Context) error {
-	env := service.NewEnv("pipetest", p.Common(), nil, nil, nil)
+	env := service.NewEnv("pipetest", p.Common(), slog.New(slog.DiscardHandler), nil, nil)
 	defer env.Close()
 	b, err := env.Bus(ctx)
 	if err != nil {

@@ -21,12 +21,15 @@ func TestMain(m *testing.M) {
 }
 
 // content is what a trajectory says about the episode, without what
-// differs between two runs of it by design: its id (from the run's start
-// time), the VM it ran on and the times.
+// differs between two runs of it by design: the VM it ran on, the times,
+// the model endpoints' URLs (random ports) and the task file's path. The ids are the same: the
+// fixture starts both runs at Spec.Start.
 func content(t *testing.T, tr *traj.Trajectory) string {
 	t.Helper()
 	cp := *tr
 	cp.ID, cp.VM = "", ""
+	cp.Models.Planner.Endpoint, cp.Models.Executor.Endpoint = "", "" // random ports
+	cp.Task.Source = ""                                              // the task file, in a temporary folder
 	cp.StartedAt, cp.EndedAt = time.Time{}, time.Time{}
 	cp.Steps = append([]traj.Step(nil), tr.Steps...)
 	for i := range cp.Steps {

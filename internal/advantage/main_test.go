@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/metrics"
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/service"
 )
@@ -42,7 +41,7 @@ func TestMain(m *testing.M) {
 		start := time.Now()
 		code := service.MainContext(context.Background(), Command(), args, os.Stdout, os.Stderr)
 		if path := os.Getenv(envReport); path != "" {
-			body, _ := json.Marshal(childReport{Exit: code, Seconds: time.Since(start).Seconds(), PeakRSS: peakRSS()})
+			body, _ := json.Marshal(childReport{Exit: code, Seconds: time.Since(start).Seconds(), PeakRSS: metrics.PeakRSS()})
 			if err := os.WriteFile(path, body, 0o644); err != nil {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", envReport, err)
 				os.Exit(2)
@@ -53,23 +52,4 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	pipetest.Cleanup()
 	os.Exit(code)
-}
-
-// peakRSS returns the process's peak resident set size (VmHWM of
-// /proc/self/status) in bytes, or -1.
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return -1
-			}
-			return kb << 10
-		}
-	}
-	return -1
 }

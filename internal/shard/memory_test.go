@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	procmetrics "github.com/codapipe/codapipe/internal/metrics"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,23 +108,5 @@ func memoryChild(t *testing.T) {
 			os.Remove(filepath.Join(bucketDir, filepath.FromSlash(f.Key))) // keep the disk use down
 		}
 	}
-	fmt.Printf("MEMORY written=%d peak_heap=%d peak_rss=%d peak_live=%d\n", written, peak, peakRSS(), live)
-}
-
-// peakRSS returns the process's peak resident set size (VmHWM), or -1.
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return -1
-			}
-			return kb << 10
-		}
-	}
-	return -1
+	fmt.Printf("MEMORY written=%d peak_heap=%d peak_rss=%d peak_live=%d\n", written, peak, procmetrics.PeakRSS(), live)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -86,38 +87,12 @@ func TestAcceptBadInputDeadLettered(t *testing.T) {
 	if !strings.Contains(out, "4 dead-lettered") {
 		t.Errorf("advantage output does not report 4 dead letters:\n%s", out)
 	}
-	reasons := map[string]string{}
-	err = b.Scan(ctx, bus.Dead, bus.AllSubjects(bus.Dead), time.Time{}, func(s bus.Stored) error {
-		_, hdr, err := b.Get(ctx, bus.Dead, s.Seq)
-		if err != nil {
-			return err
-		}
-		reasons[hdr.Get("Coda-Dead-Msg-Id")] = hdr.Get(bus.HeaderDeadReason)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, want := range map[string][]string{
+	pipetest.CheckDeadLetters(t, b, map[string][]string{
 		"corrupt-1": {"not a valid judged trajectory"},
 		shotID:      {"screenshot", gone, "missing"},
 		promptID:    {"prompt set", noPrompts},
 		malformedID: {"judgement.decision", "verdict says"},
-	} {
-		r, ok := reasons[id]
-		if !ok {
-			t.Errorf("message %s was not dead-lettered (dead letters: %v)", id, reasons)
-			continue
-		}
-		for _, w := range want {
-			if !strings.Contains(r, w) {
-				t.Errorf("dead-letter reason of %s lacks %q: %s", id, w, r)
-			}
-		}
-	}
-	if len(reasons) != 4 {
-		t.Errorf("%d dead letters, want 4: %v", len(reasons), reasons)
-	}
+	})
 
 	// Every good trajectory's rows are written, the bad ones' are not.
 	bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})

@@ -266,6 +266,7 @@ const (
 	HeaderDeadSeq        = "Coda-Dead-Seq"
 	HeaderDeadConsumer   = "Coda-Dead-Consumer"
 	HeaderDeadDeliveries = "Coda-Dead-Deliveries"
+	HeaderDeadMsgID      = "Coda-Dead-Msg-Id" // the original message id
 )
 
 // headerAllowance is what Publish keeps free below the payload limit for

@@ -381,7 +381,7 @@ func (r *runner) deadLetter(ctx context.Context, jm jetstream.Msg, m *Msg, reaso
 	h.Set(HeaderDeadConsumer, r.spec.Durable)
 	h.Set(HeaderDeadDeliveries, strconv.FormatUint(m.Deliveries, 10))
 	if m.ID != "" {
-		h.Set("Coda-Dead-Msg-Id", m.ID)
+		h.Set(HeaderDeadMsgID, m.ID)
 	}
 	dm := &nats.Msg{Subject: DeadSubject(m.Subject), Header: h, Data: jm.Data()}
 	cctx, cancel := context.WithTimeout(ctx, r.b.timeout)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/service"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -123,27 +124,8 @@ func TestAcceptFaults(t *testing.T) {
 	}
 	t.Logf("%d undecided, %d votes asked again, %d judge calls answered", undecided, reasked, len(models.Answered("judge")))
 
-	dead := readStream(t, b, bus.Dead, bus.AllSubjects(bus.Dead))
-	reasons := map[string]string{}
-	for _, m := range dead {
-		reasons[m.Header.Get("Coda-Dead-Msg-Id")] = m.Header.Get(bus.HeaderDeadReason)
-	}
-	for id, want := range map[string][]string{
+	pipetest.CheckDeadLetters(t, b, map[string][]string{
 		"corrupt-1": {"not a valid trajectory"},
 		victim.ID:   {victim.ID, gone.SHA256, "final screen", "not found"},
-	} {
-		r, ok := reasons[id]
-		if !ok {
-			t.Errorf("message %s was not dead-lettered (dead letters: %v)", id, reasons)
-			continue
-		}
-		for _, w := range want {
-			if !strings.Contains(r, w) {
-				t.Errorf("dead-letter reason of %s lacks %q: %s", id, w, r)
-			}
-		}
-	}
-	if len(dead) != 2 {
-		t.Errorf("%d dead letters, want 2: %v", len(dead), reasons)
-	}
+	})
 }

@@ -483,3 +483,35 @@ func Archived(t testing.TB, b blob.Bucket) (docs map[string]*traj.Judged, damage
 	}
 	return docs, damaged
 }
+
+// CheckDeadLetters fails the test unless the dead-letter stream of b holds
+// exactly the messages of want (message id → what its reason must say,
+// each string a part of the reason).
+func CheckDeadLetters(t testing.TB, b *bus.Bus, want map[string][]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dead, err := ReadStream(ctx, b, bus.Dead, bus.AllSubjects(bus.Dead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, m := range dead {
+		reasons[m.Header.Get(bus.HeaderDeadMsgID)] = m.Header.Get(bus.HeaderDeadReason)
+	}
+	for id, parts := range want {
+		r, ok := reasons[id]
+		if !ok {
+			t.Errorf("message %s was not dead-lettered (dead letters: %v)", id, reasons)
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(r, p) {
+				t.Errorf("the dead-letter reason of %s lacks %q: %s", id, p, r)
+			}
+		}
+	}
+	if len(dead) != len(want) {
+		t.Errorf("%d dead letters, want %d: %v", len(dead), len(want), reasons)
+	}
+}

@@ -3,7 +3,6 @@ package advantage
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/pipetest"
+	"github.com/codapipe/codapipe/internal/proctest"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -185,18 +185,13 @@ func killAndRestart(t *testing.T, mode string) {
 
 	args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--mode", mode,
 		"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40"}
-	js, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logf, err := os.Create(filepath.Join(dir, "advantage.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
 	start := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envProcess+"=1", envArgs+"="+string(js))
+		cmd := proctest.Command(t, "", args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -3,14 +3,11 @@ package advantage
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +17,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/proctest"
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
@@ -217,28 +215,19 @@ func BenchmarkAdvantageService(b *testing.B) {
 		wantRows, trajectories, imageBytes := benchInput(b, dir, srv.URL())
 
 		args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--embed-images"}
-		js, err := json.Marshal(args)
-		if err != nil {
-			b.Fatal(err)
-		}
 		report := filepath.Join(b.TempDir(), "report.json")
-		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-		cmd.Env = append(os.Environ(), envProcess+"=1", envArgs+"="+string(js), envReport+"="+report)
+		cmd := proctest.Command(b, report, args...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		b.StartTimer()
-		err = cmd.Run()
+		err := cmd.Run()
 		b.StopTimer()
 		if err != nil {
 			b.Fatalf("advantage: %v\n%s", err, out.String())
 		}
-		body, err := os.ReadFile(report)
+		rep, err := proctest.ReadReport(report)
 		if err != nil {
-			b.Fatalf("the child wrote no report: %v\n%s", err, out.String())
-		}
-		var rep childReport
-		if err := json.Unmarshal(body, &rep); err != nil {
-			b.Fatal(err)
+			b.Fatalf("%v\n%s", err, out.String())
 		}
 
 		ctx := context.Background()

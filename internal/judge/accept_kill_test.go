@@ -2,7 +2,6 @@ package judge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/proctest"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -23,12 +23,7 @@ import (
 // binary in its TestMain mode) with args; its output goes to log.
 func judgeProcess(t *testing.T, log *os.File, args ...string) *exec.Cmd {
 	t.Helper()
-	js, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envProcess+"=1", envArgs+"="+string(js))
+	cmd := proctest.Command(t, "", args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

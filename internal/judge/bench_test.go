@@ -7,6 +7,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/sim/apps"
+	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -139,5 +141,24 @@ func BenchmarkJudgeThroughput(b *testing.B) {
 		bb.Close()
 		srv.Shutdown()
 		b.StartTimer()
+	}
+}
+
+// BenchmarkResize: one simulated 1280×800 screenshot scaled to fit 640×400
+// (Catmull-Rom), as the low-resolution pass does for each frame.
+func BenchmarkResize(b *testing.B) {
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 3})
+	if err := m.Launch("chimerax"); err != nil {
+		b.Fatal(err)
+	}
+	shot, err := m.Screenshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(shot)))
+	for b.Loop() {
+		if _, _, err := Resize(shot, Size{640, 400}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

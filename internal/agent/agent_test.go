@@ -165,12 +165,12 @@ func perfect(wc *sim.WorldConfig) {
 	wc.Models.Executor.GroundingNoise, wc.Models.Executor.MisgroundRate = 0, 0
 }
 
-// TestEverySimTaskSucceedsWithPerfectModels is the simulator's acceptance
+// TestAcceptEverySimTaskSucceedsWithPerfectModels is the simulator's acceptance
 // end to end: over HTTP, through the planner and executor endpoints, the
 // guest protocol and the task's own evaluator, every task succeeds within
 // its step limit when the planner always takes the oracle step and the
 // executor grounds without noise.
-func TestEverySimTaskSucceedsWithPerfectModels(t *testing.T) {
+func TestAcceptEverySimTaskSucceedsWithPerfectModels(t *testing.T) {
 	w := startWorld(t, 4, 2, perfect)
 	for id, tr := range w.runAll(t) {
 		if err := tr.Validate(); err != nil {
@@ -191,10 +191,10 @@ func TestEverySimTaskSucceedsWithPerfectModels(t *testing.T) {
 	}
 }
 
-// TestNoSimTaskSucceedsWithSkillZero: the evaluators are real checks of
+// TestAcceptNoSimTaskSucceedsWithSkillZero: the evaluators are real checks of
 // the simulated state — a planner that never takes the right step never
 // passes one.
-func TestNoSimTaskSucceedsWithSkillZero(t *testing.T) {
+func TestAcceptNoSimTaskSucceedsWithSkillZero(t *testing.T) {
 	w := startWorld(t, 4, 0, func(wc *sim.WorldConfig) {
 		perfect(wc)
 		wc.Models.Planner.DefaultSkill = 0
@@ -209,10 +209,10 @@ func TestNoSimTaskSucceedsWithSkillZero(t *testing.T) {
 	}
 }
 
-// TestSameSeedSameTrajectory: with the same seed and configuration, two
+// TestAcceptSameSeedSameTrajectory: with the same seed and configuration, two
 // runs in fresh worlds produce byte-identical screenshots and model
 // answers (the times and ids differ).
-func TestSameSeedSameTrajectory(t *testing.T) {
+func TestAcceptSameSeedSameTrajectory(t *testing.T) {
 	tasks, err := simtasks.All()
 	if err != nil {
 		t.Fatal(err)

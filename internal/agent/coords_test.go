@@ -33,12 +33,12 @@ var pyPoint = regexp.MustCompile(`pyautogui\.(?:click|doubleClick|rightClick|mov
 // quoted matches the single-quoted names in a thought.
 var quoted = regexp.MustCompile(`'([^']+)'`)
 
-// TestExecutedClicksLandOnIntendedElements runs the simulated rollout with
+// TestAcceptExecutedClicksLandOnIntendedElements runs the simulated rollout with
 // the executor answering in each coordinate space (and the agent parsing in
 // the same space): every executed pointer action lands inside the element
 // its thought names, every task succeeds with perfect models, and the
 // trajectory records both models' spaces.
-func TestExecutedClicksLandOnIntendedElements(t *testing.T) {
+func TestAcceptExecutedClicksLandOnIntendedElements(t *testing.T) {
 	for _, space := range []traj.Coords{
 		uitars.Resized(),
 		uitars.Grid(),

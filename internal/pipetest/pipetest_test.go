@@ -47,10 +47,10 @@ func content(t *testing.T, tr *traj.Trajectory) string {
 	return string(b)
 }
 
-// TestSameSpecSameCorpus: one Spec run twice — the second time on half
+// TestAcceptSameSpecSameCorpus: one Spec run twice — the second time on half
 // the VMs, so other VMs take other episodes in another order — gives the
 // same trajectories and the same judge decisions.
-func TestSameSpecSameCorpus(t *testing.T) {
+func TestAcceptSameSpecSameCorpus(t *testing.T) {
 	jc := judge.Command()
 	spec := pipetest.Spec{Tasks: []string{"S01", "S02", "S03"}, Samples: 2, Seed: 7, Judge: &jc,
 		Sim: `{"models": {"planner": {"default_skill": 0.8, "skill": {}}}}`}

@@ -25,7 +25,7 @@ import (
 
 // The acceptance tests of the simulated world: every task on a simulated
 // machine (packages tasks and desktop), through this package's API. They
-// live in the top package so that `go test -run TestOracleSolvesEveryTask
+// live in the top package so that `go test -run TestAcceptOracleSolvesEveryTask
 // ./internal/sim` (make test's full acceptance run) finds them.
 
 // episode is the outcome of playing actions on a machine.
@@ -97,7 +97,7 @@ func mustTasks(t testing.TB) []tasks.Task {
 	return ts
 }
 
-func TestOracleSolvesEveryTask(t *testing.T) {
+func TestAcceptOracleSolvesEveryTask(t *testing.T) {
 	// Screenshots after every step measure the sizes; -race and -short
 	// runs take only the final one.
 	full := !raceEnabled && !testing.Short()
@@ -375,7 +375,7 @@ func mustRoundTrip(t *testing.T, st desktop.State) string {
 	return string(b)
 }
 
-func TestDeterminism(t *testing.T) {
+func TestAcceptDeterminism(t *testing.T) {
 	for _, task := range mustTasks(t) {
 		if !strings.HasSuffix(task.ID, "/S01") {
 			continue

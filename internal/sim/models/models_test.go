@@ -413,7 +413,7 @@ func judgeParses(s string) error {
 	return err
 }
 
-func TestModelsMalformedRate(t *testing.T) {
+func TestAcceptModelsMalformedRate(t *testing.T) {
 	const calls = 1000
 	for _, rate := range []float64{0.2, 0} {
 		cfg := fastConfig()
@@ -797,7 +797,7 @@ func planOnce(t *testing.T, cl *openai.Client, instruction string, history []str
 	return resp.Choices[0].Message.Content
 }
 
-func TestModelsPlannerSkill(t *testing.T) {
+func TestAcceptModelsPlannerSkill(t *testing.T) {
 	for _, skill := range []float64{1, 0} {
 		cfg := fastConfig()
 		cfg.Planner.DefaultSkill = skill
@@ -1168,7 +1168,7 @@ func TestModelsJudgeAnswerTruth(t *testing.T) {
 	}
 }
 
-func TestModelsJudgeRates(t *testing.T) {
+func TestAcceptModelsJudgeRates(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 0.8, 0.2
 	cfg.Judge.LowRes = &JudgeRates{Recall: 0.5, FalsePositiveRate: 0.5}

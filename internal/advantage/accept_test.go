@@ -31,6 +31,16 @@ var corpusSpec = pipetest.Spec{
 	Sim: `{"models": {"planner": {"default_skill": 0.85, "skill": {}}}}`, Judge: &judgeCommand,
 }
 
+// smallSpec is a judged corpus small enough for the tests that run under
+// the race detector (make test runs TestAccept* without it): two tasks
+// twice, a very good planner and an accurate judge, so it still holds
+// clean successes.
+var smallSpec = pipetest.Spec{
+	Tasks: []string{"S01", "S02"}, Samples: 2, Group: 2, Seed: 3, Run: "adv-small", Judge: &judgeCommand,
+	Sim: `{"models": {"planner": {"default_skill": 0.95, "skill": {}},
+		"judge": {"recall": 0.97, "false_positive_rate": 0.03, "low_res": {"recall": 0.97, "false_positive_rate": 0.03}, "vote_correlation": 0.9}}}`,
+}
+
 // corpus returns the test's own copy of the shared judged corpus: its
 // data directory (blob store and embedded NATS server) and the judged
 // trajectories on the stream.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/grpo"
 
@@ -27,7 +28,9 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 // every codapipe_* metric of the scrape; the counters agree with the run.
 func TestAdvantageMetricsDocumented(t *testing.T) {
 	docs := docstest.Metrics(t, "../../docs/operations.md")
-	dir, judged := corpus(t)
+	p := pipetest.Shared(t, smallSpec) // small: this test runs under the race detector
+	p.RequireCleanSuccesses(t, 1, 1)
+	dir, judged := p.Dir, p.Judged
 	common := &service.Common{DataDir: dir, Drain: true}
 	env := service.NewEnv("advantage", common, quietLog(), io.Discard, io.Discard)
 	defer env.Close()

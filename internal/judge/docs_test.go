@@ -19,7 +19,7 @@ import (
 func TestJudgeMetricsDocumented(t *testing.T) {
 	docs := docstest.Metrics(t, "../../docs/operations.md")
 	srv := natstest.Start(t)
-	c := sharedCorpus(t)
+	c := skillCorpus(t, 0.3, 1, "S01", "S02") // small: this test runs under the race detector
 	common := &service.Common{DataDir: t.TempDir(), Store: filepath.Join(c.dir, "blobs"), Drain: true}
 	common.NATS.URL = srv.URL()
 	env := service.NewEnv("judge", common, quietLog(), nil, nil)

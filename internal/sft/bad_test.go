@@ -13,10 +13,10 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
-// TestBadInputIsSkipped: a judged trajectory that cannot become samples
+// TestAcceptBadInputIsSkipped: a judged trajectory that cannot become samples
 // is skipped whole and listed in the manifest with the reason, and the
 // build writes every other sample — for each kind of bad input.
-func TestBadInputIsSkipped(t *testing.T) {
+func TestAcceptBadInputIsSkipped(t *testing.T) {
 	c := sharedCorpus(t)
 	docs := archived(t, c.StoreDir())
 	clean := cleanKeys(docs)

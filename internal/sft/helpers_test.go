@@ -57,6 +57,18 @@ func sharedCorpus(t testing.TB) *pipetest.Pipeline {
 	return p
 }
 
+// smallCorpus is a judged corpus small enough for the tests that run
+// under the race detector (make test runs TestAccept* without it): two
+// tasks twice, with clean successes.
+func smallCorpus(t testing.TB) *pipetest.Pipeline {
+	t.Helper()
+	s := corpusSpec
+	s.Tasks, s.Samples, s.Run = []string{"S01", "S02"}, 2, "sft-small"
+	p := pipetest.Shared(t, s)
+	p.RequireCleanSuccesses(t, 1, 2)
+	return p
+}
+
 // freshStore returns the blob store of another copy of the corpus, for a
 // test that damages it.
 func freshStore(t testing.TB) string {

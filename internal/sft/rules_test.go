@@ -110,12 +110,12 @@ func keys(m map[string]*string) []string {
 	return ks
 }
 
-// TestShareGPTRules: every sample of a build (both splits) keeps the
+// TestAcceptShareGPTRules: every sample of a build (both splits) keeps the
 // rules of LLaMA-Factory's sharegpt converter and multimodal plugin and of
 // ms-swift's messages format; every record has the same columns (the
 // JSON loader infers one schema); dataset_info.json names each split
 // with samples, in the sharegpt formatting with role/content tags.
-func TestShareGPTRules(t *testing.T) {
+func TestAcceptShareGPTRules(t *testing.T) {
 	c := sharedCorpus(t)
 	out := filepath.Join(t.TempDir(), "sft")
 	buildCLI(t, c.StoreDir(), out, "--val-fraction", "0.5")

@@ -31,11 +31,11 @@ func trajectoriesOf(t *testing.T, dir string) map[string]bool {
 	return out
 }
 
-// TestSelection: judge versions (latest by default, --judge-version),
+// TestAcceptSelection: judge versions (latest by default, --judge-version),
 // de-duplication by executed actions, --require-eval, --max-per-task,
 // --runs/--apps globs and --since/--until, on a copy of the corpus with
 // fabricated records.
-func TestSelection(t *testing.T) {
+func TestAcceptSelection(t *testing.T) {
 	c := sharedCorpus(t)
 	docs := archived(t, c.StoreDir())
 	clean := cleanKeys(docs)
@@ -339,7 +339,7 @@ func TestEmptyArchive(t *testing.T) {
 // there with its SHA-256, the manifest too, and the staging folder is
 // gone; sftpack export sends a local build the same way.
 func TestBuildToBucket(t *testing.T) {
-	c := sharedCorpus(t)
+	c := smallCorpus(t) // small: this test runs under the race detector
 	srv := miniotest.Start(t)
 	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
 	t.Setenv("AWS_REGION", miniotest.Region)
@@ -386,7 +386,7 @@ func TestBuildToBucket(t *testing.T) {
 // exactly the objects that were missing (counted), every object's SHA-256
 // matches the manifest, and manifest.json is written after every other
 // object.
-func TestExportInterruptedBuildResumes(t *testing.T) {
+func TestAcceptExportInterruptedBuildResumes(t *testing.T) {
 	c := sharedCorpus(t)
 	srv := miniotest.Start(t)
 	local := filepath.Join(t.TempDir(), "sft")

@@ -152,27 +152,7 @@ func TestExportResumesAfterCancel(t *testing.T) {
 					dst.wire.take()
 				}
 
-				rec := &recorder{Bucket: dst.bucket}
-				st, err = export.Dir(t.Context(), d.dir, rec, prefix, export.Options{Parallel: tc.parallel})
-				if err != nil {
-					t.Fatal(err)
-				}
-				missing := without(d.paths(), done)
-				if st.Uploaded != len(missing) || st.Skipped != len(done) || !st.ManifestUploaded {
-					t.Errorf("re-run: stats %s, want %d uploaded (files − already complete), %d skipped", describe(st), len(missing), len(done))
-				}
-				evs := rec.take()
-				checkManifestLast(t, evs, key(prefix, export.ManifestName))
-				want := keysOf(prefix, append(missing, export.ManifestName))
-				if got := stored(evs); !slices.Equal(got, want) {
-					t.Errorf("re-run stored %v, want %v", got, want)
-				}
-				if dst.wire != nil {
-					if got := dst.wire.take(); !slices.Equal(got, want) {
-						t.Errorf("re-run sent uploads for %v, want %v", got, want)
-					}
-				}
-				verifyExported(t, dst.bucket, prefix, d)
+				checkResumed(t, d, dst.bucket, dst.wire, prefix, done, export.Options{Parallel: tc.parallel})
 			})
 		}
 	}
@@ -241,15 +221,7 @@ func TestExportRepairsChangedObject(t *testing.T) {
 					t.Errorf("events %v, want the manifest deleted before the repair", evs)
 				}
 				checkManifestLast(t, evs, mkey)
-				want := keysOf(prefix, []string{victim, export.ManifestName})
-				if got := stored(evs); !slices.Equal(got, want) {
-					t.Errorf("stored %v, want %v", got, want)
-				}
-				if dst.wire != nil {
-					if got := dst.wire.take(); !slices.Equal(got, want) {
-						t.Errorf("sent uploads for %v, want %v", got, want)
-					}
-				}
+				checkStored(t, evs, dst.wire, keysOf(prefix, []string{victim, export.ManifestName}))
 				verifyExported(t, dst.bucket, prefix, d)
 			})
 		}

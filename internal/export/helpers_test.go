@@ -434,3 +434,38 @@ func seedBytes(n int64, seed uint64) []byte {
 func describe(st export.Stats) string {
 	return fmt.Sprintf("%+v", st)
 }
+
+// checkResumed runs the export of d to b again after an interrupted one
+// that left the files done complete: it must upload exactly the others and
+// the manifest, last (also on the wire, when w is given), skip done, and
+// leave a complete export.
+func checkResumed(t *testing.T, d *dataset, b blob.Bucket, w *wire, prefix string, done []string, opts export.Options) {
+	t.Helper()
+	rec := &recorder{Bucket: b}
+	st, err := export.Dir(t.Context(), d.dir, rec, prefix, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := without(d.paths(), done)
+	if st.Uploaded != len(missing) || st.Skipped != len(done) || !st.ManifestUploaded {
+		t.Errorf("re-run: stats %s, want %d uploaded (files − already complete), %d skipped", describe(st), len(missing), len(done))
+	}
+	evs := rec.take()
+	checkManifestLast(t, evs, key(prefix, export.ManifestName))
+	checkStored(t, evs, w, keysOf(prefix, append(missing, export.ManifestName)))
+	verifyExported(t, b, prefix, d)
+}
+
+// checkStored fails unless the events stored exactly the keys want and,
+// when w is given, the wire carried uploads of exactly those.
+func checkStored(t *testing.T, evs []event, w *wire, want []string) {
+	t.Helper()
+	if got := stored(evs); !slices.Equal(got, want) {
+		t.Errorf("stored %v, want %v", got, want)
+	}
+	if w != nil {
+		if got := w.take(); !slices.Equal(got, want) {
+			t.Errorf("sent uploads for %v, want %v", got, want)
+		}
+	}
+}

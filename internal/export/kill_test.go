@@ -204,23 +204,5 @@ func TestExportResumesAfterKill(t *testing.T) {
 		t.Errorf("complete after the kill: %v, want %v", done, want)
 	}
 
-	rec := &recorder{Bucket: b}
-	st, err := export.Dir(t.Context(), d.dir, rec, prefix, export.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	missing := without(d.paths(), done)
-	if st.Uploaded != len(missing) || st.Skipped != len(done) || !st.ManifestUploaded {
-		t.Errorf("re-run: stats %s, want %d uploaded (files − already complete), %d skipped", describe(st), len(missing), len(done))
-	}
-	evs := rec.take()
-	checkManifestLast(t, evs, key(prefix, export.ManifestName))
-	want := keysOf(prefix, append(missing, export.ManifestName))
-	if got := stored(evs); !slices.Equal(got, want) {
-		t.Errorf("re-run stored %v, want %v", got, want)
-	}
-	if got := w.take(); !slices.Equal(got, want) {
-		t.Errorf("re-run sent uploads for %v, want %v", got, want)
-	}
-	verifyExported(t, b, prefix, d)
+	checkResumed(t, d, b, w, prefix, done, export.Options{})
 }

@@ -339,3 +339,17 @@ func runWithin(t *testing.T, d time.Duration, cfg acceptCfg) (*Summary, error) {
 	t.Logf("Run %s: %v, err %v", cfg.Run, time.Since(start).Round(time.Millisecond), err)
 	return sum, err
 }
+
+// runOK is runWithin 2 minutes for a Run that must succeed: a failure
+// fails the test, with the warnings logs holds (nil: none).
+func runOK(t *testing.T, cfg acceptCfg, logs *logCapture) *Summary {
+	t.Helper()
+	sum, err := runWithin(t, 2*time.Minute, cfg)
+	if err != nil {
+		if logs != nil {
+			logs.dump(t, slog.LevelWarn)
+		}
+		t.Fatalf("Run %s: %v", cfg.Run, err)
+	}
+	return sum
+}

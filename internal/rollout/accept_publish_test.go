@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ledger"
@@ -27,11 +26,7 @@ func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
 	log, logs := newLogCapture(slog.LevelInfo)
 	cfg := acceptConfig(dir, simTaskDir(t, acceptApp, taskIDs...), "accept-valid", log)
 	cfg.Group, cfg.Samples = G, K
-	sum, err := runWithin(t, 2*time.Minute, cfg)
-	if err != nil {
-		logs.dump(t, slog.LevelWarn)
-		t.Fatalf("Run: %v", err)
-	}
+	sum := runOK(t, cfg, logs)
 
 	b := openTestBus(t, dir)
 	defer b.Close()

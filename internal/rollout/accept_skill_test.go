@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 )
 
 // Success semantics: with a perfect simulated planner (skill 1) and an
@@ -32,11 +31,7 @@ func TestAcceptSkillDecidesSuccess(t *testing.T) {
 			log, logs := newLogCapture(slog.LevelInfo)
 			cfg := acceptConfig(dir, tasks, fmt.Sprintf("accept-skill-%g", tc.skill), log)
 			cfg.Group, cfg.Samples, cfg.SimConfig = 1, 1, simCfg
-			sum, err := runWithin(t, 2*time.Minute, cfg)
-			if err != nil {
-				logs.dump(t, slog.LevelWarn)
-				t.Fatalf("Run: %v", err)
-			}
+			sum := runOK(t, cfg, logs)
 			b := openTestBus(t, dir)
 			defer b.Close()
 			ps := readPublished(t, b, openStore(t, dir), acceptApp)

@@ -142,11 +142,7 @@ func TestAcceptBadInputDeadLettered(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env := service.NewEnv("check", &service.Common{DataDir: dir}, quietLog(), nil, nil)
-	b, err := env.Bus(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, b, _ := pipetest.Open(t, &service.Common{DataDir: dir})
 	subject := bus.Subject(bus.Judged, good.Trajectory.Task.App)
 	publish := func(id string, body []byte) {
 		t.Helper()
@@ -186,11 +182,7 @@ func TestAcceptBadInputDeadLettered(t *testing.T) {
 
 	env.Close() // the embedded server's data directory is the service's next
 	out := advantageCLI(t, dir)
-	env = service.NewEnv("check", &service.Common{DataDir: dir}, quietLog(), nil, nil)
-	defer env.Close()
-	if b, err = env.Bus(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, b, _ = pipetest.Open(t, &service.Common{DataDir: dir})
 	t.Logf("%s", out)
 	if !strings.Contains(out, "4 dead-lettered") {
 		t.Errorf("advantage output does not report 4 dead letters:\n%s", out)

@@ -17,6 +17,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/proctest"
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/service"
@@ -131,16 +132,8 @@ func benchInput(b *testing.B, dir, natsURL string) (rows, trajectories int, imag
 	ctx := context.Background()
 	common := &service.Common{DataDir: dir}
 	common.NATS.URL = natsURL
-	env := service.NewEnv("bench", common, quietLog(), nil, nil)
+	env, bb, store := pipetest.Open(b, common)
 	defer env.Close()
-	store, err := env.Store(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bb, err := env.Bus(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
 	p, err := prompt.Load("")
 	if err != nil {
 		b.Fatal(err)

@@ -68,16 +68,7 @@ func TestAcceptDemoJudged(t *testing.T) {
 		t.Errorf("judge output:\n%s\nlog:\n%s", out, logs)
 	}
 
-	env := service.NewEnv("check", &service.Common{DataDir: dir}, quietLog(), nil, nil)
-	defer env.Close()
-	b, err := env.Bus(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := env.Store(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, b, store := pipetest.Open(t, &service.Common{DataDir: dir})
 	docs, msgs := judgedOn(t, b)
 	arch := archived(t, store)
 	byID := map[string]*traj.Judged{}
@@ -199,16 +190,7 @@ func TestAcceptFaults(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	env := service.NewEnv("judge", common, quietLog(), nil, nil)
-	defer env.Close()
-	b, err := env.Bus(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := env.Store(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b, store := pipetest.Open(t, common)
 	raw := republish(t, b, c.trajs, "faults-"+traj.NewID(), 24)
 
 	// A corrupt message and a trajectory whose final screenshot is gone.

@@ -515,3 +515,24 @@ func CheckDeadLetters(t testing.TB, b *bus.Bus, want map[string][]string) {
 		t.Errorf("%d dead letters, want %d: %v", len(dead), len(want), reasons)
 	}
 }
+
+// Open opens the bus and the blob store of common as a command would
+// (service.Env), for a test to publish and read; the Env is closed at the
+// end of the test, or before when the test closes it (to let a command
+// open the embedded server of the same data directory).
+func Open(t testing.TB, common *service.Common) (*service.Env, *bus.Bus, *blob.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := service.NewEnv("test", common, slog.New(slog.DiscardHandler), nil, nil)
+	t.Cleanup(env.Close)
+	b, err := env.Bus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := env.Store(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, b, store
+}

@@ -46,18 +46,7 @@ func stepExpectation(t *testing.T, judged []*traj.Judged) (map[rowKey]bool, grpo
 	want := map[rowKey]bool{}
 	var total grpo.Summary
 	for _, jd := range judged {
-		labels, err := grpo.LabelSteps(&jd.Trajectory, &jd.Judgement, grpo.LabelModeClean)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b grpo.StepBatch
-		if _, err := b.Add(&jd.Trajectory, labels, grpo.DefaultStepOptions()); err != nil {
-			t.Fatal(err)
-		}
-		_, stats, sum, err := b.Advantages(grpo.DefaultEstimator())
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, stats, sum := stepAdvantages(t, jd)
 		total.Add(sum)
 		for g, grp := range b.Groups {
 			if stats[g].Dropped {
@@ -273,4 +262,24 @@ func killAndRestart(t *testing.T, mode string) {
 		t.Fatalf("after %d kills: %d missing, %d duplicated, %d unexpected rows; manifest %+v (want %d rows of %d trajectories)",
 			killed, missing, dup, extra, m.Counts, len(want), len(all))
 	}
+}
+
+// stepAdvantages is what pkg/grpo makes of one judged trajectory in step
+// mode under the default configuration: its groups, their statistics and
+// the summary.
+func stepAdvantages(tb testing.TB, jd *traj.Judged) (*grpo.StepBatch, []grpo.GroupStats, grpo.Summary) {
+	tb.Helper()
+	labels, err := grpo.LabelSteps(&jd.Trajectory, &jd.Judgement, grpo.LabelModeClean)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &grpo.StepBatch{}
+	if _, err := b.Add(&jd.Trajectory, labels, grpo.DefaultStepOptions()); err != nil {
+		tb.Fatal(err)
+	}
+	_, stats, sum, err := b.Advantages(grpo.DefaultEstimator())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b, stats, sum
 }

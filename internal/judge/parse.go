@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -146,7 +147,7 @@ func resultIn(d map[string]any, depth int) map[string]any {
 	if depth > maxDepth {
 		return nil
 	}
-	for _, k := range sortedKeys(d) {
+	for _, k := range slices.Sorted(maps.Keys(d)) {
 		if inner, ok := d[k].(map[string]any); ok {
 			if r := resultIn(inner, depth+1); r != nil {
 				return r
@@ -154,15 +155,6 @@ func resultIn(d map[string]any, depth int) map[string]any {
 		}
 	}
 	return nil
-}
-
-func sortedKeys(d map[string]any) []string {
-	keys := make([]string, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func hasCorrectnessKey(s string) bool {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -158,7 +160,7 @@ func (s *Set) ByID(id string) (*Task, bool) {
 
 // Apps returns the sorted distinct app names of the set.
 func (s *Set) Apps() []string {
-	return sortedKeys(s.Counts())
+	return slices.Sorted(maps.Keys(s.Counts()))
 }
 
 // Counts returns the number of tasks per app.

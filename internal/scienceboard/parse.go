@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -417,7 +419,7 @@ func decodeFields(dst any, fields map[string]json.RawMessage) (extra map[string]
 }
 
 func unknownFieldsIssue(prefix string, extra map[string]json.RawMessage) string {
-	names := sortedKeys(extra)
+	names := slices.Sorted(maps.Keys(extra))
 	for i, n := range names {
 		names[i] = fmt.Sprintf("%q", n)
 	}

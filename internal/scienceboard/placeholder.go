@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // placeholderRE matches a placeholder «NAME» as used in task commands, e.g.
@@ -51,7 +55,7 @@ func knownNames(values map[string]string) string {
 	if len(values) == 0 {
 		return "none given"
 	}
-	return strings.Join(sortedKeys(values), ", ")
+	return strings.Join(slices.Sorted(maps.Keys(values)), ", ")
 }
 
 // Placeholders returns the sorted distinct placeholder names used in the
@@ -180,7 +184,7 @@ func expandCommand(raw json.RawMessage, values map[string]string) (json.RawMessa
 		return nil, false, err
 	}
 	fields["command"] = b
-	out, err := marshalNoEscape(fields)
+	out, err := traj.MarshalCompact(fields)
 	if err != nil {
 		return nil, false, err
 	}

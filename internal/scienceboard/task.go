@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Task is one benchmark task as read from its file.
@@ -142,7 +145,7 @@ func (t *Task) FileJSON() ([]byte, error) {
 	if t.Query != nil {
 		m["query"] = t.Query
 	}
-	return marshalNoEscape(m)
+	return traj.MarshalCompact(m)
 }
 
 // IsLambda reports whether s is Python lambda source text such as
@@ -200,7 +203,7 @@ func (it InitItem) MarshalJSON() ([]byte, error) {
 		if it.Wait != nil {
 			m["wait"] = *it.Wait
 		}
-		return marshalNoEscape(m)
+		return traj.MarshalCompact(m)
 	}
 	head := map[string]any{"func": it.Func}
 	if it.Wait != nil {
@@ -235,7 +238,7 @@ func (c Check) MarshalJSON() ([]byte, error) {
 		if len(c.Raw) > 0 {
 			return compactRaw(c.Raw)
 		}
-		return marshalNoEscape(map[string]any{"type": c.Type})
+		return traj.MarshalCompact(map[string]any{"type": c.Type})
 	}
 	return mergeFields(c.Extra, c.Args, map[string]any{"type": c.Type})
 }
@@ -243,7 +246,7 @@ func (c Check) MarshalJSON() ([]byte, error) {
 // mergeFields encodes the union of extra, the fields of the typed struct
 // args, and head (later sources win).
 func mergeFields(extra map[string]json.RawMessage, args any, head map[string]any) ([]byte, error) {
-	b, err := marshalNoEscape(args)
+	b, err := traj.MarshalCompact(args)
 	if err != nil {
 		return nil, err
 	}
@@ -261,17 +264,7 @@ func mergeFields(extra map[string]json.RawMessage, args any, head map[string]any
 	for k, v := range head {
 		m[k] = v
 	}
-	return marshalNoEscape(m)
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return traj.MarshalCompact(m)
 }
 
 func compactRaw(raw json.RawMessage) ([]byte, error) {
@@ -306,9 +299,9 @@ func (c Command) String() string {
 // MarshalJSON encodes the command in the form it was given.
 func (c Command) MarshalJSON() ([]byte, error) {
 	if c.IsArgv() {
-		return marshalNoEscape(c.Argv)
+		return traj.MarshalCompact(c.Argv)
 	}
-	return marshalNoEscape(c.Line)
+	return traj.MarshalCompact(c.Line)
 }
 
 // UnmarshalJSON accepts a string or an array of strings.
@@ -627,16 +620,7 @@ var checkTypes = map[string]func() CheckArgs{
 }
 
 // KnownInitFuncs returns the sorted "func" names the loader types.
-func KnownInitFuncs() []string { return sortedKeys(initFuncs) }
+func KnownInitFuncs() []string { return slices.Sorted(maps.Keys(initFuncs)) }
 
 // KnownCheckTypes returns the sorted check "type" names the loader types.
-func KnownCheckTypes() []string { return sortedKeys(checkTypes) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func KnownCheckTypes() []string { return slices.Sorted(maps.Keys(checkTypes)) }

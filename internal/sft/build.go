@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -354,7 +355,7 @@ func (m *Manifest) report(w io.Writer, log *slog.Logger) {
 		"no_judgement", c.NoJudgement, "out_of_range", c.OutOfRange, "clean_successes", c.Decisions[string(traj.CleanSuccess)],
 		"eval_failed", c.EvalFailed, "skipped", c.Skipped, "duplicates", c.Duplicates, "over_limit", c.OverLimit,
 		"kept", c.Kept, "samples", c.Samples)
-	apps := sortedKeys(m.Apps)
+	apps := slices.Sorted(maps.Keys(m.Apps))
 	for _, app := range apps {
 		a := m.Apps[app]
 		log.Debug("sftpack: app", "app", app, "trajectories", a.Trajectories, "samples", a.Samples)
@@ -389,20 +390,11 @@ func (m *Manifest) report(w io.Writer, log *slog.Logger) {
 	tw.Flush()
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "task\tapp\tsplit\ttrajectories\tsamples")
-	for _, task := range sortedKeys(m.Tasks) {
+	for _, task := range slices.Sorted(maps.Keys(m.Tasks)) {
 		t := m.Tasks[task]
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", task, t.App, t.Split, t.Trajectories, t.Samples)
 	}
 	tw.Flush()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // datasetWriter writes the kept trajectories' samples.
@@ -447,12 +439,12 @@ func (w *datasetWriter) write(ctx context.Context, kept []*candidate) error {
 		}
 		w.m.Splits[split] = s
 	}
-	w.m.PromptSets = sortedKeys(prompts)
+	w.m.PromptSets = slices.Sorted(maps.Keys(prompts))
 	imgs := w.images.files()
 	w.m.Counts.Images = len(imgs)
 	w.m.Files = append(w.m.Files, imgs...)
 
-	info, err := marshalJSON(datasetInfo(w.m))
+	info, err := traj.Marshal(datasetInfo(w.m))
 	if err != nil {
 		return err
 	}
@@ -462,7 +454,7 @@ func (w *datasetWriter) write(ctx context.Context, kept []*candidate) error {
 	}
 	w.m.Files = append(w.m.Files, f)
 	sortFiles(w.m.Files)
-	body, err := marshalJSON(w.m)
+	body, err := traj.Marshal(w.m)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Version is the codapipe version written into the manifest.
@@ -306,7 +307,7 @@ func buildCommand() service.Command {
 // writeSummary writes the build's counts as JSON.
 func writeSummary(path string, res Result) error {
 	m := res.Manifest
-	body, err := marshalJSON(struct {
+	body, err := traj.Marshal(struct {
 		Result
 		Counts Counts               `json:"counts"`
 		Splits map[string]SplitInfo `json:"splits"`

@@ -1,7 +1,6 @@
 package sft
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -152,19 +151,6 @@ type File struct {
 	Path   string `json:"path"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
-}
-
-// marshalJSON encodes v as indented JSON with a final newline, without
-// HTML escaping (so "<image>" stays as it is).
-func marshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }
 
 // ReadManifest reads the manifest.json of a dataset folder.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,7 @@ func sharegptRules(dir string, raw map[string]json.RawMessage) []string {
 	}
 	for i, m := range msgs {
 		if len(m) != 2 || m["role"] == nil || m["content"] == nil {
-			bad("message %d has keys %v, want role and content (not null)", i, keys(m))
+			bad("message %d has keys %v, want role and content (not null)", i, slices.Sorted(maps.Keys(m)))
 			return errs
 		}
 	}
@@ -99,15 +100,6 @@ func sharegptRules(dir string, raw map[string]json.RawMessage) []string {
 		}
 	}
 	return errs
-}
-
-func keys(m map[string]*string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // TestAcceptShareGPTRules: every sample of a build (both splits) keeps the

@@ -1,9 +1,7 @@
 package sft
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -116,17 +114,6 @@ func ShareGPT(msgs []openai.ChatCompletionMessage, target string) (out []Message
 		{Role: RoleAssistant, Content: target},
 	}
 	return out, images, nil
-}
-
-// compactJSON encodes v as one line of JSON without HTML escaping.
-func compactJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // reservedTag returns the first reserved placeholder in s, or "".
@@ -283,7 +270,7 @@ func (r *renderer) samples(ctx context.Context, jd *traj.Judged) ([]Sample, erro
 			}
 			shas[k] = sha
 		}
-		raw, err := compactJSON(msgs)
+		raw, err := traj.MarshalCompact(msgs)
 		if err != nil {
 			return nil, fmt.Errorf("sft: trajectory %s step %d: %w", t.ID, i, err)
 		}

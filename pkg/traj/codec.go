@@ -13,8 +13,9 @@ import (
 // schema_version this package does not read.
 var ErrSchemaVersion = errors.New("unsupported schema_version")
 
-// Marshal encodes a trajectory or judgement as indented JSON with a final
-// newline. Encoding is deterministic: the same value gives the same bytes.
+// Marshal encodes a trajectory or judgement (or any value) as indented
+// JSON with a final newline, without HTML escaping ("<image>" stays as it
+// is). Encoding is deterministic: the same value gives the same bytes.
 func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

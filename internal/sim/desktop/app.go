@@ -1,7 +1,6 @@
 package desktop
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/codapipe/codapipe/internal/sim/screen"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // AppSpec describes a simulated application to the machines that run it.
@@ -311,22 +311,11 @@ func (c *Catalog) files() map[string]string {
 	return out
 }
 
-// EncodeJSON encodes v as the simulator writes JSON: maps with sorted
-// keys, no HTML escaping, no newline at the end.
-func EncodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// JSON encodes v for an app-state response (EncodeJSON); an encoding
+// JSON encodes v for an app-state response (traj.MarshalCompact: no HTML
+// escaping, map keys sorted, no final newline); an encoding
 // error becomes a JSONError body.
 func JSON(v any) []byte {
-	b, err := EncodeJSON(v)
+	b, err := traj.MarshalCompact(v)
 	if err != nil {
 		return JSONError("encoding: " + err.Error())
 	}

@@ -7,6 +7,7 @@ import (
 	"image"
 
 	"github.com/codapipe/codapipe/internal/sim/screen"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // screenshotLocked renders the screen and encodes it.
@@ -85,7 +86,7 @@ func encodePNG(img *image.RGBA, st State) ([]byte, error) {
 // stateJSON encodes the state with sorted map keys and pure ASCII (non-ASCII
 // characters as \u escapes), as a PNG tEXt chunk needs Latin-1.
 func stateJSON(st State) ([]byte, error) {
-	b, err := EncodeJSON(st)
+	b, err := traj.MarshalCompact(st)
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func (o Obj) MarshalJSON() ([]byte, error) {
 		k, _ := json.Marshal(e.K)
 		b.Write(k)
 		b.WriteByte(':')
-		v, err := desktop.EncodeJSON(e.V)
+		v, err := traj.MarshalCompact(e.V)
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +282,7 @@ func render(set Set, s *Task) ([]byte, error) {
 		{"version", "0.1"}, {"snapshot", "sim_bench"}, {"initialize", init}, {"evaluate", s.Eval},
 		{"sim", sim},
 	}
-	raw, err := desktop.EncodeJSON(file)
+	raw, err := traj.MarshalCompact(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.ID, err)
 	}

@@ -24,18 +24,17 @@ type Server struct {
 // Option adjusts the server options (auth, payload limit, ...).
 type Option func(*server.Options)
 
+// options are the settings of one test server: loopback, a random port,
+// JetStream stored in a folder of the test, no signal handlers, no logs.
+func options(t testing.TB, name string) server.Options {
+	return server.Options{ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
+}
+
 // Start starts a JetStream server for the test and registers its shutdown.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	o := server.Options{
-		ServerName: "natstest",
-		Host:       "127.0.0.1",
-		Port:       server.RANDOM_PORT,
-		JetStream:  true,
-		StoreDir:   t.TempDir(),
-		NoSigs:     true,
-		NoLog:      true,
-	}
+	o := options(t, "natstest")
 	for _, f := range opts {
 		f(&o)
 	}
@@ -109,16 +108,8 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		ln.Close()
 	}
 	for i := range n {
-		o := server.Options{
-			ServerName: fmt.Sprintf("natstest-%d", i),
-			Host:       "127.0.0.1",
-			Port:       server.RANDOM_PORT,
-			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			NoSigs:     true,
-			NoLog:      true,
-			Cluster:    server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: ports[i]},
-		}
+		o := options(t, fmt.Sprintf("natstest-%d", i))
+		o.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: ports[i]}
 		for j, p := range ports {
 			if j != i {
 				o.Routes = append(o.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})

@@ -526,11 +526,11 @@ func Open(t testing.TB, common *service.Common) (*service.Env, *bus.Bus, *blob.S
 	defer cancel()
 	env := service.NewEnv("test", common, slog.New(slog.DiscardHandler), nil, nil)
 	t.Cleanup(env.Close)
+	var store *blob.Store
 	b, err := env.Bus(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		store, err = env.Store(ctx)
 	}
-	store, err := env.Store(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

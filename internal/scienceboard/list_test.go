@@ -61,17 +61,23 @@ func decodeList(t *testing.T, b []byte) listJSON {
 	return doc
 }
 
+// listOf loads the tasks under dir and lists them as JSON (WriteList).
+func listOf(t *testing.T, dir string) (*Set, listJSON) {
+	t.Helper()
+	set, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteList(&buf, set, true); err != nil {
+		t.Fatal(err)
+	}
+	return set, decodeList(t, buf.Bytes())
+}
+
 func TestWriteListJSON(t *testing.T) {
 	t.Run("synthetic", func(t *testing.T) {
-		set, err := LoadDir(filepath.Join("testdata", "synth"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := WriteList(&buf, set, true); err != nil {
-			t.Fatal(err)
-		}
-		doc := decodeList(t, buf.Bytes())
+		set, doc := listOf(t, filepath.Join("testdata", "synth"))
 		if want := map[string]int{"ChimeraX": 2, "KAlgebra": 1, "Lab": 1}; !reflect.DeepEqual(doc.Counts, want) {
 			t.Errorf("counts %v, want %v", doc.Counts, want)
 		}
@@ -99,15 +105,7 @@ func TestWriteListJSON(t *testing.T) {
 	})
 	t.Run("real tasks", func(t *testing.T) {
 		needRealTasks(t)
-		set, err := LoadDir(realTasks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := WriteList(&buf, set, true); err != nil {
-			t.Fatal(err)
-		}
-		doc := decodeList(t, buf.Bytes())
+		_, doc := listOf(t, realTasks)
 		if want := map[string]int{"Celestia": 33, "ChimeraX": 29, "KAlgebra": 31, "TeXstudio": 16}; !reflect.DeepEqual(doc.Counts, want) {
 			t.Errorf("counts %v, want %v", doc.Counts, want)
 		}

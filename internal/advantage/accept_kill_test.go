@@ -124,11 +124,7 @@ func killAndRestart(t *testing.T, mode string) {
 	judged := pipetest.Run(t, dir, spec).Judged
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pipetest.Bus(t, srv.URL())
 	store, err := blob.Open(ctx, filepath.Join(dir, "blobs"), blob.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -306,11 +306,7 @@ func TestAcceptKillAndRestart(t *testing.T) {
 	c := sharedCorpus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Logger: quietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pipetest.Bus(t, srv.URL())
 	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
 		t.Fatal(err)
 	}

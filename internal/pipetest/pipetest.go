@@ -536,3 +536,16 @@ func Open(t testing.TB, common *service.Common) (*service.Env, *bus.Bus, *blob.S
 	}
 	return env, b, store
 }
+
+// Bus connects to the NATS server at url for the rest of the test.
+func Bus(t testing.TB, url string) *bus.Bus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := bus.Open(ctx, bus.Config{URL: url, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}

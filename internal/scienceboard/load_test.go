@@ -226,14 +226,8 @@ func TestSetQueries(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sub, err := set.Filter(tc.app)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("got %v, want %q", err, tc.wantErr)
-				}
+			if checkErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var ids []string
 			for _, tk := range sub.Tasks {
@@ -340,4 +334,21 @@ func checkNamesFile(t *testing.T, err error, path string) {
 	if !errors.As(err, &fe) || fe.Path != path {
 		t.Fatalf("error %T is not a *FileError for %s: %v", err, path, err)
 	}
+}
+
+// checkErr checks err against want, the error text a case expects (""
+// for none), and reports whether the case expected an error (and so ends
+// there); an unexpected error fails the test.
+func checkErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || err.Error() != want {
+			t.Fatalf("got %v, want %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }

@@ -73,14 +73,8 @@ func TestExpandPlaceholders(t *testing.T) {
 			if after, _ := orig.FileJSON(); string(after) != string(before) {
 				t.Error("ExpandPlaceholders modified the receiver")
 			}
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("got %v, want %q", err, tc.wantErr)
-				}
+			if checkErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(exp.Placeholders()) != 0 {
 				t.Errorf("placeholders left: %q", exp.Placeholders())

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/clock"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/scienceboard"
@@ -112,7 +113,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Placeholders = map[string]string{"PORTLIKE": "8000"}
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = clock.Sleep
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
@@ -532,18 +533,4 @@ func (a *Agent) seed(ep Episode, step, call int) *int {
 	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\x00%d", *a.cfg.RequestSeed, ep.Task.ID, ep.Sample, step, call)
 	s := int(h.Sum64() & 0x7fffffff)
 	return &s
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/clock"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -215,12 +216,8 @@ func (m *Client) retry(ctx context.Context, attempt func(context.Context) (opena
 		}
 		wait := m.backoff(n)
 		m.log.Warn("model call failed; retrying", "attempt", n, "wait", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return openai.ChatCompletionResponse{}, fmt.Errorf("%s: %w", m.cfg.Model, ctx.Err())
-		case <-t.C:
+		if err := clock.Sleep(ctx, wait); err != nil {
+			return openai.ChatCompletionResponse{}, fmt.Errorf("%s: %w", m.cfg.Model, err)
 		}
 	}
 	return openai.ChatCompletionResponse{}, fmt.Errorf("%s at %s: %w", m.cfg.Model, m.cfg.BaseURL, last)

@@ -12,6 +12,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/clock"
 )
 
 // Clock scales simulated time to wall time: a simulated duration d takes
@@ -31,23 +33,7 @@ func (c Clock) Real(d time.Duration) time.Duration {
 
 // Sleep waits for the simulated duration d, or until ctx ends (then it
 // returns ctx's error).
-func (c Clock) Sleep(ctx context.Context, d time.Duration) error { return Wait(ctx, c.Real(d)) }
-
-// Wait waits for the wall-clock duration d, or until ctx ends (then it
-// returns ctx's error).
-func Wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func (c Clock) Sleep(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.Real(d)) }
 
 // Dist is a latency distribution in simulated time.
 //

@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/clock"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 )
@@ -671,7 +672,7 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// The latency runs from the call's arrival: reading and parsing the
 	// request (megabytes of images for a judge) are part of it.
-	if err := fault.Wait(ctx, time.Until(arrived.Add(e.m.cfg.Clock.Real(lat)))); err != nil {
+	if err := clock.Sleep(ctx, time.Until(arrived.Add(e.m.cfg.Clock.Real(lat)))); err != nil {
 		return // the client is gone
 	}
 	switch outcome {

@@ -316,27 +316,20 @@ func (m *Manifest) count(kept []*candidate) {
 		r := &c.rec
 		m.Counts.Kept++
 		m.Counts.Samples += c.samples
-		a := m.Apps[r.App]
-		a.Trajectories++
-		a.Samples += c.samples
-		m.Apps[r.App] = a
+		a, ru := m.Apps[r.App], m.Runs[r.Run]
+		a.add(c.samples)
+		ru.add(c.samples)
+		m.Apps[r.App], m.Runs[r.Run] = a, ru
 		t := m.Tasks[r.Task]
 		t.App, t.Split = r.App, c.split
-		t.Trajectories++
-		t.Samples += c.samples
+		t.add(c.samples)
 		m.Tasks[r.Task] = t
-		ru := m.Runs[r.Run]
-		ru.Trajectories++
-		ru.Samples += c.samples
-		m.Runs[r.Run] = ru
 		jv := m.JudgeVersions[r.Version]
 		jv.JudgeVersion = r.Judge
-		jv.Trajectories++
-		jv.Samples += c.samples
+		jv.add(c.samples)
 		m.JudgeVersions[r.Version] = jv
 		s := m.Splits[c.split]
-		s.Trajectories++
-		s.Samples += c.samples
+		s.add(c.samples)
 		splitTasks[c.split][r.Task] = true
 		m.Splits[c.split] = s
 	}

@@ -105,11 +105,10 @@ type Counts struct {
 
 // SplitInfo describes one split.
 type SplitInfo struct {
-	Tasks        int      `json:"tasks"`
-	Trajectories int      `json:"trajectories"`
-	Samples      int      `json:"samples"`
-	JSONL        string   `json:"jsonl"`
-	Parquet      []string `json:"parquet"`
+	Tasks int `json:"tasks"`
+	Count
+	JSONL   string   `json:"jsonl"`
+	Parquet []string `json:"parquet"`
 }
 
 // Count is trajectories and samples.
@@ -118,20 +117,24 @@ type Count struct {
 	Samples      int `json:"samples"`
 }
 
+// add counts one trajectory of samples samples.
+func (c *Count) add(samples int) {
+	c.Trajectories++
+	c.Samples += samples
+}
+
 // TaskCount is a task's count with its app and split.
 type TaskCount struct {
-	App          string `json:"app"`
-	Split        string `json:"split"`
-	Trajectories int    `json:"trajectories"`
-	Samples      int    `json:"samples"`
+	App   string `json:"app"`
+	Split string `json:"split"`
+	Count
 }
 
 // JudgeVersionCount is a judge version and what the build kept of its
 // judgements.
 type JudgeVersionCount struct {
 	traj.JudgeVersion
-	Trajectories int `json:"trajectories"`
-	Samples      int `json:"samples"`
+	Count
 }
 
 // Skipped is one piece of bad input.

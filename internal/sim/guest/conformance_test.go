@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -557,8 +558,7 @@ func TestGuestStopsWithContext(t *testing.T) {
 	go func() { _, err := g.Platform(context.Background()); done <- err }()
 	// The server reports the call once it has arrived and hangs (GET
 	// /sim/stats is a control call: never faulted).
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	poll.Until(t, "the call to reach the server and hang", 10*time.Second, func() bool {
 		var stats struct {
 			Calls map[string]int
 			Hangs int
@@ -567,14 +567,8 @@ func TestGuestStopsWithContext(t *testing.T) {
 		if err := json.Unmarshal(b, &stats); err != nil {
 			t.Fatalf("/sim/stats: %s: %v", b, err)
 		}
-		if stats.Calls["/platform"] == 1 && stats.Hangs == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the call never reached the server: /sim/stats %s", b)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return stats.Calls["/platform"] == 1 && stats.Hangs == 1
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("the hung call ended before the context (%v)", err)

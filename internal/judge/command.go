@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -258,7 +259,7 @@ func Command() service.Command {
 }
 
 func reportCommand() service.Command {
-	var cfg ReportConfig
+	var cfg report.Config
 	var asJSON bool
 	return service.Command{
 		Name: "judge report", Summary: "precision, recall and decisions of the judgements in the archive",
@@ -281,7 +282,7 @@ judged last.`,
 			if err != nil {
 				return err
 			}
-			r, err := BuildReport(ctx, store, cfg)
+			r, err := report.Build(ctx, store, cfg)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,7 @@
-package judge
+// Package report is `judge report`: the decisions of the judged archive
+// per app, calls per trajectory, latencies, and the judge's precision and
+// recall against the task evaluators.
+package report
 
 import (
 	"context"
@@ -18,8 +21,8 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
-// ReportConfig selects the judgements a report covers.
-type ReportConfig struct {
+// Config selects the judgements a report covers.
+type Config struct {
 	Run string // only this run ("" all)
 	App string // only this app ("" all)
 	// Version is the judge version id to report on; "" takes the version
@@ -163,9 +166,9 @@ func quantile(s []float64, q float64) float64 {
 	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
 }
 
-// BuildReport reads the judged archive in store and reports on the
+// Build reads the judged archive in store and reports on the
 // selected judgements.
-func BuildReport(ctx context.Context, store *blob.Store, cfg ReportConfig) (*Report, error) {
+func Build(ctx context.Context, store *blob.Store, cfg Config) (*Report, error) {
 	prefix := archive.Prefix
 	if cfg.Run != "" {
 		prefix += bus.KeyToken(cfg.Run) + "/"

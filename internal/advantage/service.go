@@ -488,7 +488,7 @@ func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, err
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return nil, inputErr("judged trajectory %s is not in the archive", key)
-	case errors.Is(err, archive.ErrDamaged), errors.Is(err, blob.ErrChecksumMismatch):
+	case errors.Is(err, archive.ErrDamaged):
 		return nil, inputErr("judged trajectory %s: %v", key, err)
 	}
 	return jd, err

@@ -88,7 +88,7 @@ func Read(ctx context.Context, b blob.Bucket, key string) (*traj.Judged, []byte,
 	}
 	jd, err := traj.DecodeJudged(body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w: %v", key, ErrDamaged, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	return jd, body, nil
 }

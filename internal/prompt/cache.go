@@ -24,9 +24,9 @@ type Cache struct {
 func NewCache(blobs Blobs) *Cache { return &Cache{blobs: blobs, sets: map[string]*Set{}} }
 
 // Of returns the prompt set t records. Its errors wrap ErrNotRecorded when
-// t records none, and the blob store's errors (blob.ErrNotFound,
-// blob.ErrChecksumMismatch) when the set is missing or damaged, so that
-// callers can tell bad input from a failing store.
+// t records none, ErrInvalid when the stored set does not parse, and the
+// blob store's errors (blob.ErrNotFound, blob.ErrChecksumMismatch), so
+// that callers can tell bad input from a failing store (Unavailable).
 func (c *Cache) Of(ctx context.Context, t *traj.Trajectory) (*Set, error) {
 	c.mu.Lock()
 	p, ok := c.sets[t.Prompts]
@@ -45,9 +45,11 @@ func (c *Cache) Of(ctx context.Context, t *traj.Trajectory) (*Set, error) {
 }
 
 // Unavailable reports whether err, from Cache.Of or Fetch, says the prompt
-// set cannot be had at all — the trajectory records none, or the blob
-// store does not have it or holds damaged bytes — rather than that the
-// store failed for now: trying again cannot help.
+// set cannot be had at all — the trajectory records none, the blob store
+// does not have it, or what it holds is not a prompt set — rather than
+// that the store failed: trying again cannot help. A checksum mismatch
+// (blob.ErrChecksumMismatch) is not among them: a read cut short reports
+// one too, so callers decide for themselves.
 func Unavailable(err error) bool {
-	return errors.Is(err, ErrNotRecorded) || errors.Is(err, blob.ErrNotFound) || errors.Is(err, blob.ErrChecksumMismatch)
+	return errors.Is(err, ErrNotRecorded) || errors.Is(err, blob.ErrNotFound) || errors.Is(err, ErrInvalid)
 }

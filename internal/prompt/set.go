@@ -21,6 +21,10 @@ type promptSetDoc struct {
 	Files map[string]string `json:"files"`
 }
 
+// ErrInvalid reports a stored prompt set that is not a valid prompt set
+// document (Parse fails on it).
+var ErrInvalid = errors.New("not a valid prompt set")
+
 // ErrNotRecorded reports a trajectory that records no prompt set (schema
 // version < 4): its prompts cannot be rendered again.
 var ErrNotRecorded = errors.New("the trajectory records no prompt set (schema_version < 4)")
@@ -82,7 +86,7 @@ func Fetch(ctx context.Context, s Blobs, hash string) (*Set, error) {
 	}
 	p, err := Parse(doc)
 	if err != nil {
-		return nil, fmt.Errorf("prompt: prompt set %s: %w", hash, err)
+		return nil, fmt.Errorf("prompt: prompt set %s: %w: %w", hash, ErrInvalid, err)
 	}
 	return p, nil
 }

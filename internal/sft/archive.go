@@ -56,7 +56,7 @@ func readJudged(ctx context.Context, store *blob.Store, k archive.Name) (*traj.J
 	case errors.Is(err, blob.ErrChecksumMismatch):
 		return nil, inputErr("the record does not match its recorded checksum: %v", err)
 	case errors.Is(err, archive.ErrDamaged):
-		return nil, inputErr("the record does not decode: %v", err)
+		return nil, inputErr("%v", err)
 	case err != nil:
 		return nil, fmt.Errorf("sft: read %s: %w", k.Key, err)
 	}

@@ -190,7 +190,7 @@ func Build(ctx context.Context, store *blob.Store, cfg Config) (*Report, error) 
 		}
 		doc, _, err := archive.Read(ctx, store.Bucket(), info.Key)
 		if err != nil {
-			return nil, fmt.Errorf("judge report: %w", err)
+			return nil, fmt.Errorf("judge report: %s: %w", info.Key, err)
 		}
 		if cfg.App != "" && doc.Judgement.App != cfg.App {
 			continue

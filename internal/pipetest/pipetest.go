@@ -180,8 +180,8 @@ func (p *Pipeline) RequireCleanSuccesses(t testing.TB, n, minSteps int) []*traj.
 	t.Helper()
 	got := p.CleanSuccesses(minSteps)
 	if len(got) < n {
-		t.Fatalf("pipetest: the corpus of %s has %d clean successes of %d+ steps, the test needs %d: change the Spec (seed, tasks, skill)",
-			p.Spec.key(), len(got), minSteps, n)
+		t.Fatalf("pipetest: the corpus of run %q (%s, tasks %v × %d, seed %d) has %d clean successes of %d+ steps, the test needs %d: change the Spec (seed, tasks, skill)",
+			p.Spec.Run, p.Spec.App, p.Spec.Tasks, p.Spec.Samples, p.Spec.Seed, len(got), minSteps, n)
 	}
 	return got
 }
@@ -230,7 +230,7 @@ func run(dir string, s Spec) (*Pipeline, error) {
 		simArgs = []string{"--sim-config", f}
 	}
 	if err := startRun(ctx, dir, s); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("record the run's start in the ledger: %w", err)
 	}
 	args := append(slices.Clone(common), "--sim", "--app", s.App, "--tasks", tasks,
 		"--group", strconv.Itoa(s.Group), "--samples", strconv.Itoa(s.Samples), "--run", s.Run,
@@ -249,7 +249,7 @@ func run(dir string, s Spec) (*Pipeline, error) {
 	}
 	p := &Pipeline{Dir: dir, Spec: s}
 	if err := p.read(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read what the pipeline published: %w", err)
 	}
 	return p, nil
 }
@@ -418,9 +418,15 @@ func Shared(t testing.TB, s Spec) *Pipeline {
 	if err := copyDir(dir, orig.Dir); err != nil {
 		t.Fatalf("pipetest: copy the shared pipeline: %v", err)
 	}
-	cp := *orig
-	cp.Dir = dir
-	return &cp
+	// Read back from the copy: the test's trajectories are its own too,
+	// and the copied streams are known to be readable.
+	cp := &Pipeline{Dir: dir, Spec: orig.Spec}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cp.read(ctx); err != nil {
+		t.Fatalf("pipetest: read the copy of the shared pipeline: %v", err)
+	}
+	return cp
 }
 
 // copyDir copies src into dst, leaving out the temporary files of an

@@ -83,7 +83,8 @@ func TestAcceptSameSpecSameCorpus(t *testing.T) {
 }
 
 // TestSharedGivesEachTestItsOwnCopy: two tests' copies of one shared run
-// are distinct folders with the same content.
+// are distinct folders whose streams read back the same trajectories, as
+// values of their own: changing one copy changes nothing in the other.
 func TestSharedGivesEachTestItsOwnCopy(t *testing.T) {
 	spec := pipetest.Spec{Tasks: []string{"S01"}, Samples: 1, Group: -1}
 	a := pipetest.Shared(t, spec)
@@ -91,11 +92,16 @@ func TestSharedGivesEachTestItsOwnCopy(t *testing.T) {
 	if a.Dir == b.Dir {
 		t.Fatal("two calls share one data directory")
 	}
-	if len(a.Trajectories) != 1 || a.Trajectories[0].ID != b.Trajectories[0].ID {
-		t.Fatalf("the copies hold %d and %d trajectories", len(a.Trajectories), len(b.Trajectories))
+	if len(a.Trajectories) != 1 || len(b.Trajectories) != 1 || content(t, a.Trajectories[0]) != content(t, b.Trajectories[0]) {
+		t.Fatalf("the copies hold %d and %d trajectories, or different ones", len(a.Trajectories), len(b.Trajectories))
 	}
+	id := b.Trajectories[0].ID
+	a.Trajectories[0].ID = "changed"
 	if err := os.RemoveAll(filepath.Join(a.Dir, "blobs")); err != nil {
 		t.Fatal(err)
+	}
+	if b.Trajectories[0].ID != id {
+		t.Fatal("changing one copy's trajectory changed the other's")
 	}
 	if _, err := os.Stat(filepath.Join(b.Dir, "blobs")); err != nil {
 		t.Fatalf("removing one copy's store touched the other: %v", err)

@@ -286,8 +286,9 @@ func openStore(t *testing.T, dataDir string) *blob.Store {
 // trajectory on the stream (no earlier invocation) with the summary that a
 // resumed run computes from the stream alone — each trajectory's ledger
 // record, as reconcile writes it — so the live counts must be what was
-// published. summarize's arithmetic is checked against hand-computed
-// figures in summary_test.go.
+// published; and it counts two figures straight off the trajectories: the
+// outcomes, and the successes (an evaluator that passed). summarize's
+// arithmetic is checked against hand-computed figures in summary_test.go.
 func checkSummaryAgrees(t *testing.T, sum *Summary, ps []published) {
 	t.Helper()
 	done := map[ledger.EpisodeKey]ledger.Record{}
@@ -306,6 +307,15 @@ func checkSummaryAgrees(t *testing.T, sum *Summary, ps []published) {
 			t.Errorf("summary %s = %v, the stream says %v", name, got, want)
 		}
 	}
+	outcomes, passed := map[string]int{}, 0
+	for _, p := range ps {
+		outcomes[string(p.Traj.Outcome.Kind)]++
+		if p.Traj.Eval != nil && p.Traj.Eval.Passed {
+			passed++
+		}
+	}
+	check("outcomes (counted)", sum.Outcomes, outcomes)
+	check("successes (counted)", sum.Success, passed)
 	check("episodes", sum.Episodes, len(ps))
 	check("trajectories_on_stream", sum.OnStream, len(ps))
 	check("env_errors", sum.EnvErrors, want.EnvErrors)

@@ -37,8 +37,8 @@ $(TOOLS)/minio:
 # rendering, encoding and judging screenshots is 3-10x slower under the race
 # detector, so they run in a second pass without it, at full size; every other
 # test (unit and integration tests of the bus, the pool, the scheduler, the
-# stores, ...) runs with it. `go test -race ./...` still runs everything
-# (the acceptance tests with smaller corpora under -race).
+# stores, ...) runs with it. `go test -race ./...` runs the acceptance tests too, most with smaller
+# corpora, a few parts skipped (see raceEnabled in their packages).
 ACCEPTANCE := ^TestAccept
 # The report lists skipped and failed tests with their output, the tests that
 # ran against a real MinIO, the ten slowest tests, and closes with "N passed,

@@ -118,7 +118,7 @@ func TestGroundingOf(t *testing.T) {
 	got := GroundingOf(tr)
 	want := Grounding{Grounded: 5, Unparsed: 2, OutOfRange: 1, Points: 3, MaxX: 1288, MaxY: 812, ExtW: 1288, ExtH: 812}
 	if got != want {
-		t.Fatalf("groundingOf = %+v, want %+v", got, want)
+		t.Fatalf("GroundingOf = %+v, want %+v", got, want)
 	}
 	// A version 1 trajectory has no coords: grid1000.
 	tr.Models.Executor.Coords = nil

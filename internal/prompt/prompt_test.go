@@ -92,7 +92,7 @@ func TestPromptSetDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := prompt.Fetch(context.Background(), store, ""); err != prompt.ErrNotRecorded {
-		t.Errorf("no hash: %v, want ErrNoPrompts", err)
+		t.Errorf("no hash: %v, want ErrNotRecorded", err)
 	}
 	if _, err := prompt.Fetch(context.Background(), store, p.Hash()); err == nil {
 		t.Error("a prompt set never stored was found")

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/clock"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -214,7 +215,7 @@ func (r *runner) work(ctx, hctx context.Context) error {
 				return nil
 			}
 			r.b.log.Warn("fetch failed", "consumer", r.spec.Durable, "err", err)
-			sleepCtx(ctx, r.spec.FetchWait)
+			_ = clock.Sleep(ctx, r.spec.FetchWait) // an ended context ends the loop above
 			continue
 		}
 		got := 0
@@ -419,13 +420,4 @@ func headerValue(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

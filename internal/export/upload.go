@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/clock"
 )
 
 // uploadAttempts is how many times one file's upload is tried when it fails for a reason that a
@@ -45,10 +46,8 @@ func upload(ctx context.Context, dst blob.Bucket, f file, count func(int64)) err
 	pause := retryPause
 	for attempt := 1; attempt <= uploadAttempts; attempt++ {
 		if attempt > 1 {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("export: %s: %w (after: %w)", f.path, ctx.Err(), err)
-			case <-time.After(pause):
+			if cerr := clock.Sleep(ctx, pause); cerr != nil {
+				return fmt.Errorf("export: %s: %w (after: %w)", f.path, cerr, err)
 			}
 			pause *= 2
 		}

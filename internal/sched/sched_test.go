@@ -697,22 +697,15 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 // the makespan does not include the first boot.
 func benchWaitReady(b *testing.B, pool *vmpool.Pool) {
 	b.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(b, "every VM of the pool ready", time.Minute, func() bool {
 		ready := 0
 		for _, v := range pool.VMs() {
 			if v.State == vmpool.StateReady {
 				ready++
 			}
 		}
-		if ready == pool.Size() {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d VMs ready after a minute", ready, pool.Size())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ready == pool.Size()
+	})
 }
 
 // benchRunner is the benchmark's Runner: an episode is its fixed list of

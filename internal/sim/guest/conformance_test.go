@@ -649,12 +649,8 @@ func TestStartWaitsForItsGoroutines(t *testing.T) {
 	// An idle keep-alive connection (control calls are never faulted).
 	keepAlive := &http.Client{Transport: &http.Transport{}}
 	defer keepAlive.CloseIdleConnections()
-	var stats struct{ Hangs int }
-	deadline := time.Now().Add(5 * time.Second)
-	for stats.Hangs == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the hung call never reached the server")
-		}
+	poll.Until(t, "the hung call to reach the server", 10*time.Second, func() bool {
+		var stats struct{ Hangs int }
 		resp, err := keepAlive.Get(srv.URL + "/sim/stats")
 		if err != nil {
 			t.Fatal(err)
@@ -664,7 +660,8 @@ func TestStartWaitsForItsGoroutines(t *testing.T) {
 		if err := json.Unmarshal(b, &stats); err != nil {
 			t.Fatalf("/sim/stats: %s: %v", b, err)
 		}
-	}
+		return stats.Hangs > 0
+	})
 	// A connection that never sends a request.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
 	if err != nil {

@@ -63,7 +63,9 @@ func Main(m *testing.M, cmd service.Command, cleanup func()) {
 
 // Command returns the test binary set up to run the package's command
 // (the one given to Main) with args, not started. With report set, the
-// child writes its Report to that file (ReadReport).
+// child writes its Report to that file (ReadReport). A child still running
+// when the test ends is killed then, and on Linux when the test binary
+// dies, so that none is left holding a data directory or a server.
 func Command(t testing.TB, report string, args ...string) *exec.Cmd {
 	t.Helper()
 	js, err := json.Marshal(args)
@@ -71,6 +73,12 @@ func Command(t testing.TB, report string, args ...string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	dieWithParent(cmd)
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill() // an error: it has ended already
+		}
+	})
 	cmd.Env = append(os.Environ(), envChild+"=1", envArgs+"="+string(js))
 	if report != "" {
 		cmd.Env = append(cmd.Env, envReport+"="+report)

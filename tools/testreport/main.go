@@ -53,6 +53,9 @@ func run(in io.Reader, out io.Writer) int {
 		}
 		key := e.Package + " " + e.Test
 		switch e.Action {
+		case "build-output":
+			// Go 1.24 and later: the compiler's messages, as events.
+			fmt.Fprint(out, e.Output)
 		case "output":
 			if e.Test == "" {
 				// Package-level output: keep result lines and panics.

@@ -45,6 +45,16 @@ func TestReport(t *testing.T) {
 			code: 1,
 			want: []string{"x.go:1: syntax error", "[build failed]"},
 		},
+		{
+			name: "build error events are printed",
+			in: `{"ImportPath":"p [p.test]","Action":"build-output","Output":"# p\n"}
+{"ImportPath":"p [p.test]","Action":"build-output","Output":"./x.go:1:2: undefined: y\n"}
+{"ImportPath":"p [p.test]","Action":"build-fail"}
+{"Action":"output","Package":"p","Output":"FAIL\tp [build failed]\n"}
+{"Action":"fail","Package":"p","FailedBuild":"p [p.test]"}`,
+			code: 1,
+			want: []string{"./x.go:1:2: undefined: y", "[build failed]", "FAIL p"},
+		},
 		{name: "no tests", in: "", code: 1, want: []string{"0 passed, 0 failed, 0 skipped"}},
 	}
 	for _, tc := range cases {

@@ -6,6 +6,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -30,9 +31,19 @@ import (
 type Guest interface {
 	Screenshot(ctx context.Context) ([]byte, error)
 	ExecPyAutoGUI(ctx context.Context, code string) (guest.ExecResult, error)
-	SetupExecute(ctx context.Context, cmd guest.Command) (guest.ExecResult, error)
-	Launch(ctx context.Context, cmd guest.Command) error
-	AppState(ctx context.Context, path string, body []byte) ([]byte, error)
+	// Call sends one request of the ScienceBoard contract (task setup and
+	// evaluation) to the guest server or the application's server.
+	Call(ctx context.Context, r guest.Request) ([]byte, error)
+	// Upload writes a file into the guest (downloads copied from the host).
+	Upload(ctx context.Context, path string, data []byte) error
+}
+
+// caller adapts a Guest to scienceboard.Caller.
+type caller struct{ g Guest }
+
+// Call implements scienceboard.Caller.
+func (c caller) Call(ctx context.Context, r scienceboard.Request) ([]byte, error) {
+	return c.g.Call(ctx, guest.Request(r))
 }
 
 // Store keeps screenshots; *blob.Store implements it.
@@ -61,6 +72,13 @@ type Config struct {
 	// Placeholders fill «NAME» in the task's setup commands; default
 	// PORTLIKE=8000, the port of ScienceBoard's app-state servers.
 	Placeholders map[string]string
+	// Download fetches a task's download item on the host (nil: an HTTP
+	// GET with DownloadTimeout, at most 1 GiB); the agent then copies the
+	// file into the guest, as ScienceBoard's harness does.
+	Download func(ctx context.Context, url string) ([]byte, error)
+	// DownloadInGuest has the guest fetch download items itself (curl
+	// through /setup/execute) instead; the guest then needs the network.
+	DownloadInGuest bool
 	// Sleep pauses for the task's setup waits and the wait() action (nil:
 	// a real timer; a simulated world passes one on its own clock). It
 	// returns ctx's error when ctx ends first.
@@ -108,6 +126,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if err := cfg.ExecutorCoords.Check(); err != nil {
 		return nil, fmt.Errorf("agent: executor coordinates: %w", err)
+	}
+	if cfg.Download == nil {
+		cfg.Download = httpDownload
 	}
 	if cfg.Placeholders == nil {
 		cfg.Placeholders = map[string]string{"PORTLIKE": "8000"}
@@ -219,7 +240,7 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (*traj.Trajectory, error) {
 		return nil, ctx.Err()
 	}
 	if len(ep.Task.Evaluate) > 0 {
-		res := scienceboard.Evaluate(ctx, ep.Task, ep.Guest, scienceboard.FinalActionOf(t.Outcome))
+		res := scienceboard.Evaluate(ctx, ep.Task, caller{ep.Guest}, scienceboard.FinalActionOf(t.Outcome))
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -295,10 +316,11 @@ func (a *Agent) releaseHeld(ctx context.Context, ep Episode, held []string, log 
 	}
 }
 
-// setup runs the task's initialize items as ScienceBoard does (see
-// scienceboard.SetupSteps): commands through the guest's setup endpoints,
-// app items through the app-state server. An item that cannot be mapped
-// makes the episode an environment error before any model call.
+// setup runs the task's initialize items as ScienceBoard's harness does
+// (scienceboard.SetupSteps): each a request to the guest server or the
+// application's server, or a download. A VM that does not answer is a VM
+// fault; a deterministic refusal of the task's own request (setupError) ends
+// the episode as a task error: not the VM's fault, not worth retrying.
 func (a *Agent) setup(ctx context.Context, ep Episode) error {
 	task, err := ep.Task.ExpandPlaceholders(a.cfg.Placeholders)
 	if err != nil {
@@ -308,28 +330,21 @@ func (a *Agent) setup(ctx context.Context, ep Episode) error {
 	if err != nil {
 		return &EnvError{Op: "setup", Err: err, Permanent: true}
 	}
+	g := caller{ep.Guest}
 	for _, st := range steps {
-		op := fmt.Sprintf("setup: initialize[%d] %s", st.Item, task.Initialize[st.Item].Func)
-		switch st.Kind {
-		case scienceboard.SetupLaunch:
-			if err := ep.Guest.Launch(ctx, guest.ShellCommand(st.Command)); err != nil {
-				return vmErr(op, err)
+		op := fmt.Sprintf("setup: initialize[%d] %s", st.Item, st.Func)
+		switch {
+		case st.Download != nil:
+			if err := a.download(ctx, ep, op, st.Download); err != nil {
+				return err
 			}
-		case scienceboard.SetupExecute:
-			// A setup command that ran and failed is not fatal: the
-			// benchmark's own setup removes files that may not exist, and
-			// ScienceBoard ignores the exit status too. A guest that does not
-			// answer is.
-			if _, err := ep.Guest.SetupExecute(ctx, guest.ShellCommand(st.Command)); err != nil {
-				var xe *guest.ExecError
-				if !errors.As(err, &xe) {
-					return vmErr(op, err)
-				}
-				a.cfg.Log.Debug("setup command failed; going on", "task", ep.Task.ID, "item", st.Item, "err", err)
+		case st.Request != nil:
+			body, err := g.Call(ctx, *st.Request)
+			if err != nil {
+				return setupError(op, *st.Request, err)
 			}
-		case scienceboard.SetupApp:
-			if _, err := ep.Guest.AppState(ctx, st.Path, st.Body); err != nil {
-				return vmErr(op, err)
+			if err := st.CheckReply(body); err != nil {
+				return taskErr(op, *st.Request, err.Error())
 			}
 		}
 		if st.Wait > 0 {
@@ -337,6 +352,65 @@ func (a *Agent) setup(ctx context.Context, ep Episode) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// setupError classifies a failed setup request. No answer, or a guest
+// server that failed (5xx other than its own "could not run" reply), is
+// the VM's fault. The application refusing the request (any error status
+// from the app server), a 4xx from the guest server, or the guest server
+// reporting that the task's command could not run ({"status": "error"}
+// with 500 from /setup/execute or /setup/launch) is a task error.
+func setupError(op string, r scienceboard.Request, err error) error {
+	st := scienceboard.StatusOf(err)
+	switch {
+	case st == 0:
+		return vmErr(op, err)
+	case r.Server == scienceboard.AppServer, st < 500:
+		return taskErr(op, r, err.Error())
+	case (r.Path == "/setup/execute" || r.Path == "/setup/launch") && couldNotRun(err):
+		return taskErr(op, r, err.Error())
+	}
+	return vmErr(op, err)
+}
+
+// couldNotRun reports whether err is the guest server's own answer for a
+// command it could not run (as opposed to a crash of the server).
+func couldNotRun(err error) bool {
+	var he *guest.HTTPError
+	return errors.As(err, &he) && he.Status == 500 && he.JSONStatus == "error"
+}
+
+// taskErr is a task error: permanent, not the VM's fault.
+func taskErr(op string, r scienceboard.Request, reason string) error {
+	return &EnvError{Op: op, Err: &scienceboard.TaskError{Op: op, Req: r.String(), Reason: reason}, Permanent: true}
+}
+
+// download fetches a task's file on the host and copies it into the guest
+// (ScienceBoard's vm_download), or with Config.DownloadInGuest has the
+// guest fetch it itself.
+func (a *Agent) download(ctx context.Context, ep Episode, op string, d *scienceboard.Download) error {
+	if a.cfg.DownloadInGuest {
+		r := scienceboard.Request{Server: scienceboard.GuestServer, Method: "POST", Path: "/setup/execute", ContentType: "application/json"}
+		r.Body, _ = json.Marshal(map[string]any{"command": []string{"curl", "-fsSL", "-o", d.Path, d.URL}, "shell": false})
+		body, err := caller{ep.Guest}.Call(ctx, r)
+		if err != nil {
+			return setupError(op, r, err)
+		}
+		var res guest.ExecResult
+		if json.Unmarshal(body, &res) != nil || res.ReturnCode != 0 {
+			return taskErr(op, r, fmt.Sprintf("curl %s in the guest failed: %s", d.URL, strings.TrimSpace(res.Error)))
+		}
+		return nil
+	}
+	data, err := a.cfg.Download(ctx, d.URL)
+	if err != nil {
+		return &EnvError{Op: op, Err: err}
+	}
+	if err := ep.Guest.Upload(ctx, d.Path, data); err != nil {
+		r := scienceboard.Request{Server: scienceboard.GuestServer, Method: "POST", Path: "/setup/upload"}
+		return setupError(op, r, err)
 	}
 	return nil
 }

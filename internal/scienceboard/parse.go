@@ -190,11 +190,11 @@ func ParseTask(path string, data []byte) (*Task, error) {
 	t.ID = t.App + "/" + fileStem(path)
 	t.Initialize = make([]InitItem, len(initRaw))
 	for i, raw := range initRaw {
-		t.Initialize[i] = parseInitItem(raw)
+		t.Initialize[i] = parseInitItem(t.App, raw)
 	}
 	t.Evaluate = make([]Check, len(evalRaw))
 	for i, raw := range evalRaw {
-		t.Evaluate[i] = parseCheck(raw)
+		t.Evaluate[i] = parseCheck(t.App, raw)
 	}
 	t.refreshUnsupported()
 	return t, nil
@@ -451,7 +451,7 @@ func splitItem(raw json.RawMessage, disc string) (fields map[string]json.RawMess
 	return fields, name, ""
 }
 
-func parseInitItem(raw json.RawMessage) InitItem {
+func parseInitItem(app string, raw json.RawMessage) InitItem {
 	it := InitItem{Raw: cloneRaw(raw)}
 	fields, name, issue := splitItem(raw, "func")
 	it.Func = name
@@ -460,9 +460,9 @@ func parseInitItem(raw json.RawMessage) InitItem {
 		return it
 	}
 	prefix := fmt.Sprintf("func %q", name)
-	ctor, known := initFuncs[name]
+	ctor, known := initCtor(app, name)
 	if !known {
-		it.Issue = prefix + " not supported"
+		it.Issue = prefix + " not supported" + forApp(app)
 		return it
 	}
 	if w, ok := fields["wait"]; ok {
@@ -492,7 +492,18 @@ func parseInitItem(raw json.RawMessage) InitItem {
 	return it
 }
 
-func parseCheck(raw json.RawMessage) Check {
+// forApp names the app in a "not supported" issue when the tables know it.
+func forApp(app string) string {
+	if _, ok := appFuncs[app]; ok {
+		return " by " + app
+	}
+	if _, ok := appChecks[app]; ok {
+		return " by " + app
+	}
+	return ""
+}
+
+func parseCheck(app string, raw json.RawMessage) Check {
 	c := Check{Raw: cloneRaw(raw)}
 	fields, name, issue := splitItem(raw, "type")
 	c.Type = name
@@ -501,9 +512,9 @@ func parseCheck(raw json.RawMessage) Check {
 		return c
 	}
 	prefix := fmt.Sprintf("type %q", name)
-	ctor, known := checkTypes[name]
+	ctor, known := checkCtor(app, name)
 	if !known {
-		c.Issue = prefix + " not supported"
+		c.Issue = prefix + " not supported" + forApp(app)
 		return c
 	}
 	args := ctor()

@@ -96,7 +96,7 @@ func (t *Task) ExpandPlaceholders(values map[string]string) (*Task, error) {
 			continue
 		}
 		if changed {
-			c.Initialize[i] = parseInitItem(raw)
+			c.Initialize[i] = parseInitItem(t.App, raw)
 		}
 	}
 	if len(errs) > 0 {
@@ -113,11 +113,7 @@ func (t *Task) refreshUnsupported() {
 			t.Unsupported = append(t.Unsupported, fmt.Sprintf("initialize[%d]: %s", i, it.Issue))
 		}
 	}
-	for i, c := range t.Evaluate {
-		if c.Issue != "" {
-			t.Unsupported = append(t.Unsupported, fmt.Sprintf("evaluate[%d]: %s", i, c.Issue))
-		}
-	}
+	t.Unsupported = append(t.Unsupported, Unsupported(t)...)
 }
 
 // commandStrings returns the strings of an item's "command" field when it is

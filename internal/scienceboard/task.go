@@ -13,6 +13,16 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
+// The app names of the benchmark's task files (their "type" field).
+const (
+	AppChimeraX  = "ChimeraX"
+	AppKAlgebra  = "KAlgebra"
+	AppCelestia  = "Celestia"
+	AppGrassGIS  = "GrassGIS"
+	AppLean      = "Lean"
+	AppTeXstudio = "TeXstudio"
+)
+
 // Task is one benchmark task as read from its file.
 type Task struct {
 	// ID is "<App>/<file stem>", e.g. "ChimeraX/A-01". The app part comes
@@ -423,6 +433,93 @@ type Func3D struct {
 	Expr string `json:"expr"`
 }
 
+// Append appends Content to the guest file Path (func "append": the
+// harness's POST /append).
+type Append struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// AlphaFoldMatch fetches the AlphaFold model matching a UniProt name in
+// ChimeraX (func "alphafold_match": command "alphafold match NAME").
+type AlphaFoldMatch struct {
+	Name string `json:"name"`
+}
+
+// Destroy closes every ChimeraX model (func "destroy": command "destroy").
+type Destroy struct{}
+
+// Map switches the GRASS GIS data catalogue to a mapset (func "map": POST
+// /init/map).
+type Map struct {
+	GrassDB  string `json:"grassdb"`
+	Location string `json:"location"`
+	Mapset   string `json:"mapset"`
+}
+
+// Layer adds the first data-catalogue node that matches Query (e.g.
+// {"name": "natural_earth"}) to the GRASS GIS map display (func "layer":
+// POST /init/layer).
+type Layer struct {
+	Query map[string]any `json:"query"`
+}
+
+// Scale sets the GRASS GIS map display's scale (func "scale": POST
+// /init/scale).
+type Scale struct {
+	Scale int `json:"scale"`
+}
+
+// GrassCmd turns off the GRASS GIS console prompt (func "cmd": GET
+// /init/cmd).
+type GrassCmd struct{}
+
+// Import lists Lean libraries to import (func "import"); Mathlib, which the
+// VM's project already imports, is dropped.
+type Import struct {
+	Libs []string `json:"libs"`
+}
+
+// OpenLibs opens Lean namespaces (func "open" in Lean tasks).
+type OpenLibs struct {
+	Libs []string `json:"libs"`
+}
+
+// Def adds a Lean definition before the theorem (func "def").
+type Def struct {
+	Expr string `json:"expr"`
+}
+
+// LeanQuery is the Lean theorem to prove (func "query"): Expr ends with
+// "by sorry"; its header (Expr without the last six characters) is what
+// the check looks for.
+type LeanQuery struct {
+	Expr string `json:"expr"`
+}
+
+// Header returns the theorem's header: Expr without its trailing "sorry"
+// (ScienceBoard cuts the last six characters, so it ends with ":= by").
+func (q *LeanQuery) Header() string { return strings.TrimSuffix(q.Expr, " sorry") }
+
+func (q *LeanQuery) validate() error {
+	if !strings.HasSuffix(q.Expr, "by sorry") {
+		return fmt.Errorf("field %q: expected a theorem ending with \"by sorry\", got %q", "expr", q.Expr)
+	}
+	return nil
+}
+
+func (*Append) isInitArgs()         {}
+func (*AlphaFoldMatch) isInitArgs() {}
+func (*Destroy) isInitArgs()        {}
+func (*Map) isInitArgs()            {}
+func (*Layer) isInitArgs()          {}
+func (*Scale) isInitArgs()          {}
+func (*GrassCmd) isInitArgs()       {}
+func (*Import) isInitArgs()         {}
+func (*OpenLibs) isInitArgs()       {}
+func (*Def) isInitArgs()            {}
+func (*LeanQuery) isInitArgs()      {}
+
 func (*Execute) isInitArgs()  {}
 func (*Launch) isInitArgs()   {}
 func (*Opt) isInitArgs()      {}
@@ -553,6 +650,12 @@ type CompileCheck struct {
 	File string `json:"file"`
 }
 
+// PlaceholderCheck is a Lean task's only check (type "placeholder"): the
+// theorem, with the agent's proof, must build without errors and without
+// "sorry" (POST /lean/check).
+type PlaceholderCheck struct{}
+
+func (*PlaceholderCheck) isCheckArgs() {}
 func (*StopCheck) isCheckArgs()    {}
 func (*StatesCheck) isCheckArgs()  {}
 func (*InfoCheck) isCheckArgs()    {}
@@ -588,39 +691,150 @@ func (f *FileCheck) validate() error {
 	return nil
 }
 
-var initFuncs = map[string]func() InitArgs{
-	"execute":            func() InitArgs { return &Execute{} },
-	"launch":             func() InitArgs { return &Launch{} },
-	"opt":                func() InitArgs { return &Opt{} },
-	"touch":              func() InitArgs { return &Touch{} },
-	"download":           func() InitArgs { return &Download{} },
-	"open":               func() InitArgs { return &Open{} },
-	"chimerax_open":      func() InitArgs { return &Open{} },
-	"turn":               func() InitArgs { return &Turn{} },
-	"chimerax_turn":      func() InitArgs { return &Turn{} },
-	"clear_log":          func() InitArgs { return &ClearLog{} },
-	"chimerax_clear_log": func() InitArgs { return &ClearLog{} },
-	"color":              func() InitArgs { return &Color{} },
-	"tab":                func() InitArgs { return &Tab{} },
-	"func_2d":            func() InitArgs { return &Func2D{} },
-	"func_3d":            func() InitArgs { return &Func3D{} },
+// genericFuncs are the initialize funcs every VM task may use (the
+// harness's VTask methods and sci/base/init.py's vm_* functions).
+var genericFuncs = map[string]func() InitArgs{
+	"execute":  func() InitArgs { return &Execute{} },
+	"launch":   func() InitArgs { return &Launch{} },
+	"opt":      func() InitArgs { return &Opt{} },
+	"append":   func() InitArgs { return &Append{} },
+	"touch":    func() InitArgs { return &Touch{} },
+	"download": func() InitArgs { return &Download{} },
 }
 
-var checkTypes = map[string]func() CheckArgs{
-	"stop":    func() CheckArgs { return &StopCheck{} },
-	"states":  func() CheckArgs { return &StatesCheck{} },
-	"info":    func() CheckArgs { return &InfoCheck{} },
-	"val":     func() CheckArgs { return &ValCheck{} },
-	"var":     func() CheckArgs { return &VarCheck{} },
-	"eqn":     func() CheckArgs { return &EqnCheck{} },
-	"file":    func() CheckArgs { return &FileCheck{} },
-	"include": func() CheckArgs { return &IncludeCheck{} },
-	"compile": func() CheckArgs { return &CompileCheck{} },
-	"db":      func() CheckArgs { return &DBCheck{} },
+// appFuncs are each app's own initialize funcs (the _NAME methods of its
+// task class in ScienceBoard, which win over the generic ones).
+var appFuncs = map[string]map[string]func() InitArgs{
+	AppChimeraX: {
+		"open":            func() InitArgs { return &Open{} },
+		"turn":            func() InitArgs { return &Turn{} },
+		"clear_log":       func() InitArgs { return &ClearLog{} },
+		"color":           func() InitArgs { return &Color{} },
+		"alphafold_match": func() InitArgs { return &AlphaFoldMatch{} },
+		"destroy":         func() InitArgs { return &Destroy{} },
+	},
+	AppKAlgebra: {
+		"tab":     func() InitArgs { return &Tab{} },
+		"func_2d": func() InitArgs { return &Func2D{} },
+		"func_3d": func() InitArgs { return &Func3D{} },
+	},
+	AppGrassGIS: {
+		"map":   func() InitArgs { return &Map{} },
+		"layer": func() InitArgs { return &Layer{} },
+		"scale": func() InitArgs { return &Scale{} },
+		"cmd":   func() InitArgs { return &GrassCmd{} },
+	},
+	AppLean: {
+		"import": func() InitArgs { return &Import{} },
+		"open":   func() InitArgs { return &OpenLibs{} },
+		"def":    func() InitArgs { return &Def{} },
+		"query":  func() InitArgs { return &LeanQuery{} },
+	},
+	AppTeXstudio: {
+		"chimerax_open":      func() InitArgs { return &Open{} },
+		"chimerax_turn":      func() InitArgs { return &Turn{} },
+		"chimerax_clear_log": func() InitArgs { return &ClearLog{} },
+	},
 }
 
-// KnownInitFuncs returns the sorted "func" names the loader types.
-func KnownInitFuncs() []string { return slices.Sorted(maps.Keys(initFuncs)) }
+// appChecks are the check types each app's evaluator knows ("stop" is
+// everyone's).
+var appChecks = map[string]map[string]func() CheckArgs{
+	AppChimeraX: {
+		"states": func() CheckArgs { return &StatesCheck{} },
+		"info":   func() CheckArgs { return &InfoCheck{} },
+		"file":   func() CheckArgs { return &FileCheck{} },
+	},
+	AppKAlgebra: {
+		"val": func() CheckArgs { return &ValCheck{} },
+		"var": func() CheckArgs { return &VarCheck{} },
+		"eqn": func() CheckArgs { return &EqnCheck{} },
+	},
+	AppCelestia: {
+		"info": func() CheckArgs { return &InfoCheck{} },
+	},
+	AppGrassGIS: {
+		"info": func() CheckArgs { return &InfoCheck{} },
+		"db":   func() CheckArgs { return &DBCheck{} },
+	},
+	AppLean: {
+		"placeholder": func() CheckArgs { return &PlaceholderCheck{} },
+	},
+	AppTeXstudio: {
+		"compile": func() CheckArgs { return &CompileCheck{} },
+		"file":    func() CheckArgs { return &FileCheck{} },
+		"include": func() CheckArgs { return &IncludeCheck{} },
+	},
+}
 
-// KnownCheckTypes returns the sorted check "type" names the loader types.
-func KnownCheckTypes() []string { return slices.Sorted(maps.Keys(checkTypes)) }
+// appOrder is the order in which an app the tables do not name looks its
+// funcs and checks up (the first app that knows a name wins).
+var appOrder = []string{AppChimeraX, AppKAlgebra, AppCelestia, AppGrassGIS, AppTeXstudio, AppLean}
+
+// initCtor returns the constructor of func name for app.
+func initCtor(app, name string) (func() InitArgs, bool) {
+	if m, ok := appFuncs[app]; ok {
+		if c, ok := m[name]; ok {
+			return c, true
+		}
+		c, ok := genericFuncs[name]
+		return c, ok
+	}
+	if c, ok := genericFuncs[name]; ok {
+		return c, true
+	}
+	for _, a := range appOrder {
+		if c, ok := appFuncs[a][name]; ok {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// checkCtor returns the constructor of check type name for app.
+func checkCtor(app, name string) (func() CheckArgs, bool) {
+	if name == "stop" {
+		return func() CheckArgs { return &StopCheck{} }, true
+	}
+	if m, ok := appChecks[app]; ok {
+		c, ok := m[name]
+		return c, ok
+	}
+	for _, a := range appOrder {
+		if c, ok := appChecks[a][name]; ok {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// KnownInitFuncs returns the sorted "func" names the loader types for app
+// ("" for every app).
+func KnownInitFuncs(app string) []string {
+	set := map[string]bool{}
+	for n := range genericFuncs {
+		set[n] = true
+	}
+	for a, m := range appFuncs {
+		if app == "" || a == app {
+			for n := range m {
+				set[n] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// KnownCheckTypes returns the sorted check "type" names the loader types
+// for app ("" for every app).
+func KnownCheckTypes(app string) []string {
+	set := map[string]bool{"stop": true}
+	for a, m := range appChecks {
+		if app == "" || a == app {
+			for n := range m {
+				set[n] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}

@@ -65,10 +65,11 @@ type App interface {
 	// State returns the app's state (JSON-serialisable, fresh maps): what
 	// State.AppState carries and the state endpoints dump.
 	State() map[string]any
-	// Serve serves one app-state request (a nil body is a GET, query is
-	// the request's query string); ok is false for paths the app does not
-	// serve.
-	Serve(path string, query url.Values, body []byte) (resp []byte, status int, ok bool)
+	// Serve serves one request to the app's own server (port 8000 in a
+	// real VM: the routes of ScienceBoard's modified app, or ChimeraX's
+	// REST server) with the method, path, query and body it arrived with;
+	// ok is false for paths the app does not serve.
+	Serve(u *UI, method, path string, query url.Values, body []byte) (resp []byte, status int, ok bool)
 	// Render draws the app's window below the title bar (from AppTop).
 	Render(c *screen.Canvas, u *UI)
 }

@@ -144,7 +144,11 @@ func (m *machine) AppState(reqPath string, body []byte) ([]byte, int) {
 	if m.app == nil {
 		return JSONError("no application is running"), 503
 	}
-	resp, status, ok := m.inst.Serve(p, q, body)
+	method := "GET"
+	if body != nil {
+		method = "POST"
+	}
+	resp, status, ok := m.inst.Serve(m.ui, method, p, q, body)
 	if !ok {
 		return JSONError(fmt.Sprintf("%s does not serve %s", m.app.spec.Name, p)), 404
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
@@ -247,3 +248,58 @@ func fileBase(p string) string {
 	}
 	return p
 }
+
+// The two servers of a ScienceBoard VM (Request.Server).
+const (
+	ServerGuest = "guest" // the guest server (the client's base URL, port 5000)
+	ServerApp   = "app"   // the application's server (Options.StateURL, port 8000)
+)
+
+// Request is one request to either server of a VM, for protocols built on
+// top of the guest server such as ScienceBoard's (its setup routes,
+// /read, /write, /append, /chimerax/run, /lean/check, /tex/check, and the
+// application's own routes on port 8000).
+type Request struct {
+	Server      string     // ServerGuest or ServerApp
+	Method      string     // "GET" or "POST"
+	Path        string     // URL path, starting with "/"
+	Query       url.Values // URL query; nil: none
+	Body        []byte     // request body; nil: none
+	ContentType string     // "": no Content-Type header
+	// Timeout bounds each attempt; 0: StateTimeout for the app server,
+	// ExecuteTimeout for the guest server.
+	Timeout time.Duration
+}
+
+// Call sends r and returns the body of a 2xx answer; any other status is
+// an *HTTPError. GETs are retried like the other idempotent calls; a POST
+// only when it provably never left (it may change the app's state).
+func (g *Client) Call(ctx context.Context, r Request) ([]byte, error) {
+	server, timeout := g.base, g.opts.ExecuteTimeout
+	switch r.Server {
+	case ServerGuest:
+	case ServerApp:
+		server, timeout = g.state, g.opts.StateTimeout
+	default:
+		return nil, fmt.Errorf("vmpool: guest %s: call %s: unknown server %q (want %q or %q)", g.base.Host, r.Path, r.Server, ServerGuest, ServerApp)
+	}
+	if !strings.HasPrefix(r.Path, "/") {
+		return nil, fmt.Errorf("vmpool: guest %s: call %q: path must start with /", server.Host, r.Path)
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		return nil, fmt.Errorf("vmpool: guest %s: call %s: method %q (want GET or POST)", server.Host, r.Path, r.Method)
+	}
+	if r.Timeout > 0 {
+		timeout = r.Timeout
+	}
+	path := r.Path
+	if len(r.Query) > 0 {
+		path += "?" + r.Query.Encode()
+	}
+	return g.simple(ctx, call{op: r.Method + " " + r.Path, method: r.Method, server: server, path: path,
+		body: r.Body, contentType: r.ContentType, timeout: timeout, idempotent: r.Method == http.MethodGet})
+}
+
+// HTTPStatus returns the answer's status (for callers that classify
+// errors by interface rather than by type).
+func (e *HTTPError) HTTPStatus() int { return e.Status }

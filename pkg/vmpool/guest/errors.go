@@ -34,6 +34,9 @@ type HTTPError struct {
 	URL     string // the URL called
 	Status  int    // the HTTP status
 	Message string // what the guest said
+	// JSONStatus is the "status" field of a JSON body ("error" when the
+	// guest server reports a command it could not run), else "".
+	JSONStatus string
 }
 
 // Error names the host, the operation, the status and the guest's message.

@@ -168,7 +168,7 @@ func (g *Client) attempt(ctx context.Context, c call) (answer, *attemptError) {
 
 // httpError maps a non-2xx answer.
 func httpError(c call, a answer) *HTTPError {
-	return &HTTPError{Op: c.op, URL: c.server.String() + c.path, Status: a.status, Message: ErrorMessage(a.body)}
+	return &HTTPError{Op: c.op, URL: c.server.String() + c.path, Status: a.status, Message: ErrorMessage(a.body), JSONStatus: jsonStatus(a.body)}
 }
 
 // ErrorMessage extracts a server's message from the body of an error
@@ -186,6 +186,17 @@ func ErrorMessage(body []byte) string {
 		}
 	}
 	return errtext.Truncate(strings.Join(strings.Fields(string(body)), " "), 300)
+}
+
+// jsonStatus is the "status" field of a JSON object body, or "".
+func jsonStatus(body []byte) string {
+	var m struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	return m.Status
 }
 
 func (g *Client) get(op, path string, timeout time.Duration, check func([]byte) error) call {

@@ -241,7 +241,7 @@ func (c *celestia) State() map[string]any {
 }
 
 // Serve serves /dump and /version.
-func (c *celestia) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
+func (c *celestia) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/dump", "/celestia/dump":
 		return desktop.JSON(c.State()), 200, true

@@ -727,7 +727,7 @@ func (c *chimerax) State() map[string]any {
 }
 
 // Serve serves /chimerax/run and /chimerax/state.
-func (c *chimerax) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
+func (c *chimerax) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/chimerax/run", "/run":
 		cmd := strings.TrimSpace(string(body))

@@ -687,7 +687,7 @@ func slopeAspect(e []float64) ([]float64, []float64) {
 }
 
 // Serve serves /dump, /version and /gcmd.
-func (g *grass) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
+func (g *grass) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/dump":
 		return desktop.JSON(g.State()), 200, true

@@ -302,7 +302,7 @@ func tailConsole(c []kconsole, n int) []kconsole {
 }
 
 // Serve serves /vars, /eqns, /tab, /func2d and /func3d.
-func (k *kalgebra) Serve(p string, q url.Values, body []byte) ([]byte, int, bool) {
+func (k *kalgebra) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
 	switch p {
 	case "/vars":
 		return desktop.JSON(k.vars()), 200, true

@@ -1,0 +1,300 @@
+package scienceboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The replies the checks read are JSON written by Python (the guest
+// server, ChimeraX, GRASS GIS) or C++ (KAlgebra, Celestia), and the
+// harness compares them with Python's semantics. These helpers decode JSON
+// keeping numbers as written (json.Number) and compare, test and print
+// values the way Python would.
+
+// decodeJSON decodes one JSON value with numbers kept as json.Number.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("more than one JSON value")
+	}
+	return v, nil
+}
+
+// objectKeys returns the keys of a JSON object in the order they appear
+// (Python's dicts keep it, and "the first matching key" depends on it).
+func objectKeys(b []byte) ([]string, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	t, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	if t != json.Delim('{') {
+		return nil, fmt.Errorf("expected a JSON object")
+	}
+	var keys []string
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := t.(string)
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// number returns v as a float64 when it is a JSON number (or a bool,
+// which Python treats as 0 or 1 in comparisons).
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// pyEqual is Python's == over JSON values: numbers by value (True == 1),
+// strings, lists and dicts structurally, None only with None.
+func pyEqual(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if x, ok := number(a); ok {
+		y, ok := number(b)
+		return ok && x == y
+	}
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !pyEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !pyEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// truthy is Python's bool(v).
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	if f, ok := number(v); ok {
+		return f != 0
+	}
+	return true
+}
+
+// pyFloat is Python's float(v) for a string or a number.
+func pyFloat(v any) (float64, bool) {
+	if s, ok := v.(string); ok {
+		s = strings.TrimSpace(s)
+		switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+		case "inf", "infinity", "nan":
+			f, err := strconv.ParseFloat(s, 64)
+			return f, err == nil
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		return f, err == nil && !strings.ContainsAny(s, "xXpP")
+	}
+	return number(v)
+}
+
+// PyJSON encodes v as Python's json.dumps does by default: ", " and ": "
+// separators, non-ASCII escaped as \uXXXX, numbers as written. Object keys
+// are sorted (Go maps keep no order).
+func PyJSON(v any) string {
+	var b strings.Builder
+	writePyJSON(&b, v)
+	return b.String()
+}
+
+func writePyJSON(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case json.Number:
+		b.WriteString(x.String())
+	case float64:
+		b.WriteString(pyFloatRepr(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case string:
+		writePyString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyJSON(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyString(b, k)
+			b.WriteString(": ")
+			writePyJSON(b, x[k])
+		}
+		b.WriteByte('}')
+	default:
+		js, err := json.Marshal(x)
+		if err != nil {
+			b.WriteString("null")
+			return
+		}
+		d, err := decodeJSON(js)
+		if err != nil {
+			b.WriteString("null")
+			return
+		}
+		writePyJSON(b, d)
+	}
+}
+
+// writePyString writes s as json.dumps(s) with ensure_ascii.
+func writePyString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20 || (r >= 0x7f && r <= 0xffff):
+			fmt.Fprintf(b, `\u%04x`, r)
+		case r > 0xffff:
+			r1, r2 := utf16Pair(r)
+			fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+		case r == utf8.RuneError:
+			b.WriteString(`\ufffd`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+func utf16Pair(r rune) (rune, rune) {
+	r -= 0x10000
+	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
+}
+
+// pyFloatRepr is Python's repr of a float: the shortest text that reads
+// back, always with a '.' or an exponent.
+func pyFloatRepr(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case math.IsNaN(f):
+		return "NaN"
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e16 {
+		return strconv.FormatFloat(f, 'f', 1, 64)
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if i := strings.IndexByte(s, 'e'); i >= 0 {
+		exp := s[i+1:]
+		sign := exp[0]
+		digits := strings.TrimLeft(exp[1:], "0")
+		if len(digits) < 2 {
+			digits = strings.Repeat("0", 2-len(digits)) + digits
+		}
+		s = s[:i+1] + string(sign) + digits
+	}
+	return s
+}
+
+// pyRepr renders a value for messages: strings quoted, the rest as JSON.
+func pyRepr(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return PyJSON(v)
+}

@@ -95,9 +95,9 @@ func TestWriteListJSON(t *testing.T) {
 		}
 		x2 := doc.Tasks[1]
 		want := []string{
-			`initialize[0]: func "alphafold_match" not supported`,
+			`initialize[0]: func "alphafold_predict" not supported by ChimeraX`,
 			`initialize[1]: func "turn": unknown field "speed" kept raw`,
-			`evaluate[1]: type "pixel" not supported`,
+			`evaluate[1]: type "pixel" not supported by ChimeraX`,
 		}
 		if x2.ID != "ChimeraX/X-02" || x2.Steps != 10 || !reflect.DeepEqual(*x2.Unsupported, want) {
 			t.Errorf("X-02 = %+v", x2)
@@ -106,10 +106,10 @@ func TestWriteListJSON(t *testing.T) {
 	t.Run("real tasks", func(t *testing.T) {
 		needRealTasks(t)
 		_, doc := listOf(t, realTasks)
-		if want := map[string]int{"Celestia": 33, "ChimeraX": 29, "KAlgebra": 31, "TeXstudio": 16}; !reflect.DeepEqual(doc.Counts, want) {
+		if want := map[string]int{"Celestia": 33, "ChimeraX": 29, "GrassGIS": 34, "KAlgebra": 31, "Lean": 26, "TeXstudio": 16}; !reflect.DeepEqual(doc.Counts, want) {
 			t.Errorf("counts %v, want %v", doc.Counts, want)
 		}
-		if len(doc.Tasks) != 109 {
+		if len(doc.Tasks) != 169 {
 			t.Errorf("%d tasks", len(doc.Tasks))
 		}
 	})

@@ -12,7 +12,6 @@ func TestSetupStepsOfTheBenchmark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed := 0
 	for i := range set.Tasks {
 		task := &set.Tasks[i]
 		exp, err := task.ExpandPlaceholders(map[string]string{"PORTLIKE": "8000"})
@@ -21,21 +20,14 @@ func TestSetupStepsOfTheBenchmark(t *testing.T) {
 		}
 		steps, err := SetupSteps(exp)
 		if err != nil {
-			failed++
-			if !strings.Contains(err.Error(), "alphafold_match") {
-				t.Errorf("%s: %v", task.ID, err)
-			}
+			t.Errorf("%s: %v", task.ID, err)
 			continue
 		}
 		for _, s := range steps {
-			if strings.Contains(s.Command, "«") {
-				t.Errorf("%s: placeholder left in %q", task.ID, s.Command)
+			if s.Request != nil && strings.Contains(string(s.Request.Body), "«") {
+				t.Errorf("%s: placeholder left in %s", task.ID, s.Request.Body)
 			}
 		}
-	}
-	// The two AlphaFold tasks use an item the loader does not type.
-	if failed != 2 {
-		t.Errorf("%d tasks could not be mapped, want 2 (the alphafold_match ones)", failed)
 	}
 }
 
@@ -45,7 +37,7 @@ func TestSetupStepsShapes(t *testing.T) {
 		{"func":"launch","command":"chimerax --cmd 'x'","shell":true,"wait":2},
 		{"func":"touch","path":"/tmp/it's","text":"a'b"},
 		{"func":"open","name":"2olx"},{"func":"turn","axis":"y","angle":1.5},{"func":"clear_log"},
-		{"func":"tab","index":2},{"func":"opt","depth":6}]}`))
+		{"func":"color","style":"rainbow"},{"func":"opt","depth":6},{"func":"append","path":"/p","content":"c"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,25 +45,55 @@ func TestSetupStepsShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ kind, cmd, path, body string }{
-		{SetupExecute, "rm -f 'a b'", "", ""},
-		{SetupLaunch, "chimerax --cmd 'x'", "", ""},
-		{SetupExecute, `printf '%s' 'a'\''b' > '/tmp/it'\''s'`, "", ""},
-		{SetupApp, "", "/chimerax/run", "open 2olx"},
-		{SetupApp, "", "/chimerax/run", "turn y 1.5"},
-		{SetupApp, "", "/chimerax/run", "log clear"},
-		{SetupApp, "", "/tab", `{"index":2}`},
+	want := []struct {
+		req    string
+		accept Accept
+	}{
+		{`POST guest /setup/execute {"command":["rm","-f","a b"],"shell":false}`, AcceptStatus},
+		{`POST guest /setup/launch {"command":"chimerax --cmd 'x'","shell":true}`, AcceptStatus},
+		{`POST guest /write {"path":"/tmp/it's","content":"a'b"}`, AcceptOK},
+		{`POST guest /chimerax/run {"command":"open 2olx"}`, AcceptChimeraX},
+		{`POST guest /chimerax/run {"command":"turn y 1.5"}`, AcceptChimeraX},
+		{`POST guest /chimerax/run {"command":"log clear"}`, AcceptChimeraX},
+		{`POST guest /chimerax/run {"command":"rainbow"}`, AcceptChimeraX},
+		{`POST guest /opt {"depth":6}`, AcceptStatus},
+		{`POST guest /append {"path":"/p","content":"c"}`, AcceptStatus},
 	}
 	if len(steps) != len(want) {
-		t.Fatalf("%d steps, want %d (opt skipped): %+v", len(steps), len(want), steps)
+		t.Fatalf("%d steps, want %d: %+v", len(steps), len(want), steps)
 	}
 	for i, w := range want {
 		s := steps[i]
-		if s.Kind != w.kind || s.Command != w.cmd || s.Path != w.path || string(s.Body) != w.body {
-			t.Errorf("step %d = %+v, want %+v", i, s, w)
+		got := s.Request.String() + " " + string(s.Request.Body)
+		if got != w.req || s.Accept != w.accept || s.Request.ContentType != "application/json" {
+			t.Errorf("step %d = %s (%v, %q), want %s (%v)", i, got, s.Accept, s.Request.ContentType, w.req, w.accept)
 		}
 	}
 	if steps[1].Wait.Seconds() != 2 {
 		t.Errorf("launch wait = %v", steps[1].Wait)
+	}
+}
+
+func TestCheckReply(t *testing.T) {
+	cases := []struct {
+		accept Accept
+		body   string
+		ok     bool
+	}{
+		{AcceptStatus, "anything", true},
+		{AcceptOK, "OK", true},
+		{AcceptOK, "ERROR", false},
+		{AcceptOK, "OK\n", false},
+		{AcceptChimeraX, `{"log messages": {"note": []}, "error": null}`, true},
+		{AcceptChimeraX, `{"log messages": {"note": ["x"]}, "error": {"type": "UserError", "message": "Unknown command: frob"}}`, false},
+		{AcceptChimeraX, `<html>`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.accept.String()+"/"+c.body, func(t *testing.T) {
+			err := SetupStep{Accept: c.accept}.CheckReply([]byte(c.body))
+			if (err == nil) != c.ok {
+				t.Errorf("CheckReply = %v, want ok=%v", err, c.ok)
+			}
+		})
 	}
 }

@@ -1,5 +1,5 @@
 // Package sbtest gives tests the real ScienceBoard task files: the copy in
-// the repository's testdata/scienceboard (109 files of four applications,
+// the repository's testdata/scienceboard (the 169 VM task files of the six applications,
 // MIT licence beside them), or another folder of the same layout named by
 // the environment variable CODAPIPE_SCIENCEBOARD_TASKS, for running the
 // generic checks over a larger or newer benchmark.

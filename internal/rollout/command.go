@@ -59,6 +59,9 @@ type Options struct {
 	// models answer in them unless the sim config sets its own.
 	PlannerCoords, ExecutorCoords string
 	Prompts                       string // prompt template folder; empty: ours
+	// DownloadInGuest has the guest fetch a task's download items itself
+	// (default: the host fetches and copies them in, as ScienceBoard does).
+	DownloadInGuest bool
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
 	Schedule   sched.Mode
@@ -170,7 +173,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	cfg := Config{
 		App: o.App, Group: o.Group, Samples: o.Samples, Run: o.Run,
 		Planner: o.Planner, Executor: o.Executor, PlannerCoords: pc, ExecutorCoords: ec, Prompts: o.Prompts,
-		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, Schedule: o.Schedule,
+		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest,
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
 	}
@@ -348,6 +351,7 @@ func Command() service.Command {
 			fs.String(&o.PlannerCoords, "planner-coords", "CODAPIPE_PLANNER_COORDS", "grid1000", "coordinate space of the planner's points: grid1000, pixels-resized[:factor=28,min_pixels=3136,max_pixels=12845056], pixels-screen or unit (docs/actions.md)")
 			fs.String(&o.ExecutorCoords, "executor-coords", "CODAPIPE_EXECUTOR_COORDS", "pixels-resized", "coordinate space of the executor's points (UI-TARS-1.5: pixels-resized; UI-TARS-1.0: grid1000; docs/actions.md)")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")
+			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")

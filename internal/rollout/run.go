@@ -48,6 +48,8 @@ type Config struct {
 	// Sleep and RequestSeed go to the agent (agent.Config).
 	Sleep       func(ctx context.Context, d time.Duration) error
 	RequestSeed *int64
+	// DownloadInGuest has the guest fetch download items (agent.Config).
+	DownloadInGuest bool
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
 	Schedule   sched.Mode
@@ -205,7 +207,7 @@ func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *prompt.Set, error) {
 	ag, err := agent.New(agent.Config{
 		Planner: planner, Executor: executor, Prompts: prompts, Store: cfg.Store, Group: cfg.Group, Run: cfg.Run, Log: log,
 		PlannerCoords: cfg.PlannerCoords, ExecutorCoords: cfg.ExecutorCoords,
-		Sleep: cfg.Sleep, RequestSeed: cfg.RequestSeed, Metrics: agent.NewMetrics(cfg.Metrics),
+		Sleep: cfg.Sleep, RequestSeed: cfg.RequestSeed, DownloadInGuest: cfg.DownloadInGuest, Metrics: agent.NewMetrics(cfg.Metrics),
 	})
 	return ag, prompts, err
 }

@@ -25,9 +25,9 @@ func (e *statusError) HTTPStatus() int { return e.status }
 // fakeVM answers requests from a route table ("METHOD server path") and
 // records them as "METHOD server path?query body".
 type fakeVM struct {
-	routes map[string]string                  // fixed 200 replies
+	routes map[string]string                   // fixed 200 replies
 	handle func(r Request) (string, int, bool) // dynamic replies (ok false: not handled)
-	err    error                              // no answer at all
+	err    error                               // no answer at all
 	reqs   []string
 }
 

@@ -656,16 +656,16 @@ type CompileCheck struct {
 type PlaceholderCheck struct{}
 
 func (*PlaceholderCheck) isCheckArgs() {}
-func (*StopCheck) isCheckArgs()    {}
-func (*StatesCheck) isCheckArgs()  {}
-func (*InfoCheck) isCheckArgs()    {}
-func (*ValCheck) isCheckArgs()     {}
-func (*VarCheck) isCheckArgs()     {}
-func (*EqnCheck) isCheckArgs()     {}
-func (*FileCheck) isCheckArgs()    {}
-func (*IncludeCheck) isCheckArgs() {}
-func (*DBCheck) isCheckArgs()      {}
-func (*CompileCheck) isCheckArgs() {}
+func (*StopCheck) isCheckArgs()        {}
+func (*StatesCheck) isCheckArgs()      {}
+func (*InfoCheck) isCheckArgs()        {}
+func (*ValCheck) isCheckArgs()         {}
+func (*VarCheck) isCheckArgs()         {}
+func (*EqnCheck) isCheckArgs()         {}
+func (*FileCheck) isCheckArgs()        {}
+func (*IncludeCheck) isCheckArgs()     {}
+func (*DBCheck) isCheckArgs()          {}
+func (*CompileCheck) isCheckArgs()     {}
 
 func (s *StopCheck) validate() error {
 	switch s.Value {

@@ -96,6 +96,7 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(uint8(4), 1.5, 2.25, 999.0, 1000.0, "")
 	f.Add(uint8(5), 0.0, 0.0, 0.0, 0.0, "Ctrl+Shift s")
 	f.Add(uint8(6), 0.0, 0.0, 0.0, 0.0, "it's \\ \"quoted\"\nline\r\n\ttab")
+	f.Add(uint8(22), 300.0, 400.0, 0.0, 0.0, "Hello', start_box='(1,2)")
 	f.Add(uint8(11), 0.0, 0.0, 0.0, 0.0, " 10.31 ")
 	f.Fuzz(func(t *testing.T, typ uint8, x, y, x2, y2 float64, text string) {
 		opt := DefaultOptions()
@@ -129,6 +130,9 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 		case traj.TypeText, traj.Finished:
 			a.Text = text
+			if a.Type == traj.TypeText && typ&16 != 0 {
+				a.Point = point(x, y) // nil when outside the grid
+			}
 		case traj.Scroll:
 			a.Point = point(x, y)
 			a.Direction = []string{traj.DirUp, traj.DirDown, traj.DirLeft, traj.DirRight}[int(typ/16)%4]

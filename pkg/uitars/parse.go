@@ -118,7 +118,9 @@ type callSpec struct {
 // calls maps each accepted action name (lower-case) to its spec.
 // "left_single" is an alias of click. As in UI-TARS's own action parser and
 // desktop operator, "press" (and "keydown") presses and holds keys, and
-// "release" (and "keyup") releases them; a tap is hotkey.
+// "release" (and "keyup") releases them; a tap is hotkey. type takes an
+// optional start_box (point): where to click before typing, as UI-TARS-style
+// action spaces write it (type(content='...', start_box='...')).
 var calls = map[string]callSpec{
 	"click":        {traj.Click, []string{argStart}, []string{argStart}},
 	"left_single":  {traj.Click, []string{argStart}, []string{argStart}},
@@ -131,7 +133,7 @@ var calls = map[string]callSpec{
 	"press":        {traj.KeyDown, []string{argKey}, []string{argKey}},
 	"keyup":        {traj.KeyUp, []string{argKey}, []string{argKey}},
 	"release":      {traj.KeyUp, []string{argKey}, []string{argKey}},
-	"type":         {traj.TypeText, []string{argContent}, []string{argContent}},
+	"type":         {traj.TypeText, []string{argContent, argStart}, []string{argContent}},
 	"scroll":       {traj.Scroll, []string{argStart, argDirection}, []string{argDirection}},
 	"wait":         {traj.Wait, nil, nil},
 	"finished":     {traj.Finished, []string{argContent}, nil},
@@ -347,7 +349,32 @@ type parser struct {
 	// candidate closing quote to take (quoteEnds; 0 when absent); strings
 	// lists the quoted strings met by the current attempt, in order.
 	choice  map[int]int
-	strings []int
+	strings []quotedRef
+	// arg is the argument whose value is being parsed.
+	arg argCtx
+}
+
+// argCtx is the argument a value belongs to: the arguments its call
+// accepts (canonical names) and its own canonical name ("" when the call
+// does not take it).
+type argCtx struct {
+	accepted []string
+	own      string
+}
+
+// stopsAt reports whether a string of this argument must end before an
+// argument named name: name is another argument of the same call. A value
+// never swallows ", start_box='...'" of its own call.
+func (c argCtx) stopsAt(name string) bool {
+	canon, ok := argAliases[strings.ToLower(name)]
+	return ok && canon != c.own && slices.Contains(c.accepted, canon)
+}
+
+// quotedRef is a quoted string met by a reading: the offset of its
+// opening quote and the argument it is the value of.
+type quotedRef struct {
+	open int
+	arg  argCtx
 }
 
 // maxAttempts bounds the readings of one block that Parse tries (see
@@ -389,9 +416,9 @@ func (p *parser) parse(start int) ([]traj.Action, error) {
 // has one.
 func (p *parser) advance() bool {
 	for i := len(p.strings) - 1; i >= 0; i-- {
-		open := p.strings[i]
+		open := p.strings[i].open
 		next := p.choice[open] + 1
-		if next < len(p.quoteEnds(open, true)) {
+		if next < len(p.quoteEnds(open, true, p.strings[i].arg)) {
 			for o := range p.choice {
 				if o > open {
 					delete(p.choice, o)
@@ -593,12 +620,17 @@ func (p *parser) call() (traj.Action, error) {
 		}
 		p.pos++
 		p.skipSpace()
+		canon, ok := argAliases[strings.ToLower(key)]
+		ok = ok && slices.Contains(spec.args, canon)
+		p.arg = argCtx{accepted: spec.args}
+		if ok {
+			p.arg.own = canon
+		}
 		v, err := p.value()
 		if err != nil {
 			return traj.Action{}, err
 		}
-		canon, ok := argAliases[strings.ToLower(key)]
-		if !ok || !slices.Contains(spec.args, canon) {
+		if !ok {
 			return traj.Action{}, p.errAt(argPos, "unknown argument %q for %s (accepted: %s)", key, name, acceptedArgs(spec))
 		}
 		if _, dup := args[canon]; dup {
@@ -745,17 +777,18 @@ scan:
 // so which quote of the opening kind ends the string is a choice: the
 // candidates, in the order Parse tries them (see quoteEnds), are the quotes
 // where the call can go on, then those followed by ',' or ')', then the
-// first quote. quoted takes the candidate p.choice names for this string
+// first quote — none of them past a quote followed by another argument of
+// the same call. quoted takes the candidate p.choice names for this string
 // (the first by default) and records the string as a backtracking point.
 func (p *parser) quoted() (argValue, error) {
 	open := p.pos
 	k := p.choice[open]
-	ends := p.quoteEnds(open, k > 0)
+	ends := p.quoteEnds(open, k > 0, p.arg)
 	if len(ends) == 0 {
 		return argValue{}, p.errAt(open, "unterminated string: no closing %c before the end of input", p.in[open])
 	}
 	k = min(k, len(ends)-1)
-	p.strings = append(p.strings, open)
+	p.strings = append(p.strings, quotedRef{open, p.arg})
 	end := ends[k]
 	s, exact := p.decode(open+1, end)
 	p.pos = end + 1
@@ -763,15 +796,19 @@ func (p *parser) quoted() (argValue, error) {
 }
 
 // quoteEnds returns the offsets of the quotes that may end the string
-// opened at open, in the order they are tried: the quotes where the call
-// can go on (closesCall), then those followed by ',' or ')' (closes), then
-// the first quote. Unless all is set it stops at the first quote where the
-// call can go on, which is the only one most strings need (the scan stays
-// linear in the input).
-func (p *parser) quoteEnds(open int, all bool) []int {
+// opened at open, the value of argument arg, in the order they are tried:
+// the quotes where the call can go on (closesCall), then those followed by
+// ',' or ')' (closes), then the first quote. The scan ends at the first
+// quote followed by ", name =" where name is another argument of the same
+// call (arg.stopsAt): type(content='a', start_box='(1,2,3)') is a bad
+// point, not the text "a', start_box='(1,2,3)". Unless all is set it stops
+// at the first quote where the call can go on, which is the only one most
+// strings need (the scan stays linear in the input).
+func (p *parser) quoteEnds(open int, all bool, arg argCtx) []int {
 	q := p.in[open]
 	var strict, loose []int
 	first := -1
+scan:
 	for i := open + 1; i < len(p.in); i++ {
 		switch c := p.in[i]; {
 		case c == '\\':
@@ -788,6 +825,9 @@ func (p *parser) quoteEnds(open int, all bool) []int {
 				}
 			case p.closes(i + 1):
 				loose = append(loose, i)
+			}
+			if name := p.argAfter(i + 1); name != "" && arg.stopsAt(name) {
+				break scan // the string ends here at the latest
 			}
 		}
 	}
@@ -848,26 +888,43 @@ func (p *parser) closesCall(i int) bool {
 		}
 		return i == len(p.in) || p.in[i] == '\n' || p.in[i] == '\r' || strings.HasPrefix(p.in[i:], "```") || p.callAt(i)
 	case ',':
+		if p.argAfter(i) != "" {
+			return true
+		}
 		i++
 		for i < len(p.in) && isSpace(p.in[i]) {
 			i++
 		}
-		if i < len(p.in) && p.in[i] == ')' {
-			return true
-		}
-		j := i
-		for j < len(p.in) && (p.in[j] == '_' || 'a' <= p.in[j] && p.in[j] <= 'z' || 'A' <= p.in[j] && p.in[j] <= 'Z' || j > i && '0' <= p.in[j] && p.in[j] <= '9') {
-			j++
-		}
-		if j == i {
-			return false
-		}
-		for j < len(p.in) && isSpace(p.in[j]) {
-			j++
-		}
-		return j < len(p.in) && p.in[j] == '='
+		return i < len(p.in) && p.in[i] == ')'
 	}
 	return false
+}
+
+// argAfter returns name when the input from i is, after whitespace,
+// ", name =" (the start of the next argument), else "".
+func (p *parser) argAfter(i int) string {
+	for i < len(p.in) && isSpace(p.in[i]) {
+		i++
+	}
+	if i >= len(p.in) || p.in[i] != ',' {
+		return ""
+	}
+	i++
+	for i < len(p.in) && isSpace(p.in[i]) {
+		i++
+	}
+	j := i
+	for j < len(p.in) && (p.in[j] == '_' || 'a' <= p.in[j] && p.in[j] <= 'z' || 'A' <= p.in[j] && p.in[j] <= 'Z' || j > i && '0' <= p.in[j] && p.in[j] <= '9') {
+		j++
+	}
+	name := p.in[i:j]
+	for j < len(p.in) && isSpace(p.in[j]) {
+		j++
+	}
+	if name == "" || j >= len(p.in) || p.in[j] != '=' {
+		return ""
+	}
+	return name
 }
 
 // callAt reports whether a known action ("name(" or "ANS") starts at i.

@@ -54,12 +54,30 @@ type Parsed struct {
 	// Thought is the reasoning before the action part: the text of the
 	// "Thought:" section, else of an "Action_Summary:" section, else the
 	// text before the "Action:" line (without a leading "Reflection:"
-	// label); empty for bare actions.
+	// label); empty for bare actions. For a response of several
+	// Thought/Action blocks it is the thought of the block used.
 	Thought string
 	// Actions are the parsed actions in the order given.
 	Actions []traj.Action
 	// Raw is the input text, unchanged.
 	Raw string
+	// Joined is the number of actions in Actions that the response joined
+	// to the action before them with the word "then"
+	// (click(start_box='(1,2)') then wait() has Joined 1). UI-TARS's
+	// grammar separates actions by whitespace only; they are kept, in
+	// order, like whitespace-separated ones.
+	Joined int
+	// DroppedBlocks is the number of Thought/Action blocks of the response
+	// that are not in the result, when the model wrote several (it went on
+	// after its action): the blocks after the one used, and those before
+	// it whose action part did not parse. 0 for a response of one block.
+	DroppedBlocks int
+	// Notes says in words, one sentence each, what Parse accepted beyond
+	// the plain grammar that changes what the response means: the actions
+	// joined by "then" and the blocks dropped (see Joined and
+	// DroppedBlocks). Nil when there was nothing to note; meant for logs
+	// and for storing with the parsed action.
+	Notes []string
 }
 
 // SyntaxError reports why Parse rejected its input. Offset is a byte offset
@@ -155,10 +173,12 @@ var knownNames = func() string {
 // The text may be a full response ("Thought: ...\nAction: ..."), the
 // action part alone, or an answer ("ANS <answer>"), possibly inside a
 // fenced code block; several actions are separated by whitespace
-// (UI-TARS uses a blank line). Labels may end in a full-width colon
-// ("Action："). When the text holds several Thought/Action blocks run
-// together, the last block whose action part parses is the result. Points
-// are read in opt's coordinate space and normalised to [0,1].
+// (UI-TARS uses a blank line) or by the word "then" (counted in
+// Parsed.Joined). Labels may end in a full-width colon ("Action："). When
+// the text holds several Thought/Action blocks run together, the first
+// block whose action part parses is the result and the others are counted
+// in Parsed.DroppedBlocks. Points are read in opt's coordinate space and
+// normalised to [0,1].
 //
 // On error the returned Parsed still carries Raw and, when it was found,
 // Thought; the error is a *SyntaxError (wrapping ErrOutOfRange for a point
@@ -173,10 +193,15 @@ func Parse(text string, opt Options) (Parsed, error) {
 		return out, &SyntaxError{Offset: 0, Msg: "empty input: expected an action or \"ANS <answer>\"", Input: text}
 	}
 	blocks := splitBlocks(text)
+	tries := blocks
+	if len(blocks) > 1 {
+		// The response as one block comes last: a labelled line inside a
+		// multi-line typed text is not a new block.
+		tries = append(tries[:len(tries):len(tries)], wholeBlock(text))
+	}
 	var firstErr error
 	firstThought := ""
-	for i := len(blocks) - 1; i >= 0; i-- {
-		b := blocks[i]
+	for i, b := range tries {
 		p := &parser{in: text[:b.end], full: text, w: w, h: h, space: label}
 		var acts []traj.Action
 		if !b.ok {
@@ -185,21 +210,46 @@ func Parse(text string, opt Options) (Parsed, error) {
 			acts, err = p.parse(b.start)
 		}
 		if err == nil {
-			out.Thought, out.Actions = b.thought, acts
+			out.Thought, out.Actions, out.Joined = b.thought, acts, p.joined
+			if p.joined > 0 {
+				out.Notes = append(out.Notes, fmt.Sprintf("\"then\" joined %d of the %d actions to the action before it; all are kept, in order", p.joined, len(acts)))
+			}
+			if i < len(blocks) && len(blocks) > 1 {
+				out.DroppedBlocks = len(blocks) - 1
+				out.Notes = append(out.Notes, blocksNote(i, len(blocks)))
+			}
 			return out, nil
 		}
 		if firstErr == nil {
 			firstErr, firstThought = err, b.thought
 		}
-		if errors.Is(err, ErrOutOfRange) && i > 0 {
-			// A well-formed action outside the space in the last block is the
-			// answer, not something to skip: earlier blocks are not tried.
-			// (Block 0 of several is the whole text, tried last.)
+		if errors.Is(err, ErrOutOfRange) {
+			// A well-formed action outside the space is the answer, not
+			// something to skip: later blocks are not tried.
 			break
 		}
 	}
 	out.Thought = firstThought
 	return out, firstErr
+}
+
+// blocksNote describes the choice of block used (0-based) out of n.
+func blocksNote(used, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the response holds %d Thought/Action blocks; block %d is used", n, used+1)
+	switch used {
+	case 0:
+	case 1:
+		b.WriteString(" (block 1 did not parse)")
+	default:
+		fmt.Fprintf(&b, " (blocks 1-%d did not parse)", used)
+	}
+	if later := n - used - 1; later == 1 {
+		b.WriteString(" and the block after it dropped")
+	} else if later > 1 {
+		fmt.Fprintf(&b, " and the %d blocks after it dropped", later)
+	}
+	return b.String()
 }
 
 // Response section labels (matched ignoring ASCII case, followed by an
@@ -300,16 +350,17 @@ func splitBlocks(text string) []block {
 		i += nl + 1
 	}
 	flush(len(text))
-	if len(blocks) > 1 {
-		// Try the response as one block too, last of all: a labelled line
-		// inside a multi-line typed text is not a new block.
-		whole := block{end: len(text)}
-		if a, n := lineLabel(text, labelAction); a >= 0 {
-			whole.thought, whole.start, whole.ok = thoughtOf(text[:a]), a+n, true
-		}
-		blocks = append([]block{whole}, blocks...)
-	}
 	return blocks
+}
+
+// wholeBlock is the response read as one block: the thought before the
+// first Action: line and everything after it as the action part.
+func wholeBlock(text string) block {
+	whole := block{end: len(text)}
+	if a, n := lineLabel(text, labelAction); a >= 0 {
+		whole.thought, whole.start, whole.ok = thoughtOf(text[:a]), a+n, true
+	}
+	return whole
 }
 
 // bareThought handles a block without an "Action:" line: a bare action
@@ -352,6 +403,8 @@ type parser struct {
 	strings []quotedRef
 	// arg is the argument whose value is being parsed.
 	arg argCtx
+	// joined counts the actions of the current reading that follow "then".
+	joined int
 }
 
 // argCtx is the argument a value belongs to: the arguments its call
@@ -392,7 +445,7 @@ func (p *parser) parse(start int) ([]traj.Action, error) {
 	p.choice = map[int]int{}
 	var firstErr error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		p.pos, p.inFence, p.strings = start, false, p.strings[:0]
+		p.pos, p.inFence, p.strings, p.joined = start, false, p.strings[:0], 0
 		acts, err := p.actions()
 		if err == nil {
 			return acts, nil
@@ -480,6 +533,17 @@ func (p *parser) actions() ([]traj.Action, error) {
 		p.skipSpace()
 		if p.pos >= len(p.in) {
 			break
+		}
+		if len(acts) > 0 {
+			if j := p.thenAt(p.pos); j >= 0 {
+				// click(...) then wait(): "then" between two actions.
+				p.pos = j
+				p.skipSpace()
+				if !p.atAnswer() && !p.callAt(p.pos) {
+					return nil, p.errAt(p.pos, "expected an action after \"then\" (one of %s), found %s", knownNames, p.found(p.pos))
+				}
+				p.joined++
+			}
 		}
 		switch {
 		case p.peek("```"):
@@ -886,7 +950,16 @@ func (p *parser) closesCall(i int) bool {
 		for i < len(p.in) && (p.in[i] == ' ' || p.in[i] == '\t') {
 			i++
 		}
-		return i == len(p.in) || p.in[i] == '\n' || p.in[i] == '\r' || strings.HasPrefix(p.in[i:], "```") || p.callAt(i)
+		if i == len(p.in) || p.in[i] == '\n' || p.in[i] == '\r' || strings.HasPrefix(p.in[i:], "```") || p.callAt(i) {
+			return true
+		}
+		if j := p.thenAt(i); j >= 0 {
+			for j < len(p.in) && isSpace(p.in[j]) {
+				j++
+			}
+			return p.callAt(j)
+		}
+		return false
 	case ',':
 		if p.argAfter(i) != "" {
 			return true
@@ -925,6 +998,16 @@ func (p *parser) argAfter(i int) string {
 		return ""
 	}
 	return name
+}
+
+// thenAt returns the offset after the word "then" (any case) when it
+// starts at i and is followed by whitespace or the end of the input, else
+// -1.
+func (p *parser) thenAt(i int) int {
+	if len(p.in)-i < 4 || !strings.EqualFold(p.in[i:i+4], "then") || i+4 < len(p.in) && !isSpace(p.in[i+4]) {
+		return -1
+	}
+	return i + 4
 }
 
 // callAt reports whether a known action ("name(" or "ANS") starts at i.

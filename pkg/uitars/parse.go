@@ -313,9 +313,11 @@ type block struct {
 }
 
 // splitBlocks cuts a response into Thought/Action blocks: a line labelled
-// Thought:, Reflection: or Action_Summary: that comes after an Action: line
-// starts a new block. A response without any Action: line is one block
-// (a bare action part, or a thought without an action: not ok).
+// Thought:, Reflection: or Action_Summary: that comes after an Action: line,
+// or after a bare action part at the start of the response
+// ("click(...)\nThought: ...\nAction: ..."), starts a new block. A response
+// without any Action: line is one block (a bare action part, or a thought
+// without an action: not ok).
 func splitBlocks(text string) []block {
 	var blocks []block
 	bstart, act, actLen := 0, -1, 0
@@ -325,6 +327,7 @@ func splitBlocks(text string) []block {
 			b.thought, b.start, b.ok = thoughtOf(text[bstart:act]), act+actLen, true
 		} else {
 			b.thought, b.start, b.ok = bareThought(text[bstart:end])
+			b.start += bstart
 		}
 		blocks = append(blocks, b)
 	}
@@ -334,14 +337,16 @@ func splitBlocks(text string) []block {
 			j++
 		}
 		rest := text[j:]
-		if act < 0 {
-			if n := labelLen(rest, labelAction); n >= 0 {
-				act, actLen = j, n
-			}
-		} else if labelLen(rest, labelThought) >= 0 || labelLen(rest, labelReflect) >= 0 || labelLen(rest, labelSummary) >= 0 {
+		thoughtLine := labelLen(rest, labelThought) >= 0 || labelLen(rest, labelReflect) >= 0 || labelLen(rest, labelSummary) >= 0
+		switch {
+		case act >= 0 && thoughtLine, act < 0 && thoughtLine && i > bstart && startsWithAction(text[bstart:i]):
 			flush(i)
 			bstart, act = i, -1
 			continue
+		case act < 0:
+			if n := labelLen(rest, labelAction); n >= 0 {
+				act, actLen = j, n
+			}
 		}
 		nl := strings.IndexByte(text[i:], '\n')
 		if nl < 0 {
@@ -354,13 +359,28 @@ func splitBlocks(text string) []block {
 }
 
 // wholeBlock is the response read as one block: the thought before the
-// first Action: line and everything after it as the action part.
+// first Action: line and everything after it as the action part, or a bare
+// action part.
 func wholeBlock(text string) block {
 	whole := block{end: len(text)}
 	if a, n := lineLabel(text, labelAction); a >= 0 {
 		whole.thought, whole.start, whole.ok = thoughtOf(text[:a]), a+n, true
+	} else {
+		whole.thought, whole.start, whole.ok = bareThought(text)
 	}
 	return whole
+}
+
+// startsWithAction reports whether s starts, after whitespace and an
+// opening code fence, with an action: "ANS" or a known call name and '('.
+func startsWithAction(s string) bool {
+	p := &parser{in: s}
+	p.skipSpace()
+	if p.peek("```") {
+		p.fence()
+		p.skipSpace()
+	}
+	return p.atAnswer() || p.callAt(p.pos)
 }
 
 // bareThought handles a block without an "Action:" line: a bare action

@@ -47,11 +47,12 @@ func (t ActionType) Keyed() bool {
 	return false
 }
 
-// Pointed reports whether actions of type t carry a single Point
-// (click, left_double, right_single, hover, scroll).
+// Pointed reports whether actions of type t carry a single Point:
+// required for click, left_double, right_single and hover, optional for
+// scroll and type.
 func (t ActionType) Pointed() bool {
 	switch t {
-	case Click, LeftDouble, RightSingle, Hover, Scroll:
+	case Click, LeftDouble, RightSingle, Hover, Scroll, TypeText:
 		return true
 	}
 	return false
@@ -80,7 +81,8 @@ const (
 //   - scroll: Point (optional, nil when the model gave no position) and Direction;
 //   - hotkey: Keys, lower-case, in the order given ("ctrl", "c");
 //   - keydown, keyup: Keys, the keys pressed and held, or released;
-//   - type: Text (may contain newlines);
+//   - type: Text (may contain newlines) and Point (optional: where to click
+//     before typing, nil to type into whatever has the focus);
 //   - finished: Text (optional summary content);
 //   - answer: Text (the answer after "ANS");
 //   - wait, call_user: nothing.

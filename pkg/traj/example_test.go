@@ -165,12 +165,13 @@ func ExampleAction_Validate() {
 }
 
 func ExampleActionType_Known() {
-	for _, t := range []traj.ActionType{traj.Click, traj.Scroll, traj.Hotkey, "swipe"} {
+	for _, t := range []traj.ActionType{traj.Click, traj.Scroll, traj.TypeText, traj.Hotkey, "swipe"} {
 		fmt.Printf("%-7s known=%t pointed=%t keyed=%t\n", t, t.Known(), t.Pointed(), t.Keyed())
 	}
 	// Output:
 	// click   known=true pointed=true keyed=false
 	// scroll  known=true pointed=true keyed=false
+	// type    known=true pointed=true keyed=false
 	// hotkey  known=true pointed=false keyed=true
 	// swipe   known=false pointed=false keyed=false
 }

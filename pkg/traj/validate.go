@@ -278,6 +278,8 @@ func (a *Action) validate(c *checker, p string) {
 	switch a.Type {
 	case Click, LeftDouble, RightSingle, Hover:
 		point("point", a.Point, true)
+	case TypeText:
+		point("point", a.Point, false)
 	case Scroll:
 		point("point", a.Point, false)
 		if !slices.Contains([]string{DirUp, DirDown, DirLeft, DirRight}, a.Direction) {

@@ -8,7 +8,8 @@ import (
 
 // Format returns the canonical UI-TARS text of one action, for example
 // click(start_box='(512,384)'), hotkey(key='ctrl c'),
-// type(content='line one\nline two') or ANS 42. Coordinates are written in
+// type(content='line one\nline two'),
+// type(content='x', start_box='(300,400)') or ANS 42. Coordinates are written in
 // opt's coordinate space (see gridString for the exact representation);
 // strings are single-quoted with \\, \', \n, \r and \t escaped. The
 // grid1000 form (DefaultOptions) is the canonical action text of the
@@ -91,6 +92,7 @@ func writeAction(b *strings.Builder, a traj.Action, w, h float64) {
 	case traj.TypeText:
 		arg(argContent)
 		writeQuoted(b, a.Text)
+		box(argStart, a.Point)
 	case traj.Scroll:
 		box(argStart, a.Point)
 		arg(argDirection)

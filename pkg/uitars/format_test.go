@@ -31,6 +31,7 @@ func TestFormat(t *testing.T) {
 		{traj.Action{Type: traj.Finished, Text: "done"}, "finished(content='done')"},
 		{traj.Action{Type: traj.CallUser}, "call_user()"},
 		{traj.Action{Type: traj.Answer, Text: "10.31"}, "ANS 10.31"},
+		{traj.Action{Type: traj.TypeText, Text: "Hello", Point: pt(300, 400)}, "type(content='Hello', start_box='(300,400)')"},
 	}
 	for _, c := range cases {
 		if got := Format(c.a, DefaultOptions()); got != c.want {
@@ -126,6 +127,9 @@ func (g gen) action() traj.Action {
 		}
 	case traj.TypeText:
 		a.Text = g.text(12)
+		if g.r.IntN(3) == 0 {
+			a.Point = g.point()
+		}
 	case traj.Scroll:
 		if g.r.IntN(2) == 0 {
 			a.Point = g.point()

@@ -54,12 +54,30 @@ type Parsed struct {
 	// Thought is the reasoning before the action part: the text of the
 	// "Thought:" section, else of an "Action_Summary:" section, else the
 	// text before the "Action:" line (without a leading "Reflection:"
-	// label); empty for bare actions.
+	// label); empty for bare actions. For a response of several
+	// Thought/Action blocks it is the thought of the block used.
 	Thought string
 	// Actions are the parsed actions in the order given.
 	Actions []traj.Action
 	// Raw is the input text, unchanged.
 	Raw string
+	// Joined is the number of actions in Actions that the response joined
+	// to the action before them with the word "then"
+	// (click(start_box='(1,2)') then wait() has Joined 1). UI-TARS's
+	// grammar separates actions by whitespace only; they are kept, in
+	// order, like whitespace-separated ones.
+	Joined int
+	// DroppedBlocks is the number of Thought/Action blocks of the response
+	// that are not in the result, when the model wrote several (it went on
+	// after its action): the blocks after the one used, and those before
+	// it whose action part did not parse. 0 for a response of one block.
+	DroppedBlocks int
+	// Notes says in words, one sentence each, what Parse accepted beyond
+	// the plain grammar that changes what the response means: the actions
+	// joined by "then" and the blocks dropped (see Joined and
+	// DroppedBlocks). Nil when there was nothing to note; meant for logs
+	// and for storing with the parsed action.
+	Notes []string
 }
 
 // SyntaxError reports why Parse rejected its input. Offset is a byte offset
@@ -118,7 +136,9 @@ type callSpec struct {
 // calls maps each accepted action name (lower-case) to its spec.
 // "left_single" is an alias of click. As in UI-TARS's own action parser and
 // desktop operator, "press" (and "keydown") presses and holds keys, and
-// "release" (and "keyup") releases them; a tap is hotkey.
+// "release" (and "keyup") releases them; a tap is hotkey. type takes an
+// optional start_box (point): where to click before typing, as UI-TARS-style
+// action spaces write it (type(content='...', start_box='...')).
 var calls = map[string]callSpec{
 	"click":        {traj.Click, []string{argStart}, []string{argStart}},
 	"left_single":  {traj.Click, []string{argStart}, []string{argStart}},
@@ -131,7 +151,7 @@ var calls = map[string]callSpec{
 	"press":        {traj.KeyDown, []string{argKey}, []string{argKey}},
 	"keyup":        {traj.KeyUp, []string{argKey}, []string{argKey}},
 	"release":      {traj.KeyUp, []string{argKey}, []string{argKey}},
-	"type":         {traj.TypeText, []string{argContent}, []string{argContent}},
+	"type":         {traj.TypeText, []string{argContent, argStart}, []string{argContent}},
 	"scroll":       {traj.Scroll, []string{argStart, argDirection}, []string{argDirection}},
 	"wait":         {traj.Wait, nil, nil},
 	"finished":     {traj.Finished, []string{argContent}, nil},
@@ -153,10 +173,12 @@ var knownNames = func() string {
 // The text may be a full response ("Thought: ...\nAction: ..."), the
 // action part alone, or an answer ("ANS <answer>"), possibly inside a
 // fenced code block; several actions are separated by whitespace
-// (UI-TARS uses a blank line). Labels may end in a full-width colon
-// ("Action："). When the text holds several Thought/Action blocks run
-// together, the last block whose action part parses is the result. Points
-// are read in opt's coordinate space and normalised to [0,1].
+// (UI-TARS uses a blank line) or by the word "then" (counted in
+// Parsed.Joined). Labels may end in a full-width colon ("Action："). When
+// the text holds several Thought/Action blocks run together, the first
+// block whose action part parses is the result and the others are counted
+// in Parsed.DroppedBlocks. Points are read in opt's coordinate space and
+// normalised to [0,1].
 //
 // On error the returned Parsed still carries Raw and, when it was found,
 // Thought; the error is a *SyntaxError (wrapping ErrOutOfRange for a point
@@ -171,10 +193,15 @@ func Parse(text string, opt Options) (Parsed, error) {
 		return out, &SyntaxError{Offset: 0, Msg: "empty input: expected an action or \"ANS <answer>\"", Input: text}
 	}
 	blocks := splitBlocks(text)
+	tries := blocks
+	if len(blocks) > 1 {
+		// The response as one block comes last: a labelled line inside a
+		// multi-line typed text is not a new block.
+		tries = append(tries[:len(tries):len(tries)], wholeBlock(text))
+	}
 	var firstErr error
 	firstThought := ""
-	for i := len(blocks) - 1; i >= 0; i-- {
-		b := blocks[i]
+	for i, b := range tries {
 		p := &parser{in: text[:b.end], full: text, w: w, h: h, space: label}
 		var acts []traj.Action
 		if !b.ok {
@@ -183,21 +210,46 @@ func Parse(text string, opt Options) (Parsed, error) {
 			acts, err = p.parse(b.start)
 		}
 		if err == nil {
-			out.Thought, out.Actions = b.thought, acts
+			out.Thought, out.Actions, out.Joined = b.thought, acts, p.joined
+			if p.joined > 0 {
+				out.Notes = append(out.Notes, fmt.Sprintf("\"then\" joined %d of the %d actions to the action before it; all are kept, in order", p.joined, len(acts)))
+			}
+			if i < len(blocks) && len(blocks) > 1 {
+				out.DroppedBlocks = len(blocks) - 1
+				out.Notes = append(out.Notes, blocksNote(i, len(blocks)))
+			}
 			return out, nil
 		}
 		if firstErr == nil {
 			firstErr, firstThought = err, b.thought
 		}
-		if errors.Is(err, ErrOutOfRange) && i > 0 {
-			// A well-formed action outside the space in the last block is the
-			// answer, not something to skip: earlier blocks are not tried.
-			// (Block 0 of several is the whole text, tried last.)
+		if errors.Is(err, ErrOutOfRange) {
+			// A well-formed action outside the space is the answer, not
+			// something to skip: later blocks are not tried.
 			break
 		}
 	}
 	out.Thought = firstThought
 	return out, firstErr
+}
+
+// blocksNote describes the choice of block used (0-based) out of n.
+func blocksNote(used, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the response holds %d Thought/Action blocks; block %d is used", n, used+1)
+	switch used {
+	case 0:
+	case 1:
+		b.WriteString(" (block 1 did not parse)")
+	default:
+		fmt.Fprintf(&b, " (blocks 1-%d did not parse)", used)
+	}
+	if later := n - used - 1; later == 1 {
+		b.WriteString(" and the block after it dropped")
+	} else if later > 1 {
+		fmt.Fprintf(&b, " and the %d blocks after it dropped", later)
+	}
+	return b.String()
 }
 
 // Response section labels (matched ignoring ASCII case, followed by an
@@ -261,9 +313,11 @@ type block struct {
 }
 
 // splitBlocks cuts a response into Thought/Action blocks: a line labelled
-// Thought:, Reflection: or Action_Summary: that comes after an Action: line
-// starts a new block. A response without any Action: line is one block
-// (a bare action part, or a thought without an action: not ok).
+// Thought:, Reflection: or Action_Summary: that comes after an Action: line,
+// or after a bare action part at the start of the response
+// ("click(...)\nThought: ...\nAction: ..."), starts a new block. A response
+// without any Action: line is one block (a bare action part, or a thought
+// without an action: not ok).
 func splitBlocks(text string) []block {
 	var blocks []block
 	bstart, act, actLen := 0, -1, 0
@@ -273,6 +327,7 @@ func splitBlocks(text string) []block {
 			b.thought, b.start, b.ok = thoughtOf(text[bstart:act]), act+actLen, true
 		} else {
 			b.thought, b.start, b.ok = bareThought(text[bstart:end])
+			b.start += bstart
 		}
 		blocks = append(blocks, b)
 	}
@@ -282,14 +337,16 @@ func splitBlocks(text string) []block {
 			j++
 		}
 		rest := text[j:]
-		if act < 0 {
-			if n := labelLen(rest, labelAction); n >= 0 {
-				act, actLen = j, n
-			}
-		} else if labelLen(rest, labelThought) >= 0 || labelLen(rest, labelReflect) >= 0 || labelLen(rest, labelSummary) >= 0 {
+		thoughtLine := labelLen(rest, labelThought) >= 0 || labelLen(rest, labelReflect) >= 0 || labelLen(rest, labelSummary) >= 0
+		switch {
+		case act >= 0 && thoughtLine, act < 0 && thoughtLine && i > bstart && startsWithAction(text[bstart:i]):
 			flush(i)
 			bstart, act = i, -1
 			continue
+		case act < 0:
+			if n := labelLen(rest, labelAction); n >= 0 {
+				act, actLen = j, n
+			}
 		}
 		nl := strings.IndexByte(text[i:], '\n')
 		if nl < 0 {
@@ -298,16 +355,32 @@ func splitBlocks(text string) []block {
 		i += nl + 1
 	}
 	flush(len(text))
-	if len(blocks) > 1 {
-		// Try the response as one block too, last of all: a labelled line
-		// inside a multi-line typed text is not a new block.
-		whole := block{end: len(text)}
-		if a, n := lineLabel(text, labelAction); a >= 0 {
-			whole.thought, whole.start, whole.ok = thoughtOf(text[:a]), a+n, true
-		}
-		blocks = append([]block{whole}, blocks...)
-	}
 	return blocks
+}
+
+// wholeBlock is the response read as one block: the thought before the
+// first Action: line and everything after it as the action part, or a bare
+// action part.
+func wholeBlock(text string) block {
+	whole := block{end: len(text)}
+	if a, n := lineLabel(text, labelAction); a >= 0 {
+		whole.thought, whole.start, whole.ok = thoughtOf(text[:a]), a+n, true
+	} else {
+		whole.thought, whole.start, whole.ok = bareThought(text)
+	}
+	return whole
+}
+
+// startsWithAction reports whether s starts, after whitespace and an
+// opening code fence, with an action: "ANS" or a known call name and '('.
+func startsWithAction(s string) bool {
+	p := &parser{in: s}
+	p.skipSpace()
+	if p.peek("```") {
+		p.fence()
+		p.skipSpace()
+	}
+	return p.atAnswer() || p.callAt(p.pos)
 }
 
 // bareThought handles a block without an "Action:" line: a bare action
@@ -347,7 +420,34 @@ type parser struct {
 	// candidate closing quote to take (quoteEnds; 0 when absent); strings
 	// lists the quoted strings met by the current attempt, in order.
 	choice  map[int]int
-	strings []int
+	strings []quotedRef
+	// arg is the argument whose value is being parsed.
+	arg argCtx
+	// joined counts the actions of the current reading that follow "then".
+	joined int
+}
+
+// argCtx is the argument a value belongs to: the arguments its call
+// accepts (canonical names) and its own canonical name ("" when the call
+// does not take it).
+type argCtx struct {
+	accepted []string
+	own      string
+}
+
+// stopsAt reports whether a string of this argument must end before an
+// argument named name: name is another argument of the same call. A value
+// never swallows ", start_box='...'" of its own call.
+func (c argCtx) stopsAt(name string) bool {
+	canon, ok := argAliases[strings.ToLower(name)]
+	return ok && canon != c.own && slices.Contains(c.accepted, canon)
+}
+
+// quotedRef is a quoted string met by a reading: the offset of its
+// opening quote and the argument it is the value of.
+type quotedRef struct {
+	open int
+	arg  argCtx
 }
 
 // maxAttempts bounds the readings of one block that Parse tries (see
@@ -365,7 +465,7 @@ func (p *parser) parse(start int) ([]traj.Action, error) {
 	p.choice = map[int]int{}
 	var firstErr error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		p.pos, p.inFence, p.strings = start, false, p.strings[:0]
+		p.pos, p.inFence, p.strings, p.joined = start, false, p.strings[:0], 0
 		acts, err := p.actions()
 		if err == nil {
 			return acts, nil
@@ -389,9 +489,9 @@ func (p *parser) parse(start int) ([]traj.Action, error) {
 // has one.
 func (p *parser) advance() bool {
 	for i := len(p.strings) - 1; i >= 0; i-- {
-		open := p.strings[i]
+		open := p.strings[i].open
 		next := p.choice[open] + 1
-		if next < len(p.quoteEnds(open, true)) {
+		if next < len(p.quoteEnds(open, true, p.strings[i].arg)) {
 			for o := range p.choice {
 				if o > open {
 					delete(p.choice, o)
@@ -453,6 +553,17 @@ func (p *parser) actions() ([]traj.Action, error) {
 		p.skipSpace()
 		if p.pos >= len(p.in) {
 			break
+		}
+		if len(acts) > 0 {
+			if j := p.thenAt(p.pos); j >= 0 {
+				// click(...) then wait(): "then" between two actions.
+				p.pos = j
+				p.skipSpace()
+				if !p.atAnswer() && !p.callAt(p.pos) {
+					return nil, p.errAt(p.pos, "expected an action after \"then\" (one of %s), found %s", knownNames, p.found(p.pos))
+				}
+				p.joined++
+			}
 		}
 		switch {
 		case p.peek("```"):
@@ -593,12 +704,17 @@ func (p *parser) call() (traj.Action, error) {
 		}
 		p.pos++
 		p.skipSpace()
+		canon, ok := argAliases[strings.ToLower(key)]
+		ok = ok && slices.Contains(spec.args, canon)
+		p.arg = argCtx{accepted: spec.args}
+		if ok {
+			p.arg.own = canon
+		}
 		v, err := p.value()
 		if err != nil {
 			return traj.Action{}, err
 		}
-		canon, ok := argAliases[strings.ToLower(key)]
-		if !ok || !slices.Contains(spec.args, canon) {
+		if !ok {
 			return traj.Action{}, p.errAt(argPos, "unknown argument %q for %s (accepted: %s)", key, name, acceptedArgs(spec))
 		}
 		if _, dup := args[canon]; dup {
@@ -745,17 +861,18 @@ scan:
 // so which quote of the opening kind ends the string is a choice: the
 // candidates, in the order Parse tries them (see quoteEnds), are the quotes
 // where the call can go on, then those followed by ',' or ')', then the
-// first quote. quoted takes the candidate p.choice names for this string
+// first quote — none of them past a quote followed by another argument of
+// the same call. quoted takes the candidate p.choice names for this string
 // (the first by default) and records the string as a backtracking point.
 func (p *parser) quoted() (argValue, error) {
 	open := p.pos
 	k := p.choice[open]
-	ends := p.quoteEnds(open, k > 0)
+	ends := p.quoteEnds(open, k > 0, p.arg)
 	if len(ends) == 0 {
 		return argValue{}, p.errAt(open, "unterminated string: no closing %c before the end of input", p.in[open])
 	}
 	k = min(k, len(ends)-1)
-	p.strings = append(p.strings, open)
+	p.strings = append(p.strings, quotedRef{open, p.arg})
 	end := ends[k]
 	s, exact := p.decode(open+1, end)
 	p.pos = end + 1
@@ -763,15 +880,19 @@ func (p *parser) quoted() (argValue, error) {
 }
 
 // quoteEnds returns the offsets of the quotes that may end the string
-// opened at open, in the order they are tried: the quotes where the call
-// can go on (closesCall), then those followed by ',' or ')' (closes), then
-// the first quote. Unless all is set it stops at the first quote where the
-// call can go on, which is the only one most strings need (the scan stays
-// linear in the input).
-func (p *parser) quoteEnds(open int, all bool) []int {
+// opened at open, the value of argument arg, in the order they are tried:
+// the quotes where the call can go on (closesCall), then those followed by
+// ',' or ')' (closes), then the first quote. The scan ends at the first
+// quote followed by ", name =" where name is another argument of the same
+// call (arg.stopsAt): type(content='a', start_box='(1,2,3)') is a bad
+// point, not the text "a', start_box='(1,2,3)". Unless all is set it stops
+// at the first quote where the call can go on, which is the only one most
+// strings need (the scan stays linear in the input).
+func (p *parser) quoteEnds(open int, all bool, arg argCtx) []int {
 	q := p.in[open]
 	var strict, loose []int
 	first := -1
+scan:
 	for i := open + 1; i < len(p.in); i++ {
 		switch c := p.in[i]; {
 		case c == '\\':
@@ -788,6 +909,9 @@ func (p *parser) quoteEnds(open int, all bool) []int {
 				}
 			case p.closes(i + 1):
 				loose = append(loose, i)
+			}
+			if name := p.argAfter(i + 1); name != "" && arg.stopsAt(name) {
+				break scan // the string ends here at the latest
 			}
 		}
 	}
@@ -846,28 +970,64 @@ func (p *parser) closesCall(i int) bool {
 		for i < len(p.in) && (p.in[i] == ' ' || p.in[i] == '\t') {
 			i++
 		}
-		return i == len(p.in) || p.in[i] == '\n' || p.in[i] == '\r' || strings.HasPrefix(p.in[i:], "```") || p.callAt(i)
+		if i == len(p.in) || p.in[i] == '\n' || p.in[i] == '\r' || strings.HasPrefix(p.in[i:], "```") || p.callAt(i) {
+			return true
+		}
+		if j := p.thenAt(i); j >= 0 {
+			for j < len(p.in) && isSpace(p.in[j]) {
+				j++
+			}
+			return p.callAt(j)
+		}
+		return false
 	case ',':
+		if p.argAfter(i) != "" {
+			return true
+		}
 		i++
 		for i < len(p.in) && isSpace(p.in[i]) {
 			i++
 		}
-		if i < len(p.in) && p.in[i] == ')' {
-			return true
-		}
-		j := i
-		for j < len(p.in) && (p.in[j] == '_' || 'a' <= p.in[j] && p.in[j] <= 'z' || 'A' <= p.in[j] && p.in[j] <= 'Z' || j > i && '0' <= p.in[j] && p.in[j] <= '9') {
-			j++
-		}
-		if j == i {
-			return false
-		}
-		for j < len(p.in) && isSpace(p.in[j]) {
-			j++
-		}
-		return j < len(p.in) && p.in[j] == '='
+		return i < len(p.in) && p.in[i] == ')'
 	}
 	return false
+}
+
+// argAfter returns name when the input from i is, after whitespace,
+// ", name =" (the start of the next argument), else "".
+func (p *parser) argAfter(i int) string {
+	for i < len(p.in) && isSpace(p.in[i]) {
+		i++
+	}
+	if i >= len(p.in) || p.in[i] != ',' {
+		return ""
+	}
+	i++
+	for i < len(p.in) && isSpace(p.in[i]) {
+		i++
+	}
+	j := i
+	for j < len(p.in) && (p.in[j] == '_' || 'a' <= p.in[j] && p.in[j] <= 'z' || 'A' <= p.in[j] && p.in[j] <= 'Z' || j > i && '0' <= p.in[j] && p.in[j] <= '9') {
+		j++
+	}
+	name := p.in[i:j]
+	for j < len(p.in) && isSpace(p.in[j]) {
+		j++
+	}
+	if name == "" || j >= len(p.in) || p.in[j] != '=' {
+		return ""
+	}
+	return name
+}
+
+// thenAt returns the offset after the word "then" (any case) when it
+// starts at i and is followed by whitespace or the end of the input, else
+// -1.
+func (p *parser) thenAt(i int) int {
+	if len(p.in)-i < 4 || !strings.EqualFold(p.in[i:i+4], "then") || i+4 < len(p.in) && !isSpace(p.in[i+4]) {
+		return -1
+	}
+	return i + 4
 }
 
 // callAt reports whether a known action ("name(" or "ANS") starts at i.

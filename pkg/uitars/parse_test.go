@@ -135,6 +135,40 @@ var parseCases = []parseCase{
 		want: []traj.Action{{Type: traj.TypeText, Text: "Grüße, 世界 🙂"}}},
 	{name: "type/parens and commas inside", in: "type(content='f(a, b)', )",
 		want: []traj.Action{{Type: traj.TypeText, Text: "f(a, b)"}}},
+
+	// type at a point: keyword arguments in any order.
+	{name: "type/text then start_box", in: "type(text='Hello', start_box='(300,400)')",
+		want: []traj.Action{{Type: traj.TypeText, Text: "Hello", Point: pt(300, 400)}}},
+	{name: "type/start_box then content", in: "type(start_box='(300,400)', content='Hello')",
+		want: []traj.Action{{Type: traj.TypeText, Text: "Hello", Point: pt(300, 400)}}},
+	{name: "type/point alias and double quotes", in: `type(point='<point>300 400</point>', text="Hello")`,
+		want: []traj.Action{{Type: traj.TypeText, Text: "Hello", Point: pt(300, 400)}}},
+	{name: "type/box tokens, empty text", in: "type(content='', start_box='<|box_start|>(300,400)<|box_end|>')",
+		want: []traj.Action{{Type: traj.TypeText, Point: pt(300, 400)}}},
+	{name: "type/unquoted box", in: "type(start_box=(1,2), content='a\n')",
+		want: []traj.Action{{Type: traj.TypeText, Text: "a\n", Point: pt(1, 2)}}},
+	{name: "type/unescaped quote before start_box", in: "type(content='it's', start_box='(1,2)')",
+		want: []traj.Action{{Type: traj.TypeText, Text: "it's", Point: pt(1, 2)}}},
+	{name: "type/typed keyword code before start_box", in: "type(content='f(a='x', b='y')', start_box='(1,2)')",
+		want: []traj.Action{{Type: traj.TypeText, Text: "f(a='x', b='y')", Point: pt(1, 2)}}},
+	{name: "type/typed argument syntax in other quotes", in: `type(content="a', start_box='(5,6)", start_box='(1,2)')`,
+		want: []traj.Action{{Type: traj.TypeText, Text: "a', start_box='(5,6)", Point: pt(1, 2)}}},
+	{name: "err/type bad point is not typed", in: "type(content='Hello', start_box='(1,2,3)')", wantErr: true, errOff: 33,
+		errHas: []string{"expected 2 numbers (x,y) or 4", "found 3"}},
+	{name: "err/type point out of range is not typed", in: "type(start_box='(1,2000)', content='Hello')", wantErr: true, errOff: 19,
+		errHas: []string{"y coordinate 2000 outside"}},
+	{name: "err/type duplicate point", in: "type(content='a', start_box='(1,2)', point='(3,4)')", wantErr: true, errOff: 37,
+		errHas: []string{`duplicate argument "point" for type`}},
+	{name: "err/type point only", in: "type(start_box='(1,2)')", wantErr: true, errOff: 22,
+		errHas: []string{"type: missing required argument content"}},
+	{name: "err/then at the end", in: "click(start_box='(1,2)') then", wantErr: true, errOff: 29,
+		errHas: []string{`expected an action after "then"`, "found end of input"}},
+	{name: "err/then then", in: "click(start_box='(1,2)') then then wait()", wantErr: true, errOff: 30,
+		errHas: []string{`expected an action after "then"`, `found "then wait()"`}},
+	{name: "err/then before prose", in: "wait() then I will check", wantErr: true, errOff: 12,
+		errHas: []string{`expected an action after "then"`, `found "I will check"`}},
+	{name: "err/then first", in: "then wait()", wantErr: true, errOff: 0,
+		errHas: []string{`unknown action "then"`}},
 	{name: "err/comma between actions", in: "type(content='f(a, b)'), wait()",
 		errOff: 23, errHas: []string{`expected an action`, `found ", wait()"`}, wantErr: true},
 
@@ -286,6 +320,92 @@ func TestParse(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Actions, c.want) {
 				t.Errorf("Actions =\n%s\nwant\n%s", dump(got.Actions), dump(c.want))
+			}
+		})
+	}
+}
+
+// TestParseNotes covers responses Parse accepts beyond the plain grammar
+// and what it records about them.
+func TestParseNotes(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      string
+		thought string
+		want    []traj.Action
+		joined  int
+		dropped int
+		notes   []string
+	}{
+		{name: "then", in: "click(start_box='(1,2)') then wait()",
+			want:   []traj.Action{{Type: traj.Click, Point: pt(1, 2)}, {Type: traj.Wait}},
+			joined: 1, notes: []string{`"then" joined 1 of the 2 actions to the action before it; all are kept, in order`}},
+		{name: "then across lines, any case", in: "Action: hotkey(key='ctrl a')\nThen hotkey(key='ctrl c') THEN\tANS done",
+			want:   []traj.Action{{Type: traj.Hotkey, Keys: []string{"ctrl", "a"}}, {Type: traj.Hotkey, Keys: []string{"ctrl", "c"}}, {Type: traj.Answer, Text: "done"}},
+			joined: 2, notes: []string{`"then" joined 2 of the 3 actions to the action before it; all are kept, in order`}},
+		{name: "then with blank-line actions", in: "wait()\n\nclick(start_box='(1,2)') then wait()",
+			want:   []traj.Action{{Type: traj.Wait}, {Type: traj.Click, Point: pt(1, 2)}, {Type: traj.Wait}},
+			joined: 1, notes: []string{`"then" joined 1 of the 3 actions to the action before it; all are kept, in order`}},
+		{name: "then after typed text", in: "type(content='a') then type(content='b')",
+			want:   []traj.Action{{Type: traj.TypeText, Text: "a"}, {Type: traj.TypeText, Text: "b"}},
+			joined: 1, notes: []string{`"then" joined 1 of the 2 actions to the action before it; all are kept, in order`}},
+		{name: "then after unescaped quote", in: "type(content='it's') then wait()",
+			want:   []traj.Action{{Type: traj.TypeText, Text: "it's"}, {Type: traj.Wait}},
+			joined: 1, notes: []string{`"then" joined 1 of the 2 actions to the action before it; all are kept, in order`}},
+		{name: "then inside typed text", in: "type(content='click(x) then wait()')",
+			want: []traj.Action{{Type: traj.TypeText, Text: "click(x) then wait()"}}},
+		{name: "two blocks", in: "Action: click(start_box='(1,2)')\nThought: now wait\nAction: wait()",
+			want:    []traj.Action{{Type: traj.Click, Point: pt(1, 2)}},
+			dropped: 1, notes: []string{"the response holds 2 Thought/Action blocks; block 1 is used and the block after it dropped"}},
+		{name: "three blocks", in: "Thought: a\nAction: wait()\n\nThought: b\nAction: wait()\nReflection: c\nAction_Summary: d\nAction: finished()",
+			thought: "a", want: []traj.Action{{Type: traj.Wait}},
+			dropped: 2, notes: []string{"the response holds 3 Thought/Action blocks; block 1 is used and the 2 blocks after it dropped"}},
+		{name: "trailing thought without action", in: "Thought: a\nAction: wait()\nThought: and then",
+			thought: "a", want: []traj.Action{{Type: traj.Wait}},
+			dropped: 1, notes: []string{"the response holds 2 Thought/Action blocks; block 1 is used and the block after it dropped"}},
+		{name: "broken first block", in: "Thought: a\nAction: clik()\nThought: b\nAction: wait()",
+			thought: "b", want: []traj.Action{{Type: traj.Wait}},
+			dropped: 1, notes: []string{"the response holds 2 Thought/Action blocks; block 2 is used (block 1 did not parse)"}},
+		{name: "broken first blocks", in: "Thought: a\nAction: clik()\nThought: b\nAction: tap()\nThought: c\nAction: wait()\nThought: d\nAction: wait()",
+			thought: "c", want: []traj.Action{{Type: traj.Wait}},
+			dropped: 3, notes: []string{"the response holds 4 Thought/Action blocks; block 3 is used (blocks 1-2 did not parse) and the block after it dropped"}},
+		{name: "bare action then a block", in: "click(start_box='(1,2)')\nThought: b\nAction: wait()",
+			want:    []traj.Action{{Type: traj.Click, Point: pt(1, 2)}},
+			dropped: 1, notes: []string{"the response holds 2 Thought/Action blocks; block 1 is used and the block after it dropped"}},
+		{name: "fenced bare action then a block", in: "```\nclick(start_box='(1,2)')\n```\nThought: b\nAction: wait()",
+			want:    []traj.Action{{Type: traj.Click, Point: pt(1, 2)}},
+			dropped: 1, notes: []string{"the response holds 2 Thought/Action blocks; block 1 is used and the block after it dropped"}},
+		{name: "prose before a block is its thought", in: "I should wait.\nThought: hmm\nAction: wait()",
+			thought: "hmm", want: []traj.Action{{Type: traj.Wait}}},
+		{name: "labelled line in bare typed text", in: "type(content='a\nThought: b')",
+			want: []traj.Action{{Type: traj.TypeText, Text: "a\nThought: b"}}},
+		{name: "labelled lines in typed text are one block", in: "Thought: t\nAction: type(content='x\nThought: y\nAction: z')",
+			thought: "t", want: []traj.Action{{Type: traj.TypeText, Text: "x\nThought: y\nAction: z"}}},
+		{name: "then and blocks", in: "Thought: a\nAction: click(start_box='(1,2)') then wait()\nThought: b\nAction: finished()",
+			thought: "a", want: []traj.Action{{Type: traj.Click, Point: pt(1, 2)}, {Type: traj.Wait}},
+			joined: 1, dropped: 1, notes: []string{
+				`"then" joined 1 of the 2 actions to the action before it; all are kept, in order`,
+				"the response holds 2 Thought/Action blocks; block 1 is used and the block after it dropped"}},
+		{name: "plain", in: "Thought: a\nAction: wait()\n\nfinished()", thought: "a",
+			want: []traj.Action{{Type: traj.Wait}, {Type: traj.Finished}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Parse(c.in, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Thought != c.thought {
+				t.Errorf("Thought = %q, want %q", got.Thought, c.thought)
+			}
+			if !reflect.DeepEqual(got.Actions, c.want) {
+				t.Errorf("Actions =\n%s\nwant\n%s", dump(got.Actions), dump(c.want))
+			}
+			if got.Joined != c.joined || got.DroppedBlocks != c.dropped {
+				t.Errorf("Joined, DroppedBlocks = %d, %d; want %d, %d", got.Joined, got.DroppedBlocks, c.joined, c.dropped)
+			}
+			if !reflect.DeepEqual(got.Notes, c.notes) {
+				t.Errorf("Notes = %q, want %q", got.Notes, c.notes)
 			}
 		})
 	}

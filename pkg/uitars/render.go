@@ -75,7 +75,7 @@ func IsSpecial(code string) bool {
 //	hotkey          pyautogui.hotkey('ctrl', 'c')
 //	keydown         pyautogui.keyDown('shift') per key, in order
 //	keyup           pyautogui.keyUp('shift') per key, in order
-//	type            pyautogui.write('...') per line, pyautogui.press('enter') between lines
+//	type            [pyautogui.click(x, y)] + pyautogui.write('...') per line, pyautogui.press('enter') between lines
 //	scroll          [pyautogui.moveTo(x, y)] + pyautogui.scroll(±5) or pyautogui.hscroll(±5)
 //	wait            WAIT
 //	finished        DONE
@@ -138,6 +138,14 @@ func Render(a traj.Action, screen Screen) (string, error) {
 		}
 	case traj.TypeText:
 		var stmts []string
+		if a.Point != nil {
+			// type(content=..., start_box=...): click the field, then type.
+			x, y, err := r.pixel("point", a.Point)
+			if err != nil {
+				return "", err
+			}
+			stmts = append(stmts, fmt.Sprintf("pyautogui.click(%d, %d)", x, y))
+		}
 		for i, line := range strings.Split(strings.ReplaceAll(a.Text, "\r\n", "\n"), "\n") {
 			if i > 0 {
 				stmts = append(stmts, "pyautogui.press('enter')")
@@ -146,7 +154,7 @@ func Render(a traj.Action, screen Screen) (string, error) {
 				stmts = append(stmts, "pyautogui.write("+PyString(line)+")")
 			}
 		}
-		if len(stmts) == 0 {
+		if a.Text == "" {
 			stmts = append(stmts, "pyautogui.write('')")
 		}
 		b.WriteString(strings.Join(stmts, "\n"))

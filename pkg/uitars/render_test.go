@@ -48,6 +48,9 @@ func TestRender(t *testing.T) {
 				"pyautogui.press('enter')\npyautogui.write('c')\npyautogui.press('enter')"},
 		{"type empty", traj.Action{Type: traj.TypeText}, Screen{}, "pyautogui.write('')"},
 		{"type invalid utf8", traj.Action{Type: traj.TypeText, Text: "a\xffb"}, Screen{}, `pyautogui.write('a\ufffdb')`},
+		{"type at a point", traj.Action{Type: traj.TypeText, Text: "Hello\n", Point: pt(300, 400)}, Screen{},
+			"pyautogui.click(384, 320)\npyautogui.write('Hello')\npyautogui.press('enter')"},
+		{"type empty at a point", traj.Action{Type: traj.TypeText, Point: pt(0, 0)}, Screen{}, "pyautogui.click(0, 0)\npyautogui.write('')"},
 		{"scroll down", traj.Action{Type: traj.Scroll, Point: pt(500, 500), Direction: traj.DirDown}, Screen{},
 			"pyautogui.moveTo(640, 400)\npyautogui.scroll(-5)"},
 		{"scroll up", traj.Action{Type: traj.Scroll, Direction: traj.DirUp}, Screen{}, "pyautogui.scroll(5)"},
@@ -85,6 +88,7 @@ func TestRenderErrors(t *testing.T) {
 		{traj.Action{Type: traj.Click}, Screen{}, "missing point"},
 		{traj.Action{Type: traj.Drag, Start: pt(1, 1)}, Screen{}, "missing end"},
 		{traj.Action{Type: traj.Hover, Point: &traj.Point{X: math.NaN()}}, Screen{}, "not finite"},
+		{traj.Action{Type: traj.TypeText, Text: "a", Point: &traj.Point{X: math.Inf(1)}}, Screen{}, "render type: point (+Inf, 0) is not finite"},
 		{traj.Action{Type: traj.Hotkey}, Screen{}, "no keys"},
 		{traj.Action{Type: traj.Hotkey, Keys: []string{"ctrl", ""}}, Screen{}, "empty key"},
 		{traj.Action{Type: traj.Scroll, Direction: "sideways"}, Screen{}, "invalid direction"},
@@ -231,9 +235,21 @@ out = []
 	for i, a := range actions {
 		switch a.Type {
 		case traj.TypeText:
-			// The written lines joined by the Enter presses give the text.
+			// A point is clicked first; the written lines joined by the
+			// Enter presses give the text.
+			calls := got[i]
+			if a.Point != nil {
+				var name string
+				var args []int
+				_ = json.Unmarshal(calls[0][0], &name)
+				_ = json.Unmarshal(calls[0][1], &args)
+				if x, y := toPixel(a.Point.X, DefaultScreen.W), toPixel(a.Point.Y, DefaultScreen.H); name != "click" || len(args) != 2 || args[0] != x || args[1] != y {
+					t.Errorf("type at %+v: python's first call is %s %v, want click [%d %d]", *a.Point, calls[0][0], args, x, y)
+				}
+				calls = calls[1:]
+			}
 			var b strings.Builder
-			for _, c := range got[i] {
+			for _, c := range calls {
 				var name string
 				var args []string
 				_ = json.Unmarshal(c[0], &name)

@@ -211,11 +211,14 @@ func TestOutOfRangeIsTyped(t *testing.T) {
 			t.Errorf("%s: a malformed point is a syntax error, not out of range: %v", malformed, err)
 		}
 	}
-	// An out-of-range point in the last block is reported, not skipped for
-	// the block before it.
-	_, err := Parse("Thought: a\nAction: click(start_box='(1,2)')\nThought: b\nAction: click(start_box='(3000,4)')", DefaultOptions())
+	// An out-of-range point in the first block is reported, not skipped for
+	// the block after it; one in a dropped later block does not matter.
+	_, err := Parse("Thought: a\nAction: click(start_box='(3000,4)')\nThought: b\nAction: click(start_box='(1,2)')", DefaultOptions())
 	if !errors.Is(err, ErrOutOfRange) {
-		t.Errorf("out-of-range last block: err = %v, want ErrOutOfRange", err)
+		t.Errorf("out-of-range first block: err = %v, want ErrOutOfRange", err)
+	}
+	if _, err := Parse("Thought: a\nAction: click(start_box='(1,2)')\nThought: b\nAction: click(start_box='(3000,4)')", DefaultOptions()); err != nil {
+		t.Errorf("out-of-range dropped block: %v", err)
 	}
 }
 
@@ -253,14 +256,16 @@ func TestRobustness(t *testing.T) {
 			out{"", []traj.Action{{Type: traj.Click, Point: pt(200, 300.5)}}}},
 		{"two corners comma", "click(start_box='(100,200), (300,400)')",
 			out{"", []traj.Action{{Type: traj.Click, Point: pt(200, 300)}}}},
-		{"blocks: last complete one", "Thought: Open the menu.\nAction: click(start_box='(10,10)')\nThought: Now save.\nAction: hotkey(key='ctrl s')",
+		{"blocks: first one", "Thought: Open the menu.\nAction: click(start_box='(10,10)')\nThought: Now save.\nAction: hotkey(key='ctrl s')",
+			out{"Open the menu.", []traj.Action{{Type: traj.Click, Point: pt(10, 10)}}}},
+		{"blocks: broken first one", "Thought: Open the menu.\nAction: click(start_box='(10,\nThought: Now save.\nAction: hotkey(key='ctrl s')",
 			out{"Now save.", []traj.Action{{Type: traj.Hotkey, Keys: []string{"ctrl", "s"}}}}},
 		{"blocks: truncated last", "Thought: Open the menu.\nAction: click(start_box='(10,10)')\nThought: Now I will",
 			out{"Open the menu.", []traj.Action{{Type: traj.Click, Point: pt(10, 10)}}}},
 		{"blocks: broken last action", "Thought: A.\nAction: wait()\n\nThought: B.\nAction: click(start_box='(10,",
 			out{"A.", []traj.Action{{Type: traj.Wait}}}},
 		{"blocks: three", "Thought: A.\nAction: wait()\nThought: B.\nAction: wait()\nReflection: hm\nAction_Summary: C.\nAction: finished()",
-			out{"C.", []traj.Action{{Type: traj.Finished}}}},
+			out{"A.", []traj.Action{{Type: traj.Wait}}}},
 		{"labelled line inside typed text", "Thought: Write the note.\nAction: type(content='Action: done\nThought: later')",
 			out{"Write the note.", []traj.Action{{Type: traj.TypeText, Text: "Action: done\nThought: later"}}}},
 		{"two actions on one line", "Action: hotkey(key='ctrl c') hotkey(key='ctrl v')",

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,6 +164,25 @@ func FuzzRoundTrip(f *testing.F) {
 	})
 }
 
+// typeArgsRadix are the numbers of choices FuzzTypeArgs reads, in order,
+// from its form argument (mixed radix, least significant first): the text's
+// name, the point's name, the quote, escaping of the other quote, the
+// point's form, the argument order, the spacing, a trailing comma, the
+// prefix, the suffix, an unknown argument or not, its position, its value
+// and its value's quote.
+var typeArgsRadix = []int{3, 4, 2, 2, 7, 2, 4, 2, 4, 4, 2, 3, 8, 2}
+
+// typeArgsForm packs choices (in the order of typeArgsRadix; missing ones
+// are 0) into a form value for FuzzTypeArgs seeds.
+func typeArgsForm(choices ...int) uint32 {
+	var form, mul uint32 = 0, 1
+	for i, c := range choices {
+		form += uint32(c) * mul
+		mul *= uint32(typeArgsRadix[i])
+	}
+	return form
+}
+
 // FuzzTypeArgs writes type calls with a text and a point as keyword
 // arguments in either order, under each accepted name (content/text,
 // start_box/point/start_point), the text in single or double quotes and
@@ -172,54 +192,83 @@ func FuzzRoundTrip(f *testing.F) {
 // (backslash, the quote, \n, \r, \t; the other quote optionally). It checks
 // that the typed text is exactly the text written and the point the point
 // written: no argument's syntax ever ends up in another argument's value.
-// When bad is set the point is malformed or out of range, and Parse must
-// fail rather than read the point into the text.
+//
+// The call is broken in two ways, and then no type action may come out of
+// it (Parse fails, or, when a second Thought/Action block follows, uses
+// that block's finished() instead): when bad is set the point is malformed
+// or out of range; when the form asks for it, the call also carries an
+// unknown keyword argument — its name is made from extra (any identifier
+// that is not a name of type's own arguments), its value quoted or not,
+// before, between or after the other two. For an unknown argument and a
+// good point the error must name the argument.
 func FuzzTypeArgs(f *testing.F) {
-	f.Add("Hello", uint16(300), uint16(400), uint32(0), false)
-	f.Add("Hello", uint16(300), uint16(400), uint32(1), false)
-	f.Add("Hello', start_box='(1,2)", uint16(1), uint16(2), uint32(0x2a), false)
-	f.Add(`a", point="(5,6)`, uint16(1000), uint16(0), uint32(0x155), false)
-	f.Add("print('a', end='')\n", uint16(7), uint16(8), uint32(0x3c3), false)
-	f.Add("x') then wait()", uint16(9), uint16(9), uint32(0x1f0f), false)
-	f.Add("Thought: no\nAction: click(start_box='(1,2)')", uint16(1), uint16(1), uint32(0xfff), false)
-	f.Add("Hello", uint16(300), uint16(400), uint32(0), true)
-	f.Add("Hello", uint16(1200), uint16(400), uint32(0x80), true)
-	f.Fuzz(func(t *testing.T, text string, x, y uint16, form uint32, bad bool) {
-		bits := func(n int) int { v := int(form % uint32(n)); form /= uint32(n); return v }
-		textName := []string{"content", "text", "Content"}[bits(3)]
-		pointName := []string{"start_box", "point", "start_point", "Start_Box"}[bits(4)]
-		q := []byte{'\'', '"'}[bits(2)]
-		escapeOther := bits(2) == 1
-		pointForm := bits(7)
-		pointFirst := bits(2) == 1
-		sp := []string{"", " ", "\n", "  \t"}[bits(4)]
-		trailing := bits(2) == 1
-		prefix := []string{"", "Action: ", "Thought: t\nAction: ", "```\n"}[bits(4)]
-		suffix := []string{"", "\n\nwait()", " then wait()", "\nThought: more\nAction: finished()"}[bits(4)]
-
-		// The text, quoted and escaped.
-		var b strings.Builder
-		b.WriteByte(q)
-		for i := 0; i < len(text); i++ {
-			switch c := text[i]; {
-			case c == '\\' || c == q:
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c == '\n':
-				b.WriteString(`\n`)
-			case c == '\r':
-				b.WriteString(`\r`)
-			case c == '\t':
-				b.WriteString(`\t`)
-			case (c == '\'' || c == '"') && escapeOther:
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			default:
-				b.WriteByte(c)
-			}
+	f.Add("Hello", uint16(300), uint16(400), uint32(0), false, "")
+	f.Add("Hello", uint16(300), uint16(400), uint32(1), false, "")
+	f.Add("Hello', start_box='(1,2)", uint16(1), uint16(2), uint32(0x2a), false, "")
+	f.Add(`a", point="(5,6)`, uint16(1000), uint16(0), uint32(0x155), false, "")
+	f.Add("print('a', end='')\n", uint16(7), uint16(8), uint32(0x3c3), false, "")
+	f.Add("x') then wait()", uint16(9), uint16(9), uint32(0x1f0f), false, "")
+	f.Add("Thought: no\nAction: click(start_box='(1,2)')", uint16(1), uint16(1), uint32(0xfff), false, "")
+	f.Add("Hello", uint16(300), uint16(400), uint32(0), true, "")
+	f.Add("Hello", uint16(1200), uint16(400), uint32(0x80), true, "")
+	// A malformed point, then a second block.
+	f.Add("Hello", uint16(1), uint16(2), typeArgsForm(0, 0, 0, 0, 0, 0, 0, 0, 0, 3), true, "")
+	// Unknown arguments (issue 21): type(content='Hello', button='left'),
+	// the other orders and value forms, and one after a malformed point.
+	f.Add("Hello", uint16(300), uint16(400), typeArgsForm(0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0), false, "button")
+	f.Add("Hello", uint16(300), uint16(400), typeArgsForm(1, 1, 1, 0, 2, 1, 0, 1, 1, 1, 1, 0, 3, 1), false, "clicks")
+	f.Add("print('a', end='')", uint16(5), uint16(6), typeArgsForm(0, 0, 0, 0, 0, 1, 1, 0, 2, 2, 1, 2, 6, 0), false, "end")
+	f.Add("a', x='b", uint16(5), uint16(6), typeArgsForm(0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 1, 1, 1, 0), false, "x")
+	f.Add("Hello", uint16(5), uint16(6), typeArgsForm(2, 3, 1, 1, 3, 0, 3, 0, 3, 0, 1, 2, 7, 1), false, "Text")
+	f.Add("Hello", uint16(5), uint16(6), typeArgsForm(0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 1, 2, 0, 0), true, "9 key")
+	f.Fuzz(func(t *testing.T, text string, x, y uint16, form uint32, bad bool, extra string) {
+		next := 0
+		bits := func() int {
+			n := uint32(typeArgsRadix[next])
+			next++
+			v := int(form % n)
+			form /= n
+			return v
 		}
-		b.WriteByte(q)
-		textArg := textName + sp + "=" + sp + b.String()
+		textName := []string{"content", "text", "Content"}[bits()]
+		pointName := []string{"start_box", "point", "start_point", "Start_Box"}[bits()]
+		q := []byte{'\'', '"'}[bits()]
+		escapeOther := bits() == 1
+		pointForm := bits()
+		pointFirst := bits() == 1
+		sp := []string{"", " ", "\n", "  \t"}[bits()]
+		trailing := bits() == 1
+		prefix := []string{"", "Action: ", "Thought: t\nAction: ", "```\n"}[bits()]
+		suffix := []string{"", "\n\nwait()", " then wait()", "\nThought: more\nAction: finished()"}[bits()]
+		unknown := bits() == 1
+		unknownPos, unknownVal, unknownOther := bits(), bits(), bits() == 1
+
+		// quote returns s quoted with c and escaped.
+		quote := func(s string, c byte) string {
+			var b strings.Builder
+			b.WriteByte(c)
+			for i := 0; i < len(s); i++ {
+				switch ch := s[i]; {
+				case ch == '\\' || ch == c:
+					b.WriteByte('\\')
+					b.WriteByte(ch)
+				case ch == '\n':
+					b.WriteString(`\n`)
+				case ch == '\r':
+					b.WriteString(`\r`)
+				case ch == '\t':
+					b.WriteString(`\t`)
+				case (ch == '\'' || ch == '"') && escapeOther:
+					b.WriteByte('\\')
+					b.WriteByte(ch)
+				default:
+					b.WriteByte(ch)
+				}
+			}
+			b.WriteByte(c)
+			return b.String()
+		}
+		textArg := textName + sp + "=" + sp + quote(text, q)
 
 		// The point in one of its forms; bad makes it malformed (three
 		// numbers) or, for large x, out of range.
@@ -242,19 +291,48 @@ func FuzzTypeArgs(f *testing.F) {
 		}[pointForm]
 		pointArg := pointName + sp + "=" + sp + pointVal
 
-		args := textArg + "," + sp + pointArg
+		args := []string{textArg, pointArg}
 		if pointFirst {
-			args = pointArg + "," + sp + textArg
+			args = []string{pointArg, textArg}
 		}
+		name := ""
+		if unknown {
+			name = unknownName(extra)
+			vq := q
+			if unknownOther {
+				vq = '\'' + '"' - q
+			}
+			val := []string{
+				quote("left", vq),
+				quote("", vq),
+				"2",
+				"(1,2)",
+				quote("<point>1 2</point>", vq),
+				"True",
+				quote(text, vq),
+				quote("a"+string(vq)+", "+name+"="+string(vq)+"b", vq),
+			}[unknownVal]
+			args = slices.Insert(args, unknownPos, name+sp+"="+sp+val)
+		}
+		list := strings.Join(args, ","+sp)
 		if trailing {
-			args += ","
+			list += ","
 		}
-		call := prefix + "type" + "(" + sp + args + sp + ")" + suffix
+		call := prefix + "type" + "(" + sp + list + sp + ")" + suffix
 
 		got, err := Parse(call, DefaultOptions())
-		if bad {
+		if bad || unknown {
+			// No type action may come out of a broken call.
 			if err == nil {
-				t.Fatalf("Parse(%q) with a bad point = %s, want an error", call, dump(got.Actions))
+				next := []traj.Action{{Type: traj.Finished}}
+				if !strings.HasPrefix(suffix, "\nThought:") || !reflect.DeepEqual(got.Actions, next) || got.DroppedBlocks != 1 {
+					t.Fatalf("Parse(%q) of a broken call (bad point %v, unknown argument %q) = %s, want an error",
+						call, bad, name, dump(got.Actions))
+				}
+				return
+			}
+			if want := fmt.Sprintf("unknown argument %q for type (accepted: ", name); unknown && !bad && !strings.Contains(err.Error(), want) {
+				t.Fatalf("Parse(%q): %v; want an error containing %q", call, err, want)
 			}
 			return
 		}
@@ -279,4 +357,27 @@ func FuzzTypeArgs(f *testing.F) {
 				call, len(got.Actions), got.Joined, got.DroppedBlocks, wantN, joined, dropped)
 		}
 	})
+}
+
+// unknownName makes an argument name that type does not take from s: the
+// letters, digits and underscores of s ("arg" when there are none), with
+// "x" before a leading digit and "_x" after a name of type's arguments.
+func unknownName(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			b.WriteByte(c)
+		}
+	}
+	name := b.String()
+	switch {
+	case name == "":
+		name = "arg"
+	case '0' <= name[0] && name[0] <= '9':
+		name = "x" + name
+	}
+	if canon := argAliases[strings.ToLower(name)]; canon == argContent || canon == argStart {
+		name += "_x"
+	}
+	return name
 }

@@ -418,36 +418,12 @@ type parser struct {
 	inFence  bool
 	// choice maps the offset of a quoted string's opening quote to the
 	// candidate closing quote to take (quoteEnds; 0 when absent); strings
-	// lists the quoted strings met by the current attempt, in order.
+	// lists the offsets of the opening quotes of the quoted strings met by
+	// the current attempt, in order.
 	choice  map[int]int
-	strings []quotedRef
-	// arg is the argument whose value is being parsed.
-	arg argCtx
+	strings []int
 	// joined counts the actions of the current reading that follow "then".
 	joined int
-}
-
-// argCtx is the argument a value belongs to: the arguments its call
-// accepts (canonical names) and its own canonical name ("" when the call
-// does not take it).
-type argCtx struct {
-	accepted []string
-	own      string
-}
-
-// stopsAt reports whether a string of this argument must end before an
-// argument named name: name is another argument of the same call. A value
-// never swallows ", start_box='...'" of its own call.
-func (c argCtx) stopsAt(name string) bool {
-	canon, ok := argAliases[strings.ToLower(name)]
-	return ok && canon != c.own && slices.Contains(c.accepted, canon)
-}
-
-// quotedRef is a quoted string met by a reading: the offset of its
-// opening quote and the argument it is the value of.
-type quotedRef struct {
-	open int
-	arg  argCtx
 }
 
 // maxAttempts bounds the readings of one block that Parse tries (see
@@ -489,9 +465,9 @@ func (p *parser) parse(start int) ([]traj.Action, error) {
 // has one.
 func (p *parser) advance() bool {
 	for i := len(p.strings) - 1; i >= 0; i-- {
-		open := p.strings[i].open
+		open := p.strings[i]
 		next := p.choice[open] + 1
-		if next < len(p.quoteEnds(open, true, p.strings[i].arg)) {
+		if next < len(p.quoteEnds(open, true)) {
 			for o := range p.choice {
 				if o > open {
 					delete(p.choice, o)
@@ -688,6 +664,7 @@ func (p *parser) call() (traj.Action, error) {
 	}
 	p.pos++
 	args := map[string]argValue{}
+	afterQuote := false // the previous argument's value was a quoted string
 	for {
 		p.skipSpace()
 		if p.peek(")") {
@@ -705,17 +682,13 @@ func (p *parser) call() (traj.Action, error) {
 		p.pos++
 		p.skipSpace()
 		canon, ok := argAliases[strings.ToLower(key)]
-		ok = ok && slices.Contains(spec.args, canon)
-		p.arg = argCtx{accepted: spec.args}
-		if ok {
-			p.arg.own = canon
+		if !ok || !slices.Contains(spec.args, canon) {
+			return traj.Action{}, p.unknownArg(argPos, key, name, spec, afterQuote)
 		}
+		afterQuote = p.pos < len(p.in) && (p.in[p.pos] == '\'' || p.in[p.pos] == '"')
 		v, err := p.value()
 		if err != nil {
 			return traj.Action{}, err
-		}
-		if !ok {
-			return traj.Action{}, p.errAt(argPos, "unknown argument %q for %s (accepted: %s)", key, name, acceptedArgs(spec))
 		}
 		if _, dup := args[canon]; dup {
 			return traj.Action{}, p.errAt(argPos, "duplicate argument %q for %s", key, name)
@@ -739,6 +712,19 @@ func (p *parser) call() (traj.Action, error) {
 		}
 	}
 	return p.build(spec, args)
+}
+
+// unknownArg is the error for an argument named key that call name (of
+// spec) does not take, at argPos. After a quoted value it adds how that
+// value came to end there: a quoted value ends at the latest at a quote
+// followed by ", key =", so an unescaped "', key='" meant as text is read
+// as an argument.
+func (p *parser) unknownArg(argPos int, key, name string, spec callSpec, afterQuote bool) *SyntaxError {
+	msg := fmt.Sprintf("unknown argument %q for %s (accepted: %s)", key, name, acceptedArgs(spec))
+	if afterQuote {
+		msg += fmt.Sprintf("; the quoted value before it ends at the quote before \", %s=\": if that is part of the text, escape the quotes inside the text", key)
+	}
+	return p.errAt(argPos, "%s", msg)
 }
 
 // acceptedArgs lists the argument names (with aliases) a call accepts.
@@ -861,18 +847,18 @@ scan:
 // so which quote of the opening kind ends the string is a choice: the
 // candidates, in the order Parse tries them (see quoteEnds), are the quotes
 // where the call can go on, then those followed by ',' or ')', then the
-// first quote — none of them past a quote followed by another argument of
-// the same call. quoted takes the candidate p.choice names for this string
+// first quote — none of them past a quote followed by the start of a
+// keyword argument (", name =", any name). quoted takes the candidate p.choice names for this string
 // (the first by default) and records the string as a backtracking point.
 func (p *parser) quoted() (argValue, error) {
 	open := p.pos
 	k := p.choice[open]
-	ends := p.quoteEnds(open, k > 0, p.arg)
+	ends := p.quoteEnds(open, k > 0)
 	if len(ends) == 0 {
 		return argValue{}, p.errAt(open, "unterminated string: no closing %c before the end of input", p.in[open])
 	}
 	k = min(k, len(ends)-1)
-	p.strings = append(p.strings, quotedRef{open, p.arg})
+	p.strings = append(p.strings, open)
 	end := ends[k]
 	s, exact := p.decode(open+1, end)
 	p.pos = end + 1
@@ -880,15 +866,16 @@ func (p *parser) quoted() (argValue, error) {
 }
 
 // quoteEnds returns the offsets of the quotes that may end the string
-// opened at open, the value of argument arg, in the order they are tried:
-// the quotes where the call can go on (closesCall), then those followed by
-// ',' or ')' (closes), then the first quote. The scan ends at the first
-// quote followed by ", name =" where name is another argument of the same
-// call (arg.stopsAt): type(content='a', start_box='(1,2,3)') is a bad
-// point, not the text "a', start_box='(1,2,3)". Unless all is set it stops
-// at the first quote where the call can go on, which is the only one most
-// strings need (the scan stays linear in the input).
-func (p *parser) quoteEnds(open int, all bool, arg argCtx) []int {
+// opened at open, in the order they are tried: the quotes where the call
+// can go on (closesCall), then those followed by ',' or ')' (closes), then
+// the first quote. The scan ends at the first quote followed by the start
+// of a keyword argument, ", name =" and a value (argAfter), whatever the
+// name: type(content='a', start_box='(1,2,3)') is a bad point and
+// type(content='Hello', button='left') an unknown argument, never the text
+// "a', start_box='(1,2,3)" or "Hello', button='left". Unless all is set it
+// stops at the first quote where the call can go on, which is the only one
+// most strings need (the scan stays linear in the input).
+func (p *parser) quoteEnds(open int, all bool) []int {
 	q := p.in[open]
 	var strict, loose []int
 	first := -1
@@ -910,7 +897,7 @@ scan:
 			case p.closes(i + 1):
 				loose = append(loose, i)
 			}
-			if name := p.argAfter(i + 1); name != "" && arg.stopsAt(name) {
+			if p.argAfter(i+1) != "" {
 				break scan // the string ends here at the latest
 			}
 		}
@@ -994,7 +981,10 @@ func (p *parser) closesCall(i int) bool {
 }
 
 // argAfter returns name when the input from i is, after whitespace,
-// ", name =" (the start of the next argument), else "".
+// ", name =" and the start of a value (the start of the next keyword
+// argument), else "". name is an identifier; whitespace may surround it and
+// follow '='; the value starts with any byte but '=' (so "name ==" is a
+// comparison, not an argument), ',' or ')'.
 func (p *parser) argAfter(i int) string {
 	for i < len(p.in) && isSpace(p.in[i]) {
 		i++
@@ -1015,6 +1005,13 @@ func (p *parser) argAfter(i int) string {
 		j++
 	}
 	if name == "" || j >= len(p.in) || p.in[j] != '=' {
+		return ""
+	}
+	j++
+	for j < len(p.in) && isSpace(p.in[j]) {
+		j++
+	}
+	if j >= len(p.in) || p.in[j] == '=' || p.in[j] == ',' || p.in[j] == ')' {
 		return ""
 	}
 	return name

@@ -16,7 +16,10 @@ import "time"
 //   - 4: a trajectory records the prompt set its models were prompted with
 //     (Trajectory.Prompts), so the planner's exact messages at every step
 //     can be rendered again from the trajectory.
-const SchemaVersion = 4
+//   - 5: a candidate may record how its executor output was read
+//     (Candidate.ParseNotes: actions joined by "then", Thought/Action
+//     blocks dropped, actions beyond the first not executed).
+const SchemaVersion = 5
 
 // TaskRef identifies the task a trajectory ran.
 type TaskRef struct {
@@ -237,10 +240,18 @@ type Candidate struct {
 	Action         *Action        `json:"action,omitempty"`
 	ParseError     string         `json:"parse_error,omitempty"`
 	ParseErrorKind ParseErrorKind `json:"parse_error_kind,omitempty"`
-	FinishReason   string         `json:"finish_reason,omitempty"` // the planner's finish reason ("stop", "length")
-	PlanTokens     Tokens         `json:"plan_tokens"`
-	ExecTokens     Tokens         `json:"exec_tokens"`
-	PlanLogProbs   []float64      `json:"plan_logprobs,omitempty"` // per-token log-probs of Plan, when the server gave them
-	PlanMS         int64          `json:"plan_ms"`
-	ExecMS         int64          `json:"exec_ms"`
+	// ParseNotes say, one sentence each, how ExecutorOutput was read to
+	// Action beyond the plain action grammar: what the parser accepted that
+	// changes what the output means (actions joined by "then", further
+	// Thought/Action blocks dropped; uitars.Parsed.Notes) and, when the
+	// output held several actions, that only the first was kept as Action.
+	// Empty when there is nothing to note, and always for a candidate
+	// without ExecutorOutput or without Action.
+	ParseNotes   []string  `json:"parse_notes,omitempty"`
+	FinishReason string    `json:"finish_reason,omitempty"` // the planner's finish reason ("stop", "length")
+	PlanTokens   Tokens    `json:"plan_tokens"`
+	ExecTokens   Tokens    `json:"exec_tokens"`
+	PlanLogProbs []float64 `json:"plan_logprobs,omitempty"` // per-token log-probs of Plan, when the server gave them
+	PlanMS       int64     `json:"plan_ms"`
+	ExecMS       int64     `json:"exec_ms"`
 }

@@ -19,7 +19,8 @@ const shot = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 // exampleTrajectory is a small but complete trajectory: two steps of a
 // ChimeraX task with G=2 (three candidates per step), one candidate that
-// did not parse, and an evaluator result.
+// did not parse, one whose executor output held two actions (with its
+// parse notes), and an evaluator result.
 func exampleTrajectory() *Trajectory {
 	t0 := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
 	return &Trajectory{
@@ -48,9 +49,13 @@ func exampleTrajectory() *Trajectory {
 					{
 						Index: 0, Plan: "Thought: The command line is at the bottom; I will click it.\nAction: click(start_box='(500,960)')",
 						Thought:        "The command line is at the bottom; I will click it.",
-						ExecutorOutput: "Thought: click the command line\nAction: click(start_box='(641,781)')",
+						ExecutorOutput: "Thought: click the command line\nAction: click(start_box='(641,781)') then type(content='open 2olx')",
 						Action:         &Action{Type: Click, Point: &Point{X: 641.0 / 1288, Y: 781.0 / 812}},
-						FinishReason:   "stop", PlanTokens: Tokens{Prompt: 2210, Completion: 31}, ExecTokens: Tokens{Prompt: 1630, Completion: 18},
+						ParseNotes: []string{
+							`"then" joined 1 of the 2 actions to the action before it; all are kept, in order`,
+							"the executor output holds 2 actions (click, type); only the first is executed, one action per step",
+						},
+						FinishReason: "stop", PlanTokens: Tokens{Prompt: 2210, Completion: 31}, ExecTokens: Tokens{Prompt: 1630, Completion: 18},
 						PlanLogProbs: []float64{-0.125, -2.5}, PlanMS: 812, ExecMS: 240,
 					},
 					{
@@ -398,7 +403,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"syntax", "{\n  \"id\": \"x\",\n  oops\n}", "line 3, column 3"},
 		{"type", "{\n  \"schema_version\": \"one\"\n}", "field \"schema_version\""},
 		{"unknown field", `{"schema_version":1,"colour":"red"}`, "unknown field \"colour\""},
-		{"newer schema", `{"schema_version":5}`, "schema_version 5"},
+		{"newer schema", `{"schema_version":6}`, "schema_version 6"},
 		{"trailing", string(good) + "{}", "unexpected data after the document"},
 	}
 	for _, tc := range cases {
@@ -479,7 +484,9 @@ func TestValidateCoordsAndParseErrorKind(t *testing.T) {
 		{"pixels-screen", func(t *Trajectory) { t.Models.Executor.Coords = &Coords{Space: PixelsScreen} }, ""},
 		{"unknown space", func(t *Trajectory) { t.Models.Executor.Coords = &Coords{Space: "pixels"} }, "models.executor.coords"},
 		{"no prompt set", func(t *Trajectory) { t.Prompts = "" }, "prompts"},
-		{"no prompt set at version 3", func(t *Trajectory) { t.Prompts, t.SchemaVersion = "", 3 }, ""},
+		{"no prompt set at version 3", func(t *Trajectory) {
+			t.Prompts, t.SchemaVersion, t.Steps[0].Candidates[0].ParseNotes = "", 3, nil
+		}, ""},
 		{"prompt set not a hash", func(t *Trajectory) { t.Prompts = "planner.tmpl" }, "prompts"},
 		{"resized without factor", func(t *Trajectory) {
 			t.Models.Executor.Coords = &Coords{Space: PixelsResized, MinPixels: 1, MaxPixels: 2}
@@ -493,6 +500,23 @@ func TestValidateCoordsAndParseErrorKind(t *testing.T) {
 		{"error without kind", func(t *Trajectory) { t.Steps[0].Candidates[2].ParseErrorKind = "" }, "steps[0].candidates[2].parse_error_kind"},
 		{"unknown kind", func(t *Trajectory) { t.Steps[0].Candidates[2].ParseErrorKind = "bad" }, "steps[0].candidates[2].parse_error_kind"},
 		{"out of range kind", func(t *Trajectory) { t.Steps[0].Candidates[2].ParseErrorKind = ParseOutOfRange }, ""},
+	})
+}
+
+// TestValidateParseNotes checks the rules for Candidate.ParseNotes: only
+// with an executor output and a parsed action, from schema version 5, no
+// empty note.
+func TestValidateParseNotes(t *testing.T) {
+	validateEdits(t, exampleTrajectory, []edit[*Trajectory]{
+		{"example", func(*Trajectory) {}, ""},
+		{"no notes", func(t *Trajectory) { t.Steps[0].Candidates[0].ParseNotes = nil }, ""},
+		{"notes without executor output", func(t *Trajectory) { t.Steps[0].Candidates[0].ExecutorOutput = "" }, "steps[0].candidates[0].parse_notes"},
+		{"notes without action", func(t *Trajectory) { t.Steps[0].Candidates[2].ParseNotes = []string{"x"} }, "steps[0].candidates[2].parse_notes"},
+		{"empty note", func(t *Trajectory) {
+			t.Steps[0].Candidates[0].ParseNotes = append(t.Steps[0].Candidates[0].ParseNotes, " ")
+		}, "steps[0].candidates[0].parse_notes[2]"},
+		{"notes at version 4", func(t *Trajectory) { t.SchemaVersion = 4 }, "steps[0].candidates[0].parse_notes"},
+		{"no notes at version 4", func(t *Trajectory) { t.SchemaVersion, t.Steps[0].Candidates[0].ParseNotes = 4, nil }, ""},
 	})
 }
 

@@ -228,6 +228,19 @@ func (cd *Candidate) validate(c *checker, p string, j, version int) {
 		cd.Action.validate(c, p+".action")
 	}
 	switch {
+	case len(cd.ParseNotes) > 0 && version < 5:
+		c.add(p+".parse_notes", "not part of schema version %d (from version 5)", version)
+	case len(cd.ParseNotes) > 0 && cd.ExecutorOutput == "":
+		c.add(p+".parse_notes", "set although there is no executor_output")
+	case len(cd.ParseNotes) > 0 && cd.Action == nil:
+		c.add(p+".parse_notes", "set although no action was parsed")
+	}
+	for k, n := range cd.ParseNotes {
+		if strings.TrimSpace(n) == "" {
+			c.add(fmt.Sprintf("%s.parse_notes[%d]", p, k), "empty note")
+		}
+	}
+	switch {
 	case cd.ParseError == "" && cd.ParseErrorKind != "":
 		c.add(p+".parse_error_kind", "set although there is no parse_error")
 	case cd.ParseError != "" && cd.ParseErrorKind == "" && version >= 2:

@@ -587,6 +587,7 @@ func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data,
 				// One action per step: the first one counts.
 				act := ex.Actions[0]
 				c.Action = &act
+				c.ParseNotes = groundNotes(ex)
 			}
 		}()
 	}
@@ -595,6 +596,23 @@ func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data,
 		return nil, err
 	}
 	return cands, nil
+}
+
+// groundNotes returns the notes a candidate records about the parse of its
+// executor output: the parser's own (Parsed.Notes), then, when the output
+// held more than one action, that only the first is executed. Nil when
+// there is nothing to note.
+func groundNotes(ex uitars.Parsed) []string {
+	notes := slices.Clone(ex.Notes)
+	if len(ex.Actions) > 1 {
+		types := make([]string, len(ex.Actions))
+		for i, a := range ex.Actions {
+			types[i] = string(a.Type)
+		}
+		notes = append(notes, fmt.Sprintf("the executor output holds %d actions (%s); only the first is executed, one action per step",
+			len(ex.Actions), strings.Join(types, ", ")))
+	}
+	return notes
 }
 
 // seed derives a request seed from RequestSeed, the episode, the step and

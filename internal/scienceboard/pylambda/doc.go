@@ -1,0 +1,3 @@
+// Package pylambda evaluates the Python lambda expressions of ScienceBoard
+// task files with a sandboxed Starlark interpreter.
+package pylambda

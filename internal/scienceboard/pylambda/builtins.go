@@ -7,6 +7,7 @@ import (
 	"math/big"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 )
 
 // maxPowBits bounds the size of an integer power (Python has no such
@@ -53,7 +54,12 @@ var predeclared = starlark.StringDict{
 	hAssign: starlark.NewBuiltin(":=", helperLet),
 	hRead:   starlark.NewBuiltin("name", helperGet),
 	hInf:    starlark.Float(math.Inf(1)),
+	hMod:    starlark.NewBuiltin("%", builtinModOp),
+	hFloor:  starlark.NewBuiltin("//", builtinFloorDivOp),
 }
+
+// pyClassNames are the builtins that stand for Python classes.
+var pyClassNames = map[string]bool{"int": true, "float": true, "str": true, "bool": true, "list": true, "tuple": true, "dict": true, "set": true}
 
 // globalNames are the names a lambda may use without binding them.
 var globalNames = func() map[string]bool {
@@ -695,4 +701,71 @@ func helperGet(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwa
 		return nil, fmt.Errorf("UnboundLocalError: local variable %s referenced before assignment", args[1])
 	}
 	return v, nil
+}
+
+// floatOperands returns both operands as floats when they are numbers and
+// at least one is a float (Python's float arithmetic); ok is false when
+// the operator should fall back to Starlark's.
+func floatOperands(x, y starlark.Value) (vx, wx float64, ok bool, err error) {
+	x, y = asInt(x), asInt(y)
+	_, xf := x.(starlark.Float)
+	_, yf := y.(starlark.Float)
+	if !xf && !yf {
+		return 0, 0, false, nil
+	}
+	vx, okx, err := toFloat(x)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	wx, oky, err := toFloat(y)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return vx, wx, okx && oky, nil
+}
+
+// builtinModOp implements %: CPython's float remainder (the sign of a zero
+// result follows the divisor), Starlark's for ints and string formatting.
+func builtinModOp(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	x, y := args[0], args[1]
+	vx, wx, ok, err := floatOperands(x, y)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return starlark.Binary(syntax.PERCENT, asIntIfNumber(x, y), asIntIfNumber(y, x))
+	}
+	if wx == 0 {
+		return nil, errors.New("ZeroDivisionError: float modulo")
+	}
+	_, mod := floatDivmod(vx, wx)
+	return starlark.Float(mod), nil
+}
+
+// builtinFloorDivOp implements //: CPython's float floor division
+// (1 // 0.1 is 9.0), Starlark's for ints.
+func builtinFloorDivOp(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	x, y := args[0], args[1]
+	vx, wx, ok, err := floatOperands(x, y)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return starlark.Binary(syntax.SLASHSLASH, asIntIfNumber(x, y), asIntIfNumber(y, x))
+	}
+	if wx == 0 {
+		return nil, errors.New("ZeroDivisionError: float floor division by zero")
+	}
+	div, _ := floatDivmod(vx, wx)
+	return starlark.Float(div), nil
+}
+
+// asIntIfNumber turns a bool into an int when the other operand is a
+// number (True % 2 is 1 in Python); a bool beside a string stays as it is.
+func asIntIfNumber(v, other starlark.Value) starlark.Value {
+	switch asInt(other).(type) {
+	case starlark.Int, starlark.Float:
+		return asInt(v)
+	}
+	return v
 }

@@ -13,13 +13,15 @@ import (
 // Names of the helpers that translated code calls. They start with
 // "__pyl_", a prefix that Compile refuses in lambda source.
 const (
-	hPow    = "__pyl_pow"  // a ** b
-	hSet    = "__pyl_set"  // set displays and comprehensions
-	hDict   = "__pyl_dict" // dict displays with several entries
-	hAssign = "__pyl_let"  // n := v
-	hRead   = "__pyl_get"  // read of a name bound by :=
-	hScope  = "__pyl_w"    // the dict holding names bound by :=
-	hInf    = "__pyl_inf"  // a float literal too large for float64
+	hPow    = "__pyl_pow"      // a ** b
+	hSet    = "__pyl_set"      // set displays and comprehensions
+	hDict   = "__pyl_dict"     // dict displays with several entries
+	hAssign = "__pyl_let"      // n := v
+	hRead   = "__pyl_get"      // read of a name bound by :=
+	hScope  = "__pyl_w"        // the dict holding names bound by :=
+	hInf    = "__pyl_inf"      // a float literal too large for float64
+	hMod    = "__pyl_mod"      // a % b
+	hFloor  = "__pyl_floordiv" // a // b
 	reserve = "__pyl"
 )
 
@@ -339,10 +341,17 @@ func formatFloat(f float64) string {
 	return s
 }
 
-// isSingleton reports whether e is the literal None, True or False.
-func isSingleton(e expr) bool {
-	c, ok := e.(*constExpr)
-	return ok && c.kind == tName
+// isSingleton reports whether e is the literal None, True or False, or
+// names a builtin class (type(x) is dict), for which identity and
+// equality agree.
+func isSingleton(e expr, sc *scope) bool {
+	switch e := e.(type) {
+	case *constExpr:
+		return e.kind == tName
+	case *nameExpr:
+		return sc.lookup(e.name) == nil && pyClassNames[e.name]
+	}
+	return false
 }
 
 func (em *emitter) expr(e expr, sc *scope) error {
@@ -444,8 +453,8 @@ func (em *emitter) expr(e expr, sc *scope) error {
 		switch e.op {
 		case "@":
 			return unsupported(e.opPos, "matrix multiplication '@'", "no matrices")
-		case "**":
-			em.write(hPow + "(")
+		case "**", "%", "//":
+			em.write(map[string]string{"**": hPow, "%": hMod, "//": hFloor}[e.op] + "(")
 			if err := em.expr(e.x, sc); err != nil {
 				return err
 			}
@@ -723,8 +732,8 @@ func (em *emitter) target(t expr) error {
 }
 
 // compare writes a comparison. "is" and "is not" become == and != when
-// one side is None, True or False (identity and equality agree there for
-// JSON values). A chain a < b < c evaluates b once, as Python does,
+// one side is None, True, False or a class such as dict (identity and
+// equality agree there). A chain a < b < c evaluates b once, as Python does,
 // through an immediately called lambda.
 func (em *emitter) compare(c *compareExpr, sc *scope) error {
 	operands := append([]expr{c.x}, c.ys...)
@@ -732,8 +741,8 @@ func (em *emitter) compare(c *compareExpr, sc *scope) error {
 	for i, op := range c.ops {
 		switch op {
 		case "is", "is not":
-			if !isSingleton(operands[i]) && !isSingleton(operands[i+1]) {
-				return unsupported(c.opPos[i], "'"+op+"' with an operand other than None, True or False", "object identity is not defined for JSON values")
+			if !isSingleton(operands[i], sc) && !isSingleton(operands[i+1], sc) {
+				return unsupported(c.opPos[i], "'"+op+"' with an operand other than None, True, False or a builtin class", "object identity is not defined for JSON values")
 			}
 			ops[i] = map[string]string{"is": "==", "is not": "!="}[op]
 		default:

@@ -297,8 +297,10 @@ func (em *emitter) params(ps []param, outer, sc *scope) error {
 
 // compound reports whether e must be parenthesized as an operand.
 func compound(e expr) bool {
-	switch e.(type) {
-	case *unaryExpr, *binaryExpr, *compareExpr, *condExpr, *lambdaExpr:
+	switch e := e.(type) {
+	case *binaryExpr:
+		return e.op != "**" && e.op != "%" && e.op != "//" // those become calls
+	case *unaryExpr, *compareExpr, *condExpr, *lambdaExpr:
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package pylambda
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -19,7 +20,7 @@ const maxPowBits = 1 << 16
 var universeNames = []string{
 	"abs", "all", "any", "bool", "bytes", "chr", "dict", "dir", "enumerate",
 	"float", "getattr", "hasattr", "hash", "int", "len", "list", "max", "min",
-	"ord", "print", "range", "repr", "reversed", "set", "sorted", "str",
+	"ord", "print", "repr", "reversed", "set", "sorted", "str",
 	"tuple", "zip",
 }
 
@@ -55,6 +56,8 @@ var predeclared = starlark.StringDict{
 	hRead:   starlark.NewBuiltin("name", helperGet),
 	hInf:    starlark.Float(math.Inf(1)),
 	hMod:    starlark.NewBuiltin("%", builtinModOp),
+	hMul:    starlark.NewBuiltin("*", builtinMulOp),
+	"range": starlark.NewBuiltin("range", builtinRange),
 	hFloor:  starlark.NewBuiltin("//", builtinFloorDivOp),
 }
 
@@ -313,6 +316,9 @@ func builtinSum(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	defer it.Done()
 	var x starlark.Value
 	for it.Next(&x) {
+		if err := charge(thread); err != nil {
+			return nil, err
+		}
 		v, err := starlark.Binary(plusToken, acc, asInt(x))
 		if err != nil {
 			return nil, err
@@ -588,6 +594,9 @@ func builtinMap(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	}
 	var out []starlark.Value
 	for {
+		if err := charge(thread); err != nil {
+			return nil, err
+		}
 		call := make(starlark.Tuple, len(its))
 		for i, it := range its {
 			if !it.Next(&call[i]) {
@@ -619,6 +628,9 @@ func builtinFilter(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	var out []starlark.Value
 	var x starlark.Value
 	for it.Next(&x) {
+		if err := charge(thread); err != nil {
+			return nil, err
+		}
 		keep := x
 		if fn != starlark.None {
 			v, err := starlark.Call(thread, call, starlark.Tuple{x}, nil)
@@ -768,4 +780,76 @@ func asIntIfNumber(v, other starlark.Value) starlark.Value {
 		return asInt(v)
 	}
 	return v
+}
+
+// maxRepeat bounds the length of a repeated string, list or tuple
+// (Starlark's own bound is 1 GiB).
+const maxRepeat = 1 << 20
+
+// charge counts one step of a builtin's loop against the thread's budget
+// and notices a cancelled context.
+func charge(th *starlark.Thread) error {
+	th.Steps++
+	lim, _ := th.Local(limitsKey).(*limits)
+	if lim == nil {
+		return nil
+	}
+	if th.Steps >= lim.maxSteps {
+		return ErrStepBudget
+	}
+	if th.Steps%1024 == 0 && lim.ctx != nil && lim.ctx.Err() != nil {
+		return lim.ctx.Err()
+	}
+	return nil
+}
+
+// limitsKey is the thread-local key of a call's limits.
+const limitsKey = "pylambda.limits"
+
+type limits struct {
+	maxSteps uint64
+	ctx      context.Context
+}
+
+// builtinRange is Starlark's range, refused when it has more elements
+// than the step budget: builtins such as list() and sorted() iterate
+// without counting steps.
+func builtinRange(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	v, err := starlark.Call(th, starlark.Universe["range"], args, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	if lim, _ := th.Local(limitsKey).(*limits); lim != nil {
+		if n := v.(starlark.Sequence).Len(); uint64(n) > lim.maxSteps {
+			return nil, fmt.Errorf("range: %d elements: %w (%d steps)", n, ErrStepBudget, lim.maxSteps)
+		}
+	}
+	return v, nil
+}
+
+// builtinMulOp implements *: Starlark's, with repetition of strings,
+// lists and tuples bounded by maxRepeat.
+func builtinMulOp(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	x, y := args[0], args[1]
+	seq, n := x, y
+	if _, ok := asInt(x).(starlark.Int); ok {
+		seq, n = y, x
+	}
+	var size int
+	switch s := seq.(type) {
+	case starlark.String:
+		size = len(s)
+	case starlark.Bytes:
+		size = len(s)
+	case starlark.Indexable:
+		size = s.Len()
+	}
+	if size > 0 {
+		if ni, ok := asInt(n).(starlark.Int); ok {
+			if k, ok := ni.Int64(); !ok || k > 0 && int64(size)*k > maxRepeat || k > maxRepeat {
+				return nil, fmt.Errorf("MemoryError: repetition to more than %d elements", maxRepeat)
+			}
+		}
+	}
+	return starlark.Binary(syntax.STAR, asIntIfNumber(x, y), asIntIfNumber(y, x))
 }

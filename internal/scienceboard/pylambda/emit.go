@@ -22,6 +22,7 @@ const (
 	hInf    = "__pyl_inf"      // a float literal too large for float64
 	hMod    = "__pyl_mod"      // a % b
 	hFloor  = "__pyl_floordiv" // a // b
+	hMul    = "__pyl_mul"      // a * b
 	reserve = "__pyl"
 )
 
@@ -299,7 +300,7 @@ func (em *emitter) params(ps []param, outer, sc *scope) error {
 func compound(e expr) bool {
 	switch e := e.(type) {
 	case *binaryExpr:
-		return e.op != "**" && e.op != "%" && e.op != "//" // those become calls
+		return e.op != "**" && e.op != "%" && e.op != "//" && e.op != "*" // those become calls
 	case *unaryExpr, *compareExpr, *condExpr, *lambdaExpr:
 		return true
 	}
@@ -455,8 +456,8 @@ func (em *emitter) expr(e expr, sc *scope) error {
 		switch e.op {
 		case "@":
 			return unsupported(e.opPos, "matrix multiplication '@'", "no matrices")
-		case "**", "%", "//":
-			em.write(map[string]string{"**": hPow, "%": hMod, "//": hFloor}[e.op] + "(")
+		case "**", "%", "//", "*":
+			em.write(map[string]string{"**": hPow, "%": hMod, "//": hFloor, "*": hMul}[e.op] + "(")
 			if err := em.expr(e.x, sc); err != nil {
 				return err
 			}

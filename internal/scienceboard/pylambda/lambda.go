@@ -197,6 +197,11 @@ func (l *Lambda) Truth(ctx context.Context, args ...any) (bool, error) {
 }
 
 func (l *Lambda) call(ctx context.Context, args []any) (starlark.Value, error) {
+	return l.callThread(ctx, l.thread(), args)
+}
+
+// callThread calls the lambda in th, a thread made by l.thread.
+func (l *Lambda) callThread(ctx context.Context, th *starlark.Thread, args []any) (starlark.Value, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pylambda: %w", err)
 	}
@@ -208,7 +213,7 @@ func (l *Lambda) call(ctx context.Context, args []any) (starlark.Value, error) {
 		}
 		sargs[i] = v
 	}
-	th := l.thread()
+	th.SetLocal(limitsKey, &limits{maxSteps: l.cfg.maxSteps, ctx: ctx})
 	stop := context.AfterFunc(ctx, func() { th.Cancel("context done") })
 	defer stop()
 	v, err := starlark.Call(th, l.fn, sargs, nil)
@@ -216,7 +221,7 @@ func (l *Lambda) call(ctx context.Context, args []any) (starlark.Value, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("pylambda: %w", ctxErr)
 		}
-		if th.ExecutionSteps() >= l.cfg.maxSteps {
+		if th.ExecutionSteps() >= l.cfg.maxSteps || errors.Is(err, ErrStepBudget) {
 			return nil, fmt.Errorf("%w (%d steps)", ErrStepBudget, l.cfg.maxSteps)
 		}
 		return nil, l.locate(l.starlarkError(err, false))

@@ -87,35 +87,43 @@ func lambdasOf(c Check) map[string]string {
 // when every check can run.
 func Unsupported(t *Task) []string {
 	var out []string
-	_, known := appChecks[t.App]
 	for i, c := range t.Evaluate {
-		if c.Issue != "" {
-			out = append(out, fmt.Sprintf("evaluate[%d]: %s", i, c.Issue))
-			continue
+		for _, r := range checkIssues(t, c) {
+			out = append(out, fmt.Sprintf("evaluate[%d]: %s", i, r))
 		}
-		if _, stop := c.Args.(*StopCheck); !stop && !known {
-			out = append(out, fmt.Sprintf("evaluate[%d]: type %q: app %q has no evaluator (known: ChimeraX, KAlgebra, Celestia, GrassGIS, Lean, TeXstudio)", i, c.Type, t.App))
-			continue
-		}
-		for _, field := range []string{"key", "find", "pred", "value"} {
-			src, ok := lambdasOf(c)[field]
-			if !ok {
-				continue
-			}
+	}
+	return out
+}
+
+// checkIssues says why check c of t cannot run (nil: it can).
+func checkIssues(t *Task, c Check) []string {
+	if c.Issue != "" {
+		return []string{c.Issue}
+	}
+	if _, stop := c.Args.(*StopCheck); stop {
+		return nil
+	}
+	if _, known := appChecks[t.App]; !known {
+		return []string{fmt.Sprintf("type %q: app %q has no evaluator (known: ChimeraX, KAlgebra, Celestia, GrassGIS, Lean, TeXstudio)", c.Type, t.App)}
+	}
+	var out []string
+	lambdas := lambdasOf(c)
+	for _, field := range []string{"key", "find", "pred", "value"} {
+		if src, ok := lambdas[field]; ok {
 			if _, err := compileLambda(src); err != nil {
-				out = append(out, fmt.Sprintf("evaluate[%d]: type %q: field %q: %v", i, c.Type, field, err))
+				out = append(out, fmt.Sprintf("type %q: field %q: %v", c.Type, field, err))
 			}
 		}
-		if _, ok := c.Args.(*PlaceholderCheck); ok {
-			n := 0
-			for _, it := range t.Initialize {
-				if _, q := it.Args.(*LeanQuery); q {
-					n++
-				}
+	}
+	if _, ok := c.Args.(*PlaceholderCheck); ok {
+		n := 0
+		for _, it := range t.Initialize {
+			if _, q := it.Args.(*LeanQuery); q {
+				n++
 			}
-			if n != 1 {
-				out = append(out, fmt.Sprintf("evaluate[%d]: type %q: expected exactly one query item, found %d", i, c.Type, n))
-			}
+		}
+		if n != 1 {
+			out = append(out, fmt.Sprintf("type %q: expected exactly one query item, found %d", c.Type, n))
 		}
 	}
 	return out

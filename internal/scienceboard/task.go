@@ -98,7 +98,7 @@ func (t *Task) UnsupportedNames() []string {
 		}
 	}
 	for i, c := range t.Evaluate {
-		if c.Issue == "" {
+		if len(checkIssues(t, c)) == 0 {
 			continue
 		}
 		if c.Type != "" {

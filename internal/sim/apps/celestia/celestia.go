@@ -1,9 +1,9 @@
 // Package celestia is part of codapipe's SIMULATOR (see package sim): the
 // simulated Celestia, a space simulator with a 3D view and a control dock
 // (go to object, Julian date, time controls, render/label/orbit options,
-// star style, texture resolution), and the state server of ScienceBoard's
-// Celestia build (/dump). Bodies move on circular orbits; the data are
-// rounded textbook values and fixed.
+// star style, texture resolution), and the HTTP server of ScienceBoard's
+// Celestia build (see server.go). Bodies move on circular orbits; the data
+// are rounded textbook values and fixed.
 package celestia
 
 import (
@@ -11,7 +11,6 @@ import (
 	"image"
 	"image/color"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -154,7 +153,7 @@ type celestia struct {
 	rflags   map[string]bool
 	label    map[string]bool
 	orbit    map[string]bool
-	star     int // 0 points, 1 fuzzy points, 2 scaled discs
+	star     int // StarFuzzy, StarPoints, StarDiscs (Celestia's StarStyle)
 	res      int // 0 low, 1 medium, 2 high
 	autoMag  float64
 }
@@ -162,11 +161,12 @@ type celestia struct {
 func newCelestia() *celestia {
 	c := &celestia{
 		jd: 2460000.5, scale: 1, target: "Earth", selected: "Earth", offset: vec3{0, 0, 5 * 6371.0},
-		rflags: map[string]bool{"orbits": false, "diagrams": false, "boundaries": false, "celestialSphere": false,
-			"eclipticGrid": false, "horizonGrid": false, "ecliptic": false, "galaxies": true, "atmospheres": true, "clouds": true},
-		label: map[string]bool{"planet": false, "moon": false, "star": false, "constellation": false},
-		orbit: map[string]bool{"planet": true, "moon": true, "dwarfPlanet": false},
-		star:  1, res: 1, autoMag: 6.5,
+		rflags: defaults(renderFlags, "stars", "planets", "galaxies", "cloudMaps", "nightMaps", "atmospheres", "smoothLines",
+			"eclipseShadows", "ringShadows", "autoMag", "cometTails", "nebulae", "openClusters", "globulars", "cloudShadows",
+			"dwarfPlanets", "moons", "minorMoons", "asteroids", "comets", "spacecrafts", "fadingOrbits", "planetRings"),
+		label: defaults(labelFlags),
+		orbit: defaults(orbitFlags, "planet", "moon", "stellar"),
+		star:  StarFuzzy, res: 1, autoMag: 6.5,
 	}
 	return c
 }
@@ -204,53 +204,6 @@ func (c *celestia) gotoBody(u *desktop.UI, name string) bool {
 	return true
 }
 
-// State is what /dump serves.
-func (c *celestia) State() map[string]any {
-	obs := c.observer()
-	ents := map[string]any{}
-	for i := range celCatalogue {
-		b := &celCatalogue[i]
-		pos := roundVec(b.position(c.jd), 1)
-		ents[b.Name] = map[string]any{
-			"distance": math.Round(c.distance(b)*10) / 10,
-			"visible":  c.visibleBody(b),
-			"hidden":   false,
-			"position": []float64{pos[0], pos[1], pos[2]},
-			"radius":   b.Radius,
-			"type":     b.Type,
-		}
-	}
-	copyBools := func(m map[string]bool) map[string]any {
-		out := make(map[string]any, len(m))
-		for k, v := range m {
-			out[k] = v
-		}
-		return out
-	}
-	op := roundVec(obs, 1)
-	return map[string]any{
-		"time": map[string]any{"value": c.jd, "scale": c.scale, "pause": c.paused},
-		"config": map[string]any{
-			"render": copyBools(c.rflags), "label": copyBools(c.label), "orbit": copyBools(c.orbit),
-			"starStyle": c.star, "resolution": c.res, "autoMagnitude": c.autoMag,
-		},
-		"entity":    ents,
-		"selection": map[string]any{"name": c.selected},
-		"observer":  map[string]any{"target": c.target, "position": []float64{op[0], op[1], op[2]}},
-	}
-}
-
-// Serve serves /dump and /version.
-func (c *celestia) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
-	switch p {
-	case "/dump", "/celestia/dump":
-		return desktop.JSON(c.State()), 200, true
-	case "/version":
-		return []byte("0.1"), 200, true
-	}
-	return nil, 0, false
-}
-
 func formatJD(jd float64) string { return strconv.FormatFloat(jd, 'f', -1, 64) }
 
 // Layout.
@@ -269,7 +222,7 @@ var celChecks = []celCheck{
 	{"cb-ecliptic", "Ecliptic Line", "render", "ecliptic"},
 	{"cb-galaxies", "Galaxies", "render", "galaxies"},
 	{"cb-atmos", "Atmospheres", "render", "atmospheres"},
-	{"cb-clouds", "Clouds", "render", "clouds"},
+	{"cb-clouds", "Clouds", "render", "cloudMaps"},
 	{"cb-lbl-planet", "Planet Labels", "label", "planet"},
 	{"cb-lbl-moon", "Moon Labels", "label", "moon"},
 	{"cb-lbl-star", "Star Labels", "label", "star"},
@@ -279,8 +232,9 @@ var celChecks = []celCheck{
 	{"cb-orb-dwarf", "Dwarf Planet Orbits", "orbit", "dwarfPlanet"},
 }
 
+// The star style radios: rb-star-N selects Celestia's StarStyle N.
 var celRadios = []struct{ id, caption, group string }{
-	{"rb-star-0", "Points", "star"}, {"rb-star-1", "Fuzzy Points", "star"}, {"rb-star-2", "Scaled Discs", "star"},
+	{"rb-star-0", "Fuzzy Points", "star"}, {"rb-star-1", "Points", "star"}, {"rb-star-2", "Scaled Discs", "star"},
 	{"rb-res-0", "Low Texture", "res"}, {"rb-res-1", "Medium Texture", "res"}, {"rb-res-2", "High Texture", "res"},
 }
 

@@ -159,7 +159,10 @@ type Task struct {
 	Pre         []Obj // initialize items before the app's launch
 	Init        []Obj // initialize items after it
 	Eval        []Obj // evaluate checks
-	Oracle      []Step
+	// Query is Celestia's top-level "query": the objects the state dump
+	// (POST /dump) is asked about, [{"name", "type"}]; nil for none.
+	Query  []Obj
+	Oracle []Step
 	// Alternatives are the labels of elements that also solve the task
 	// (another way to the goal), which the simulated planner's mistakes
 	// must not use.
@@ -265,9 +268,12 @@ func render(set Set, s *Task) ([]byte, error) {
 	}
 	file := Obj{
 		{"type", set.App.Name}, {"sort", "VM"}, {"steps", s.Steps}, {"instruction", s.Instruction},
-		{"version", "0.1"}, {"snapshot", "sim_bench"}, {"initialize", init}, {"evaluate", s.Eval},
-		{"sim", sim},
+		{"version", "0.1"}, {"snapshot", "sim_bench"}, {"initialize", init},
 	}
+	if s.Query != nil {
+		file = append(file, KV{"query", s.Query})
+	}
+	file = append(file, KV{"evaluate", s.Eval}, KV{"sim", sim})
 	raw, err := traj.MarshalCompact(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.ID, err)

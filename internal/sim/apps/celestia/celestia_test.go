@@ -143,8 +143,8 @@ func TestServerRoutes(t *testing.T) {
 		{"HEAD", "/dump", "", 400, ""},
 		{"POST", "/dump", "[{\"name\": \"Mercury\"", 400, ""},
 		{"POST", "/dump", `[{"name": "Mercury", "type": 2}] []`, 400, ""},
-		{"POST", "/dump", `[{"name": "Vulcan", "type": 2}]`, 400, ""},   // unknown: the fork throws
-		{"POST", "/dump", `[{"name": "Mercury", "type": 1}]`, 400, ""},  // not a star
+		{"POST", "/dump", `[{"name": "Vulcan", "type": 2}]`, 400, ""},    // unknown: the fork throws
+		{"POST", "/dump", `[{"name": "Mercury", "type": 1}]`, 400, ""},   // not a star
 		{"POST", "/dump", `[{"name": "Mercury", "type": "2"}]`, 400, ""}, // type not a number
 		{"POST", "/dump", `[{"type": 2}]`, 400, ""},
 		{"POST", "/dump", `[3]`, 400, ""},

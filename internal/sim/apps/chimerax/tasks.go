@@ -102,7 +102,8 @@ func Tasks() (tg.Set, error) {
 		[]tg.Obj{clearLog, tg.O("func", "open", "name", "1dns"), turn("y", 114), turn("x", 514)},
 		[]tg.Obj{tg.StatesPattern(view1+"_render.current_model_view_matrix._m44",
 			`^\[\[ +1\. +0\. +0\. +0. +\] \[ +0\. +1\. +0\. +0. +\] \[ +0\. +0\. +1\. +0. +\]`)},
-		tg.Click(cmdline, runCmd), tg.Enter("view"), tg.Done("The view command restores the standard orientation."))
+		tg.Click(cmdline, runCmd), tg.Enter("view"), tg.Done("The view command restores the standard orientation.")).
+		Alternatives = []string{"ChimeraX Home View button"} // runs view too
 	set.Add("S10", 5, "Show the hydrogen bonds of chain Z of the open structure in ChimeraX.", open("2olx"),
 		[]tg.Obj{tg.StopFail()},
 		tg.Click(cmdline, "First I check which chains exist."), tg.Enter("info chains"),

@@ -171,9 +171,16 @@ func selectionType(b *celBody) int {
 	return SelBody
 }
 
+// starNames are other names of catalogue stars that the benchmark's
+// tasks query ("Sirius A").
+var starNames = map[string]string{"sirius a": "Sirius"}
+
 // lookup finds a catalogue object by its name (case-insensitive; not the
 // Go-to field's aliases) under a selection type.
 func lookup(name string, typ int) (*celBody, bool) {
+	if alias, ok := starNames[strings.ToLower(name)]; ok && typ == SelStar {
+		name = alias
+	}
 	for i := range celCatalogue {
 		b := &celCatalogue[i]
 		if strings.EqualFold(b.Name, name) && selectionType(b) == typ {

@@ -51,8 +51,8 @@ pairs.append({'name':'KAlgebra checks: val, var, eqn #SIZE','phase':'evaluate','
    {'request':A('POST','/func/2d',content_type=J,body_json=[]),'reply':{'status':200,'body_json':[]}}],
  'passed':True,'covers':['KAlgebra/val','KAlgebra/var','KAlgebra/eqn','KAlgebra/stop']})
 t=task('KAlgebra/A-02.json'); pts=t['evaluate'][0]['key']; val=t['evaluate'][0]['value']
-plot={'expr':'x->x^2','color':'#000000'}; plot.update({k:(not v) for k,v in val.items()})
-plot2={'expr':'q->6*sin(3*q)','color':'#ff0000'}; plot2.update(val)
+plot={'expr':'x->x^2','color':'#000000','res':832}; plot.update({k:(not v) for k,v in val.items()})
+plot2={'expr':'q->6*sin(3*q)','color':'#ff0000','res':832}; plot2.update(val)
 pairs.append({'name':'KAlgebra A-02: eqn over points','phase':'evaluate','final':{'kind':'DONE'},
  'source':SB+'sci/KAlgebra/task.py _eval_eqn: any plot with every key equal; kalgebra.py status_func posts json=points to /func/{len(points[0])}d',
  'task':{'type':'KAlgebra','initialize':[],'evaluate':t['evaluate']},

@@ -11,17 +11,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codapipe/codapipe/internal/sim/apps/grass"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
 	"github.com/codapipe/codapipe/internal/sim/tasks/taskgen"
 )
 
 // TestCatalog: the catalogue builds; every app has its elements inside its
-// window, labelled with the app's name first (GRASS GIS: "GRASS"), and
+// window, labelled with the app's name first (GrassGIS: "GRASS"), and
 // FindElement finds each by its label in any case.
 func TestCatalog(t *testing.T) {
 	cat := Catalog()
-	if got := strings.Join(cat.Names(), ", "); got != "ChimeraX, Celestia, KAlgebra, GRASS GIS" {
+	if got := strings.Join(cat.Names(), ", "); got != "ChimeraX, Celestia, KAlgebra, GrassGIS" {
 		t.Errorf("Names() = %s", got)
 	}
 	for _, app := range cat.Names() {
@@ -30,7 +31,10 @@ func TestCatalog(t *testing.T) {
 			if len(els) < 8 {
 				t.Errorf("only %d elements", len(els))
 			}
-			prefix := strings.Fields(app)[0] + " "
+			prefix := app + " "
+			if app == grass.Name {
+				prefix = "GRASS "
+			}
 			for _, e := range els {
 				if !strings.HasPrefix(e.Label, prefix) || e.App != app {
 					t.Errorf("element %q of %q lacks the app prefix %q", e.Label, e.App, prefix)

@@ -984,3 +984,14 @@ func RoundSig(v float64, digits int) float64 {
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', digits, 64), 64)
 	return f
 }
+
+// EquationZero returns the left side minus the right side of an equation
+// (x^2+y^2=9 → x^2+y^2-9), the function KAlgebra plots an equation as;
+// ok is false for any other expression.
+func EquationZero(n Node) (zero Node, ok bool) {
+	b, ok := n.(binNode)
+	if !ok || b.op != "=" {
+		return nil, false
+	}
+	return binNode{op: "-", l: b.l, r: b.r}, true
+}

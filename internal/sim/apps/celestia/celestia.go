@@ -1,9 +1,9 @@
 // Package celestia is part of codapipe's SIMULATOR (see package sim): the
 // simulated Celestia, a space simulator with a 3D view and a control dock
 // (go to object, Julian date, time controls, render/label/orbit options,
-// star style, texture resolution), and the state server of ScienceBoard's
-// Celestia build (/dump). Bodies move on circular orbits; the data are
-// rounded textbook values and fixed.
+// star style, texture resolution), and the HTTP server of ScienceBoard's
+// Celestia build (see server.go). Bodies move on circular orbits; the data
+// are rounded textbook values and fixed.
 package celestia
 
 import (
@@ -11,7 +11,6 @@ import (
 	"image"
 	"image/color"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -78,6 +77,9 @@ var celCatalogue = []celBody{
 	{Name: "Charon", Type: "moon", Parent: "Pluto", Radius: 606, Orbit: 19591, Period: 6.387, Rotation: 153.29, Phase: 0, Color: screen.RGB(150, 150, 150)},
 	{Name: "Ceres", Type: "dwarf planet", Parent: "Sol", Radius: 469.7, Orbit: 413.7e6, Period: 1680, Rotation: 9.07, Phase: 95, Color: screen.RGB(140, 140, 130)},
 	{Name: "Eris", Type: "dwarf planet", Parent: "Sol", Radius: 1163, Orbit: 10125e6, Period: 203830, Rotation: 378.9, Phase: 205, Color: screen.RGB(220, 220, 220)},
+	{Name: "Iapetus", Type: "moon", Parent: "Saturn", Radius: 734.5, Orbit: 3560820, Period: 79.32, Rotation: 1903.7, Phase: 120, Color: screen.RGB(170, 150, 120)},
+	{Name: "Orcus", Type: "dwarf planet", Parent: "Sol", Radius: 455, Orbit: 5865e6, Period: 90465, Rotation: 13.19, Phase: 60, Color: screen.RGB(190, 190, 200)},
+	{Name: "Dysnomia", Type: "moon", Parent: "Eris", Radius: 350, Orbit: 37273, Period: 15.786, Rotation: 378.9, Phase: 30, Color: screen.RGB(150, 150, 150)},
 	{Name: "Sirius", Type: "star", Radius: 1190000, Orbit: 8.60 * lightYearKm, Rotation: 130, Temp: 9940, Color: screen.RGB(200, 220, 255)},
 	{Name: "Proxima Centauri", Type: "star", Radius: 107000, Orbit: 4.24 * lightYearKm, Rotation: 2136, Temp: 3042, Color: screen.RGB(255, 150, 110)},
 	{Name: "Vega", Type: "star", Radius: 1640000, Orbit: 25.04 * lightYearKm, Rotation: 16.5, Temp: 9602, Color: screen.RGB(210, 225, 255)},
@@ -154,7 +156,7 @@ type celestia struct {
 	rflags   map[string]bool
 	label    map[string]bool
 	orbit    map[string]bool
-	star     int // 0 points, 1 fuzzy points, 2 scaled discs
+	star     int // StarFuzzy, StarPoints, StarDiscs (Celestia's StarStyle)
 	res      int // 0 low, 1 medium, 2 high
 	autoMag  float64
 }
@@ -162,11 +164,12 @@ type celestia struct {
 func newCelestia() *celestia {
 	c := &celestia{
 		jd: 2460000.5, scale: 1, target: "Earth", selected: "Earth", offset: vec3{0, 0, 5 * 6371.0},
-		rflags: map[string]bool{"orbits": false, "diagrams": false, "boundaries": false, "celestialSphere": false,
-			"eclipticGrid": false, "horizonGrid": false, "ecliptic": false, "galaxies": true, "atmospheres": true, "clouds": true},
-		label: map[string]bool{"planet": false, "moon": false, "star": false, "constellation": false},
-		orbit: map[string]bool{"planet": true, "moon": true, "dwarfPlanet": false},
-		star:  1, res: 1, autoMag: 6.5,
+		rflags: defaults(renderFlags, "stars", "planets", "galaxies", "cloudMaps", "nightMaps", "atmospheres", "smoothLines",
+			"eclipseShadows", "ringShadows", "autoMag", "cometTails", "nebulae", "openClusters", "globulars", "cloudShadows",
+			"dwarfPlanets", "moons", "minorMoons", "asteroids", "comets", "spacecrafts", "fadingOrbits", "planetRings"),
+		label: defaults(labelFlags),
+		orbit: defaults(orbitFlags, "planet", "moon", "stellar"),
+		star:  StarFuzzy, res: 1, autoMag: 6.5,
 	}
 	return c
 }
@@ -204,53 +207,6 @@ func (c *celestia) gotoBody(u *desktop.UI, name string) bool {
 	return true
 }
 
-// State is what /dump serves.
-func (c *celestia) State() map[string]any {
-	obs := c.observer()
-	ents := map[string]any{}
-	for i := range celCatalogue {
-		b := &celCatalogue[i]
-		pos := roundVec(b.position(c.jd), 1)
-		ents[b.Name] = map[string]any{
-			"distance": math.Round(c.distance(b)*10) / 10,
-			"visible":  c.visibleBody(b),
-			"hidden":   false,
-			"position": []float64{pos[0], pos[1], pos[2]},
-			"radius":   b.Radius,
-			"type":     b.Type,
-		}
-	}
-	copyBools := func(m map[string]bool) map[string]any {
-		out := make(map[string]any, len(m))
-		for k, v := range m {
-			out[k] = v
-		}
-		return out
-	}
-	op := roundVec(obs, 1)
-	return map[string]any{
-		"time": map[string]any{"value": c.jd, "scale": c.scale, "pause": c.paused},
-		"config": map[string]any{
-			"render": copyBools(c.rflags), "label": copyBools(c.label), "orbit": copyBools(c.orbit),
-			"starStyle": c.star, "resolution": c.res, "autoMagnitude": c.autoMag,
-		},
-		"entity":    ents,
-		"selection": map[string]any{"name": c.selected},
-		"observer":  map[string]any{"target": c.target, "position": []float64{op[0], op[1], op[2]}},
-	}
-}
-
-// Serve serves /dump and /version.
-func (c *celestia) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
-	switch p {
-	case "/dump", "/celestia/dump":
-		return desktop.JSON(c.State()), 200, true
-	case "/version":
-		return []byte("0.1"), 200, true
-	}
-	return nil, 0, false
-}
-
 func formatJD(jd float64) string { return strconv.FormatFloat(jd, 'f', -1, 64) }
 
 // Layout.
@@ -269,7 +225,7 @@ var celChecks = []celCheck{
 	{"cb-ecliptic", "Ecliptic Line", "render", "ecliptic"},
 	{"cb-galaxies", "Galaxies", "render", "galaxies"},
 	{"cb-atmos", "Atmospheres", "render", "atmospheres"},
-	{"cb-clouds", "Clouds", "render", "clouds"},
+	{"cb-clouds", "Clouds", "render", "cloudMaps"},
 	{"cb-lbl-planet", "Planet Labels", "label", "planet"},
 	{"cb-lbl-moon", "Moon Labels", "label", "moon"},
 	{"cb-lbl-star", "Star Labels", "label", "star"},
@@ -279,8 +235,9 @@ var celChecks = []celCheck{
 	{"cb-orb-dwarf", "Dwarf Planet Orbits", "orbit", "dwarfPlanet"},
 }
 
+// The star style radios: rb-star-N selects Celestia's StarStyle N.
 var celRadios = []struct{ id, caption, group string }{
-	{"rb-star-0", "Points", "star"}, {"rb-star-1", "Fuzzy Points", "star"}, {"rb-star-2", "Scaled Discs", "star"},
+	{"rb-star-0", "Fuzzy Points", "star"}, {"rb-star-1", "Points", "star"}, {"rb-star-2", "Scaled Discs", "star"},
 	{"rb-res-0", "Low Texture", "res"}, {"rb-res-1", "Medium Texture", "res"}, {"rb-res-2", "High Texture", "res"},
 }
 

@@ -1,6 +1,7 @@
 package celestia
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -8,54 +9,200 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
 )
 
+// server starts Celestia on a machine and returns it, the app and a
+// function that sends one request to its server.
+func server(t *testing.T) (*desktoptest.Machine, *celestia, func(method, path, body string) (string, int)) {
+	t.Helper()
+	spec := Spec()
+	var u *desktop.UI
+	var c *celestia
+	start := spec.Start
+	spec.Start = func(ui *desktop.UI, args []string) desktop.App {
+		a := start(ui, args)
+		u, c = ui, a.(*celestia)
+		return a
+	}
+	m := desktoptest.Start(t, spec, "LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 8000")
+	return m, c, func(method, path, body string) (string, int) {
+		var b []byte
+		if body != "" || method == "POST" {
+			b = []byte(body)
+		}
+		resp, status, ok := c.Serve(u, method, path, nil, b)
+		if !ok {
+			return "", 404
+		}
+		return string(resp), status
+	}
+}
+
+// everything is a /dump query for every catalogue object.
+func everything() string {
+	var q []map[string]any
+	for i := range celCatalogue {
+		q = append(q, map[string]any{"name": celCatalogue[i].Name, "type": selectionType(&celCatalogue[i])})
+	}
+	b, _ := json.Marshal(q)
+	return string(b)
+}
+
+// dumpValue is what the test machine's state dump (every object queried)
+// holds at keys.
+func dumpValue(t *testing.T, call func(method, path, body string) (string, int), keys ...string) any {
+	t.Helper()
+	body, status := call("POST", "/dump", everything())
+	if status != 200 {
+		t.Fatalf("/dump: %d %s", status, body)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("no object at %q", k)
+		}
+		v = obj[k]
+	}
+	return v
+}
+
 func TestCelestia(t *testing.T) {
-	m := desktoptest.Start(t, Spec(), "/app/bin/celestia-qt6 8000")
-	if d := m.Value("/dump", "entity", "Earth", "distance").(float64); math.Abs(d-4*6371) > 1 {
+	m, c, call := server(t)
+	value := func(_ string, keys ...string) any {
+		t.Helper()
+		if keys[0] == "selection" {
+			return c.selected
+		}
+		return dumpValue(t, call, keys...)
+	}
+	if d := value("/dump", "entity", "Earth", "distance").(float64); math.Abs(d-4*6371) > 1 {
 		t.Errorf("initial Earth distance %v", d)
 	}
 	m.Click("Celestia Go to object field")
 	m.Write("saturn\n")
-	if m.Value("/dump", "selection", "name") != "Saturn" || m.Value("/dump", "entity", "Saturn", "distance").(float64) > 5*58232 {
-		t.Errorf("goto Saturn: %v %v", m.Value("/dump", "selection", "name"), m.Value("/dump", "entity", "Saturn", "distance"))
+	if value("/dump", "selection", "name") != "Saturn" || value("/dump", "entity", "Saturn", "distance").(float64) > 5*58232 {
+		t.Errorf("goto Saturn: %v %v", value("/dump", "selection", "name"), value("/dump", "entity", "Saturn", "distance"))
 	}
-	if m.Value("/dump", "entity", "Titan", "visible") != true || m.Value("/dump", "entity", "Mars", "visible") != false {
+	if value("/dump", "entity", "Titan", "visible") != true || value("/dump", "entity", "Mars", "visible") != false {
 		t.Error("visibility around Saturn")
 	}
 	m.Input(desktop.Event{Kind: desktop.EvScroll, Amount: 3, X: 400, Y: 400, HasXY: true})
-	if d := m.Value("/dump", "entity", "Saturn", "distance").(float64); d >= 4*58232 {
+	if d := value("/dump", "entity", "Saturn", "distance").(float64); d >= 4*58232 {
 		t.Errorf("zoom in did not approach: %v", d)
 	}
 	m.Key("ctrl", "a")
 	m.Write("Nowhere\n")
-	if m.Value("/dump", "selection", "name") != "Saturn" {
+	if value("/dump", "selection", "name") != "Saturn" {
 		t.Error("unknown object changed the selection")
 	}
 	for _, b := range []string{"Celestia 10x Faster button", "Celestia 10x Faster button", "Celestia Reverse Time button", "Celestia Pause button"} {
 		m.Click(b)
 	}
-	if m.Value("/dump", "time", "scale") != float64(-100) || m.Value("/dump", "time", "pause") != true {
-		t.Errorf("time %v", m.Value("/dump", "time"))
+	if value("/dump", "time", "scale") != float64(-100) || value("/dump", "time", "pause") != true {
+		t.Errorf("time %v", value("/dump", "time"))
 	}
 	m.Key("space") // no field focused after the buttons: toggles pause
 	m.Key("k")
-	if m.Value("/dump", "time", "pause") != false || m.Value("/dump", "time", "scale") != float64(-10) {
-		t.Errorf("shortcuts: time %v", m.Value("/dump", "time"))
+	if value("/dump", "time", "pause") != false || value("/dump", "time", "scale") != float64(-10) {
+		t.Errorf("shortcuts: time %v", value("/dump", "time"))
 	}
 	m.Click("Celestia Julian date field")
 	m.Key("ctrl", "a")
 	m.Write("2451545\n")
-	if m.Value("/dump", "time", "value") != float64(2451545) {
-		t.Errorf("JD %v", m.Value("/dump", "time", "value"))
+	if value("/dump", "time", "value") != float64(2451545) {
+		t.Errorf("JD %v", value("/dump", "time", "value"))
 	}
 	m.Click("Celestia Orbits checkbox")
 	m.Click("Celestia Scaled Discs radio")
 	m.Click("Celestia Low Texture radio")
-	if m.Value("/dump", "config", "render", "orbits") != true || m.Value("/dump", "config", "starStyle") != float64(2) || m.Value("/dump", "config", "resolution") != float64(0) {
-		t.Errorf("config %v", m.Value("/dump", "config"))
+	if value("/dump", "config", "render", "orbits") != true || value("/dump", "config", "starStyle") != float64(2) || value("/dump", "config", "resolution") != float64(0) {
+		t.Errorf("config %v", value("/dump", "config"))
 	}
 	for jd, want := range map[float64]string{2451545: "2000 Jan 01 12:00:00 UTC", 2460000.5: "2023 Feb 25 00:00:00 UTC", 2299160.5: "1582 Oct 15 00:00:00 UTC"} {
 		if got := calendarDate(jd); got != want {
 			t.Errorf("calendarDate(%v) = %q, want %q", jd, got, want)
 		}
+	}
+}
+
+func TestServerRoutes(t *testing.T) {
+	_, c, call := server(t)
+	for _, r := range []struct {
+		method, path, body string
+		status             int
+		want               string // exact body; "-" for not checked
+	}{
+		{"GET", "/version", "", 200, "1.0"},
+		{"HEAD", "/version", "", 200, "1.0"},
+		{"POST", "/version", "x", 405, ""},
+		{"GET", "/dump", "", 405, ""},
+		{"GET", "/celestia/dump", "", 404, ""},
+		{"POST", "/dump", "", 400, ""},
+		{"HEAD", "/dump", "", 400, ""},
+		{"POST", "/dump", "[{\"name\": \"Mercury\"", 400, ""},
+		{"POST", "/dump", `[{"name": "Mercury", "type": 2}] []`, 400, ""},
+		{"POST", "/dump", `[{"name": "Vulcan", "type": 2}]`, 400, ""},    // unknown: the fork throws
+		{"POST", "/dump", `[{"name": "Mercury", "type": 1}]`, 400, ""},   // not a star
+		{"POST", "/dump", `[{"name": "Mercury", "type": "2"}]`, 400, ""}, // type not a number
+		{"POST", "/dump", `[{"type": 2}]`, 400, ""},
+		{"POST", "/dump", `[3]`, 400, ""},
+		{"POST", "/dump", `[]`, 200, "-"},
+		{"POST", "/dump", `null`, 200, "-"},
+		{"POST", "/dump", `{"a": {"name": "Sol", "type": 1}}`, 200, "-"},
+		{"POST", "/dump", `[{"name": "mercury", "type": 2.0}]`, 200, "-"},
+	} {
+		got, status := call(r.method, r.path, r.body)
+		if status != r.status || r.want != "-" && got != r.want {
+			t.Errorf("%s %s %s = %d %q, want %d %q", r.method, r.path, r.body, status, got, r.status, r.want)
+		}
+	}
+
+	body, status := call("POST", "/dump", `[{"name": "Mercury", "type": 2}, {"name": "Sol", "type": 1}, {"name": "Andromeda Galaxy", "type": 3}]`)
+	if status != 200 {
+		t.Fatal(status, body)
+	}
+	var d map[string]map[string]any
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d) != 3 || len(d["time"]) != 3 || len(d["entity"]) != 4 {
+		t.Errorf("dump: %v", d)
+	}
+	cfg := d["config"]
+	if len(cfg["render"].(map[string]any)) != 35 || len(cfg["orbit"].(map[string]any)) != 15 || len(cfg["label"].(map[string]any)) != 15 ||
+		cfg["starStyle"] != float64(StarFuzzy) || cfg["resolution"] != float64(1) || cfg["autoMagnitude"] == nil {
+		t.Errorf("config %v", cfg)
+	}
+	obs := d["entity"]["observer"].(map[string]any)
+	if len(obs) != 3 || obs["visible"] != false {
+		t.Errorf("observer %v", obs)
+	}
+	mercury := d["entity"]["Mercury"].(map[string]any)
+	if len(mercury) != 7 || len(mercury["mark"].(map[string]any)) != 7 || mercury["hidden"] != false {
+		t.Errorf("Mercury %v", mercury)
+	}
+	for _, name := range []string{"Sol", "Andromeda Galaxy"} {
+		e := d["entity"][name].(map[string]any)
+		if e["mark"] != nil || e["hidden"] != false {
+			t.Errorf("%s %v", name, e)
+		}
+	}
+	// position is in micro-light-years; object is the offset in km; the
+	// distance is its length less the radius.
+	pos, obj, obsPos := mercury["position"].([]any), mercury["object"].([]any), obs["position"].([]any)
+	var dist float64
+	for i := range 3 {
+		if d := (pos[i].(float64)-obsPos[i].(float64))*kmPerMicroLY - obj[i].(float64); math.Abs(d) > 1e-3*math.Abs(obj[i].(float64))+1 {
+			t.Errorf("axis %d: position and object disagree by %v km", i, d)
+		}
+		dist += obj[i].(float64) * obj[i].(float64)
+	}
+	if want := math.Sqrt(dist) - mercury["radius"].(float64); math.Abs(mercury["distance"].(float64)-want) > 1e-6*want {
+		t.Errorf("distance %v, want %v", mercury["distance"], want)
+	}
+	if c.jd != d["time"]["value"] {
+		t.Errorf("time %v", d["time"])
 	}
 }

@@ -67,9 +67,9 @@ func (c *celestia) renderView(cv *screen.Canvas) {
 		bright := uint8(60 + 195*mag*mag)
 		col := screen.RGB(bright, bright, uint8(math.Min(255, float64(bright)*1.1)))
 		switch c.star {
-		case 0:
+		case StarPoints:
 			cv.Set(x, y, col)
-		case 1:
+		case StarFuzzy:
 			cv.Set(x, y, col)
 			if mag > 0.7 {
 				cv.Blend(x+1, y, col, 0.5)

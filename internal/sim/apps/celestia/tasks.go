@@ -9,7 +9,7 @@ import (
 // Tasks returns the simulator's Celestia tasks (see package taskgen);
 // answers come from the simulated catalogue.
 func Tasks() (tg.Set, error) {
-	set := tg.Set{App: Spec(), Launch: tg.O("func", "launch", "wait", 10, "command", "/app/bin/celestia-qt6 «PORTLIKE»", "shell", true)}
+	set := tg.Set{App: Spec(), Launch: tg.O("func", "launch", "wait", 10, "command", "LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 «PORTLIKE»", "shell", true)}
 	const gotoF = "Celestia Go to object field"
 	dist := func(name string) string { return "lambda dump: dump['entity']['" + name + "']['distance']" }
 	goTo := func(name string) []tg.Step {
@@ -64,5 +64,14 @@ func Tasks() (tg.Set, error) {
 		[]tg.Obj{tg.InfoPred(dist("Titan"), 0, tg.Near(15000)), tg.Info("lambda dump: dump['entity']['Saturn']['visible']", true),
 			tg.Info("lambda dump: dump['config']['label']['moon']", true)},
 		append(goTo("Titan"), tg.Click("Celestia Moon Labels checkbox", ""), tg.Done(""))...)
+	// The dump holds only the queried objects: each task queries those
+	// its checks read, as the real task files do.
+	queries := map[string][]string{"S01": {"Mars"}, "S07": {"Jupiter"}, "S12": {"Moon"}, "S14": {"Titan", "Saturn"}}
+	for _, t := range set.Tasks {
+		t.Pre = []tg.Obj{tg.O("func", "opt", "depth", 6)} // every real Celestia task limits the a11y tree
+		for _, name := range queries[t.ID] {
+			t.Query = append(t.Query, tg.O("name", name, "type", selectionType(cat(name))))
+		}
+	}
 	return set, nil
 }

@@ -1,18 +1,16 @@
 // Package chimerax is part of codapipe's SIMULATOR (see package sim): the
 // simulated UCSF ChimeraX, a molecule viewer with a toolbar (Home,
 // Molecule Display, Graphics tabs), a graphics window, a log and a
-// command line, and ChimeraX's REST server (/chimerax/run,
-// /chimerax/state). Structures are simulated: any 4-character PDB id can
-// be fetched, and its atom, residue and chain counts are fixed functions
-// of the id.
+// command line, ChimeraX's REST server (see server.go) and the states
+// command of the chimerax-states bundle (see session.go). Structures are
+// simulated: any 4-character PDB id can be fetched, and its atom, residue
+// and chain counts are fixed functions of the id.
 package chimerax
 
 import (
-	"encoding/json"
 	"fmt"
 	"image"
 	"math"
-	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -24,8 +22,16 @@ import (
 // Name is the app's name, as task files spell their "type".
 const Name = "ChimeraX"
 
+// Folders of ChimeraX's download caches (fetched PDB entries, AlphaFold
+// models) in the user's home.
+const (
+	PDBCache       = desktop.HomeDir + "/Downloads/ChimeraX/PDB"
+	AlphaFoldCache = desktop.HomeDir + "/Downloads/ChimeraX/AlphaFold"
+)
+
 // Spec describes the simulated ChimeraX, for a machine's catalogue: its
-// program, its layout, its configuration folders.
+// program, its layout, its configuration folders and download caches
+// (with the AlphaFold model of A8Z1J3 the benchmark's VMs have cached).
 func Spec() desktop.AppSpec {
 	return desktop.AppSpec{
 		Name: Name, Programs: []string{"chimerax", "chimerax-*", "chimerax.exe"}, Elements: layout(),
@@ -34,6 +40,10 @@ func Spec() desktop.AppSpec {
 			desktop.HomeDir + "/.local/share/ChimeraX/":             "",
 			desktop.HomeDir + "/.local/share/ChimeraX/commands":     "open 1a0m\n",
 			desktop.HomeDir + "/.local/share/ChimeraX/file_history": "",
+			desktop.HomeDir + "/Downloads/ChimeraX/":                "",
+			PDBCache + "/":                                          "",
+			AlphaFoldCache + "/":                                    "",
+			alphaFoldFile("A8Z1J3"):                                 alphaFoldCIF("A8Z1J3"),
 			"/app/bin/chimerax":                                     "#!/bin/sh\n# simulated\n",
 		},
 		Start: func(u *desktop.UI, args []string) desktop.App {
@@ -42,6 +52,19 @@ func Spec() desktop.AppSpec {
 			return c
 		},
 	}
+}
+
+// alphaFoldFile is where ChimeraX caches the AlphaFold database model of
+// a UniProt entry.
+func alphaFoldFile(uniprot string) string {
+	return AlphaFoldCache + "/AF-" + uniprot + "-F1-model_v4.cif"
+}
+
+// alphaFoldCIF is the (simulated) mmCIF text of an AlphaFold model.
+func alphaFoldCIF(uniprot string) string {
+	id := "AF-" + uniprot + "-F1"
+	return "data_" + id + "\n#\n_entry.id " + id + "\n#\n_struct.title \"AlphaFold monomer v2.0 prediction for " + uniprot +
+		" (SIMULATOR)\"\n#\n_ma_data.name \"Model " + id + "\"\n#\n"
 }
 
 // cxModel is one open atomic structure.
@@ -56,30 +79,86 @@ type cxModel struct {
 	Style      string // stick, sphere, ball
 	AtomsShown bool
 	Cartoon    bool
-	Surface    bool
-	Color      string // #rrggbb or bychain, byelement, rainbow, bypolymer
-	HBonds     int    // hydrogen bonds found (0: none)
+	Color      string    // ribbon color: #rrggbb or bychain, rainbow, bypolymer
+	Children   []cxChild // submodels (N, K): surfaces, hydrogen bonds
+}
+
+// child returns the submodel with this name, or nil.
+func (m *cxModel) child(name string) *cxChild {
+	for i := range m.Children {
+		if m.Children[i].Name == name {
+			return &m.Children[i]
+		}
+	}
+	return nil
+}
+
+// addChild adds a submodel with the next free id.
+func (m *cxModel) addChild(ch cxChild) *cxChild {
+	ch.ID = 1
+	for _, x := range m.Children {
+		ch.ID = max(ch.ID, x.ID+1)
+	}
+	m.Children = append(m.Children, ch)
+	return &m.Children[len(m.Children)-1]
+}
+
+// removeChild closes the submodel with this name.
+func (m *cxModel) removeChild(name string) {
+	keep := m.Children[:0]
+	for _, x := range m.Children {
+		if x.Name != name {
+			keep = append(keep, x)
+		}
+	}
+	m.Children = keep
+}
+
+// surfaces reports whether the model's chain surfaces are shown.
+func (m *cxModel) surfaces() bool {
+	for _, ch := range m.Children {
+		if ch.Display && strings.HasSuffix(ch.Name, " SES surface") {
+			return true
+		}
+	}
+	return false
+}
+
+// hbonds is the number of hydrogen bonds found (0: none).
+func (m *cxModel) hbonds() int {
+	if ch := m.child("hydrogen bonds"); ch != nil {
+		return ch.Count
+	}
+	return 0
+}
+
+// selection is the selected atoms of one model.
+type selection struct {
+	model *cxModel
+	atoms []cxAtom
 }
 
 type chimerax struct {
-	models      []*cxModel
-	bg          string
-	lighting    string
-	silhouettes bool
-	rot         [3]float64
-	zoom        float64
-	selSpec     string
-	selAtoms    int
-	log         []string
-	logScroll   int
-	tab         string
-	restPort    int
-	cache       map[string][]atom3 // per model name: simulated coordinates
+	models       []*cxModel
+	bg           string
+	lighting     string // the last lighting preset (how the graphics look)
+	light        cxLighting
+	sil          cxSilhouette
+	rot          [3]float64
+	zoom         float64
+	sel          []selection
+	log          []string
+	logScroll    int
+	tab          string
+	restPort     int
+	cliDestroyed bool               // the states bundle's destroy: no command line
+	cache        map[string][]atom3 // per model name: simulated coordinates
 }
 
 func newChimeraX() *chimerax {
-	return &chimerax{bg: "#000000", lighting: "default", zoom: 1, tab: "home", cache: map[string][]atom3{},
-		log: []string{"UCSF ChimeraX version: 1.6.1 (SIMULATOR)", "How to cite UCSF ChimeraX"}}
+	return &chimerax{bg: "#000000", lighting: "default", light: defaultLighting(), sil: defaultSilhouette(),
+		zoom: 1, tab: "home", cache: map[string][]atom3{},
+		log: []string{"UCSF ChimeraX version: 1.9 (SIMULATOR)", "How to cite UCSF ChimeraX"}}
 }
 
 // cxStruct describes a structure that can be fetched.
@@ -122,58 +201,80 @@ func (c *chimerax) logf(format string, args ...any) {
 	c.logScroll = 0
 }
 
-// cxResult collects the messages of one command run.
+// cxError is the exception a command raised: ChimeraX's UserError for a
+// command it refuses, or another Python exception.
+type cxError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// cxResult collects what one command line logged, by ChimeraX's log
+// levels, and the exception that stopped it.
 type cxResult struct {
-	info, errors, warnings []string
+	notes, warnings, errors []string
+	err                     *cxError
+	commands                int // commands that ran to the end
 }
 
 func (r *cxResult) infof(format string, args ...any) {
-	r.info = append(r.info, fmt.Sprintf(format, args...))
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
+// errorf raises a UserError, which stops the command line.
 func (r *cxResult) errorf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+	if r.err == nil {
+		r.err = &cxError{Type: "UserError", Message: fmt.Sprintf(format, args...)}
+	}
 }
 
-// run executes a command line (commands separated by ';') and logs it.
-func (c *chimerax) run(u *desktop.UI, line string) *cxResult {
+// run executes a command line (commands separated by ';') and logs its
+// messages; echo logs the command first, as the command line does (the
+// REST server runs commands with log=False).
+func (c *chimerax) run(u *desktop.UI, line string, echo bool) *cxResult {
 	res := &cxResult{}
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return res
 	}
-	c.logf("> %s", line)
+	if echo {
+		c.logf("> %s", line)
+	}
 	for _, cmd := range strings.Split(line, ";") {
 		cmd = strings.TrimSpace(cmd)
 		if cmd == "" {
 			continue
 		}
-		before := len(res.errors)
 		c.exec(u, cmd, res)
-		if len(res.errors) > before {
+		if res.err != nil {
 			break // ChimeraX stops at the first error
 		}
+		res.commands++
 	}
-	for _, l := range res.info {
+	for _, l := range res.notes {
 		c.logf("%s", l)
 	}
 	for _, l := range res.warnings {
 		c.logf("Warning: %s", l)
 	}
-	for _, l := range res.errors {
-		c.logf("Error: %s", l)
+	if res.err != nil {
+		c.logf("Error: %s", res.err.Message)
 	}
 	if u != nil {
 		switch {
-		case len(res.errors) > 0:
-			u.SetStatus(res.errors[len(res.errors)-1])
-		case len(res.info) > 0:
-			u.SetStatus(res.info[len(res.info)-1])
+		case res.err != nil:
+			u.SetStatus(res.err.Message)
+		case len(res.notes) > 0:
+			u.SetStatus(lastLine(res.notes[len(res.notes)-1]))
 		default:
 			u.SetStatus("")
 		}
 	}
 	return res
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 // targets returns the models a spec names ("" or "all": every model).
@@ -206,9 +307,10 @@ var cxColors = map[string]string{
 	"hotpink": "#ff69b4", "lightgray": "#d3d3d3", "lightgrey": "#d3d3d3", "salmon": "#fa8072",
 	"gold": "#ffd700", "navy": "#000080", "forestgreen": "#228b22", "cornflowerblue": "#6495ed",
 	"darkgray": "#a9a9a9", "darkgrey": "#a9a9a9", "brown": "#a52a2a", "skyblue": "#87ceeb",
+	"mediumslateblue": "#7b68ee", "darkred": "#8b0000",
 }
 
-// parseColor returns a color name or #screen.RGB/#rrggbb as lower-case #rrggbb.
+// parseColor returns a color name or #rgb/#rrggbb as lower-case #rrggbb.
 func parseColor(s string) (string, bool) {
 	s = strings.ToLower(s)
 	if h, ok := cxColors[s]; ok {
@@ -246,6 +348,13 @@ func parseBool(s string) (bool, bool) {
 	return false, false
 }
 
+// specVerbs are the commands whose first argument may be an atom spec.
+var specVerbs = map[string]bool{
+	"close": true, "show": true, "hide": true, "display": true, "~display": true, "cartoon": true, "~cartoon": true,
+	"surface": true, "~surface": true, "style": true, "color": true, "colour": true, "rainbow": true,
+	"select": true, "sel": true, "~select": true, "~sel": true, "hbonds": true, "~hbonds": true, "addh": true,
+}
+
 func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 	words := strings.Fields(cmd)
 	verb := strings.ToLower(words[0])
@@ -268,9 +377,9 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		}
 		return true
 	}
-	// Optional leading atom spec.
+	// Optional leading atom spec, for the commands that take one.
 	spec := ""
-	if len(args) > 0 && isSpec(args[0]) {
+	if len(args) > 0 && isSpec(args[0]) && specVerbs[verb] {
 		spec, args = args[0], args[1:]
 	}
 	models, specErr := c.targets(spec)
@@ -293,7 +402,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			}
 			c.models = keep
 		}
-		c.selSpec, c.selAtoms = "", 0
+		c.sel = nil
 	case "show", "hide", "display", "~display":
 		if !needModels() || specErr != nil {
 			if specErr != nil {
@@ -313,7 +422,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			case strings.HasPrefix(target, "c") || target == "ribbons":
 				m.Cartoon = on
 			case strings.HasPrefix(target, "s"):
-				m.Surface = on
+				c.surface(m, on, res)
 			case strings.HasPrefix(target, "m"):
 				m.AtomsShown, m.Cartoon = on, on
 			default:
@@ -333,12 +442,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			if strings.HasSuffix(verb, "cartoon") {
 				m.Cartoon = on
 			} else {
-				m.Surface = on
-			}
-		}
-		if strings.HasSuffix(verb, "surface") && on {
-			for _, m := range models {
-				res.infof("%d surfaces computed for #%d", len(m.Chains), m.ID)
+				c.surface(m, on, res)
 			}
 		}
 	case "style":
@@ -365,7 +469,9 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		}
 		scheme := strings.ToLower(args[0])
 		switch scheme {
-		case "bychain", "byelement", "bypolymer", "rainbow", "byhetero":
+		case "bychain", "bypolymer", "rainbow":
+		case "byelement", "byhetero": // atoms only: ribbons keep their color
+			return
 		default:
 			h, ok := parseColor(scheme)
 			if !ok {
@@ -401,19 +507,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		}
 		c.bg = h
 	case "lighting":
-		if len(args) == 0 {
-			res.infof("Intensity %.2g, direction 0.577,-0.577,-0.577, color 100,100,100; lighting %s", 1.0, c.lighting)
-			return
-		}
-		mode := strings.ToLower(args[0])
-		switch mode {
-		case "simple", "soft", "full", "flat", "default", "gentle":
-			c.lighting = mode
-		case "shadows", "multishadow", "intensity", "depthcue":
-			// accepted, no visible effect in the simulator
-		default:
-			res.errorf("Unknown lighting mode %q", args[0])
-		}
+		c.lightingCmd(args, res)
 	case "graphics":
 		if len(args) >= 2 && strings.ToLower(args[0]) == "silhouettes" {
 			b, ok := parseBool(args[1])
@@ -421,10 +515,23 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 				res.errorf("Expected true or false, got %q", args[1])
 				return
 			}
-			c.silhouettes = b
+			c.sil.Enabled = b
+			for i := 2; i+1 < len(args); i += 2 {
+				v, err := strconv.ParseFloat(args[i+1], 64)
+				if err != nil {
+					res.errorf("Invalid %s value %q", args[i], args[i+1])
+					return
+				}
+				switch strings.ToLower(args[i]) {
+				case "width":
+					c.sil.Thickness = v
+				case "depthjump":
+					c.sil.DepthJump = v
+				}
+			}
 			return
 		}
-		res.errorf("Usage: graphics silhouettes true|false")
+		res.errorf("Usage: graphics silhouettes true|false [width W] [depthJump D]")
 	case "turn", "roll":
 		axis, angle := "y", 90.0
 		if verb == "roll" {
@@ -463,7 +570,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		c.zoom = math.Max(0.05, math.Min(50, c.zoom*f))
 	case "select", "sel", "~select", "~sel":
 		if verb[0] == '~' || len(args) > 0 && strings.ToLower(args[0]) == "clear" {
-			c.selSpec, c.selAtoms = "", 0
+			c.sel = nil
 			return
 		}
 		if !needModels() {
@@ -473,13 +580,21 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		if target == "" && len(args) > 0 {
 			target = args[0]
 		}
-		n, err := c.countSpec(target)
+		sel, err := c.selectSpec(target)
 		if err != nil {
 			res.errorf("%v", err)
 			return
 		}
-		c.selSpec, c.selAtoms = target, n
-		res.infof("%d atoms, %d models selected", n, len(c.models))
+		c.sel = sel
+		n, r, ms := 0, 0, 0
+		for _, s := range sel {
+			n += len(s.atoms)
+			r += len(distinctResidues(s.atoms))
+			if len(s.atoms) > 0 {
+				ms++
+			}
+		}
+		res.infof("%d atoms, %d residues, %d models selected", n, r, ms)
 	case "info":
 		c.info(strings.ToLower(strings.Join(args, " ")), spec, res)
 	case "hbonds", "~hbonds":
@@ -488,11 +603,16 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		}
 		for _, m := range models {
 			if verb == "~hbonds" {
-				m.HBonds = 0
+				m.removeChild("hydrogen bonds")
 				continue
 			}
-			m.HBonds = 4 + int(screen.Hash("hb", m.Name)%uint64(max(8, m.Residues/2)))
-			res.infof("%d hydrogen bonds found", m.HBonds)
+			n := 4 + int(screen.Hash("hb", m.Name)%uint64(max(8, m.Residues/2)))
+			if ch := m.child("hydrogen bonds"); ch != nil {
+				ch.Count, ch.Display = n, true
+			} else {
+				m.addChild(cxChild{Name: "hydrogen bonds", Display: true, Count: n})
+			}
+			res.infof("%d hydrogen bonds found", n)
 		}
 	case "addh":
 		if !needModels() {
@@ -503,7 +623,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 				m.Hydrogens = m.Residues*7 + int(screen.Hash("h", m.Name)%7)
 				m.Atoms += m.Hydrogens
 			}
-			res.infof("%d hydrogens added to #%d", m.Hydrogens, m.ID)
+			res.infof("Summary of feedback from adding hydrogens to %s #%d\n---\nnotes | No usable SEQRES records for %s (#%d) chain %s; guessing termini instead\nChain-initial residues that are actual N termini: \nChain-final residues that are actual C termini: \n%d hydrogens added", m.Name, m.ID, m.Name, m.ID, m.Chains[0], m.Hydrogens)
 		}
 	case "log":
 		if len(args) > 0 && strings.ToLower(args[0]) == "clear" {
@@ -530,6 +650,31 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 		}
 		c.restPort = port
 		res.infof("REST server started on host 127.0.0.1 port %d", port)
+	case "states": // the chimerax-states bundle
+		if len(args) != 2 {
+			res.errorf("Missing or invalid arguments: usage: states dir_path filename")
+			return
+		}
+		if err := c.writeStates(u, args[0], args[1]); err != nil {
+			res.err = &cxError{Type: "FileNotFoundError", Message: err.Error()}
+		}
+	case "destroy": // the chimerax-states bundle: disable the command line
+		c.cliDestroyed = true
+		if u != nil {
+			u.SetField("cmdline", "")
+		}
+	case "clear": // the chimerax-states bundle: clear the file history
+		if u != nil {
+			if _, ok := u.ReadFile(desktop.HomeDir + "/.local/share/ChimeraX/file_history"); ok {
+				_ = u.WriteFile(desktop.HomeDir+"/.local/share/ChimeraX/file_history", "")
+			}
+		}
+	case "alphafold":
+		if len(args) != 2 || strings.ToLower(args[0]) != "match" {
+			res.errorf("Usage: alphafold match UNIPROT_ID")
+			return
+		}
+		c.alphafoldMatch(u, strings.ToUpper(args[1]), res)
 	case "save":
 		if len(args) == 0 {
 			res.errorf("Missing file name")
@@ -545,10 +690,100 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 	case "windowsize":
 		res.infof("window size 864 594")
 	case "version":
-		res.infof("UCSF ChimeraX version: 1.6.1 (SIMULATOR)")
+		res.infof("UCSF ChimeraX version: 1.9 (SIMULATOR)")
 	default:
 		res.errorf("Unknown command: %s", cmd)
 	}
+}
+
+// lightingCmd is the lighting command: a preset and keyword options, or
+// with no argument the report of the current parameters.
+func (c *chimerax) lightingCmd(args []string, res *cxResult) {
+	if len(args) == 0 {
+		res.infof("%s", c.lightingReport())
+		return
+	}
+	if len(args)%2 == 1 {
+		mode := strings.ToLower(args[0])
+		switch mode {
+		case "simple", "soft", "full", "flat", "default", "gentle":
+		default:
+			res.errorf("Invalid lighting preset %q: expected default, full, soft, gentle, simple or flat", args[0])
+			return
+		}
+		c.preset(mode)
+		args = args[1:]
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		key, val := strings.ToLower(args[i]), args[i+1]
+		f, ferr := strconv.ParseFloat(val, 64)
+		b, bok := parseBool(val)
+		switch {
+		case key == "shadows" && bok:
+			c.light.Shadows = b
+		case key == "depthcue" && bok:
+			c.light.DepthCue = b
+		case key == "intensity" && ferr == nil:
+			c.light.Key = f
+		case key == "fillintensity" && ferr == nil:
+			c.light.Fill = f
+		case key == "ambientintensity" && ferr == nil:
+			c.light.Ambient = f
+		case key == "multishadow" && ferr == nil:
+			c.light.Multishadow = int(f)
+		case key == "msmapsize" && ferr == nil:
+			c.light.MSMapSize = int(f)
+		case key == "msdepthbias" && ferr == nil:
+			c.light.MSDepthBias = f
+		case key == "depthbias" && ferr == nil:
+			c.light.ShadowDepthBias = f
+		default:
+			res.errorf("Invalid lighting option %s %s", args[i], val)
+			return
+		}
+	}
+}
+
+// surface shows or hides the molecular surfaces of the model's chains
+// (one submodel per chain, made the first time).
+func (c *chimerax) surface(m *cxModel, on bool, res *cxResult) {
+	made := 0
+	for _, ch := range m.Chains {
+		name := m.Name + "_" + ch + " SES surface"
+		if s := m.child(name); s != nil {
+			s.Display = on
+		} else if on {
+			m.addChild(cxChild{Name: name, Display: true})
+			made++
+		}
+	}
+	if made > 0 {
+		res.infof("%d surfaces computed for #%d", made, m.ID)
+	}
+}
+
+// alphafoldMatch opens the AlphaFold database model of a UniProt entry
+// from ChimeraX's cache, writing it there first when it is not cached.
+func (c *chimerax) alphafoldMatch(u *desktop.UI, uniprot string, res *cxResult) {
+	if len(uniprot) < 6 || len(uniprot) > 10 || !isAlnum(uniprot) {
+		res.errorf("Invalid UniProt accession %q", uniprot)
+		return
+	}
+	file := alphaFoldFile(uniprot)
+	if u != nil {
+		if _, cached := u.ReadFile(file); !cached {
+			if err := u.WriteFile(file, alphaFoldCIF(uniprot)); err != nil {
+				res.errorf("Cannot write %s: %v", file, err)
+				return
+			}
+		}
+	}
+	st := chimeraxStructure("af-" + uniprot)
+	st.Waters, st.Chains = 0, []string{"A"}
+	m := c.addModel("AlphaFold "+uniprot, st)
+	m.Color = "bypolymer"
+	res.infof("1 AlphaFold model found using UniProt identifier: %s (UniProt %s)", uniprot, uniprot)
+	res.infof("Opened AlphaFold %s containing %d atoms, %d residues (#%d)", uniprot, m.Atoms, m.Residues, m.ID)
 }
 
 func containsModel(ms []*cxModel, m *cxModel) bool {
@@ -568,6 +803,27 @@ func normDeg(a float64) float64 {
 	return math.Round(a*1e6) / 1e6
 }
 
+// addModel opens a structure as a new model with the lowest free id.
+func (c *chimerax) addModel(name string, st cxStruct) *cxModel {
+	id := 1
+	for taken := true; taken; {
+		taken = false
+		for _, m := range c.models {
+			if m.ID == id {
+				taken = true
+				id++
+			}
+		}
+	}
+	m := &cxModel{ID: id, Name: name, Atoms: st.Atoms, Residues: st.Residues, Chains: st.Chains, Waters: st.Waters,
+		Style: "stick", Cartoon: true, Color: "bypolymer"}
+	if st.Residues < 20 {
+		m.Cartoon, m.AtomsShown = false, true
+	}
+	c.models = append(c.models, m)
+	return m
+}
+
 func (c *chimerax) open(u *desktop.UI, name string, res *cxResult) {
 	var st cxStruct
 	var mname string
@@ -576,7 +832,6 @@ func (c *chimerax) open(u *desktop.UI, name string, res *cxResult) {
 	case len(name) == 4 && isAlnum(name) && !strings.Contains(name, "."):
 		mname = lower
 		st = chimeraxStructure(lower)
-		res.infof("Fetching %s from http://www.rcsb.org/ (simulated)", mname)
 	case strings.HasPrefix(lower, "pdb:") && len(name) == 8:
 		mname = lower[4:]
 		st = chimeraxStructure(mname)
@@ -598,20 +853,9 @@ func (c *chimerax) open(u *desktop.UI, name string, res *cxResult) {
 		mname = path.Base(p)
 		st = chimeraxStructure(mname + "\x00" + content)
 	}
-	id := 1
-	for _, m := range c.models {
-		if m.ID >= id {
-			id = m.ID + 1
-		}
-	}
-	m := &cxModel{ID: id, Name: mname, Atoms: st.Atoms, Residues: st.Residues, Chains: st.Chains, Waters: st.Waters,
-		Style: "stick", Cartoon: true, Color: "bypolymer"}
-	if st.Residues < 20 {
-		m.Cartoon, m.AtomsShown = false, true
-	}
-	c.models = append(c.models, m)
-	res.infof("%s title: Simulated structure %s [more info...]", mname, strings.ToUpper(mname))
-	res.infof("Chain information for %s #%d: %s", mname, id, strings.Join(st.Chains, ", "))
+	m := c.addModel(mname, st)
+	res.infof("%s title:\nSimulated structure %s [more info...]", mname, strings.ToUpper(mname))
+	res.infof("Chain information for %s #%d\n---\nChain | Description\n%s", mname, m.ID, strings.Join(st.Chains, " "))
 }
 
 func isAlnum(s string) bool {
@@ -624,37 +868,59 @@ func isAlnum(s string) bool {
 	return true
 }
 
-// countSpec returns the number of atoms a selection spec covers.
-func (c *chimerax) countSpec(spec string) (int, error) {
-	total := 0
+// selectSpec returns the atoms a spec covers, per model: all, #N, /A,
+// #N/A, :HOH (or solvent), protein; "ligand" covers none (the simulated
+// structures have no ligands).
+func (c *chimerax) selectSpec(spec string) ([]selection, error) {
+	var out []selection
 	for _, m := range c.models {
-		switch {
-		case spec == "" || spec == "all" || strings.HasPrefix(spec, "#"+strconv.Itoa(m.ID)) && !strings.Contains(spec, "/"):
-			total += m.Atoms
-		case strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "#"+strconv.Itoa(m.ID)+"/"):
-			ch := spec[strings.Index(spec, "/")+1:]
-			for _, x := range m.Chains {
-				if strings.EqualFold(x, ch) {
-					total += m.Atoms / len(m.Chains)
-				}
-			}
-		case strings.EqualFold(spec, ":hoh") || spec == "solvent":
-			total += m.Waters
-		case spec == "protein":
-			total += m.Atoms - m.Waters
-		case spec == "ligand":
-			total += int(screen.Hash("lig", m.Name) % 30)
-		case strings.HasPrefix(spec, "#"):
-		default:
-			return 0, fmt.Errorf("Invalid atom specifier %q", spec)
+		var keep func(a cxAtom) bool
+		chainOf := func(s string) func(a cxAtom) bool {
+			return func(a cxAtom) bool { return strings.EqualFold(a.Chain, s) && a.ResName != "HOH" }
 		}
+		prefix := "#" + strconv.Itoa(m.ID)
+		switch {
+		case spec == "" || spec == "all" || spec == prefix:
+			keep = func(cxAtom) bool { return true }
+		case strings.HasPrefix(spec, "/"):
+			keep = chainOf(spec[1:])
+		case strings.HasPrefix(spec, prefix+"/"):
+			keep = chainOf(spec[len(prefix)+1:])
+		case strings.EqualFold(spec, ":hoh") || spec == "solvent":
+			keep = func(a cxAtom) bool { return a.ResName == "HOH" }
+		case spec == "protein":
+			keep = func(a cxAtom) bool { return a.ResName != "HOH" }
+		case spec == "ligand" || strings.HasPrefix(spec, "#"):
+			continue
+		default:
+			return nil, fmt.Errorf("Invalid atom specifier %q", spec)
+		}
+		s := selection{model: m}
+		for _, a := range m.atoms() {
+			if keep(a) {
+				s.atoms = append(s.atoms, a)
+			}
+		}
+		out = append(out, s)
 	}
-	return total, nil
+	return out, nil
 }
 
+func distinctResidues(atoms []cxAtom) []cxAtom {
+	var out []cxAtom
+	for i, a := range atoms {
+		if i == 0 || a.Chain != atoms[i-1].Chain || a.ResNum != atoms[i-1].ResNum {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// info is the info command: models, chains, sel (selected atoms, one line
+// each), rescolor SPEC (each residue's ribbon color).
 func (c *chimerax) info(what, spec string, res *cxResult) {
-	switch what {
-	case "", "models":
+	switch {
+	case what == "" || what == "models":
 		if len(c.models) == 0 {
 			res.infof("No models open")
 			return
@@ -664,7 +930,7 @@ func (c *chimerax) info(what, spec string, res *cxResult) {
 			res.infof("#%d %s: %d atoms, %d residues, %d chains (%s)", m.ID, m.Name, m.Atoms, m.Residues,
 				len(m.Chains), strings.Join(m.Chains, ","))
 		}
-	case "chains":
+	case what == "chains":
 		for _, m := range c.models {
 			for _, ch := range m.Chains {
 				res.infof("chain id #%d/%s chain_id %s", m.ID, ch, ch)
@@ -673,11 +939,56 @@ func (c *chimerax) info(what, spec string, res *cxResult) {
 		if len(c.models) == 0 {
 			res.infof("No models open")
 		}
-	case "sel", "selection":
-		res.infof("%d atoms selected", c.selAtoms)
+	case what == "sel" || what == "selection":
+		var lines []string
+		for _, s := range c.sel {
+			prefix := ""
+			if len(c.models) > 1 {
+				prefix = fmt.Sprintf("#!%d", s.model.ID)
+			}
+			for _, a := range s.atoms {
+				lines = append(lines, fmt.Sprintf("atom id %s/%s:%d@%s idatm_type %s", prefix, a.Chain, a.ResNum, a.Name, a.Type))
+			}
+		}
+		if len(lines) > 0 {
+			res.infof("%s", strings.Join(lines, "\n"))
+		}
+	case what == "rescolor" || strings.HasPrefix(what, "rescolor "):
+		target := spec
+		if target == "" {
+			target = strings.TrimSpace(strings.TrimPrefix(what, "rescolor"))
+		}
+		sel, err := c.selectSpec(target)
+		if err != nil {
+			res.errorf("%v", err)
+			return
+		}
+		var lines []string
+		for _, s := range sel {
+			residues := distinctResidues(s.atoms)
+			for i, r := range residues {
+				if r.ResName == "HOH" {
+					continue
+				}
+				chainIdx := max(0, indexOf(s.model.Chains, r.Chain))
+				lines = append(lines, fmt.Sprintf("#%d/%s:%d color %s", s.model.ID, r.Chain, r.ResNum, s.model.residueColor(chainIdx, i, len(residues))))
+			}
+		}
+		if len(lines) > 0 {
+			res.infof("%s", strings.Join(lines, "\n"))
+		}
 	default:
 		res.errorf("Unknown info target %q", what)
 	}
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
 }
 
 func (c *chimerax) sessionText() string {
@@ -689,89 +1000,16 @@ func (c *chimerax) sessionText() string {
 	return b.String()
 }
 
-// State is the flat state dump (GET /chimerax/state).
+// State is the flat states dump (what the states command writes to
+// STAMP.json) with its values decoded, so that a screenshot's state
+// answers the same checks.
 func (c *chimerax) State() map[string]any {
-	s := map[string]any{
-		"models.count":       len(c.models),
-		"view.background":    c.bg,
-		"view.lighting":      c.lighting,
-		"view.silhouettes":   c.silhouettes,
-		"view.turn.x":        c.rot[0],
-		"view.turn.y":        c.rot[1],
-		"view.turn.z":        c.rot[2],
-		"view.zoom":          math.Round(c.zoom*1e6) / 1e6,
-		"selection.spec":     c.selSpec,
-		"selection.atoms":    c.selAtoms,
-		"log.lines":          len(c.log),
-		"log.tail":           append([]string{}, c.log[max(0, len(c.log)-12):]...),
-		"toolbar.tab":        c.tab,
-		"remotecontrol.port": c.restPort,
+	d := c.statesDump()
+	out := make(map[string]any, len(d.keys))
+	for _, k := range d.keys {
+		out[k] = d.vals[k]
 	}
-	for _, m := range c.models {
-		p := fmt.Sprintf("models.(%d,).", m.ID)
-		s[p+"name"] = m.Name
-		s[p+"atoms"] = m.Atoms
-		s[p+"residues"] = m.Residues
-		s[p+"chains"] = strings.Join(m.Chains, ",")
-		s[p+"style"] = m.Style
-		s[p+"atoms_shown"] = m.AtomsShown
-		s[p+"cartoon"] = m.Cartoon
-		s[p+"surface"] = m.Surface
-		s[p+"color"] = m.Color
-		s[p+"hydrogens"] = m.Hydrogens
-		s[p+"hbonds"] = m.HBonds
-		// The key ScienceBoard's state dump uses for a model's name.
-		s[fmt.Sprintf("_state_containers.models._models.(%d,)._name", m.ID)] = m.Name
-	}
-	return s
-}
-
-// Serve serves /chimerax/run and /chimerax/state.
-func (c *chimerax) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
-	switch p {
-	case "/chimerax/run", "/run":
-		cmd := strings.TrimSpace(string(body))
-		if cmd == "" {
-			cmd = q.Get("command")
-		}
-		if strings.HasPrefix(cmd, "{") {
-			var req struct {
-				Command string `json:"command"`
-			}
-			if err := json.Unmarshal([]byte(cmd), &req); err != nil {
-				return desktop.JSONError("bad JSON body: " + err.Error()), 400, true
-			}
-			cmd = req.Command
-		}
-		if cmd == "" {
-			return desktop.JSONError("missing command"), 400, true
-		}
-		res := c.run(nil, cmd)
-		var errVal any
-		if len(res.errors) > 0 {
-			errVal = map[string]string{"type": "UserError", "message": strings.Join(res.errors, "\n")}
-		}
-		out := map[string]any{
-			"python values": []any{},
-			"json values":   []any{},
-			"log messages": map[string][]string{
-				"info": nonNil(res.info), "warning": nonNil(res.warnings), "error": nonNil(res.errors),
-				"status": {}, "bug": {}, "traceback": {},
-			},
-			"error": errVal,
-		}
-		return desktop.JSON(out), 200, true
-	case "/chimerax/state", "/chimerax/states":
-		return desktop.JSON(c.State()), 200, true
-	}
-	return nil, 0, false
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return out
 }
 
 func (c *chimerax) launchArgs(u *desktop.UI, args []string) {
@@ -779,12 +1017,12 @@ func (c *chimerax) launchArgs(u *desktop.UI, args []string) {
 		a := args[i]
 		switch {
 		case a == "--cmd" && i+1 < len(args):
-			c.run(u, args[i+1])
+			c.run(u, args[i+1], true)
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
 			if !strings.Contains(a, "«") {
-				c.run(u, "open "+a)
+				c.run(u, "open "+a, true)
 			}
 		}
 	}
@@ -847,8 +1085,12 @@ func layout() []desktop.Element {
 	return l
 }
 
-// Visible shows the toolbar buttons of the open toolbar tab only.
+// Visible shows the toolbar buttons of the open toolbar tab only, and no
+// command line after the states bundle's destroy.
 func (c *chimerax) Visible(id string) bool {
+	if id == "cmdline" {
+		return !c.cliDestroyed
+	}
 	if rest, ok := strings.CutPrefix(id, "tb-"); ok {
 		return strings.HasPrefix(rest, c.tab+"-")
 	}
@@ -858,7 +1100,7 @@ func (c *chimerax) Visible(id string) bool {
 // Checked: the Silhouettes button toggles.
 func (c *chimerax) Checked(id string) (bool, bool) {
 	if id == cxButtonID("graphics", "Silhouettes") {
-		return c.silhouettes, true
+		return c.sil.Enabled, true
 	}
 	return false, false
 }
@@ -875,16 +1117,16 @@ func (c *chimerax) Click(u *desktop.UI, el desktop.Element, button string, click
 	if el.Kind == "button" {
 		cmd := cxButtonCommand[el.Caption]
 		if cmd == "graphics silhouettes toggle" {
-			cmd = "graphics silhouettes " + strconv.FormatBool(!c.silhouettes)
+			cmd = "graphics silhouettes " + strconv.FormatBool(!c.sil.Enabled)
 		}
-		c.run(u, cmd)
+		c.run(u, cmd, true)
 	}
 }
 
 // Submit runs the command line.
 func (c *chimerax) Submit(u *desktop.UI, id, text string) bool {
-	if id == "cmdline" {
-		c.run(u, text)
+	if id == "cmdline" && !c.cliDestroyed {
+		c.run(u, text, true)
 	}
 	return false // ChimeraX keeps the command, selected
 }

@@ -132,8 +132,10 @@ func (c *chimerax) Render(cv *screen.Canvas, u *desktop.UI) {
 	cv.Noise(inner, screen.Hash("cx-log"), screen.GrainPanel)
 	cv.Lines(inner, c.log, c.logScroll, screen.ColText)
 	// Command line and status.
-	cv.Text(8, cxCmdBox.Min.Y+7, "Command:", screen.ColText)
-	u.DrawField(cv, "cmdline", "")
+	if !c.cliDestroyed {
+		cv.Text(8, cxCmdBox.Min.Y+7, "Command:", screen.ColText)
+		u.DrawField(cv, "cmdline", "")
+	}
 	cv.Fill(image.Rect(0, 756, desktop.ScreenW, desktop.ScreenH), screen.RGB(0xd4, 0xd4, 0xd2))
 	cv.TextClip(8, 768, u.Status(), screen.ColText, image.Rect(0, 756, desktop.ScreenW, desktop.ScreenH))
 }
@@ -144,9 +146,9 @@ func (c *chimerax) renderGraphics(cv *screen.Canvas) {
 	cv.Fill(box, screen.RGB(r, g, b))
 	// Seed the texture from the visual state so that it changes with it.
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s|%s|%v|%.3f|%.3f|%.3f|%.3f", c.bg, c.lighting, c.silhouettes, c.rot[0], c.rot[1], c.rot[2], c.zoom)
+	fmt.Fprintf(&sb, "%s|%s|%v|%.3f|%.3f|%.3f|%.3f", c.bg, c.lighting, c.sil.Enabled, c.rot[0], c.rot[1], c.rot[2], c.zoom)
 	for _, m := range c.models {
-		fmt.Fprintf(&sb, "|%s %s %v %v %v %s %d", m.Name, m.Style, m.AtomsShown, m.Cartoon, m.Surface, m.Color, m.HBonds)
+		fmt.Fprintf(&sb, "|%s %s %v %v %v %s %d", m.Name, m.Style, m.AtomsShown, m.Cartoon, m.surfaces(), m.Color, m.hbonds())
 	}
 	cv.Noise(box, screen.Hash("cx-graphics", sb.String()), screen.GrainMain)
 	if len(c.models) == 0 {
@@ -184,7 +186,7 @@ func (c *chimerax) renderGraphics(cv *screen.Canvas) {
 	shade := c.lighting != "flat"
 	for _, p := range ps {
 		m := p.m
-		if m.Surface && p.i%3 == 0 {
+		if m.surfaces() && p.i%3 == 0 {
 			cv.Disc(p.px, p.py, 16*c.zoom, screen.Shade(p.col, 0.8), shade, box)
 		}
 	}
@@ -213,8 +215,8 @@ func (c *chimerax) renderGraphics(cv *screen.Canvas) {
 				cv.Line(a.px, a.py, b.px, b.py, a.col, w, box)
 			}
 		}
-		if m.HBonds > 0 {
-			for k := 0; k < m.HBonds && len(pts) > 10; k++ {
+		if m.hbonds() > 0 {
+			for k := 0; k < m.hbonds() && len(pts) > 10; k++ {
 				a := pts[(k*37)%len(pts)]
 				b := pts[(k*37+len(pts)/3)%len(pts)]
 				for t := 0.0; t < 1; t += 0.08 {
@@ -230,7 +232,7 @@ func (c *chimerax) renderGraphics(cv *screen.Canvas) {
 		rad := map[string]float64{"sphere": 8, "ball": 3.5, "stick": 1.6}[p.m.Style] * c.zoom
 		col := screen.Shade(p.col, light)
 		cv.Disc(p.px, p.py, rad, col, shade, box)
-		if c.silhouettes && rad > 2 {
+		if c.sil.Enabled && rad > 2 {
 			cv.Set(int(p.px+rad), int(p.py), screen.ColBlack)
 		}
 	}

@@ -1,11 +1,14 @@
 // Package grass is part of codapipe's SIMULATOR (see package sim): the
-// simulated GRASS GIS, a map display with a toolbar and a layer manager
-// (Layers, Console and Data tabs), and the state server of ScienceBoard's
-// GRASS build (/dump, /gcmd). The console runs a simulated subset of
-// GRASS modules (g.region, g.list, g.remove, g.rename, g.copy, r.mapcalc,
-// r.univar, r.info, r.slope.aspect, v.buffer, v.info, v.db.select,
-// d.rast, d.vect, d.erase). All rasters share one 90×100 grid of 150 m
-// cells; the computational region is state but does not resample maps.
+// simulated GRASS GIS GUI, a map display with a toolbar and a layer
+// manager (Layers, Console and Data tabs), and the Flask server of
+// ScienceBoard's GRASS GUI (see server.go). It runs on the GRASS database
+// of data.go (three locations, each with its PERMANENT mapset). The
+// console runs a simulated subset of GRASS modules (g.region, g.list,
+// g.mapset, g.remove, g.rename, g.copy, r.mapcalc, r.univar, r.info,
+// r.slope.aspect, v.buffer, v.info, v.db.select, v.db.addcolumn,
+// v.db.dropcolumn, v.to.db, d.rast, d.vect, d.erase). All rasters of a
+// location share its grid; the computational region is state but does
+// not resample maps.
 package grass
 
 import (
@@ -14,7 +17,7 @@ import (
 	"image"
 	"maps"
 	"math"
-	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,32 +27,35 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
-// Name is the app's name, as task files spell their "type".
-const Name = "GRASS GIS"
+// Name is the app's name, as task files spell their "type" (and the
+// folder of ScienceBoard's GRASS tasks).
+const Name = "GrassGIS"
 
 // Spec describes the simulated GRASS GIS, for a machine's catalogue: the
-// GRASS database folders of its location come with it. Its arguments (the
-// GUI flag, the mapset) are ignored.
+// folders of its GRASS database come with it. It starts in the location
+// of its last argument (grass --gui /home/user/grassdata/LOCATION/MAPSET),
+// by default world_latlong_wgs84.
 func Spec() desktop.AppSpec {
-	dbase := desktop.HomeDir + "/grassdata/"
-	files := map[string]string{dbase: "", dbase + "nc_spm_sim/": "", dbase + "nc_spm_sim/PERMANENT/": "", "/app/bin/grass": "#!/bin/sh\n# simulated\n"}
+	files := map[string]string{GRASSDB + "/": "", "/app/bin/grass": "#!/bin/sh\n# simulated\n"}
+	for name := range newDatabase() {
+		files[GRASSDB+"/"+name+"/"] = ""
+		files[GRASSDB+"/"+name+"/"+PermanentMapset+"/"] = ""
+	}
 	return desktop.AppSpec{Name: Name, Programs: []string{"grass", "grass8*", "grass7*"}, Elements: layout(), Files: files,
-		Start: func(*desktop.UI, []string) desktop.App { return newGRASS() }}
+		Start: func(_ *desktop.UI, args []string) desktop.App {
+			g := newGRASS()
+			if len(args) > 0 {
+				if loc, ok := g.db[path.Base(path.Dir(args[len(args)-1]))]; ok {
+					g.switchTo(loc)
+				}
+			}
+			return g
+		}}
 }
-
-const (
-	grassRows = 90
-	grassCols = 100
-	grassRes  = 150.0
-	grassN    = 228500.0
-	grassS    = grassN - grassRows*grassRes
-	grassW    = 630000.0
-	grassE    = grassW + grassCols*grassRes
-)
 
 type grassRaster struct {
 	Name    string
-	Data    []float64 // row-major, NaN = null
+	Data    []float64 // row-major on the location's grid, NaN = null
 	Type    string    // CELL, DCELL
 	History string
 }
@@ -58,7 +64,8 @@ type grassVector struct {
 	Name     string
 	Type     string // point, line, area
 	Features int
-	Columns  []string
+	Columns  []grassColumn
+	Records  []map[string]any // one per feature (cat 1..n): column → value
 	Buffer   float64
 	Source   string
 	geomSeed string
@@ -71,60 +78,88 @@ type grassRegion struct {
 func (r grassRegion) rows() int { return int(math.Round((r.N - r.S) / r.NSRes)) }
 func (r grassRegion) cols() int { return int(math.Round((r.E - r.W) / r.EWRes)) }
 
-type grass struct {
-	rasters      map[string]*grassRaster
-	vectors      map[string]*grassVector
-	region       grassRegion
-	layers       []string // "raster/name" or "vector/name", top first
-	desktop.Tabs          // 0 layers, 1 console, 2 data
-	console      []string
-	outScroll    int
-	history      []string
-	zoom         float64
-	panX         float64 // map units
-	panY         float64
-	catalogue    []string // rows of the data catalog as drawn: "raster/name"
+// grassLayer is one map layer of the map display (an item of the layer
+// tree).
+type grassLayer struct {
+	Kind    string   // raster, vector
+	Map     string   // NAME@MAPSET
+	Cmd     []string // the display module and its options: d.vect map=...
+	Opacity float64
+	Checked bool
 }
 
-// grassElevation returns the fixed synthetic elevation surface.
-func grassElevation() []float64 {
-	d := make([]float64, grassRows*grassCols)
-	for r := 0; r < grassRows; r++ {
-		for c := 0; c < grassCols; c++ {
-			fr, fc := float64(r), float64(c)
-			f := math.Sin(fc*0.07+1.3)*math.Cos(fr*0.05+0.4)*0.5 + math.Sin((fr+fc)*0.031)*0.35 +
-				math.Cos(fc*0.13-fr*0.09)*0.15 + math.Sin(fr*0.21)*math.Sin(fc*0.17)*0.08
-			d[r*grassCols+c] = math.Round((103+48*f)*1e4) / 1e4
-		}
-	}
-	return d
+type grass struct {
+	desktop.Tabs // 0 layers, 1 console, 2 data
+	db           map[string]*grassLocation
+	loc          *grassLocation // the current location (mapset PERMANENT)
+	region       grassRegion    // the computational region
+	layers       []*grassLayer  // the map display's layers, top first
+	console      []string       // the console output
+	cmdDisabled  bool           // /init/cmd disabled the console prompt
+	outScroll    int
+	history      []string
+	// The map display's view: its centre and scale (map units per metre
+	// of screen, GRASS's GetMapScale).
+	centerE, centerN, scale float64
+	toolbarShown            bool
+	statusMode              int // the status bar's mode (0: coordinates)
 }
 
 func newGRASS() *grass {
-	g := &grass{Tabs: desktop.Tabs{Of: grassTabOf}, rasters: map[string]*grassRaster{}, vectors: map[string]*grassVector{}, zoom: 1}
-	elev := grassElevation()
-	g.rasters["elevation"] = &grassRaster{Name: "elevation", Data: elev, Type: "DCELL", History: "generated elevation model (SIMULATOR)"}
-	lu := make([]float64, len(elev))
-	for i, v := range elev {
-		r, c := i/grassCols, i%grassCols
-		cat := 1 + int(math.Floor((v-55)/15))
-		if (r*7+c*3)%11 == 0 {
-			cat = 7
-		}
-		lu[i] = float64(max(1, min(7, cat)))
-	}
-	g.rasters["landuse"] = &grassRaster{Name: "landuse", Data: lu, Type: "CELL", History: "land use classes 1-7"}
-	tmp := append([]float64(nil), elev...)
-	for i := range tmp {
-		tmp[i] = math.Round(tmp[i])
-	}
-	g.rasters["elevation_tmp"] = &grassRaster{Name: "elevation_tmp", Data: tmp, Type: "CELL", History: "scratch copy"}
-	g.vectors["roads"] = &grassVector{Name: "roads", Type: "line", Features: 42, Columns: []string{"cat", "ROAD_NAME", "SPEED"}, geomSeed: "roads"}
-	g.vectors["streams"] = &grassVector{Name: "streams", Type: "line", Features: 87, Columns: []string{"cat", "STREAM_ORDER"}, geomSeed: "streams"}
-	g.vectors["schools"] = &grassVector{Name: "schools", Type: "point", Features: 167, Columns: []string{"cat", "NAMESHORT", "CAPACITY"}, geomSeed: "schools"}
-	g.region = grassRegion{N: 230000, S: 210000, E: 650000, W: 625000, NSRes: 500, EWRes: 500}
-	g.console = []string{"Welcome to GRASS GIS 8.3.1 (SIMULATOR)", "Location nc_spm_sim, mapset PERMANENT"}
+	g := &grass{Tabs: desktop.Tabs{Of: grassTabOf}, db: newDatabase(), toolbarShown: true}
+	g.console = []string{"Welcome to GRASS GIS 8.4 (SIMULATOR)"}
+	g.switchTo(g.db[WorldLocation])
 	return g
+}
+
+// switchTo makes a location current, as switching mapsets does: its
+// default region, a new empty map display fitted to it.
+func (g *grass) switchTo(l *grassLocation) {
+	g.loc = l
+	g.region = l.defaultRegion()
+	g.layers = nil
+	g.zoomToRegion()
+	g.console = append(g.console, fmt.Sprintf("Current project <%s>, mapset <%s>", l.Name, PermanentMapset))
+}
+
+func (g *grass) rasters() map[string]*grassRaster { return g.loc.rasters }
+func (g *grass) vectors() map[string]*grassVector { return g.loc.vectors }
+
+// The map display's geometry: its size in pixels and GRASS's pixels per
+// metre of screen (96 dpi).
+const ppm = 96 / 2.54 * 100
+
+func displayCols() int { return grassMapBox.Dx() }
+func displayRows() int { return grassMapBox.Dy() }
+
+// zoomToRegion fits the map display to the computational region.
+func (g *grass) zoomToRegion() {
+	r := g.region
+	g.centerE, g.centerN = (r.E+r.W)/2, (r.N+r.S)/2
+	g.scale = math.Max((r.E-r.W)*ppm/float64(displayCols()), (r.N-r.S)*ppm/float64(displayRows()))
+}
+
+// displayRegion is the map display's region (Map.region after
+// AdjustRegion): its extent, the map units per pixel, the pixels.
+func (g *grass) displayRegion() map[string]any {
+	w := g.scale * float64(displayCols()) / ppm
+	h := g.scale * float64(displayRows()) / ppm
+	rows, cols := displayRows(), displayCols()
+	return map[string]any{
+		"projection": float64(g.loc.Proj), "zone": float64(g.loc.Zone),
+		"n": g.centerN + h/2, "s": g.centerN - h/2, "e": g.centerE + w/2, "w": g.centerE - w/2,
+		"nsres": h / float64(rows), "ewres": w / float64(cols), "rows": rows, "cols": cols, "cells": rows * cols,
+		"center_easting": g.centerE, "center_northing": g.centerN,
+	}
+}
+
+// setScale is the map display's SetMapScale: the scale about the centre.
+func (g *grass) setScale(s float64) bool {
+	if math.IsNaN(s) || math.IsInf(s, 0) || s <= 0 {
+		return false
+	}
+	g.scale = s
+	return true
 }
 
 func rasterStats(d []float64) (n int, mn, mx, mean, std, sum float64) {
@@ -151,45 +186,22 @@ func rasterStats(d []float64) (n int, mn, mx, mean, std, sum float64) {
 	return
 }
 
-// r6 rounds to 6 decimals for the state dump.
-func r6(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0
-	}
-	return math.Round(v*1e6) / 1e6
+// addLayer adds a map layer on top of the map display, as d.rast and
+// d.vect in the console and a double click in the data catalog do.
+func (g *grass) addLayer(kind, name string, cmd []string) {
+	g.layers = append([]*grassLayer{{Kind: kind, Map: name + "@" + PermanentMapset, Cmd: cmd, Opacity: 1, Checked: true}}, g.layers...)
 }
 
-// State is what /dump serves.
-func (g *grass) State() map[string]any {
-	rasters := map[string]any{}
-	for name, r := range g.rasters {
-		n, mn, mx, mean, _, _ := rasterStats(r.Data)
-		rasters[name] = map[string]any{"min": r6(mn), "max": r6(mx), "mean": r6(mean), "cells": n, "type": r.Type,
-			"rows": grassRows, "cols": grassCols, "history": r.History}
-	}
-	vectors := map[string]any{}
-	for name, v := range g.vectors {
-		vectors[name] = map[string]any{"type": v.Type, "features": v.Features, "columns": v.Columns, "buffer": v.Buffer, "source": v.Source}
-	}
-	display := map[string]any{}
-	layers := []any{}
-	for _, l := range g.layers {
-		typ, name, _ := strings.Cut(l, "/")
-		display[name] = typ
-		layers = append(layers, l)
-	}
-	return map[string]any{
-		"location": "nc_spm_sim", "mapset": "PERMANENT",
-		"region": map[string]any{"n": g.region.N, "s": g.region.S, "e": g.region.E, "w": g.region.W,
-			"nsres": g.region.NSRes, "ewres": g.region.EWRes, "rows": g.region.rows(), "cols": g.region.cols()},
-		"rasters": rasters, "vectors": vectors,
-		"raster_list": append([]string{}, slices.Sorted(maps.Keys(g.rasters))...), "vector_list": append([]string{}, slices.Sorted(maps.Keys(g.vectors))...),
-		"layers": layers, "display": display,
-		"tab":     []string{"layers", "console", "data"}[g.Open],
-		"history": append([]string{}, g.history[max(0, len(g.history)-20):]...),
-		"console": append([]string{}, g.console[max(0, len(g.console)-12):]...),
-		"view":    map[string]any{"zoom": r6(g.zoom), "pan_x": r6(g.panX), "pan_y": r6(g.panY)},
-	}
+func (g *grass) removeLayers(kind, name string) {
+	g.layers = slices.DeleteFunc(g.layers, func(l *grassLayer) bool {
+		return l.Kind == kind && l.Map == name+"@"+PermanentMapset
+	})
+}
+
+// mapName strips a map name's @MAPSET.
+func mapName(s string) string {
+	name, _, _ := strings.Cut(s, "@")
+	return name
 }
 
 // gcmd is a parsed GRASS command line.
@@ -240,7 +252,7 @@ func (g *grass) runLine(u *desktop.UI, line string) (stdout string, stderr strin
 	if line == "" {
 		return "", "", 0
 	}
-	g.console = append(g.console, "> "+line)
+	g.console = append(g.console, line)
 	g.history = append(g.history, line)
 	words, err := desktop.ShellWords(line)
 	if err != nil || len(words) == 0 {
@@ -272,10 +284,10 @@ func (g *grass) runLine(u *desktop.UI, line string) (stdout string, stderr strin
 
 func (g *grass) exists(kind, name string) bool {
 	if kind == "raster" {
-		_, ok := g.rasters[name]
+		_, ok := g.rasters()[name]
 		return ok
 	}
-	_, ok := g.vectors[name]
+	_, ok := g.vectors()[name]
 	return ok
 }
 
@@ -289,21 +301,12 @@ func normType(t string) string {
 	return ""
 }
 
-func (g *grass) removeLayer(kind, name string) {
-	keep := g.layers[:0]
-	for _, l := range g.layers {
-		if l != kind+"/"+name {
-			keep = append(keep, l)
-		}
-	}
-	g.layers = keep
-}
-
 // moduleInput is, for the modules that read one map, the option that
 // names it (or the first positional argument) and its kind.
 var moduleInput = map[string]struct{ opt, kind string }{
 	"r.univar": {"map", "raster"}, "r.info": {"map", "raster"}, "r.slope.aspect": {"elevation", "raster"},
 	"v.buffer": {"input", "vector"}, "v.info": {"map", "vector"}, "v.db.select": {"map", "vector"},
+	"v.db.addcolumn": {"map", "vector"}, "v.db.dropcolumn": {"map", "vector"}, "v.to.db": {"map", "vector"},
 }
 
 // run runs one module.
@@ -336,9 +339,9 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		name = c.opt(in.opt, true)
 		var found bool
 		if in.kind == "raster" {
-			r, found = g.rasters[name]
+			r, found = g.rasters()[mapName(name)]
 		} else {
-			v, found = g.vectors[name]
+			v, found = g.vectors()[mapName(name)]
 		}
 		if !found {
 			return errf("%s map <%s> not found", strings.ToUpper(in.kind[:1])+in.kind[1:], name)
@@ -352,10 +355,10 @@ func (g *grass) run(c gcmd) (string, string, int) {
 			if !g.exists("raster", r) {
 				return errf("Raster map <%s> not found", r)
 			}
-			g.region = grassRegion{N: grassN, S: grassS, E: grassE, W: grassW, NSRes: grassRes, EWRes: grassRes}
+			g.region = g.loc.defaultRegion()
 		}
 		if c.flags['d'] {
-			g.region = grassRegion{N: 230000, S: 210000, E: 650000, W: 625000, NSRes: 500, EWRes: 500}
+			g.region = g.loc.defaultRegion()
 		}
 		set := func(key string, dst *float64) error {
 			if v, ok := c.opts[key]; ok {
@@ -386,9 +389,15 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		if r.N <= r.S || r.E <= r.W || r.NSRes <= 0 || r.EWRes <= 0 {
 			return errf("invalid region: north must exceed south, east must exceed west, resolution must be positive")
 		}
-		// Align the extent to the resolution, as GRASS does.
-		r.S = r.N - float64(max(1, int(math.Round((r.N-r.S)/r.NSRes))))*r.NSRes
-		r.E = r.W + float64(max(1, int(math.Round((r.E-r.W)/r.EWRes))))*r.EWRes
+		if c.flags['a'] {
+			// -a: align the extent to the resolution.
+			r.N, r.S = math.Ceil(r.N/r.NSRes)*r.NSRes, math.Floor(r.S/r.NSRes)*r.NSRes
+			r.E, r.W = math.Ceil(r.E/r.EWRes)*r.EWRes, math.Floor(r.W/r.EWRes)*r.EWRes
+		}
+		// Keep the extent, adjust the resolution to whole rows and
+		// columns (G_adjust_Cell_head).
+		r.NSRes = (r.N - r.S) / float64(max(1, int(math.Round((r.N-r.S)/r.NSRes))))
+		r.EWRes = (r.E - r.W) / float64(max(1, int(math.Round((r.E-r.W)/r.EWRes))))
 		g.region = r
 		if c.flags['p'] || c.flags['g'] {
 			return g.regionText(c.flags['g']), "", 0
@@ -401,9 +410,9 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		var names []string
 		if t == "raster" {
-			names = slices.Sorted(maps.Keys(g.rasters))
+			names = slices.Sorted(maps.Keys(g.rasters()))
 		} else {
-			names = slices.Sorted(maps.Keys(g.vectors))
+			names = slices.Sorted(maps.Keys(g.vectors()))
 		}
 		return strings.Join(names, "\n") + "\n", "", 0
 	case "g.remove":
@@ -427,11 +436,11 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		}
 		for _, n := range names {
 			if t == "raster" {
-				delete(g.rasters, n)
+				delete(g.rasters(), n)
 			} else {
-				delete(g.vectors, n)
+				delete(g.vectors(), n)
 			}
-			g.removeLayer(t, n)
+			g.removeLayers(t, n)
 			fmt.Fprintf(&out, "Removing %s <%s>\n", t, n)
 		}
 		return out.String(), "", 0
@@ -452,25 +461,27 @@ func (g *grass) run(c gcmd) (string, string, int) {
 				return errf("<%s> already exists in mapset PERMANENT", to)
 			}
 			if t == "raster" {
-				r := *g.rasters[from]
+				r := *g.rasters()[from]
 				r.Name = to
 				r.Data = append([]float64(nil), r.Data...)
-				g.rasters[to] = &r
+				g.rasters()[to] = &r
 				if c.module == "g.rename" {
-					delete(g.rasters, from)
+					delete(g.rasters(), from)
 				}
 			} else {
-				v := *g.vectors[from]
+				v := *g.vectors()[from]
 				v.Name = to
-				g.vectors[to] = &v
+				v.Records = cloneRecords(v.Records)
+				v.Columns = slices.Clone(v.Columns)
+				g.vectors()[to] = &v
 				if c.module == "g.rename" {
-					delete(g.vectors, from)
+					delete(g.vectors(), from)
 				}
 			}
 			if c.module == "g.rename" {
-				for i, l := range g.layers {
-					if l == t+"/"+from {
-						g.layers[i] = t + "/" + to
+				for _, l := range g.layers {
+					if l.Kind == t && l.Map == from+"@"+PermanentMapset {
+						l.Map = to + "@" + PermanentMapset
 					}
 				}
 				return fmt.Sprintf("Rename %s <%s> to <%s>\n", t, from, to), "", 0
@@ -500,7 +511,7 @@ func (g *grass) run(c gcmd) (string, string, int) {
 	case "r.info":
 		_, mn, mx, _, _, _ := rasterStats(r.Data)
 		return fmt.Sprintf(" Map:      %s@PERMANENT\n Type of Map:  raster   Data Type: %s\n Rows: %d  Columns: %d  Total Cells: %d\n N: %g  S: %g  Res: %g\n E: %g  W: %g  Res: %g\n Range of data:  min = %s  max = %s\n Comments: %s\n",
-			name, r.Type, grassRows, grassCols, grassRows*grassCols, grassN, grassS, grassRes, grassE, grassW, grassRes, gnum(mn), gnum(mx), r.History), "", 0
+			name, r.Type, g.loc.Rows, g.loc.Cols, g.loc.Rows*g.loc.Cols, g.loc.N, g.loc.S, g.loc.nsres(), g.loc.E, g.loc.W, g.loc.ewres(), gnum(mn), gnum(mx), r.History), "", 0
 	case "r.slope.aspect":
 		slope, aspect := c.opt("slope", false), c.opt("aspect", false)
 		if slope == "" && aspect == "" {
@@ -513,12 +524,12 @@ func (g *grass) run(c gcmd) (string, string, int) {
 				}
 			}
 		}
-		sl, as := slopeAspect(r.Data)
+		sl, as := slopeAspect(g.loc, r.Data)
 		if slope != "" {
-			g.rasters[slope] = &grassRaster{Name: slope, Data: sl, Type: "DCELL", History: "r.slope.aspect elevation=" + name}
+			g.rasters()[slope] = &grassRaster{Name: slope, Data: sl, Type: "DCELL", History: "r.slope.aspect elevation=" + name}
 		}
 		if aspect != "" {
-			g.rasters[aspect] = &grassRaster{Name: aspect, Data: as, Type: "DCELL", History: "r.slope.aspect elevation=" + name}
+			g.rasters()[aspect] = &grassRaster{Name: aspect, Data: as, Type: "DCELL", History: "r.slope.aspect elevation=" + name}
 		}
 		return "", "", 0
 	case "v.buffer":
@@ -530,46 +541,113 @@ func (g *grass) run(c gcmd) (string, string, int) {
 		if err != nil || d <= 0 {
 			return errf("Required parameter <distance> must be a positive number")
 		}
-		g.vectors[out] = &grassVector{Name: out, Type: "area", Features: v.Features, Columns: []string{"cat"}, Buffer: d, Source: name, geomSeed: v.geomSeed}
+		bufv := &grassVector{Name: out, Type: "area", Features: v.Features, Columns: nameColumns(), Buffer: d, Source: name, geomSeed: v.geomSeed}
+		for i := 1; i <= v.Features; i++ {
+			bufv.Records = append(bufv.Records, map[string]any{"cat": i})
+		}
+		g.vectors()[out] = bufv
 		return fmt.Sprintf("Buffering features...\n%d areas created\n", v.Features), "", 0
 	case "v.info":
 		counts := map[string]int{"point": 0, "line": 0, "area": 0}
 		counts[v.Type] = v.Features
-		return fmt.Sprintf(" Name:            %s\n Mapset:          PERMANENT\n Number of points:       %d\n Number of lines:        %d\n Number of areas:        %d\n Attribute columns: %s\n",
-			name, counts["point"], counts["line"], counts["area"], strings.Join(v.Columns, ", ")), "", 0
+		var cols []string
+		for _, col := range v.Columns {
+			cols = append(cols, col.Name)
+		}
+		return fmt.Sprintf(" Name:            %s\n Mapset:          PERMANENT\n Project:         %s\n Number of points:       %d\n Number of lines:        %d\n Number of areas:        %d\n Attribute columns: %s\n",
+			name, g.loc.Name, counts["point"], counts["line"], counts["area"], strings.Join(cols, ", ")), "", 0
 	case "v.db.select":
-		var b strings.Builder
-		b.WriteString(strings.Join(v.Columns, "|") + "\n")
-		for i := 1; i <= v.Features; i++ {
-			row := []string{strconv.Itoa(i)}
-			for _, col := range v.Columns[1:] {
-				h := screen.Hash(v.geomSeed, col, strconv.Itoa(i))
-				if strings.ToUpper(col) == col && strings.Contains(col, "NAME") {
-					row = append(row, fmt.Sprintf("%s_%d", strings.ToUpper(v.geomSeed[:3]), i))
-				} else {
-					row = append(row, strconv.Itoa(int(h%900)+100))
-				}
+		return vdbSelect(v, c)
+	case "v.db.addcolumn", "v.db.dropcolumn":
+		spec := c.opt("columns", false)
+		if spec == "" {
+			return errf("Required parameter <columns> not set")
+		}
+		for _, col := range strings.Split(spec, ",") {
+			f := strings.Fields(col)
+			if len(f) == 0 {
+				continue
 			}
-			b.WriteString(strings.Join(row, "|") + "\n")
+			i := slices.IndexFunc(v.Columns, func(x grassColumn) bool { return strings.EqualFold(x.Name, f[0]) })
+			if c.module == "v.db.dropcolumn" {
+				if i <= 0 {
+					return errf("Column <%s> not found in table <%s>", f[0], name)
+				}
+				v.Columns = slices.Delete(v.Columns, i, i+1)
+				for _, r := range v.Records {
+					delete(r, f[0])
+				}
+				continue
+			}
+			if i >= 0 {
+				return errf("Column <%s> is already in the table", f[0])
+			}
+			if len(f) < 2 {
+				return errf("Missing type of column <%s>", f[0])
+			}
+			typ := sqlType(strings.Join(f[1:], " "))
+			if typ == "" {
+				return errf("Unknown column type <%s>", strings.Join(f[1:], " "))
+			}
+			v.Columns = append(v.Columns, grassColumn{f[0], typ})
+			for _, r := range v.Records {
+				r[f[0]] = nil
+			}
+		}
+		return "", "", 0
+	case "v.to.db":
+		if !c.flags['p'] || c.opt("option", false) != "coor" {
+			return errf("Only v.to.db -p option=coor is simulated")
+		}
+		if v.Type != "point" {
+			return "cat|x|y|z\n", "", 0
+		}
+		var b strings.Builder
+		b.WriteString("cat|x|y|z\n")
+		for i := range v.Features {
+			e, n := g.loc.point(v, i)
+			fmt.Fprintf(&b, "%d|%s|%s|0\n", i+1, strconv.FormatFloat(e, 'f', -1, 64), strconv.FormatFloat(n, 'f', -1, 64))
 		}
 		return b.String(), "", 0
+	case "g.mapset":
+		loc := c.opt("location", false)
+		if loc == "" {
+			loc = c.opt("project", false)
+		}
+		if loc == "" {
+			loc = g.loc.Name
+		}
+		l, ok := g.db[loc]
+		if !ok || c.opt("mapset", true) != PermanentMapset {
+			return errf("Mapset <%s> does not exist in project <%s>", c.opt("mapset", true), loc)
+		}
+		g.switchTo(l)
+		return "", fmt.Sprintf("Mapset switched to <%s@%s>\n", PermanentMapset, loc), 0
 	case "d.rast", "d.vect":
 		t := "raster"
 		if c.module == "d.vect" {
 			t = "vector"
 		}
-		name := c.opt("map", true)
+		name := mapName(c.opt("map", true))
 		if !g.exists(t, name) {
 			return errf("%s map <%s> not found", t, name)
 		}
-		g.removeLayer(t, name)
-		g.layers = append([]string{t + "/" + name}, g.layers...)
+		argv := []string{c.module, "map=" + name + "@" + PermanentMapset}
+		for _, k := range slices.Sorted(maps.Keys(c.opts)) {
+			if k != "map" {
+				argv = append(argv, k+"="+c.opts[k])
+			}
+		}
+		for _, f := range slices.Sorted(maps.Keys(c.flags)) {
+			argv = append(argv, "-"+string(f))
+		}
+		g.addLayer(t, name, argv)
 		return "", "", 0
 	case "d.erase":
 		g.layers = nil
 		return "", "", 0
 	case "help", "g.manual":
-		return "Simulated modules: d.erase d.rast d.vect g.copy g.list g.region g.remove g.rename g.version r.info r.mapcalc r.slope.aspect r.univar v.buffer v.db.select v.info\n", "", 0
+		return "Simulated modules: d.erase d.rast d.vect g.copy g.list g.mapset g.region g.remove g.rename g.version r.info r.mapcalc r.slope.aspect r.univar v.buffer v.db.addcolumn v.db.dropcolumn v.db.select v.info v.to.db\n", "", 0
 	}
 	if strings.Contains(c.module, ".") {
 		return errf("Module <%s> is not available in the simulator", c.module)
@@ -612,7 +690,7 @@ func (g *grass) mapcalc(line string, over bool) (string, string, int) {
 	if !expr.IsIdent(out) {
 		return "", fmt.Sprintf("ERROR: <%s> is an illegal file name\n", out), 1
 	}
-	if _, exists := g.rasters[out]; exists && !over {
+	if _, exists := g.rasters()[out]; exists && !over {
 		return "", fmt.Sprintf("ERROR: option <output>: <%s> exists. To overwrite, use the --overwrite flag\n", out), 1
 	}
 	node, err := expr.Parse(line[i+1:], expr.Mapcalc)
@@ -623,7 +701,7 @@ func (g *grass) mapcalc(line string, over bool) (string, string, int) {
 	var refs []*grassRaster
 	var refNames []string
 	for _, v := range expr.FreeVars(node) {
-		r, ok := g.rasters[v]
+		r, ok := g.rasters()[v]
 		if !ok {
 			if _, builtin := env.Lookup(v, nil); builtin {
 				continue
@@ -633,7 +711,7 @@ func (g *grass) mapcalc(line string, over bool) (string, string, int) {
 		refs = append(refs, r)
 		refNames = append(refNames, v)
 	}
-	data := make([]float64, grassRows*grassCols)
+	data := make([]float64, g.loc.Rows*g.loc.Cols)
 	integral := true
 	locals := map[string]expr.Value{}
 	for cell := range data {
@@ -656,25 +734,27 @@ func (g *grass) mapcalc(line string, over bool) (string, string, int) {
 	if integral {
 		typ = "CELL"
 	}
-	g.rasters[out] = &grassRaster{Name: out, Data: data, Type: typ, History: "r.mapcalc " + strings.TrimSpace(line)}
+	g.rasters()[out] = &grassRaster{Name: out, Data: data, Type: typ, History: "r.mapcalc " + strings.TrimSpace(line)}
 	return "", "", 0
 }
 
 // slopeAspect computes slope and aspect in degrees (Horn's method on the
 // 3×3 neighbourhood; edge cells are null).
-func slopeAspect(e []float64) ([]float64, []float64) {
+func slopeAspect(l *grassLocation, e []float64) ([]float64, []float64) {
 	sl := make([]float64, len(e))
 	as := make([]float64, len(e))
-	at := func(r, c int) float64 { return e[r*grassCols+c] }
-	for r := 0; r < grassRows; r++ {
-		for c := 0; c < grassCols; c++ {
-			i := r*grassCols + c
-			if r == 0 || c == 0 || r == grassRows-1 || c == grassCols-1 {
+	rows, cols := l.Rows, l.Cols
+	nsres, ewres := l.nsres(), l.ewres()
+	at := func(r, c int) float64 { return e[r*cols+c] }
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			i := r*cols + c
+			if r == 0 || c == 0 || r == rows-1 || c == cols-1 {
 				sl[i], as[i] = math.NaN(), math.NaN()
 				continue
 			}
-			dzdx := ((at(r-1, c+1) + 2*at(r, c+1) + at(r+1, c+1)) - (at(r-1, c-1) + 2*at(r, c-1) + at(r+1, c-1))) / (8 * grassRes)
-			dzdy := ((at(r+1, c-1) + 2*at(r+1, c) + at(r+1, c+1)) - (at(r-1, c-1) + 2*at(r-1, c) + at(r-1, c+1))) / (8 * grassRes)
+			dzdx := ((at(r-1, c+1) + 2*at(r, c+1) + at(r+1, c+1)) - (at(r-1, c-1) + 2*at(r, c-1) + at(r+1, c-1))) / (8 * ewres)
+			dzdy := ((at(r+1, c-1) + 2*at(r+1, c) + at(r+1, c+1)) - (at(r-1, c-1) + 2*at(r-1, c) + at(r-1, c+1))) / (8 * nsres)
 			sl[i] = math.Atan(math.Hypot(dzdx, dzdy)) * 180 / math.Pi
 			a := math.Atan2(dzdy, -dzdx) * 180 / math.Pi
 			if a < 0 {
@@ -686,54 +766,103 @@ func slopeAspect(e []float64) ([]float64, []float64) {
 	return sl, as
 }
 
-// Serve serves /dump, /version and /gcmd.
-func (g *grass) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
-	switch p {
-	case "/dump":
-		return desktop.JSON(g.State()), 200, true
-	case "/version":
-		return []byte("0.1"), 200, true
-	case "/gcmd":
-		var req struct {
-			Cmd    string         `json:"cmd"`
-			Kwargs map[string]any `json:"kwargs"`
+// sqlType is the SQL type db.describe reports for a column type of
+// v.db.addcolumn; "" for an unknown one.
+func sqlType(t string) string {
+	t = strings.ToLower(strings.TrimSpace(t))
+	switch {
+	case t == "integer" || t == "int":
+		return "INTEGER"
+	case t == "double precision" || t == "double" || t == "real":
+		return "DOUBLE PRECISION"
+	case strings.HasPrefix(t, "varchar") || strings.HasPrefix(t, "char"):
+		return "CHARACTER"
+	case t == "text":
+		return "TEXT"
+	case t == "date":
+		return "DATE"
+	}
+	return ""
+}
+
+func cloneRecords(rs []map[string]any) []map[string]any {
+	out := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		out[i] = maps.Clone(r)
+	}
+	return out
+}
+
+// vdbSelect is v.db.select: the attribute table as text (columns
+// separated by |, a header line unless -c) or, with format=json, GRASS
+// 8.4's JSON {"info": {"columns": [{"name", "sql_type", "is_number"}]},
+// "records": [...]}; where=COL='VALUE' (or COL=NUMBER) filters the rows.
+func vdbSelect(v *grassVector, c gcmd) (string, string, int) {
+	rows := v.Records
+	if w := c.opt("where", false); w != "" {
+		col, val, ok := strings.Cut(w, "=")
+		col, val = strings.TrimSpace(col), strings.Trim(strings.TrimSpace(val), "'\"")
+		if !ok || !slices.ContainsFunc(v.Columns, func(x grassColumn) bool { return x.Name == col }) {
+			return "", fmt.Sprintf("ERROR: Error in db_open_select_cursor(): no such column: %s\n", col), 1
 		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Cmd == "" {
-			return desktop.JSONError(`expected {"cmd": "module", "kwargs": {...}}`), 400, true
-		}
-		words := []string{req.Cmd}
-		for _, k := range slices.Sorted(maps.Keys(req.Kwargs)) {
-			v := req.Kwargs[k]
-			switch k {
-			case "flags":
-				words = append(words, "-"+fmt.Sprint(v))
-			case "overwrite":
-				if b, _ := v.(bool); b {
-					words = append(words, "--overwrite")
-				}
-			default:
-				var s string
-				switch v := v.(type) {
-				case string:
-					s = v
-				case float64:
-					s = strconv.FormatFloat(v, 'f', -1, 64)
-				default:
-					s = fmt.Sprint(v)
-				}
-				words = append(words, k+"="+s)
+		rows = nil
+		for _, r := range v.Records {
+			if cellText(r[col]) == val {
+				rows = append(rows, r)
 			}
 		}
-		stdout, stderr, code := g.run(parseGcmd(words))
-		g.history = append(g.history, strings.Join(words, " "))
-		var out any = stdout
-		var parsed any
-		if json.Unmarshal([]byte(stdout), &parsed) == nil && strings.HasPrefix(strings.TrimSpace(stdout), "{") {
-			out = parsed
-		}
-		return desktop.JSON(map[string]any{"stdout": out, "stderr": stderr, "returncode": code}), 200, true
 	}
-	return nil, 0, false
+	if strings.EqualFold(c.opt("format", false), "json") {
+		var cols []any
+		for _, col := range v.Columns {
+			cols = append(cols, map[string]any{"name": col.Name, "sql_type": col.SQLType,
+				"is_number": col.SQLType == "INTEGER" || col.SQLType == "DOUBLE PRECISION"})
+		}
+		recs := []any{}
+		for _, r := range rows {
+			rec := map[string]any{}
+			for _, col := range v.Columns {
+				rec[col.Name] = r[col.Name]
+			}
+			recs = append(recs, rec)
+		}
+		b, err := json.Marshal(map[string]any{"info": map[string]any{"columns": cols}, "records": recs})
+		if err != nil {
+			return "", "ERROR: " + err.Error() + "\n", 1
+		}
+		return string(b) + "\n", "", 0
+	}
+	var b strings.Builder
+	var names []string
+	for _, col := range v.Columns {
+		names = append(names, col.Name)
+	}
+	if !c.flags['c'] {
+		b.WriteString(strings.Join(names, "|") + "\n")
+	}
+	for _, r := range rows {
+		var cells []string
+		for _, n := range names {
+			cells = append(cells, cellText(r[n]))
+		}
+		b.WriteString(strings.Join(cells, "|") + "\n")
+	}
+	return b.String(), "", 0
+}
+
+// cellText prints an attribute value as v.db.select does.
+func cellText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case int:
+		return strconv.Itoa(v)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // Layout.
@@ -782,11 +911,11 @@ func (g *grass) Click(u *desktop.UI, el desktop.Element, button string, clicks i
 	case "run":
 		u.SubmitField("console")
 	case "zoomin":
-		g.zoom = math.Min(64, g.zoom*2)
+		g.scale /= 2
 	case "zoomout":
-		g.zoom = math.Max(1.0/64, g.zoom/2)
+		g.scale *= 2
 	case "zoomregion":
-		g.zoom, g.panX, g.panY = 1, 0, 0
+		g.zoomToRegion()
 	case "erase":
 		g.layers = nil
 	case "catalog":
@@ -795,33 +924,85 @@ func (g *grass) Click(u *desktop.UI, el desktop.Element, button string, clicks i
 		}
 		row := (pt.Y - el.Box.Min.Y - 18) / screen.LineH
 		rows := g.catalogRows()
-		if row >= 0 && row < len(rows) && strings.Contains(rows[row], "/") {
-			kind, name, _ := strings.Cut(rows[row], "/")
-			mod := "d.rast"
-			if kind == "vector" {
-				mod = "d.vect"
+		if row < 0 || row >= len(rows) {
+			return
+		}
+		switch n := rows[row]; n.Type {
+		case "raster", "vector":
+			g.displayNode(n)
+		case "location", "mapset":
+			if n.Location != g.loc.Name {
+				g.switchTo(g.db[n.Location])
+				u.SetStatus("Current project <" + n.Location + ">, mapset <PERMANENT>")
 			}
-			g.runLine(u, mod+" map="+name)
 		}
 	}
 }
 
-// catalogRows lists the rows of the data catalog: headers and maps.
-func (g *grass) catalogRows() []string {
-	rows := []string{"PERMANENT", "raster"}
-	for _, n := range slices.Sorted(maps.Keys(g.rasters)) {
-		rows = append(rows, "raster/"+n)
+// catalogNode is a node of the data catalog: its data (what /init/layer
+// queries match) and where it is.
+type catalogNode struct {
+	Type, Name string // grassdb, location, mapset, raster, vector
+	Location   string
+}
+
+// data is the node's data dictionary as the data catalog holds it.
+func (n catalogNode) data(current string) map[string]any {
+	d := map[string]any{"type": n.Type, "name": n.Name}
+	if n.Type == "mapset" {
+		d["current"], d["lock"], d["owner"], d["is_different_owner"] = n.Location == current, n.Location == current, "user", false
 	}
-	rows = append(rows, "vector")
-	for _, n := range slices.Sorted(maps.Keys(g.vectors)) {
-		rows = append(rows, "vector/"+n)
+	return d
+}
+
+// catalogNodes is the data catalog in depth-first order: the database,
+// each location (by name) with its PERMANENT mapset and that mapset's
+// rasters then vectors (by name).
+func (g *grass) catalogNodes() []catalogNode {
+	out := []catalogNode{{Type: "grassdb", Name: GRASSDB}}
+	for _, ln := range slices.Sorted(maps.Keys(g.db)) {
+		l := g.db[ln]
+		out = append(out, catalogNode{"location", ln, ln}, catalogNode{"mapset", PermanentMapset, ln})
+		for _, r := range slices.Sorted(maps.Keys(l.rasters)) {
+			out = append(out, catalogNode{"raster", r, ln})
+		}
+		for _, v := range slices.Sorted(maps.Keys(l.vectors)) {
+			out = append(out, catalogNode{"vector", v, ln})
+		}
+	}
+	return out
+}
+
+// catalogRows lists the rows of the data catalog as drawn: the
+// locations, the current one expanded with its mapset and maps.
+func (g *grass) catalogRows() []catalogNode {
+	var rows []catalogNode
+	for _, n := range g.catalogNodes() {
+		if n.Type == "location" || n.Location == g.loc.Name && n.Type != "grassdb" {
+			rows = append(rows, n)
+		}
 	}
 	return rows
 }
 
-// Submit runs the console's command.
+// displayNode displays a map of the data catalog (a double click on it):
+// in the current location it adds the layer; a map of another location
+// asks whether to switch (a modal dialog) and displays nothing.
+func (g *grass) displayNode(n catalogNode) bool {
+	if n.Location != g.loc.Name {
+		return false
+	}
+	mod := "d.rast"
+	if n.Type == "vector" {
+		mod = "d.vect"
+	}
+	g.addLayer(n.Type, n.Name, []string{mod, "map=" + n.Name + "@" + PermanentMapset})
+	return true
+}
+
+// Submit runs the console's command (unless /init/cmd disabled it).
 func (g *grass) Submit(u *desktop.UI, id, text string) bool {
-	if id == "console" {
+	if id == "console" && !g.cmdDisabled {
 		g.runLine(u, text)
 		return true
 	}
@@ -837,8 +1018,7 @@ func (g *grass) Scroll(u *desktop.UI, el desktop.Element, dx, dy int) {
 	case "output":
 		g.outScroll = max(0, min(len(g.console), g.outScroll+dy))
 	case "map":
-		g.zoom = math.Max(1.0/64, math.Min(64, g.zoom*math.Pow(1.25, float64(dy))))
-		g.zoom = expr.RoundSig(g.zoom, 10)
+		g.scale = expr.RoundSig(g.scale*math.Pow(1.25, float64(-dy)), 10)
 	}
 }
 
@@ -847,7 +1027,7 @@ func (g *grass) Drag(u *desktop.UI, el desktop.Element, from, to image.Point) {
 	if el.ID != "map" {
 		return
 	}
-	per := (grassE - grassW) / float64(grassMapBox.Dx()) / g.zoom
-	g.panX = expr.RoundSig(g.panX-float64(to.X-from.X)*per, 10)
-	g.panY = expr.RoundSig(g.panY+float64(to.Y-from.Y)*per, 10)
+	per := g.scale / ppm // map units per pixel
+	g.centerE = expr.RoundSig(g.centerE-float64(to.X-from.X)*per, 10)
+	g.centerN = expr.RoundSig(g.centerN+float64(to.Y-from.Y)*per, 10)
 }

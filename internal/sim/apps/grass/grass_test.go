@@ -1,22 +1,175 @@
 package grass
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
 )
 
-func TestGRASSCommands(t *testing.T) {
-	m := desktoptest.Start(t, Spec(), "grass --gui")
-	if r := m.Get("/gcmd", `{"cmd": "r.univar", "kwargs": {"map": "elevation", "format": "json"}}`); r["returncode"] != float64(0) {
-		t.Fatalf("r.univar: %v", r)
-	} else if st := r["stdout"].(map[string]any); st["n"] != float64(grassRows*grassCols) || st["max"].(float64) < st["min"].(float64) {
-		t.Errorf("r.univar stdout %v", st)
+// server starts GRASS as the benchmark does and returns the machine, the
+// app and a function that sends one request to its server.
+func server(t *testing.T) (*desktoptest.Machine, *grass, func(method, path, body string) (string, int)) {
+	t.Helper()
+	spec := Spec()
+	var u *desktop.UI
+	var g *grass
+	start := spec.Start
+	spec.Start = func(ui *desktop.UI, args []string) desktop.App {
+		a := start(ui, args)
+		u, g = ui, a.(*grass)
+		return a
 	}
-	dump := func() map[string]any { return m.Get("/dump", "") }
+	m := desktoptest.Start(t, spec, `gnome-terminal -- /bin/bash -ic "FLASK_PORT=8000 grass --gui /home/user/grassdata/world_latlong_wgs84/PERMANENT"`)
+	return m, g, func(method, path, body string) (string, int) {
+		var b []byte
+		if body != "" || method == "POST" {
+			b = []byte(body)
+		}
+		resp, status, ok := g.Serve(u, method, path, nil, b)
+		if !ok {
+			return "", 404
+		}
+		return string(resp), status
+	}
+}
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%v: %.300s", err, s)
+	}
+	return v
+}
+
+func TestServerRoutes(t *testing.T) {
+	_, g, call := server(t)
+	if g.loc.Name != WorldLocation {
+		t.Fatalf("started in %s", g.loc.Name)
+	}
+	for _, r := range []struct {
+		method, path, body string
+		status             int
+		want               string // exact body; "-" for not checked
+	}{
+		{"GET", "/version", "", 200, "1.0"},
+		{"HEAD", "/version", "", 200, "1.0"},
+		{"POST", "/version", "{}", 405, "-"},
+		{"GET", "/init/map", "", 405, "-"},
+		{"HEAD", "/gcmd", "", 405, "-"},
+		{"GET", "/quit", "", 404, ""},
+		{"GET", "/gcmd2", "", 404, ""},
+		{"POST", "/init/map", "{", 400, "-"},
+		{"POST", "/init/map", "[1]", 500, "-"},
+		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset"}`, 500, "-"},
+		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "nowhere", "mapset": "PERMANENT"}`, 200, "ERROR"},
+		{"POST", "/init/map", `{"grassdb": "/tmp", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`, 200, "ERROR"},
+		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "user1"}`, 200, "ERROR"},
+		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`, 200, "OK"},
+		{"POST", "/init/layer", `{"query": {"name": "natural_earth"}}`, 200, "OK"},
+		{"POST", "/init/layer", `{"query": {"name": "boundary_region"}}`, 200, "ERROR"}, // another location: a modal dialog
+		{"POST", "/init/layer", `{"query": {"name": "nothing"}}`, 200, "ERROR"},
+		{"POST", "/init/layer", `{"query": ["countries"]}`, 200, "ERROR"},
+		{"POST", "/init/layer", `{"query": {"type": "location", "name": "natural_earth_dataset"}}`, 200, "OK"},
+		{"POST", "/init/layer", `{"query": {"name": "countries", "type": "vector"}}`, 200, "OK"},
+		{"POST", "/init/layer", `{}`, 500, "-"},
+		{"POST", "/init/scale", `{"scale": "25"}`, 200, "ERROR"},
+		{"POST", "/init/scale", `{"scale": 25}`, 200, "OK"},
+		{"POST", "/init/scale", `{}`, 500, "-"},
+		{"POST", "/gcmd", `{"cmd": "g.list"}`, 500, "-"},
+		{"POST", "/gcmd", `{"cmd": "g.list", "kwargs": [1]}`, 500, "-"},
+		{"POST", "/gcmd", `{"cmd": 5, "kwargs": {}}`, 200, "ERROR"},
+		{"POST", "/gcmd", `{"cmd": "g.list", "kwargs": {"type": "raster", "format": "json"}}`, 500, "-"}, // plain text is no JSON
+	} {
+		got, status := call(r.method, r.path, r.body)
+		if status != r.status || r.want != "-" && got != r.want {
+			t.Errorf("%s %s %s = %d %.100q, want %d %q", r.method, r.path, r.body, status, got, r.status, r.want)
+		}
+		if status == 405 && !strings.Contains(got, "<title>405 Method Not Allowed</title>") {
+			t.Errorf("%s %s: not Werkzeug's 405 page: %q", r.method, r.path, got)
+		}
+	}
+
+	// The dump's schema.
+	body, _ := call("GET", "/dump", "")
+	d := decode(t, body)
+	for _, k := range []string{"layers", "windows", "toolbars", "statusbar", "region", "output"} {
+		if _, ok := d[k]; !ok || len(d) != 6 {
+			t.Errorf("dump lacks %q: %v", k, d)
+		}
+	}
+	layers := d["layers"].([]any)
+	if len(layers) != 2 || layers[0].(map[string]any)["name"] != "natural_earth@PERMANENT" || layers[1].(map[string]any)["name"] != "countries@PERMANENT" {
+		t.Errorf("layers %v", layers)
+	}
+	l1 := layers[1].(map[string]any)
+	if l1["type"] != "vector" || l1["opacity"] != 1.0 || fmt.Sprint(l1["cmd"]) != "[d.vect map[map:countries@PERMANENT]]" {
+		t.Errorf("layer %v", l1)
+	}
+	w := d["windows"].([]any)[1].(map[string]any)
+	data := w["_data"].([]any)
+	if w["name"] != "countries@PERMANENT" || w["_text"] != "countries@PERMANENT" || data[1].(map[string]any)["name"] != "d.vect" {
+		t.Errorf("window %v", w)
+	}
+	if tb := d["toolbars"].(map[string]any); tb["shown"] != true || tb["layer"] != nil || fmt.Sprint(tb["keys"]) != "[map]" {
+		t.Errorf("toolbars %v", tb)
+	}
+	if sb := d["statusbar"].(map[string]any); sb["scale"] != 25.0 || sb["mode"] != 0.0 {
+		t.Errorf("statusbar %v", sb)
+	}
+	region := d["region"].(map[string]any)
+	for _, k := range []string{"n", "s", "e", "w", "nsres", "ewres", "rows", "cols", "cells", "center_easting", "center_northing", "projection", "zone"} {
+		if _, ok := region[k]; !ok {
+			t.Errorf("region lacks %s: %v", k, region)
+		}
+	}
+	// Scale 25 (map units per metre of screen) about the centre (0, 0).
+	if width := region["e"].(float64) - region["w"].(float64); math.Abs(width-25*float64(displayCols())/ppm) > 1e-9 || region["center_easting"] != 0.0 {
+		t.Errorf("region %v", region)
+	}
+
+	// /gcmd: stdout parsed when format=json, text otherwise; not in the console.
+	before := len(g.console)
+	body, status := call("POST", "/gcmd", `{"cmd": "v.db.select", "kwargs": {"map": "countries@PERMANENT", "format": "json"}}`)
+	r := decode(t, body)
+	out, ok := r["stdout"].(map[string]any)
+	if status != 200 || r["returncode"] != 0.0 || !ok || len(r) != 2 {
+		t.Fatalf("/gcmd json: %d %.300s", status, body)
+	}
+	cols := out["info"].(map[string]any)["columns"].([]any)
+	recs := out["records"].([]any)
+	if cols[0].(map[string]any)["name"] != "cat" || cols[0].(map[string]any)["sql_type"] != "INTEGER" || len(recs) != len(countryNames) || recs[0].(map[string]any)["cat"] != 1.0 {
+		t.Errorf("v.db.select json: %v / %v", cols, recs[0])
+	}
+	body, _ = call("POST", "/gcmd", `{"cmd": "v.db.select", "kwargs": {"map": "countries", "flags": "c", "where": "NAME='Bulgaria'"}}`)
+	if r := decode(t, body); !strings.HasPrefix(r["stdout"].(string), "4|Bulgaria|") {
+		t.Errorf("v.db.select where: %v", r)
+	}
+	body, _ = call("POST", "/gcmd", `{"cmd": "r.univar", "kwargs": {"map": "nothere"}}`)
+	if r := decode(t, body); r["returncode"] != 1.0 || r["stdout"] != "" {
+		t.Errorf("failing module: %v", r)
+	}
+	if len(g.console) != before {
+		t.Error("/gcmd wrote to the console")
+	}
+
+	// /init/cmd disables the console.
+	if got, _ := call("GET", "/init/cmd", ""); got != "OK" || !g.cmdDisabled {
+		t.Errorf("/init/cmd: %q", got)
+	}
+}
+
+func TestGRASSCommands(t *testing.T) {
+	m, g, call := server(t)
+	call("POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "grassdata_piemonte_utm32n_wgs84_grass7", "mapset": "PERMANENT"}`)
+	output := func() string { return g.dump()["output"].(string) }
 	m.Click("GRASS Console tab")
 	m.Click("GRASS console")
 	// want is what the console shows after the line, if anything.
@@ -24,42 +177,68 @@ func TestGRASSCommands(t *testing.T) {
 		{line: `r.mapcalc "double = elevation * 2"`},
 		{line: `r.mapcalc expression="double = 1"`, want: "To overwrite, use the --overwrite flag"}, // exists without --overwrite
 		{line: "g.region raster=elevation"},
-		{line: "g.remove type=raster name=landuse", want: "Nothing removed"}, // no -f: nothing removed
+		{line: "g.remove type=raster name=lakes", want: "Nothing removed"}, // no -f: nothing removed
 		{line: "d.rast elevation"},
-		{line: "d.vect map=roads"},
+		{line: "d.vect map=roadsmajor color=255:255:255:255"},
 		{line: "v.buffer input=schools output=sb distance=50"},
 		{line: "g.rename vector=sb,school_buffers"},
 		{line: "g.copy raster=double,double2"},
 		{line: "r.slope.aspect elevation=elevation slope=s aspect=a"},
 		{line: "v.info nothere", want: "Vector map <nothere> not found"},
+		{line: `v.db.addcolumn map=boundary_region columns="COLOR varchar(20)"`},
+		{line: "v.db.dropcolumn map=boundary_region columns=ISTAT"},
+		{line: "v.db.select map=boundary_region", want: "cat|NOME|COLOR\n1|TORINO|"},
+		{line: "v.to.db -p map=hospitals option=coor", want: "cat|x|y|z\n1|"},
+		{line: "v.info map=boundary_region@PERMANENT", want: "Number of areas:        8"},
 	} {
 		m.Write(c.line + "\n")
-		if console := fmt.Sprint(dump()["console"]); !strings.Contains(console, c.want) {
-			t.Errorf("%s: console lacks %q:\n%s", c.line, c.want, console)
+		if out := output(); !strings.Contains(out, c.line+"\n") || !strings.Contains(out, c.want) {
+			t.Errorf("%s: output lacks the command or %q:\n%s", c.line, c.want, out[max(0, len(out)-600):])
 		}
 	}
-	d := dump()
-	rasters := fmt.Sprint(d["raster_list"])
-	if rasters != "[a double double2 elevation elevation_tmp landuse s]" {
-		t.Errorf("rasters %s", rasters)
+	rs := fmt.Sprint(slices.Sorted(maps.Keys(g.rasters())))
+	if rs != "[a double double2 elevation lakes s]" {
+		t.Errorf("rasters %s", rs)
 	}
-	if fmt.Sprint(d["vector_list"]) != "[roads school_buffers schools streams]" {
-		t.Errorf("vectors %v", d["vector_list"])
+	if vs := fmt.Sprint(slices.Sorted(maps.Keys(g.vectors()))); !strings.Contains(vs, "school_buffers") || strings.Contains(vs, " sb ") {
+		t.Errorf("vectors %s", vs)
 	}
-	if fmt.Sprint(d["layers"]) != "[vector/roads raster/elevation]" {
-		t.Errorf("layers %v", d["layers"])
+	d := g.dump()
+	var names []string
+	for _, l := range d["layers"].([]any) {
+		names = append(names, l.(map[string]any)["name"].(string))
 	}
-	region := d["region"].(map[string]any)
-	if region["rows"] != float64(grassRows) || region["n"] != grassN {
-		t.Errorf("region %v", region)
+	if fmt.Sprint(names) != "[elevation@PERMANENT roadsmajor@PERMANENT]" {
+		t.Errorf("layers (bottom first) %v", names)
 	}
-	el := d["rasters"].(map[string]any)["elevation"].(map[string]any)
-	dbl := d["rasters"].(map[string]any)["double"].(map[string]any)
-	if math.Abs(dbl["max"].(float64)-2*el["max"].(float64)) > 1e-6 {
-		t.Errorf("double max %v, elevation max %v", dbl["max"], el["max"])
+	for _, p := range d["windows"].([]any)[1].(map[string]any)["_data"].([]any)[1].(map[string]any)["params"].([]any) {
+		if p := p.(map[string]any); p["name"] == "color" && p["value"] != "255:255:255:255" {
+			t.Errorf("color param %v", p)
+		}
+	}
+	dbl, el := g.rasters()["double"], g.rasters()["elevation"]
+	_, _, dmx, _, _, _ := rasterStats(dbl.Data)
+	_, _, emx, _, _, _ := rasterStats(el.Data)
+	if math.Abs(dmx-2*emx) > 1e-6 {
+		t.Errorf("double max %v, elevation max %v", dmx, emx)
+	}
+	// g.region keeps the extent and adjusts the resolution.
+	m.Write("g.region n=5100000 s=4900000 res=30000\n")
+	if r := g.region; r.N != 5100000 || r.S != 4900000 || math.Abs(r.NSRes-200000.0/7) > 1e-6 {
+		t.Errorf("region %+v", r)
 	}
 	m.Write("d.erase\n")
-	if len(dump()["layers"].([]any)) != 0 {
+	if len(g.dump()["layers"].([]any)) != 0 {
 		t.Error("d.erase kept layers")
+	}
+	m.Write("g.mapset mapset=PERMANENT location=natural_earth_dataset\n")
+	if g.loc.Name != NaturalEarth {
+		t.Errorf("g.mapset: %s", g.loc.Name)
+	}
+	// The zoom buttons halve and double the scale.
+	s := g.scale
+	m.Click("GRASS Zoom In button")
+	if g.scale != s/2 {
+		t.Errorf("zoom in: %v → %v", s, g.scale)
 	}
 }

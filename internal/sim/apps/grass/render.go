@@ -35,10 +35,8 @@ var landuseColors = []color.RGBA{{200, 200, 200, 255}, {230, 0, 0, 255}, {255, 2
 // mapToScreen converts map coordinates to display pixels.
 func (g *grass) mapToScreen(e, n float64) (float64, float64) {
 	b := grassMapBox
-	per := float64(b.Dx()) / (grassE - grassW) * g.zoom
-	cx := (grassE+grassW)/2 + g.panX
-	cy := (grassN+grassS)/2 + g.panY
-	return float64(b.Min.X+b.Dx()/2) + (e-cx)*per, float64(b.Min.Y+b.Dy()/2) - (n-cy)*per
+	per := ppm / g.scale // pixels per map unit
+	return float64(b.Min.X+b.Dx()/2) + (e-g.centerE)*per, float64(b.Min.Y+b.Dy()/2) - (n-g.centerN)*per
 }
 
 // Render draws the toolbar, the map, the layer manager and the status
@@ -60,7 +58,7 @@ func (g *grass) Render(cv *screen.Canvas, u *desktop.UI) {
 		cv.Noise(inner, screen.Hash("grass-layers"), screen.GrainPanel)
 		for i, lay := range g.layers {
 			r := image.Rect(inner.Min.X, inner.Min.Y+i*24, inner.Max.X, inner.Min.Y+i*24+24)
-			cv.Checkbox(r.Inset(2), lay, true, false)
+			cv.Checkbox(r.Inset(2), lay.Map, lay.Checked, false)
 		}
 		if len(g.layers) == 0 {
 			cv.Text(inner.Min.X+6, inner.Min.Y+6, "No layers. Use d.rast / d.vect or the Data tab.", screen.ColDim)
@@ -69,19 +67,23 @@ func (g *grass) Render(cv *screen.Canvas, u *desktop.UI) {
 		inner := cv.Panel(grassOutputBox, "Command console", screen.ColField)
 		cv.Noise(inner, screen.Hash("grass-console"), screen.GrainPanel)
 		cv.Lines(inner, g.console, g.outScroll, screen.ColText)
-		u.DrawField(cv, "console", "Type a GRASS command, e.g. g.list raster")
+		placeholder := "Type a GRASS command, e.g. g.list raster"
+		if g.cmdDisabled {
+			placeholder = "The console is disabled"
+		}
+		u.DrawField(cv, "console", placeholder)
 		cv.Button(u.Element("run").Box, "Run", false)
 	default:
 		inner := cv.Panel(grassPanelBox, "Data catalog (double-click a map to display it)", screen.ColField)
 		cv.Noise(inner, screen.Hash("grass-catalog"), screen.GrainPanel)
 		y := inner.Min.Y + 1
 		for _, row := range g.catalogRows() {
-			indent := 4
-			text := row
-			if k, n, ok := strings.Cut(row, "/"); ok {
-				indent, text = 28, n+"  ("+k+")"
-			} else if row != "PERMANENT" {
-				indent = 16
+			indent, text := 4, row.Name
+			switch row.Type {
+			case "raster", "vector":
+				indent, text = 28, row.Name+"  ("+row.Type+")"
+			case "mapset":
+				indent, text = 16, row.Name+"  (current)"
 			}
 			cv.TextClip(inner.Min.X+indent, y, text, screen.ColText, inner)
 			y += screen.LineH
@@ -91,9 +93,9 @@ func (g *grass) Render(cv *screen.Canvas, u *desktop.UI) {
 	cv.Fill(image.Rect(0, 724, 764, 752), screen.RGB(0xd4, 0xd4, 0xd2))
 	coords := "Coordinates: outside the map"
 	if cur := u.Cursor(); cur.In(grassMapBox) {
-		per := float64(grassMapBox.Dx()) / (grassE - grassW) * g.zoom
-		e := (grassE+grassW)/2 + g.panX + float64(cur.X-(grassMapBox.Min.X+grassMapBox.Dx()/2))/per
-		n := (grassN+grassS)/2 + g.panY - float64(cur.Y-(grassMapBox.Min.Y+grassMapBox.Dy()/2))/per
+		per := ppm / g.scale
+		e := g.centerE + float64(cur.X-(grassMapBox.Min.X+grassMapBox.Dx()/2))/per
+		n := g.centerN - float64(cur.Y-(grassMapBox.Min.Y+grassMapBox.Dy()/2))/per
 		coords = fmt.Sprintf("E: %.1f  N: %.1f", e, n)
 	}
 	cv.Text(12, 731, coords, screen.ColText)
@@ -106,10 +108,15 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 	b := grassMapBox
 	cv.Fill(b, screen.ColWhite)
 	cv.Frame(b, screen.ColBorder)
-	seed := screen.Hash("grass-map", strings.Join(g.layers, ","), gnum(g.zoom), gnum(g.panX), gnum(g.panY))
+	var names []string
+	for _, l := range g.layers {
+		names = append(names, l.Kind+"/"+l.Map+"/"+strings.Join(l.Cmd, " "))
+	}
+	seed := screen.Hash("grass-map", g.loc.Name, strings.Join(names, ","), gnum(g.scale), gnum(g.centerE), gnum(g.centerN))
+	l := g.loc
 	pix := cv.Img.Pix
 	for _, name := range g.displayed("raster") {
-		r := g.rasters[name]
+		r := g.rasters()[name]
 		if r == nil {
 			continue
 		}
@@ -119,7 +126,7 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 			span = 1
 		}
 		// Colour every cell once, then map pixels to cells.
-		categorical := name == "landuse" || r.Type == "CELL" && mx-mn <= 8
+		categorical := r.Type == "CELL" && mx-mn <= 8
 		cellCol := make([]color.RGBA, len(r.Data))
 		cellOK := make([]bool, len(r.Data))
 		for i, v := range r.Data {
@@ -133,27 +140,25 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 				cellCol[i] = elevRamp((v - mn) / span)
 			}
 		}
-		per := float64(b.Dx()) / (grassE - grassW) * g.zoom
-		cx := (grassE+grassW)/2 + g.panX
-		cy := (grassN+grassS)/2 + g.panY
+		per := ppm / g.scale
 		colOf := make([]int, b.Dx())
 		for x := range colOf {
-			e := cx + (float64(b.Min.X+x)-float64(b.Min.X+b.Dx()/2))/per
-			colOf[x] = int(math.Floor((e - grassW) / grassRes))
+			e := g.centerE + (float64(b.Min.X+x)-float64(b.Min.X+b.Dx()/2))/per
+			colOf[x] = int(math.Floor((e - l.W) / l.ewres()))
 		}
 		for y := b.Min.Y + 1; y < b.Max.Y-1; y++ {
-			n := cy - (float64(y)-float64(b.Min.Y+b.Dy()/2))/per
-			row := int(math.Floor((grassN - n) / grassRes))
-			if row < 0 || row >= grassRows {
+			n := g.centerN - (float64(y)-float64(b.Min.Y+b.Dy()/2))/per
+			row := int(math.Floor((l.N - n) / l.nsres()))
+			if row < 0 || row >= l.Rows {
 				continue
 			}
 			off := y*cv.Img.Stride + 4*(b.Min.X+1)
 			for x := b.Min.X + 1; x < b.Max.X-1; x, off = x+1, off+4 {
 				col := colOf[x-b.Min.X]
-				if col < 0 || col >= grassCols {
+				if col < 0 || col >= l.Cols {
 					continue
 				}
-				i := row*grassCols + col
+				i := row*l.Cols + col
 				if !cellOK[i] {
 					continue
 				}
@@ -164,7 +169,7 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 	}
 	cv.Noise(b.Inset(1), seed, screen.GrainMain)
 	for _, name := range g.displayed("vector") {
-		v := g.vectors[name]
+		v := g.vectors()[name]
 		if v == nil {
 			continue
 		}
@@ -184,8 +189,8 @@ func (g *grass) renderMap(cv *screen.Canvas) {
 func (g *grass) displayed(kind string) []string {
 	var out []string
 	for _, l := range slices.Backward(g.layers) {
-		if k, name, _ := strings.Cut(l, "/"); k == kind {
-			out = append(out, name)
+		if l.Kind == kind && l.Checked {
+			out = append(out, mapName(l.Map))
 		}
 	}
 	return out
@@ -198,19 +203,23 @@ func (g *grass) drawVector(cv *screen.Canvas, v *grassVector) {
 		rng = screen.Mix64(rng)
 		return float64(rng>>11) / (1 << 53)
 	}
-	c := map[string]color.RGBA{"roads": screen.RGB(90, 90, 90), "streams": screen.RGB(30, 90, 220), "schools": screen.RGB(200, 30, 30)}[v.geomSeed]
-	if c == (color.RGBA{}) {
-		c = screen.RGB(120, 60, 160)
+	c := screen.RGB(120, 60, 160)
+	switch v.Type {
+	case "point":
+		c = screen.RGB(200, 30, 30)
+	case "line":
+		c = screen.RGB(90, 90, 90)
 	}
+	l := g.loc
 	bufPx := 0.0
 	if v.Buffer > 0 {
-		bufPx = v.Buffer * float64(b.Dx()) / (grassE - grassW) * g.zoom
+		bufPx = v.Buffer * ppm / g.scale
 	}
+	step := (l.E - l.W) / 60
 	for i := 0; i < v.Features; i++ {
-		e := grassW + rnd()*(grassE-grassW)
-		n := grassS + rnd()*(grassN-grassS)
+		e, n := l.point(v, i)
 		x, y := g.mapToScreen(e, n)
-		if v.Type == "point" || v.geomSeed == "schools" {
+		if v.Type == "point" {
 			if bufPx > 0 {
 				cv.Disc(x, y, math.Max(1, bufPx), screen.RGB(255, 200, 200), false, b)
 			}
@@ -221,8 +230,8 @@ func (g *grass) drawVector(cv *screen.Canvas, v *grassVector) {
 		ang := rnd() * 2 * math.Pi
 		for s := 0; s < 6; s++ {
 			ang += (rnd() - 0.5) * 0.8
-			e += math.Cos(ang) * 600
-			n += math.Sin(ang) * 600
+			e += math.Cos(ang) * step
+			n += math.Sin(ang) * step
 			nx, ny := g.mapToScreen(e, n)
 			if (image.Point{int(nx), int(ny)}).In(b) && (image.Point{int(px), int(py)}).In(b) {
 				if bufPx > 0 {

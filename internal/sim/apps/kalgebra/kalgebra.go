@@ -1,18 +1,16 @@
 // Package kalgebra is part of codapipe's SIMULATOR (see package sim): the
 // simulated KAlgebra, a calculator (console, variables, expression input)
-// with 2D and 3D graph tabs and a dictionary tab, and the state server of
-// ScienceBoard's KAlgebra build (/vars, /eqns, /tab, /func2d, /func3d).
-// Expressions use the language of package expr: p := 3*4 assigns,
-// f := x->x^2 defines a function, sin(x) or x->sin(x) or x^2+y^2=1 plots
-// in 2D, x*y or x^2+y^2+z^2=1 in 3D.
+// with 2D and 3D graph tabs and a dictionary tab, and the HTTP server of
+// ScienceBoard's KAlgebra build (see server.go). Expressions use the
+// language of package expr: p := 3*4 assigns, f := x->x^2 defines a
+// function, sin(x) or x->sin(x) or x^2+y^2=1 plots in 2D, x*y or
+// x^2+y^2+z^2=1 in 3D (one 3D plot at a time: a new one replaces it).
 package kalgebra
 
 import (
-	"encoding/json"
 	"fmt"
 	"image"
 	"math"
-	"net/url"
 	"strings"
 
 	"github.com/codapipe/codapipe/internal/sim/desktop"
@@ -31,9 +29,12 @@ func Spec() desktop.AppSpec {
 }
 
 type kplot struct {
-	Expr  string // canonical text
+	// Expr is the plot's function as KAlgebra prints it: a lambda, an
+	// equation as its left side minus its right side ("(x, y)->x^2+y^2-9").
+	Expr  string
 	Dim   int    // 2 or 3
-	Kind  string // explicit, implicit
+	Kind  string // explicit (y = f(x), z = f(x, y)), implicit (f(x, y[, z]) = 0)
+	Color string // #rrggbb
 	node  expr.Node
 	param []string // explicit: the lambda's parameters (x or x,y)
 }
@@ -51,6 +52,7 @@ type kalgebra struct {
 	plots        []*kplot
 	sel2d        int // selected row of the 2D function list (-1: none)
 	sel3d        int
+	colors       int     // plots added so far (the next plot's color)
 	viewX        float64 // 2D view centre
 	viewY        float64
 	viewSpan     float64 // x range width
@@ -173,6 +175,19 @@ func (k *kalgebra) addPlot(text string, dim int) (*kplot, error) {
 			return nil, err
 		}
 		p.Kind = "implicit"
+		free := map[string]bool{}
+		for _, v := range expr.FreeVars(n) {
+			free[v] = true
+		}
+		switch {
+		case dim == 3 && !free["z"] && free["x"] && free["y"]:
+			// KAlgebra makes x^2-y^2=2 the function (x, y)->x^2-y^2-2
+			// of a surface z = f(x, y).
+			zero, _ := expr.EquationZero(n)
+			p.Kind, p.param, p.node = "explicit", []string{"x", "y"}, zero
+		case !free["x"] || !free["y"] || dim == 3 && !free["z"]:
+			return nil, fmt.Errorf("an equation in fewer variables than its plot's axes is not simulated")
+		}
 	default:
 		p.Kind = "explicit"
 	}
@@ -191,7 +206,8 @@ func (k *kalgebra) addPlot(text string, dim int) (*kplot, error) {
 	if p.Kind == "explicit" {
 		p.Expr = expr.FormatLambda(p.param, p.node)
 	} else {
-		p.Expr = expr.Format(p.node)
+		zero, _ := expr.EquationZero(p.node)
+		p.Expr = expr.FormatLambda(axes[:dim], zero)
 	}
 	// Check that it evaluates somewhere.
 	if _, err := k.plotValue(p, []float64{0.5, 0.5, 0.5}); err != nil {
@@ -215,27 +231,6 @@ func (k *kalgebra) plotValue(p *kplot, pt []float64) (float64, error) {
 		}
 	}
 	return k.env.Num(p.node, locals)
-}
-
-// onPlot reports whether the point lies on the plot (relative tolerance
-// 1e-6).
-func (k *kalgebra) onPlot(p *kplot, pt []float64) bool {
-	if len(pt) != p.Dim {
-		return false
-	}
-	v, err := k.plotValue(p, pt)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return false
-	}
-	if p.Kind == "explicit" {
-		want := pt[p.Dim-1]
-		return math.Abs(v-want) <= 1e-6*math.Max(1, math.Abs(want))
-	}
-	scale := 1.0
-	for _, c := range pt {
-		scale = math.Max(scale, c*c)
-	}
-	return math.Abs(v) <= 1e-6*scale
 }
 
 func (k *kalgebra) plotsOf(dim int) []*kplot {
@@ -266,19 +261,15 @@ func (k *kalgebra) removePlot(dim, idx int) {
 	k.plots = keep
 }
 
-func (k *kalgebra) vars() map[string]any {
-	out := map[string]any{}
-	for name, v := range k.env.Vars() {
-		out[name] = v.String()
-	}
-	return out
-}
-
 // State is the calculator, the plots and the 2D view.
 func (k *kalgebra) State() map[string]any {
 	plots := []any{}
 	for _, p := range k.plots {
 		plots = append(plots, map[string]any{"expr": p.Expr, "dim": p.Dim, "kind": p.Kind})
+	}
+	vars := k.vars()
+	if vars == nil {
+		vars = map[string]any{}
 	}
 	console := []any{}
 	for _, e := range tailConsole(k.console, 10) {
@@ -287,7 +278,7 @@ func (k *kalgebra) State() map[string]any {
 	return map[string]any{
 		"tab":       []string{"calculator", "2d", "3d", "dictionary"}[k.Open],
 		"tab_index": k.Open,
-		"vars":      k.vars(),
+		"vars":      vars,
 		"plots":     plots,
 		"console":   console,
 		"view2d":    map[string]any{"x": k.viewX, "y": k.viewY, "span": k.viewSpan},
@@ -299,70 +290,6 @@ func tailConsole(c []kconsole, n int) []kconsole {
 		return c[len(c)-n:]
 	}
 	return c
-}
-
-// Serve serves /vars, /eqns, /tab, /func2d and /func3d.
-func (k *kalgebra) Serve(_ *desktop.UI, _ string, p string, q url.Values, body []byte) ([]byte, int, bool) {
-	switch p {
-	case "/vars":
-		return desktop.JSON(k.vars()), 200, true
-	case "/eqns":
-		if len(body) == 0 {
-			list := []any{}
-			for _, pl := range k.plots {
-				list = append(list, map[string]any{"expr": pl.Expr, "dim": pl.Dim})
-			}
-			return desktop.JSON(map[string]any{"size": len(k.plots), "plots": list}), 200, true
-		}
-		var req struct {
-			Points [][]float64 `json:"points"`
-		}
-		if err := json.Unmarshal(body, &req.Points); err != nil {
-			if err2 := json.Unmarshal(body, &req); err2 != nil {
-				return desktop.JSONError("expected a list of points or {\"points\": [...]}: " + err.Error()), 400, true
-			}
-		}
-		dim := 2
-		if len(req.Points) > 0 {
-			dim = len(req.Points[0])
-		}
-		res := []any{}
-		for _, pl := range k.plotsOf(dim) {
-			on := make([]bool, len(req.Points))
-			for i, pt := range req.Points {
-				on[i] = k.onPlot(pl, pt)
-			}
-			res = append(res, map[string]any{"expr": pl.Expr, "dim": pl.Dim, "points": on})
-		}
-		return desktop.JSON(map[string]any{"size": len(k.plots), "plots": res}), 200, true
-	case "/tab":
-		var req struct {
-			Index *int `json:"index"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Index == nil || *req.Index < 0 || *req.Index > 3 {
-			return desktop.JSONError(`expected {"index": 0..3}`), 400, true
-		}
-		k.Open = *req.Index
-		return []byte(`{"status":"ok"}`), 200, true
-	case "/func2d", "/func3d":
-		var req struct {
-			Expr string `json:"expr"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Expr == "" {
-			return desktop.JSONError(`expected {"expr": "..."}`), 400, true
-		}
-		dim := 2
-		if p == "/func3d" {
-			dim = 3
-		}
-		pl, err := k.addPlot(req.Expr, dim)
-		if err != nil {
-			return desktop.JSONError(err.Error()), 400, true
-		}
-		k.plots = append(k.plots, pl)
-		return []byte(`{"status":"ok"}`), 200, true
-	}
-	return nil, 0, false
 }
 
 // Layout.
@@ -464,9 +391,27 @@ func (k *kalgebra) plotInput(u *desktop.UI, field string, dim int) {
 		u.SetStatus("Error: " + err.Error())
 		return
 	}
-	k.plots = append(k.plots, p)
+	k.insert(p)
 	u.SetField(field, "")
 	u.SetStatus("Added " + p.Expr)
+}
+
+// insert adds a parsed plot with the next color; a 3D plot replaces the
+// 3D plot there is (KAlgebra's 3D view shows one).
+func (k *kalgebra) insert(p *kplot) {
+	c := plotColors[k.colors%len(plotColors)]
+	k.colors++
+	p.Color = fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
+	if p.Dim == 3 {
+		keep := k.plots[:0]
+		for _, q := range k.plots {
+			if q.Dim != 3 {
+				keep = append(keep, q)
+			}
+		}
+		k.plots = keep
+	}
+	k.plots = append(k.plots, p)
 }
 
 // Submit calculates or plots the field's text.

@@ -15,6 +15,15 @@ import (
 
 // Rendering of the simulated KAlgebra.
 
+// rgba is the plot's color.
+func (p *kplot) rgba() color.RGBA {
+	var r, g, b uint8
+	if _, err := fmt.Sscanf(p.Color, "#%02x%02x%02x", &r, &g, &b); err != nil {
+		return plotColors[0]
+	}
+	return color.RGBA{r, g, b, 0xff}
+}
+
 var plotColors = []color.RGBA{{0x1e, 0x64, 0xc8, 0xff}, {0xd0, 0x30, 0x30, 0xff}, {0x20, 0x9a, 0x40, 0xff}, {0x9c, 0x27, 0xb0, 0xff}, {0xe0, 0x80, 0x10, 0xff}, {0x00, 0x96, 0x96, 0xff}}
 
 // Render draws the tabs, the open tab and the status line.
@@ -107,8 +116,8 @@ func (k *kalgebra) renderPlot2D(cv *screen.Canvas, u *desktop.UI) {
 	ax, ay := k.toScreen(0, 0)
 	cv.Line(ax, float64(b.Min.Y), ax, float64(b.Max.Y-1), screen.RGB(0x60, 0x60, 0x60), 1, b)
 	cv.Line(float64(b.Min.X), ay, float64(b.Max.X-1), ay, screen.RGB(0x60, 0x60, 0x60), 1, b)
-	for i, p := range k.plotsOf(2) {
-		c := plotColors[i%len(plotColors)]
+	for _, p := range k.plotsOf(2) {
+		c := p.rgba()
 		if p.Kind == "explicit" {
 			var px, py float64
 			ok := false
@@ -166,7 +175,7 @@ func (k *kalgebra) renderList(cv *screen.Canvas, u *desktop.UI, id string, dim, 
 		if i == sel {
 			cv.Fill(r, screen.ColSelect)
 		}
-		cv.Fill(image.Rect(r.Min.X+4, r.Min.Y+6, r.Min.X+14, r.Min.Y+16), plotColors[i%len(plotColors)])
+		cv.Fill(image.Rect(r.Min.X+4, r.Min.Y+6, r.Min.X+14, r.Min.Y+16), p.rgba())
 		cv.TextClip(r.Min.X+20, r.Min.Y+4, p.Expr, screen.ColText, r)
 	}
 }
@@ -188,8 +197,8 @@ func (k *kalgebra) renderPlot3D(cv *screen.Canvas, u *desktop.UI) {
 		x2, y2 := proj(ax[0], ax[1], ax[2])
 		cv.Line(x1, y1, x2, y2, screen.RGB(0x50, 0x50, 0x50), 1, b)
 	}
-	for i, p := range k.plotsOf(3) {
-		c := plotColors[i%len(plotColors)]
+	for _, p := range k.plotsOf(3) {
+		c := p.rgba()
 		for gx := -6.0; gx <= 6; gx += 0.5 {
 			for gy := -6.0; gy <= 6; gy += 0.5 {
 				if p.Kind == "explicit" {

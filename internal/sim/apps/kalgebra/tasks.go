@@ -2,15 +2,17 @@ package kalgebra
 
 import (
 	"math"
+	"strings"
 
 	"github.com/codapipe/codapipe/internal/sim/expr"
 	tg "github.com/codapipe/codapipe/internal/sim/tasks/taskgen"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Tasks returns the simulator's KAlgebra tasks (see package taskgen);
 // expected values are the calculator's (12 significant digits).
 func Tasks() (tg.Set, error) {
-	set := tg.Set{App: Spec(), Launch: tg.O("func", "launch", "wait", 2.5, "command", "/app/bin/kalgebra «PORTLIKE»", "shell", true)}
+	set := tg.Set{App: Spec(), Launch: tg.O("func", "launch", "wait", 2.5, "command", "LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/kalgebra «PORTLIKE»", "shell", true)}
 	calc := tg.Click("KAlgebra expression input", "I will type into the calculator input.")
 	tab2d := tg.Click("KAlgebra 2D Graph tab", "Plots are made on the 2D Graph tab.")
 	in2d := tg.Click("KAlgebra function input", "")
@@ -29,10 +31,10 @@ func Tasks() (tg.Set, error) {
 		sinOn = append(sinOn, []float64{x, math.Sin(x)})
 	}
 	set.Add("S06", 5, "Plot y = sin(x) in the 2D graph of KAlgebra.", nil,
-		[]tg.Obj{tg.EqnPoints(sinOn, [][]float64{{0, 1}, {1.5, -0.5}, {-2.5, 2}, {3, 0.5}, {5, -5}})},
+		[]tg.Obj{eqnPoints(sinOn, [][]float64{{0, 1}, {1.5, -0.5}, {-2.5, 2}, {3, 0.5}, {5, -5}})},
 		tab2d, in2d, tg.Enter("sin(x)"), tg.Done(""))
 	set.Add("S07", 5, "Plot the parabola y = x^2 - 4 in the 2D graph of KAlgebra.", nil,
-		[]tg.Obj{tg.EqnPoints([][]float64{{0, -4}, {2, 0}, {-3, 5}, {1.5, -1.75}}, [][]float64{{0, 0}, {1, 1}, {-2, 4}})},
+		[]tg.Obj{eqnPoints([][]float64{{0, -4}, {2, 0}, {-3, 5}, {1.5, -1.75}}, [][]float64{{0, 0}, {1, 1}, {-2, 4}})},
 		tab2d, in2d, tg.Enter("x->x^2-4"), tg.Done(""))
 	removeAll := set.Add("S08", 5, "Remove every function from the 2D graph in KAlgebra.",
 		[]tg.Obj{tg.O("func", "tab", "index", 1), tg.O("func", "func_2d", "expr", "x->x^3")},
@@ -52,11 +54,39 @@ func Tasks() (tg.Set, error) {
 	set.Add("S12", 10, "Define g(x) = 2x + 1 as variable `g` and store g(5) in variable `q` in KAlgebra.", nil,
 		[]tg.Obj{tg.Var("g", "x->2*x+1"), tg.Val("q", 11)}, calc, tg.Enter("g := x->2*x+1"), tg.Enter("q := g(5)"), tg.Done(""))
 	set.Add("S13", 5, "Plot the surface z = x*y in the 3D graph of KAlgebra.", nil,
-		[]tg.Obj{tg.EqnPoints([][]float64{{1, 2, 2}, {-1.5, 2, -3}, {0.5, 0.5, 0.25}, {3, -2, -6}}, [][]float64{{1, 1, 2}, {2, 2, 0}, {-1, -1, -1}})},
+		[]tg.Obj{eqnPoints([][]float64{{1, 2, 2}, {-1.5, 2, -3}, {0.5, 0.5, 0.25}, {3, -2, -6}}, [][]float64{{1, 1, 2}, {2, 2, 0}, {-1, -1, -1}})},
 		tg.Click("KAlgebra 3D Graph tab", "Surfaces are plotted on the 3D Graph tab."), tg.Click("KAlgebra 3D function input", ""), tg.Enter("x*y"), tg.Done(""))
 	r := 3 / math.Sqrt2
 	set.Add("S14", 5, "Plot the circle x^2 + y^2 = 9 in the 2D graph of KAlgebra.", []tg.Obj{tg.O("func", "tab", "index", 1)},
-		[]tg.Obj{tg.EqnPoints([][]float64{{3, 0}, {0, -3}, {-3, 0}, {r, r}, {1.8, 2.4}}, [][]float64{{1, 1}, {3, 3}, {0, 0}, {2, 2.5}})},
+		[]tg.Obj{eqnPoints([][]float64{{3, 0}, {0, -3}, {-3, 0}, {r, r}, {1.8, 2.4}}, [][]float64{{1, 1}, {3, 3}, {0, 0}, {2, 2.5}})},
 		in2d, tg.Enter("x^2+y^2=9"), tg.Done(""))
 	return set, nil
+}
+
+// eqnPoints is a KAlgebra "eqn" check of points on and off the plot: the
+// key lists the points, the value maps each point as the server keys it
+// (its coordinates as the task file holds them, printed by nlohmann; see
+// NlohmannNumber) to whether it is on the plot.
+func eqnPoints(on, off [][]float64) tg.Obj {
+	var keys [][]float64
+	value := tg.Obj{}
+	add := func(p []float64, b bool) {
+		keys = append(keys, p)
+		parts := make([]string, len(p))
+		for i, x := range p {
+			lit, err := traj.MarshalCompact(x)
+			if err != nil {
+				panic(err) // a finite float64 always encodes
+			}
+			parts[i] = NlohmannNumber(string(lit))
+		}
+		value = append(value, tg.KV{K: "(" + strings.Join(parts, ", ") + ")", V: b})
+	}
+	for _, p := range on {
+		add(p, true)
+	}
+	for _, p := range off {
+		add(p, false)
+	}
+	return tg.Obj{{K: "type", V: "eqn"}, {K: "key", V: keys}, {K: "value", V: value}}
 }

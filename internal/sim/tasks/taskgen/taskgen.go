@@ -94,6 +94,13 @@ func Fail(why string) Step { return Step{kind: "fail", why: why} }
 // Answer ends the episode with an answer.
 func Answer(ans, why string) Step { return Step{kind: "answer", text: ans, why: why} }
 
+// Parts returns what the step does, for tests that play a task's spec on
+// a machine: its kind (click, type, hotkey, done, fail, answer), the label
+// it clicks, the text it types or answers, the keys it presses.
+func (s Step) Parts() (kind, label, text string, keys []string) {
+	return s.kind, s.label, s.text, s.keys
+}
+
 func sentence(why, rest string) string { return strings.TrimSpace(why + " " + rest) }
 
 // fileStep is the file form of tasks.OracleStep (this package cannot
@@ -152,7 +159,10 @@ type Task struct {
 	Pre         []Obj // initialize items before the app's launch
 	Init        []Obj // initialize items after it
 	Eval        []Obj // evaluate checks
-	Oracle      []Step
+	// Query is Celestia's top-level "query": the objects the state dump
+	// (POST /dump) is asked about, [{"name", "type"}]; nil for none.
+	Query  []Obj
+	Oracle []Step
 	// Alternatives are the labels of elements that also solve the task
 	// (another way to the goal), which the simulated planner's mistakes
 	// must not use.
@@ -211,27 +221,6 @@ func Val(key string, v float64) Obj { return Obj{{"type", "val"}, {"key", key}, 
 // Var is a KAlgebra "var" check of a variable's text.
 func Var(key, v string) Obj { return Obj{{"type", "var"}, {"key", key}, {"value", v}} }
 
-// EqnPoints is a KAlgebra "eqn" check of points on and off the plot.
-func EqnPoints(on, off [][]float64) Obj {
-	var keys [][]float64
-	value := Obj{}
-	add := func(p []float64, b bool) {
-		keys = append(keys, p)
-		parts := make([]string, len(p))
-		for i, x := range p {
-			parts[i] = strconv.FormatFloat(x, 'f', -1, 64)
-		}
-		value = append(value, KV{"(" + strings.Join(parts, ", ") + ")", b})
-	}
-	for _, p := range on {
-		add(p, true)
-	}
-	for _, p := range off {
-		add(p, false)
-	}
-	return Obj{{"type", "eqn"}, {"key", keys}, {"value", value}}
-}
-
 // DB is a GRASS "db" check of a module's output (pred "" for none).
 func DB(cmd string, kwargs Obj, key string, value any, pred string) Obj {
 	o := Obj{{"type", "db"}, {"cmd", cmd}, {"kwargs", kwargs}, {"key", key}, {"value", value}}
@@ -279,9 +268,12 @@ func render(set Set, s *Task) ([]byte, error) {
 	}
 	file := Obj{
 		{"type", set.App.Name}, {"sort", "VM"}, {"steps", s.Steps}, {"instruction", s.Instruction},
-		{"version", "0.1"}, {"snapshot", "sim_bench"}, {"initialize", init}, {"evaluate", s.Eval},
-		{"sim", sim},
+		{"version", "0.1"}, {"snapshot", "sim_bench"}, {"initialize", init},
 	}
+	if s.Query != nil {
+		file = append(file, KV{"query", s.Query})
+	}
+	file = append(file, KV{"evaluate", s.Eval}, KV{"sim", sim})
 	raw, err := traj.MarshalCompact(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.ID, err)

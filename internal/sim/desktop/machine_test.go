@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"net/url"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/sim/apps"

@@ -60,7 +60,7 @@ func (fakeApp) Serve(_ *desktop.UI, method, p string, q url.Values, body []byte)
 		}
 		b, _ := json.Marshal(map[string]any{"python values": []any{nil}, "json values": []any{nil},
 			"log messages": map[string]any{"note": []string{"ran " + cmd, "ünï"}, "warning": []string{}, "error": []string{}, "bug": []string{}},
-			"error": errv})
+			"error":        errv})
 		return b, 200, true
 	case "/teapot":
 		return []byte("short and stout"), 418, true

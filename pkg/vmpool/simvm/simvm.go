@@ -184,6 +184,11 @@ func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint,
 	return ep, nil
 }
 
+// DefaultAfterRevert is vmpool.ScienceBoardReset: the simulated VMs are
+// ScienceBoard VMs, whose harness runs it after every revert (the
+// simulated shell runs the simulated script, which exits 0).
+func (b *Backend) DefaultAfterRevert() string { return vmpool.ScienceBoardReset }
+
 // Start is Reset: a pool starts from a clean machine.
 func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
 	return b.Reset(ctx, vm)

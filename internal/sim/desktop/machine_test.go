@@ -138,6 +138,7 @@ func TestShell(t *testing.T) {
 		{"printf 'echo one\\nfalse\\n' > /tmp/s.sh && bash /tmp/s.sh", "one\n", 1},
 		{"bash /tmp/none.sh", "bash: /tmp/none.sh: No such file or directory\n", 127},
 		{"/bin/bash /home/user/server/reset.sh", "", 0},
+		{"code /home/user/sci /home/user/sci/Sci/Basic.lean", "", 0},
 		{"echo x > /nope/y", "sh: 1: cannot create /nope/y: No such file or directory\n", 2},
 		{"echo x > /tmp/s.sh/y", "sh: 1: cannot create /tmp/s.sh/y: Not a directory\n", 2},
 	}

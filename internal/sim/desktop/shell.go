@@ -436,6 +436,10 @@ func (m *machine) builtin(w []string, depth int) (stdout, stderr string, code in
 	switch name {
 	case "true", ":", "cd", "export", "chmod", "chown", "nmcli", "sync", "xdotool", "wmctrl":
 		return "", "", 0
+	case "code", "texstudio":
+		// Programs of ScienceBoard's VM image (VS Code for Lean, TeXstudio)
+		// that the simulator has no app for: they start and show nothing.
+		return "", "", 0
 	case "nohup", "setsid", "env", "exec":
 		for len(args) > 0 && strings.Contains(args[0], "=") {
 			args = args[1:] // env VAR=value cmd

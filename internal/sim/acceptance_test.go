@@ -18,6 +18,7 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
+	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -84,7 +85,7 @@ func runActions(t testing.TB, task *tasks.Task, m desktop.Machine, actions []str
 		}
 		shot()
 	}
-	ep.result = scienceboard.Evaluate(context.Background(), &task.Task, tasks.AppStateSource(m), ep.final)
+	ep.result = scienceboard.Evaluate(context.Background(), &task.Task, simguest.Local(m, simguest.Config{}), ep.final)
 	return ep
 }
 
@@ -173,7 +174,7 @@ func TestNoStepsFails(t *testing.T) {
 					continue // covered below
 				}
 				m := newTaskMachine(t, &task, int64(i+100))
-				r := scienceboard.Evaluate(context.Background(), &task.Task, tasks.AppStateSource(m), final)
+				r := scienceboard.Evaluate(context.Background(), &task.Task, simguest.Local(m, simguest.Config{}), final)
 				failedCleanly(t, fmt.Sprintf("no steps, final %+v", final), r)
 			}
 		})

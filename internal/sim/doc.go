@@ -19,14 +19,16 @@
 //     language of KAlgebra and GRASS.
 //   - tasks: tasks in the ScienceBoard JSON format with a hidden oracle plan
 //     (taskgen renders them from the apps' task specs).
-//   - guest: the guest server (OSWorld/ScienceBoard guest HTTP protocol)
-//     per Machine.
+//   - guest: a Machine's two HTTP servers, as a real ScienceBoard VM has
+//     them: the guest server (port 5000, ScienceBoard's server.py) and the
+//     app server (port 8000, the running app's own server), plus an
+//     in-process caller of both.
 //   - models: OpenAI-compatible planner, executor and judge endpoints.
 //   - fault: fault and latency injection scaled by one time factor.
 //
-// This package wires them into a world (StartWorld: N machines behind
-// guest servers plus the model endpoints; the machines of a world look
-// the same). Callers that need one part import its sub-package.
+// This package wires them into a world (StartWorld: N machines, each
+// behind its guest and app servers, plus the model endpoints; the
+// machines of a world look the same). Callers that need one part import its sub-package.
 //
 // Everything is seeded: the same seed and configuration reproduce a run
 // byte for byte.

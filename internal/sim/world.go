@@ -12,8 +12,8 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/models"
 )
 
-// WorldConfig configures a whole simulated world: N VMs behind guest
-// servers and the three model endpoints.
+// WorldConfig configures a whole simulated world: N VMs, each behind a
+// guest server and an app server, and the three model endpoints.
 type WorldConfig struct {
 	// VMs is the number of simulated machines (default 1).
 	VMs int `json:"vms"`
@@ -45,8 +45,13 @@ func DefaultWorldConfig() WorldConfig {
 // given to StartWorld ends; Done is closed then, once every guest server
 // and model endpoint has stopped.
 type World struct {
-	// GuestURLs are the guest servers' base URLs, one per machine.
+	// GuestURLs are the guest servers' base URLs (port 5000 of a real
+	// VM), one per machine.
 	GuestURLs []string
+	// AppURLs are the app servers' base URLs (port 8000 of a real VM), in
+	// the order of GuestURLs. A guest's GET /sim/health reports its app
+	// server too (app_url), which is how the pool's sim backend finds it.
+	AppURLs []string
 	// Machines are the simulated machines, in the order of GuestURLs.
 	Machines []desktop.Machine
 	// Models are the planner, executor and judge endpoints.
@@ -111,6 +116,7 @@ func StartWorld(ctx context.Context, cfg WorldConfig) (*World, error) {
 		w.guests = append(w.guests, g)
 		w.Machines = append(w.Machines, m)
 		w.GuestURLs = append(w.GuestURLs, g.URL)
+		w.AppURLs = append(w.AppURLs, g.AppURL)
 	}
 	if w.Models, err = eps.Start(ctx); err != nil {
 		return fail(fmt.Errorf("sim: world: models: %w", err))

@@ -16,13 +16,17 @@ import (
 )
 
 // simGuest starts a stand-in for one of the simulator's guest servers:
-// POST /sim/reset and GET /sim/health, which the sim backend uses, and
-// GET /screenshot for the lease's guest client.
+// POST /sim/reset and GET /sim/health (which reports the app server; here
+// the stand-in itself), which the sim backend uses, POST /setup/execute
+// for the command the pool runs after a revert (ScienceBoard's reset.sh),
+// and GET /screenshot for the lease's guest client.
 func simGuest() *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/sim/reset", "/sim/health":
-			fmt.Fprint(w, `{"status": "ok"}`)
+			fmt.Fprintf(w, `{"status": "ok", "app_url": "http://%s"}`, r.Host)
+		case "/setup/execute":
+			fmt.Fprint(w, `{"status": "success", "output": "", "error": "", "returncode": 0}`)
 		case "/screenshot":
 			w.Write([]byte("\x89PNG\r\n\x1a\n...")) // a PNG's signature is enough here
 		default:

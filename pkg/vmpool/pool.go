@@ -209,12 +209,13 @@ func WithEvents(fn func(Event)) Option { return func(o *options) { o.onEvent = f
 // runs out of time, is quarantined: out of rotation for the rest of the
 // pool's life, reported by Stats, Quarantined and a log line.
 type Pool struct {
-	cfg       Config
-	backend   Backend
-	log       *slog.Logger
-	onEvent   func(Event)
-	guestOpts guest.Options
-	ownClient *http.Client // the guests' HTTP client when the pool made it: ours to close, or nil
+	cfg         Config
+	afterRevert string // the command run after each start and reset; "" none
+	backend     Backend
+	log         *slog.Logger
+	onEvent     func(Event)
+	guestOpts   guest.Options
+	ownClient   *http.Client // the guests' HTTP client when the pool made it: ours to close, or nil
 
 	ctx     context.Context // ends at Close: every background operation derives from it
 	cancel  context.CancelFunc
@@ -300,12 +301,21 @@ func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (
 	}
 
 	p := &Pool{
-		cfg:       cfg,
-		backend:   backend,
-		log:       log,
-		onEvent:   o.onEvent,
-		guestOpts: o.guestOpts,
-		created:   time.Now(),
+		cfg:         cfg,
+		afterRevert: cfg.AfterRevert,
+		backend:     backend,
+		log:         log,
+		onEvent:     o.onEvent,
+		guestOpts:   o.guestOpts,
+		created:     time.Now(),
+	}
+	switch p.afterRevert {
+	case "":
+		if ar, ok := backend.(AfterReverter); ok {
+			p.afterRevert = ar.DefaultAfterRevert()
+		}
+	case AfterRevertOff:
+		p.afterRevert = ""
 	}
 	if p.guestOpts.HTTPClient == nil {
 		p.ownClient = guest.NewHTTPClient()
@@ -573,6 +583,7 @@ func (p *Pool) bringUpOnce(v *vm, op string) error {
 	p.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(p.ctx, timeout)
+	defer cancel()
 	var ep Endpoint
 	var err error
 	if op == "start" {
@@ -581,7 +592,6 @@ func (p *Pool) bringUpOnce(v *vm, op string) error {
 		ep, err = p.backend.Reset(ctx, v.spec)
 	}
 	timedOut := ctx.Err() == context.DeadlineExceeded
-	cancel()
 	switch {
 	case err != nil && timedOut && !errors.Is(err, context.DeadlineExceeded):
 		err = &opTimeoutError{op: op, timeout: timeout, err: err}
@@ -604,8 +614,31 @@ func (p *Pool) bringUpOnce(v *vm, op string) error {
 		v.ep, v.guest = ep, g
 		v.screenW, v.screenH = 0, 0
 	}
+	g := v.guest
 	p.mu.Unlock()
+	if p.afterRevert != "" {
+		if err := p.runAfterRevert(ctx, v, g); err != nil {
+			if ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
+				err = &opTimeoutError{op: op, timeout: timeout, err: err}
+			}
+			return &VMError{VM: v.spec.ID, Op: "after_revert after " + op, Err: err}
+		}
+	}
 	return p.health(v, "health after "+op)
+}
+
+// runAfterRevert runs Config.AfterRevert in v's guest through the shell
+// (POST /setup/execute). An answer is success whatever the exit code, as
+// in ScienceBoard's harness; a non-zero one is logged.
+func (p *Pool) runAfterRevert(ctx context.Context, v *vm, g *guest.Client) error {
+	res, err := g.SetupExecute(ctx, guest.ShellCommand(p.afterRevert))
+	var ee *guest.ExecError
+	if errors.As(err, &ee) && ee.Err == nil { // it ran and exited non-zero
+		p.log.Warn("vmpool: the after-revert command exited non-zero; going on", "vm", v.spec.ID,
+			"command", p.afterRevert, "returncode", res.ReturnCode, "err", err)
+		return nil
+	}
+	return err
 }
 
 // failLocked records a failure of v. It quarantines v and returns true

@@ -830,3 +830,73 @@ func TestPoolLeaseAvoid(t *testing.T) {
 		_ = l.End(vmpool.Unused)
 	}
 }
+
+// afterReverter is a test backend whose VMs want a command after a
+// revert by default.
+type afterReverter struct {
+	*testBackend
+	cmd string
+}
+
+func (b afterReverter) DefaultAfterRevert() string { return b.cmd }
+
+// TestPoolAfterRevert: the pool runs after_revert in the guest (POST
+// /setup/execute through the shell) after every start and reset, before
+// the VM is handed out; "" takes the backend's default, "off" none; a
+// guest that cannot run it fails the start.
+func TestPoolAfterRevert(t *testing.T) {
+	for _, c := range []struct {
+		name, cfg, backendDefault string
+		want                      string // the command run; "" none
+	}{
+		{"configured", "echo configured", "", "echo configured"},
+		{"the backend's default", "", vmpool.ScienceBoardReset, vmpool.ScienceBoardReset},
+		{"configured over the default", "true", vmpool.ScienceBoardReset, "true"},
+		{"off", vmpool.AfterRevertOff, vmpool.ScienceBoardReset, ""},
+		{"no default", "", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := pooltest.NewFakeGuest(t)
+			tb := newTestBackend(1, t.Name()+":")
+			tb.url = g.URL()
+			var b vmpool.Backend = tb
+			if c.backendDefault != "" {
+				b = afterReverter{tb, c.backendDefault}
+			}
+			cfg := pooltest.Config(t)
+			cfg.AfterRevert = c.cfg
+			p := pooltest.NewPool(t, cfg, b)
+			l := p.MustLease(t)
+			var want []string
+			if c.want != "" {
+				want = []string{c.want}
+			}
+			if got := g.Calls().Execs; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after the start the guest ran %q, want %q", got, want)
+			}
+			_ = l.End(vmpool.Healthy)
+			p.Events.WaitCount(t, vmpool.EventReady, l.ID(), 2)
+			if c.want != "" {
+				want = append(want, c.want)
+			}
+			if got := g.Calls().Execs; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after the reset the guest ran %q, want %q", got, want)
+			}
+		})
+	}
+
+	t.Run("a guest that cannot run it", func(t *testing.T) {
+		g := pooltest.NewFakeGuest(t)
+		g.Set(func(g *pooltest.FakeGuest) { g.ExecFail = true })
+		tb := newTestBackend(1, t.Name()+":")
+		tb.url = g.URL()
+		cfg := pooltest.Config(t)
+		cfg.AfterRevert = vmpool.ScienceBoardReset
+		cfg.QuarantineAfter = 2
+		p := pooltest.NewPool(t, cfg, tb)
+		q := p.WantQuarantine(t, "vm-0", "2 failures in a row", "after_revert after start", "nmcli: command not found")
+		if tb.count("health", "vm-0") != 0 {
+			t.Errorf("the health check ran after the after-revert command failed (%v)", q)
+		}
+	})
+}

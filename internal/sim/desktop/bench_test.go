@@ -1,6 +1,7 @@
 package desktop_test
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -20,12 +21,12 @@ func BenchmarkScreenshot(b *testing.B) {
 			}
 			switch app.Name {
 			case chimerax.Name:
-				m.AppState("/chimerax/run", []byte("open 4hhb; show atoms; style ball"))
+				m.AppServe("GET", "/run", url.Values{"command": {"open 4hhb; show atoms; style ball"}}, nil)
 			case grass.Name:
-				m.AppState("/gcmd", []byte(`{"cmd":"d.rast","kwargs":{"map":"elevation"}}`))
+				m.AppServe("POST", "/gcmd", nil, []byte(`{"cmd":"d.rast","kwargs":{"map":"elevation"}}`))
 			case kalgebra.Name:
-				m.AppState("/tab", []byte(`{"index":1}`))
-				m.AppState("/func2d", []byte(`{"expr":"x->sin(x)"}`))
+				m.AppServe("POST", "/tab", nil, []byte(`1`))
+				m.AppServe("POST", "/add/2d", nil, []byte(`x->sin(x)`))
 			}
 			var size int
 			b.ResetTimer()

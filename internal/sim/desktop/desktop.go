@@ -13,7 +13,9 @@
 package desktop
 
 import (
+	"errors"
 	"image"
+	"net/url"
 )
 
 // Screen size of every simulated machine.
@@ -81,14 +83,30 @@ type Machine interface {
 	Input(ev Event) error
 	// Launch starts an application from a command line as a task's
 	// "launch" item gives it (e.g. "chimerax --cmd ...", "/app/bin/kalgebra
-	// 8000"); an unknown program is an error.
+	// 8000"); a command line that starts no simulated app is an error
+	// matching ErrUnknownProgram.
 	Launch(command string) error
-	// Shell runs a setup shell command (a small simulated subset: rm,
-	// mkdir, touch, echo, true, ...) and returns its output and exit code.
-	Shell(command string) (output string, code int)
-	// AppState serves the app-state endpoints ScienceBoard exposes (path
-	// such as "/dump", "/vars", "/chimerax/run"); status is an HTTP status.
-	AppState(path string, body []byte) (resp []byte, status int)
+	// Shell runs a command line in the simulated shell (a small subset:
+	// rm, mkdir, touch, echo, printf, cat, bash SCRIPT, bash -c, ...; see
+	// shell.go) and returns what it wrote to stdout and stderr and its
+	// exit code (127: command not found).
+	Shell(command string) (stdout, stderr string, code int)
+	// AppServe serves one request to the application's own server (port
+	// 8000 in a real VM: the routes of ScienceBoard's modified KAlgebra,
+	// Celestia or GRASS GIS, or ChimeraX's REST server) with the method,
+	// path, query and body it arrived with; status is an HTTP status (404
+	// with an empty body for a path the app does not serve). When no app
+	// runs nothing listens on that port: err matches ErrNoApp.
+	AppServe(method, path string, query url.Values, body []byte) (resp []byte, status int, err error)
+	// ReadFile returns the content of the file at path p (absolute, or
+	// relative to the home folder). A missing file, a folder or a path
+	// through a file is an *fs.PathError whose Err is syscall.ENOENT,
+	// EISDIR or ENOTDIR, as the real file system answers.
+	ReadFile(p string) ([]byte, error)
+	// WriteFile writes data to the file at p, or appends it with appendTo.
+	// Its folder must exist: WriteFile creates no folder (errors as
+	// ReadFile's). "/dev/null" swallows everything.
+	WriteFile(p string, data []byte, appendTo bool) error
 	// Cursor returns the cursor position.
 	Cursor() image.Point
 	// Accessibility returns an accessibility tree (XML) of the visible elements.
@@ -98,6 +116,16 @@ type Machine interface {
 	// State returns the simulated state (what the PNG chunk carries).
 	State() State
 }
+
+// Errors of a Machine.
+var (
+	// ErrUnknownProgram is a command line that starts no simulated app.
+	ErrUnknownProgram = errors.New("unknown program")
+	// ErrNoApp is a request to the app server of a machine that runs no
+	// app: on a real VM nothing listens on port 8000 then, and the
+	// connection is refused.
+	ErrNoApp = errors.New("no application is listening on the app port (connection refused)")
+)
 
 // State is the simulated state of one machine: the active app and its
 // state, JSON-encoded into each screenshot's state chunk.

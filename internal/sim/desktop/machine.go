@@ -123,7 +123,7 @@ func (m *machine) Launch(command string) error {
 	}
 	app, args := m.cfg.Apps.program(words)
 	if app == nil {
-		return fmt.Errorf("sim: launch %q: unknown program (the simulated apps are %s)", command, strings.Join(m.cfg.Apps.Names(), ", "))
+		return fmt.Errorf("sim: launch %q: %w (the simulated apps are %s)", command, ErrUnknownProgram, strings.Join(m.cfg.Apps.Names(), ", "))
 	}
 	m.startApp(app, args)
 	return nil
@@ -135,25 +135,22 @@ func (m *machine) startApp(app *catalogApp, args []string) {
 	m.inst = app.spec.Start(m.ui, args)
 }
 
-// AppState serves the app-state endpoints.
-func (m *machine) AppState(reqPath string, body []byte) ([]byte, int) {
+// AppServe serves one request to the running app's server.
+func (m *machine) AppServe(method, p string, q url.Values, body []byte) ([]byte, int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, rawQuery, _ := strings.Cut(reqPath, "?")
-	q, _ := url.ParseQuery(rawQuery)
 	if m.app == nil {
-		return JSONError("no application is running"), 503
+		return nil, 0, ErrNoApp
 	}
-	method := "GET"
-	if body != nil {
-		method = "POST"
+	if q == nil {
+		q = url.Values{}
 	}
 	resp, status, ok := m.inst.Serve(m.ui, method, p, q, body)
 	if !ok {
-		return JSONError(fmt.Sprintf("%s does not serve %s", m.app.spec.Name, p)), 404
+		return nil, 404, nil
 	}
 	m.ui.version++
-	return resp, status
+	return resp, status, nil
 }
 
 // Accessibility returns an accessibility tree of the visible elements.

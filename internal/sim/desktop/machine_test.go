@@ -2,9 +2,13 @@ package desktop_test
 
 import (
 	"bytes"
+	"errors"
 	"image"
+	"io/fs"
+	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/sim/apps"
@@ -71,11 +75,11 @@ func TestMachineBasics(t *testing.T) {
 	if st := m.State(); st.App != "" || len(st.AppState) != 0 {
 		t.Fatalf("fresh machine runs %q", st.App)
 	}
-	if _, status := m.AppState("/dump", nil); status != 503 {
-		t.Errorf("no app: status %d, want 503", status)
+	if _, _, err := m.AppServe("GET", "/dump", nil, nil); !errors.Is(err, desktop.ErrNoApp) {
+		t.Errorf("no app: %v, want ErrNoApp", err)
 	}
-	if err := m.Launch("firefox"); err == nil {
-		t.Error("launching an unknown program succeeds")
+	if err := m.Launch("firefox"); !errors.Is(err, desktop.ErrUnknownProgram) {
+		t.Errorf("launching an unknown program: %v", err)
 	}
 	if err := m.Launch(`/bin/bash -ic "conda activate grass; LD_PRELOAD=/x FLASK_PORT=8000 /app/bin/grass --gui ~/grassdata/x"`); err != nil {
 		t.Fatal(err)
@@ -83,8 +87,8 @@ func TestMachineBasics(t *testing.T) {
 	if m.State().App != grass.Name {
 		t.Fatalf("app %q", m.State().App)
 	}
-	if _, status := m.AppState("/vars", nil); status != 404 {
-		t.Errorf("GRASS /vars: status %d, want 404", status)
+	if b, status, err := m.AppServe("GET", "/vars", nil, nil); status != 404 || err != nil || len(b) != 0 {
+		t.Errorf("GRASS /vars: status %d, %q, %v; want 404 and no body", status, b, err)
 	}
 	if !strings.Contains(m.Accessibility(), `name="GRASS Layers tab"`) || strings.Contains(m.Accessibility(), `name="GRASS console"`) {
 		t.Errorf("accessibility tree:\n%s", m.Accessibility())
@@ -107,7 +111,7 @@ func TestShell(t *testing.T) {
 	m := desktoptest.New(t, 0, apps.All()...)
 	cases := []struct {
 		cmd  string
-		out  string
+		out  string // stdout then stderr
 		code int
 	}{
 		{"echo hello world", "hello world\n", 0},
@@ -127,21 +131,91 @@ func TestShell(t *testing.T) {
 		{`echo "a \"b\" $c"`, "a \"b\" $c\n", 0},
 		{"curl -fsSL -o ~/Downloads/p.cif https://example.org/p.cif && cat ~/Downloads/p.cif", "simulated download of https://example.org/p.cif\n", 0},
 		{"wget -q https://example.org/x", "simulated download of https://example.org/x\n", 0},
+		{"echo a # a comment\necho b", "a\nb\n", 0},
+		{"echo '#not' a#b", "#not a#b\n", 0},
+		{"bash -c 'echo in; exit 3; echo after'", "in\n", 3},
+		{"/bin/sh -lc \"printf x > /tmp/sc && cat /tmp/sc\"", "x", 0},
+		{"printf 'echo one\\nfalse\\n' > /tmp/s.sh && bash /tmp/s.sh", "one\n", 1},
+		{"bash /tmp/none.sh", "bash: /tmp/none.sh: No such file or directory\n", 127},
+		{"/bin/bash /home/user/server/reset.sh", "", 0},
+		{"code /home/user/sci /home/user/sci/Sci/Basic.lean", "", 0},
+		{"echo x > /nope/y", "sh: 1: cannot create /nope/y: No such file or directory\n", 2},
+		{"echo x > /tmp/s.sh/y", "sh: 1: cannot create /tmp/s.sh/y: Not a directory\n", 2},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
-			out, code := m.Shell(c.cmd)
-			if out != c.out || code != c.code {
+			stdout, stderr, code := m.Shell(c.cmd)
+			if out := stdout + stderr; out != c.out || code != c.code {
 				t.Errorf("Shell(%q) = %q, %d; want %q, %d", c.cmd, out, code, c.out, c.code)
 			}
 		})
 	}
 	// Starting and stopping an app from the shell.
-	if _, code := m.Shell("nohup /app/bin/kalgebra 8000 &"); code != 0 || m.State().App != kalgebra.Name {
+	if _, stderr, code := m.Shell("rm /nope"); code != 1 || stderr == "" {
+		t.Errorf("rm /nope: the message is not on stderr (%q, %d)", stderr, code)
+	}
+	if _, _, code := m.Shell("nohup /app/bin/kalgebra 8000 &"); code != 0 || m.State().App != kalgebra.Name {
 		t.Fatalf("shell launch: code %d, app %q", code, m.State().App)
 	}
-	if _, code := m.Shell("pkill kalgebra"); code != 0 || m.State().App != "" {
+	if _, _, code := m.Shell("pkill kalgebra"); code != 0 || m.State().App != "" {
 		t.Fatalf("pkill: code %d, app %q", code, m.State().App)
+	}
+}
+
+// TestFiles: ReadFile and WriteFile answer as the real file system does
+// (the guest server's /read, /write, /append and /setup/upload rely on
+// them), and create no folders.
+func TestFiles(t *testing.T) {
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog()})
+	for _, p := range []string{desktop.ResetScript, desktop.LeanFile} {
+		if b, err := m.ReadFile(p); err != nil || len(b) == 0 {
+			t.Errorf("snapshot file %s: %q, %v", p, b, err)
+		}
+	}
+	if err := m.WriteFile(desktop.TeXDir+"/main.tex", []byte("a\r\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFile("atelier/main.tex", []byte("b"), true); err != nil { // relative to the home folder
+		t.Fatal(err)
+	}
+	if b, err := m.ReadFile(desktop.TeXDir + "/main.tex"); string(b) != "a\r\nb" || err != nil {
+		t.Errorf("read back %q, %v", b, err)
+	}
+	if b, err := m.ReadFile("/dev/null"); len(b) != 0 || err != nil {
+		t.Errorf("/dev/null: %q, %v", b, err)
+	}
+	if err := m.WriteFile("/dev/null", []byte("x"), false); err != nil {
+		t.Errorf("write /dev/null: %v", err)
+	}
+	for _, c := range []struct {
+		p     string
+		write bool
+		want  syscall.Errno
+	}{
+		{"/home/user/nope.txt", false, syscall.ENOENT},
+		{"/home/user/no/dir.txt", true, syscall.ENOENT},
+		{"/home/user/Desktop", false, syscall.EISDIR},
+		{"/home/user/Desktop", true, syscall.EISDIR},
+		{desktop.LeanFile + "/x", false, syscall.ENOTDIR},
+		{desktop.LeanFile + "/x", true, syscall.ENOTDIR},
+	} {
+		var err error
+		if c.write {
+			err = m.WriteFile(c.p, []byte("x"), false)
+		} else {
+			_, err = m.ReadFile(c.p)
+		}
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Err != c.want {
+			t.Errorf("%s (write %v): %v, want %v", c.p, c.write, err, c.want)
+		}
+	}
+	if _, err := m.ReadFile("/home/user/no/"); err == nil {
+		t.Error("WriteFile created a folder")
+	}
+	m.Reset()
+	if _, err := m.ReadFile(desktop.TeXDir + "/main.tex"); err == nil {
+		t.Error("a written file survived the revert")
 	}
 }
 
@@ -188,7 +262,7 @@ func TestConcurrentUse(t *testing.T) {
 				case 1:
 					m.Input(desktop.Event{Kind: desktop.EvWrite, Text: "turn y 1\n"})
 				case 2:
-					m.AppState("/chimerax/state", nil)
+					m.AppServe("GET", "/run", url.Values{"command": {"info models"}}, nil)
 				case 3:
 					m.State()
 					m.Accessibility()

@@ -1,10 +1,14 @@
 package desktop
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // shellTok is one token of a shell command line.
@@ -15,8 +19,9 @@ type shellTok struct {
 
 // shellLex splits a command line into words and operators, POSIX-style:
 // single quotes are literal, double quotes allow \" \\ \$ \` escapes, a
-// backslash outside quotes escapes the next character, and an unquoted
-// leading ~ becomes the home directory.
+// backslash outside quotes escapes the next character, an unquoted
+// leading ~ becomes the home directory, and a # that starts a word starts
+// a comment that runs to the end of the line.
 func shellLex(s string) ([]shellTok, error) {
 	var toks []shellTok
 	var cur strings.Builder
@@ -40,6 +45,11 @@ func shellLex(s string) ([]shellTok, error) {
 			flush()
 			if c == '\n' {
 				toks = append(toks, shellTok{text: ";", op: true})
+			}
+		case c == '#' && !inWord:
+			// A comment runs to the end of the line.
+			for i+1 < len(s) && s[i+1] != '\n' {
+				i++
 			}
 		case c == '\'':
 			j := strings.IndexByte(s[i+1:], '\'')
@@ -120,39 +130,93 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// Files of the ScienceBoard VM snapshot (sci_bench) that the simulated
+// machines have too.
+const (
+	// ResetScript is the script ScienceBoard's harness runs after every
+	// snapshot revert (POST /setup/execute {"command": "/bin/bash
+	// /home/user/server/reset.sh", "shell": true}; sci/vm/vtask.py
+	// VTask._init). The real one (vm_config/reset.sh) bounces the VM's
+	// ethernet connection with nmcli; the simulated one goes through the
+	// motions with the shell's no-op nmcli and sleep and exits 0.
+	ResetScript = HomeDir + "/server/reset.sh"
+	// ResetCommand is the command line that runs ResetScript.
+	ResetCommand = "/bin/bash " + ResetScript
+	// LeanFile is the Lean source file of the VM's Lake project
+	// (/home/user/sci, made by `lake new sci`) that Lean tasks append their
+	// theorem to and /lean/check builds.
+	LeanFile = HomeDir + "/sci/Sci/Basic.lean"
+	// TeXDir is the folder TeXstudio tasks write their documents to.
+	TeXDir = HomeDir + "/atelier"
+)
+
+// resetScript is the simulated ResetScript.
+const resetScript = `#!/bin/bash
+# codapipe SIMULATOR stand-in for ScienceBoard's vm_config/reset.sh, which
+# finds the VM's ethernet connection with nmcli and bounces it. The
+# simulated machine has no network: nmcli and sleep do nothing here.
+nmcli connection down "Wired connection 1"
+sleep 2
+nmcli connection up "Wired connection 1"
+`
+
+// leanFile is the simulated LeanFile of the snapshot. ScienceBoard's VM
+// manual says only that the project was made with ` + "`lake new sci`" + ` and
+// given Mathlib; since task files drop "import Mathlib" because the file
+// imports it already, the simulated file is that one import.
+const leanFile = "import Mathlib\n"
+
 // snapshotFS returns the simulated file system of a fresh machine with
-// the apps of cat: the user's folders and what the apps add. Paths ending
-// in "/" are directories.
+// the apps of cat: the user's folders, the files of ScienceBoard's VM
+// snapshot the protocol touches (ResetScript, LeanFile, TeXDir) and what
+// the apps add. Paths ending in "/" are directories.
 func snapshotFS(cat *Catalog) map[string]string {
-	fs := cat.files()
+	files := cat.files()
 	for _, d := range []string{
 		"/", "/home/", HomeDir + "/", HomeDir + "/Desktop/", HomeDir + "/Documents/", HomeDir + "/Downloads/",
 		HomeDir + "/.config/", HomeDir + "/.local/", HomeDir + "/.local/share/", "/tmp/", "/app/", "/app/bin/",
+		HomeDir + "/server/", HomeDir + "/sci/", HomeDir + "/sci/Sci/", TeXDir + "/",
 	} {
-		fs[d] = ""
+		files[d] = ""
 	}
-	fs[HomeDir+"/README-SIMULATOR.txt"] = "This machine is the codapipe SIMULATOR, not a real VM.\n"
-	return fs
+	files[HomeDir+"/README-SIMULATOR.txt"] = "This machine is the codapipe SIMULATOR, not a real VM.\n"
+	files[ResetScript] = resetScript
+	files[LeanFile] = leanFile
+	return files
 }
 
-// Shell runs a setup shell command from a small simulated subset.
-func (m *machine) Shell(command string) (string, int) {
+// maxShellDepth bounds scripts running scripts (bash FILE, bash -c).
+const maxShellDepth = 8
+
+// Shell runs a command line in the simulated shell.
+func (m *machine) Shell(command string) (string, string, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.ui.version++
+	return m.runLine(command, 0)
+}
+
+// runLine runs a command line (or a script's text) with ; && || & and
+// newlines between simple commands; exit ends it.
+func (m *machine) runLine(command string, depth int) (string, string, int) {
+	if depth > maxShellDepth {
+		return "", "sh: 1: scripts nested too deep\n", 2
+	}
 	toks, err := shellLex(command)
 	if err != nil {
-		return "sh: 1: Syntax error: " + err.Error() + "\n", 2
+		return "", "sh: 1: Syntax error: " + err.Error() + "\n", 2
 	}
-	m.ui.version++
-	var out strings.Builder
+	var out, errs strings.Builder
 	code := 0
-	skip := false // the next command is skipped by && / ||
+	skip := false   // the next command is skipped by && / ||
+	exited := false // exit ran
 	var cmd []shellTok
 	run := func(sep string) {
-		if len(cmd) > 0 && !skip {
-			o, c := m.runSimple(cmd)
+		if len(cmd) > 0 && !skip && !exited {
+			o, e, c, exit := m.runSimple(cmd, depth)
 			out.WriteString(o)
-			code = c
+			errs.WriteString(e)
+			code, exited = c, exit
 		}
 		cmd = nil
 		switch sep {
@@ -172,7 +236,64 @@ func (m *machine) Shell(command string) (string, int) {
 		cmd = append(cmd, t)
 	}
 	run(";")
-	return out.String(), code
+	return out.String(), errs.String(), code
+}
+
+// ReadFile returns the content of the file at p.
+func (m *machine) ReadFile(p string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p = m.abs(p)
+	if p == "/dev/null" {
+		return []byte{}, nil
+	}
+	if err := m.checkPath("open", p, true); err != nil {
+		return nil, err
+	}
+	return []byte(m.fs[p]), nil
+}
+
+// WriteFile writes or appends data to the file at p.
+func (m *machine) WriteFile(p string, data []byte, appendTo bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ui.version++
+	return m.writeFile(p, string(data), appendTo)
+}
+
+// checkPath reports why p cannot be opened as a file (for reading when
+// exist, else for writing): *fs.PathError with the errno the real file
+// system gives.
+func (m *machine) checkPath(op, p string, exist bool) error {
+	fail := func(errno syscall.Errno) error { return &fs.PathError{Op: op, Path: p, Err: errno} }
+	if m.isDir(p) {
+		return fail(syscall.EISDIR)
+	}
+	for d := path.Dir(p); d != "/"; d = path.Dir(d) {
+		if m.isFile(d) {
+			return fail(syscall.ENOTDIR)
+		}
+	}
+	if !m.isDir(path.Dir(p)) || exist && !m.isFile(p) {
+		return fail(syscall.ENOENT)
+	}
+	return nil
+}
+
+// shellErr renders a file error as the shell's tools do.
+func shellErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		switch pe.Err {
+		case syscall.ENOENT:
+			return "No such file or directory"
+		case syscall.EISDIR:
+			return "Is a directory"
+		case syscall.ENOTDIR:
+			return "Not a directory"
+		}
+	}
+	return err.Error()
 }
 
 func (m *machine) abs(p string) string {
@@ -223,11 +344,8 @@ func (m *machine) writeFile(p, text string, appendTo bool) error {
 	if p == "/dev/null" {
 		return nil
 	}
-	if m.isDir(p) {
-		return fmt.Errorf("%s: Is a directory", p)
-	}
-	if !m.isDir(path.Dir(p)) {
-		return fmt.Errorf("%s: No such file or directory", p)
+	if err := m.checkPath("open", p, false); err != nil {
+		return err
 	}
 	if appendTo {
 		m.fs[p] += text
@@ -237,8 +355,9 @@ func (m *machine) writeFile(p, text string, appendTo bool) error {
 	return nil
 }
 
-// runSimple runs one simple command with its redirections.
-func (m *machine) runSimple(toks []shellTok) (string, int) {
+// runSimple runs one simple command with its redirections; exit reports
+// that the command was exit.
+func (m *machine) runSimple(toks []shellTok, depth int) (stdout, stderr string, code int, exit bool) {
 	var words []string
 	var outFile, errFile string
 	var outAppend bool
@@ -246,7 +365,7 @@ func (m *machine) runSimple(toks []shellTok) (string, int) {
 		t := toks[i]
 		if t.op {
 			if i+1 >= len(toks) || toks[i+1].op {
-				return fmt.Sprintf("sh: 1: Syntax error: %q unexpected\n", t.text), 2
+				return "", fmt.Sprintf("sh: 1: Syntax error: %q unexpected\n", t.text), 2, false
 			}
 			target := toks[i+1].text
 			i++
@@ -262,7 +381,7 @@ func (m *machine) runSimple(toks []shellTok) (string, int) {
 				// A pipe: run the left side for its effects, keep the right.
 				words = append(words[:0], target)
 			default:
-				return fmt.Sprintf("sh: 1: unsupported operator %q\n", t.text), 2
+				return "", fmt.Sprintf("sh: 1: unsupported operator %q\n", t.text), 2, false
 			}
 			continue
 		}
@@ -272,22 +391,35 @@ func (m *machine) runSimple(toks []shellTok) (string, int) {
 		words = words[1:] // VAR=value prefixes
 	}
 	if len(words) == 0 {
-		return "", 0
+		return "", "", 0, false
 	}
-	stdout, stderr, code := m.builtin(words)
+	if words[0] == "exit" {
+		if len(words) > 1 {
+			n, err := strconv.Atoi(words[1])
+			if err != nil {
+				return "", "sh: 1: exit: Illegal number: " + words[1] + "\n", 2, true
+			}
+			code = n & 0xff
+		}
+		return "", "", code, true
+	}
+	stdout, stderr, code = m.builtin(words, depth)
 	if outFile != "" {
 		if err := m.writeFile(outFile, stdout, outAppend); err != nil {
-			return "sh: 1: cannot create " + outFile + ": " + err.Error() + "\n", 2
+			return "", "sh: 1: cannot create " + outFile + ": " + shellErr(err) + "\n", 2, false
 		}
 		stdout = ""
 	}
 	if errFile != "" {
 		stderr = ""
 	}
-	return stdout + stderr, code
+	return stdout, stderr, code, false
 }
 
-func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
+// builtin runs one command (words after redirections and VAR=value
+// prefixes): a simulated tool, a script (bash FILE, bash -c SCRIPT), or a
+// simulated app's program, which starts the app.
+func (m *machine) builtin(w []string, depth int) (stdout, stderr string, code int) {
 	name := path.Base(w[0])
 	args := w[1:]
 	flags := map[byte]bool{}
@@ -304,6 +436,10 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 	switch name {
 	case "true", ":", "cd", "export", "chmod", "chown", "nmcli", "sync", "xdotool", "wmctrl":
 		return "", "", 0
+	case "code", "texstudio":
+		// Programs of ScienceBoard's VM image (VS Code for Lean, TeXstudio)
+		// that the simulator has no app for: they start and show nothing.
+		return "", "", 0
 	case "nohup", "setsid", "env", "exec":
 		for len(args) > 0 && strings.Contains(args[0], "=") {
 			args = args[1:] // env VAR=value cmd
@@ -311,9 +447,14 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 		if len(args) == 0 {
 			return "", "", 0
 		}
-		return m.builtin(args)
+		return m.builtin(args, depth)
 	case "false":
 		return "", "", 1
+	case "bash", "sh", "dash":
+		if o, e, c, ok := m.script(name, args, depth); ok {
+			return o, e, c
+		}
+		return "", "", 0 // an interactive shell with no script: nothing to do
 	case "sleep":
 		return "", "", 0
 	case "echo":
@@ -410,7 +551,7 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 			p = m.abs(p)
 			if !m.isFile(p) {
 				if err := m.writeFile(p, "", false); err != nil {
-					return "", "touch: cannot touch '" + p + "': No such file or directory\n", 1
+					return "", "touch: cannot touch '" + p + "': " + shellErr(err) + "\n", 1
 				}
 			}
 		}
@@ -438,7 +579,7 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 			return text, "", 0
 		}
 		if err := m.writeFile(out, text, false); err != nil {
-			return "", name + ": " + err.Error() + "\n", 23
+			return "", name + ": " + out + ": " + shellErr(err) + "\n", 23
 		}
 		return "", "", 0
 	case "pkill", "killall":
@@ -458,6 +599,34 @@ func (m *machine) builtin(w []string) (stdout, stderr string, code int) {
 		return "", "", 0
 	}
 	return "", "sh: 1: " + w[0] + ": not found\n", 127
+}
+
+// script runs `bash -c SCRIPT` or `bash FILE` (also sh, dash; options
+// such as -i, -l, -e are accepted and ignored) in the simulated shell. ok
+// is false when the arguments name no script (bash alone), so that the
+// caller looks for an app in them.
+func (m *machine) script(name string, args []string, depth int) (stdout, stderr string, code int, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+		case len(a) > 1 && a[0] == '-' && strings.Contains(a[1:], "c") && !strings.HasPrefix(a, "--"):
+			if i+1 >= len(args) {
+				return "", name + ": " + a + ": option requires an argument\n", 2, true
+			}
+			o, e, c := m.runLine(args[i+1], depth+1)
+			return o, e, c, true
+		case len(a) > 1 && a[0] == '-':
+		default:
+			p := m.abs(a)
+			if !m.isFile(p) {
+				return "", name + ": " + a + ": No such file or directory\n", 127, true
+			}
+			o, e, c := m.runLine(m.fs[p], depth+1)
+			return o, e, c, true
+		}
+	}
+	return "", "", 0, false
 }
 
 // shellPrintf implements printf with %s, %d, %% and backslash escapes in

@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,9 +32,9 @@ import (
 // protocol as docs/guest-protocol.md writes it down, through the client
 // every VM backend uses (pkg/vmpool/guest). It runs a real simulated Machine.
 
-// startGuest starts a simulated machine behind a guest server and returns
-// the server's URL and a client for it (state server = the guest URL, as
-// the simulator serves both on one port).
+// startGuest starts a simulated machine behind its guest and app servers
+// and returns the guest server's URL and a client for both (StateURL =
+// the app server's URL).
 func startGuest(t *testing.T, cfg guest.Config, opts vmguest.Options) (string, *vmguest.Client, desktop.Machine) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -43,7 +45,7 @@ func startGuest(t *testing.T, cfg guest.Config, opts vmguest.Options) (string, *
 		t.Fatal(err)
 	}
 	base := srv.URL
-	opts.StateURL = base
+	opts.StateURL = srv.AppURL
 	if opts.RetryWait == 0 {
 		opts.RetryWait = time.Millisecond
 	}
@@ -144,9 +146,9 @@ func TestGuestConformance(t *testing.T) {
 		if err != nil || w != 1280 || h != 800 {
 			t.Fatalf("ScreenSize = %d×%d, %v", w, h, err)
 		}
-		// The real guest serves it on POST (what the client sends); the
-		// simulator answers GET too.
-		if code, b := raw(t, "GET", base+"/screen_size", "", ""); code != 200 || !bytes.Contains(b, []byte(`"width":1280`)) {
+		// The real guest serves it on POST only (what the client sends
+		// first); a GET is Flask's 405.
+		if code, b := raw(t, "GET", base+"/screen_size", "", ""); code != 405 || !bytes.Contains(b, []byte("Method Not Allowed")) {
 			t.Errorf("GET /screen_size: %d %s", code, b)
 		}
 	})
@@ -170,9 +172,14 @@ func TestGuestConformance(t *testing.T) {
 		if st := simState(t, base); st.App != "ChimeraX" {
 			t.Fatalf("after launch the state says app %q", st.App)
 		}
-		err = g.Launch(ctx, vmguest.ShellCommand("no-such-app --flag"))
+		// With a shell, Popen starts the shell, whatever it then runs.
+		if err := g.Launch(ctx, vmguest.ShellCommand("no-such-app --flag")); err != nil {
+			t.Errorf("launching an unknown program through the shell: %v", err)
+		}
+		// Without, Popen raises FileNotFoundError: 500 {"status": "error"}.
+		err = g.Launch(ctx, vmguest.ArgvCommand("no-such-app", "--flag"))
 		var he *vmguest.HTTPError
-		if !errors.As(err, &he) || he.Status != 500 || !strings.Contains(he.Message, "unknown program") {
+		if !errors.As(err, &he) || he.Status != 500 || he.JSONStatus != "error" || !strings.Contains(he.Message, "No such file or directory: 'no-such-app'") {
 			t.Errorf("launching an unknown program: %v", err)
 		}
 	})
@@ -204,9 +211,15 @@ func TestGuestConformance(t *testing.T) {
 		if _, err := g.ExecPyAutoGUI(ctx, "pyautogui.moveTo(100, 200)"); err != nil {
 			t.Fatal(err)
 		}
-		x, y, err := g.CursorPosition(ctx)
-		if err != nil || x != 100 || y != 200 {
-			t.Fatalf("CursorPosition = %d,%d, %v", x, y, err)
+		if st := simState(t, base); st.Cursor != [2]int{100, 200} {
+			t.Fatalf("cursor %v after moveTo(100, 200)", st.Cursor)
+		}
+		// The real /cursor_position returns a tuple of two ints, which
+		// Flask cannot answer: 500.
+		_, _, err := g.CursorPosition(ctx)
+		var he *vmguest.HTTPError
+		if !errors.As(err, &he) || he.Status != 500 || !strings.Contains(he.Message, "TypeError") {
+			t.Fatalf("CursorPosition: %v", err)
 		}
 	})
 
@@ -226,35 +239,27 @@ func TestGuestConformance(t *testing.T) {
 		if _, err := g.ExecPyAutoGUI(ctx, "pyautogui.write('set bgColor white')\npyautogui.press('enter')"); err != nil {
 			t.Fatal(err)
 		}
-		b, err := g.AppState(ctx, "/chimerax/state", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cx1 map[string]any
-		if err := json.Unmarshal(b, &cx1); err != nil || cx1["view.background"] != "#ffffff" || before.AppState["view.background"] == "#ffffff" {
-			t.Fatalf("/chimerax/state after typing (background before: %v): %v %s", before.AppState["view.background"], err, b)
-		}
-		if st := simState(t, base); st.AppState["view.background"] != "#ffffff" {
-			t.Errorf("/sim/state app_state: %v", st.AppState["view.background"])
+		if st := simState(t, base); reflect.DeepEqual(st.AppState, before.AppState) {
+			t.Fatalf("typing a command changed nothing: %v", st.AppState)
 		}
 	})
 
-	t.Run("app-state endpoints answer", func(t *testing.T) {
-		b, err := g.AppState(ctx, "/chimerax/run", []byte(`{"command":"open 1a0m"}`))
+	t.Run("the app server and the guest's /chimerax/run", func(t *testing.T) {
+		// ChimeraX's REST server on the app port; the guest server relays
+		// /chimerax/run to it.
+		b, err := g.Call(ctx, vmguest.Request{Server: vmguest.ServerApp, Method: "GET", Path: "/run", Query: url.Values{"command": {"open 1a0m"}}})
 		if err != nil || !bytes.Contains(b, []byte(`"log messages"`)) {
-			t.Fatalf("/chimerax/run: %s, %v", b, err)
+			t.Fatalf("app GET /run: %s, %v", b, err)
 		}
-		b, err = g.AppState(ctx, "/chimerax/state", nil)
-		if err != nil || !bytes.Contains(b, []byte(`"models.count":1`)) {
-			t.Fatalf("/chimerax/state after open: %s, %v", b, err)
-		}
-		if _, err := g.AppState(ctx, "/chimerax/run?command=turn%20y%2090", nil); err != nil {
-			t.Fatalf("GET /chimerax/run?command=: %v", err)
+		b, err = g.Call(ctx, vmguest.Request{Server: vmguest.ServerGuest, Method: "POST", Path: "/chimerax/run",
+			Body: []byte(`{"command": "turn y 90"}`), ContentType: "application/json"})
+		if err != nil || !bytes.Contains(b, []byte(`"log messages"`)) {
+			t.Fatalf("guest POST /chimerax/run: %s, %v", b, err)
 		}
 		if err := g.Launch(ctx, vmguest.ShellCommand("LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 8000")); err != nil {
 			t.Fatal(err)
 		}
-		b, err = g.AppState(ctx, "/dump", nil)
+		b, err = g.Call(ctx, vmguest.Request{Server: vmguest.ServerApp, Method: "POST", Path: "/dump", Body: []byte(`[]`)})
 		var dump map[string]any
 		if err != nil || json.Unmarshal(b, &dump) != nil || len(dump) == 0 {
 			t.Fatalf("Celestia /dump: %s, %v", b, err)
@@ -310,10 +315,10 @@ func TestGuestConformance(t *testing.T) {
 	})
 
 	t.Run("file upload and download", func(t *testing.T) {
-		if err := g.Upload(ctx, "/home/user/inbox/notes.txt", []byte("line 1\nit's line 2\n")); err != nil {
+		if err := g.Upload(ctx, "~/Documents/notes.txt", []byte("line 1\nit's line 2\n")); err != nil {
 			t.Fatal(err)
 		}
-		b, err := g.Download(ctx, "/home/user/inbox/notes.txt")
+		b, err := g.Download(ctx, "/home/user/Documents/notes.txt")
 		if err != nil || string(b) != "line 1\nit's line 2\n" {
 			t.Fatalf("Download = %q, %v", b, err)
 		}
@@ -322,14 +327,26 @@ func TestGuestConformance(t *testing.T) {
 		if !errors.As(err, &he) || he.Status != 404 {
 			t.Errorf("missing file: %v", err)
 		}
+		// The real file.save creates no folder.
+		err = g.Upload(ctx, "/home/user/inbox/notes.txt", []byte("x"))
+		if !errors.As(err, &he) || he.Status != 500 || !strings.Contains(he.Message, "FileNotFoundError") {
+			t.Errorf("upload into a missing folder: %v", err)
+		}
+		if _, err := g.Download(ctx, "/home/user/inbox"); !errors.As(err, &he) || he.Status != 404 {
+			t.Errorf("the upload created its folder: %v", err)
+		}
 	})
 
 	t.Run("unknown path is 404", func(t *testing.T) {
-		for _, p := range []string{"/no/such/endpoint", "/sim/nope"} {
+		// Flask's page, and no app route on the guest port.
+		for _, p := range []string{"/no/such/endpoint", "/dump", "/vars"} {
 			code, b := raw(t, "GET", base+p, "", "")
-			if code != 404 || !bytes.Contains(b, []byte(`"message"`)) {
+			if code != 404 || !bytes.Contains(b, []byte("<title>404 Not Found</title>")) {
 				t.Errorf("GET %s: %d %s", p, code, b)
 			}
+		}
+		if code, b := raw(t, "GET", base+"/sim/nope", "", ""); code != 404 || !bytes.Contains(b, []byte(`"message"`)) {
+			t.Errorf("GET /sim/nope: %d %s", code, b)
 		}
 		_, err := g.AppState(ctx, "/no/such/endpoint", nil)
 		var he *vmguest.HTTPError
@@ -341,20 +358,33 @@ func TestGuestConformance(t *testing.T) {
 		}
 	})
 
-	t.Run("bad JSON is 400 with a message", func(t *testing.T) {
-		for _, body := range []string{`{"command": "ls"`, `{"command": 42}`, `{"shell": true}`, `[]`} {
+	t.Run("bodies server.py cannot read", func(t *testing.T) {
+		// What request.json and the code before server.py's try block
+		// raise: Flask's HTML pages, never the {"status": "error"} reply.
+		for _, c := range []struct {
+			ct, body string
+			code     int
+			want     string
+		}{
+			{"application/json", `{"command": "ls"`, 400, "Failed to decode JSON object"},
+			{"text/plain", `{"command": "ls"}`, 415, "Unsupported Media Type"},
+			{"application/json", `{"command": 42}`, 500, "TypeError: &#x27;int&#x27; object is not iterable"},
+			{"application/json", `{"command": [1]}`, 500, "AttributeError: &#x27;int&#x27; object has no attribute &#x27;startswith&#x27;"},
+			{"application/json", `{"command": "echo 'x"}`, 500, "ValueError: No closing quotation"},
+			{"application/json", `[]`, 500, "AttributeError: &#x27;list&#x27; object has no attribute &#x27;get&#x27;"},
+		} {
 			for _, p := range []string{"/execute", "/setup/execute", "/setup/launch"} {
-				code, b := raw(t, "POST", base+p, "application/json", body)
-				var m struct{ Status, Message string }
-				if code != 400 || json.Unmarshal(b, &m) != nil || m.Status != "error" || m.Message == "" {
-					t.Errorf("POST %s %s: %d %s", p, body, code, b)
+				code, b := raw(t, "POST", base+p, c.ct, c.body)
+				if code != c.code || !bytes.Contains(b, []byte(c.want)) || !bytes.HasPrefix(b, []byte("<!doctype html>")) {
+					t.Errorf("POST %s %s %s: %d %s", p, c.ct, c.body, code, b)
 				}
 			}
 		}
 	})
 
 	t.Run("sim control endpoints", func(t *testing.T) {
-		if code, b := raw(t, "GET", base+"/sim/health", "", ""); code != 200 || !bytes.Contains(b, []byte(`"status":"ok"`)) {
+		if code, b := raw(t, "GET", base+"/sim/health", "", ""); code != 200 || !bytes.Contains(b, []byte(`"status":"ok"`)) ||
+			!bytes.Contains(b, []byte(`"app_url":"http://127.0.0.1:`)) {
 			t.Errorf("/sim/health: %d %s", code, b)
 		}
 		if code, b := raw(t, "POST", base+"/sim/reset", "", ""); code != 200 {
@@ -363,7 +393,7 @@ func TestGuestConformance(t *testing.T) {
 		if st := simState(t, base); st.App != "" || st.Seq != 0 {
 			t.Errorf("after reset: %+v", st)
 		}
-		if _, err := g.Download(ctx, "/home/user/inbox/notes.txt"); err == nil {
+		if _, err := g.Download(ctx, "/home/user/Documents/notes.txt"); err == nil {
 			t.Error("an uploaded file survived the revert")
 		}
 	})
@@ -412,7 +442,10 @@ func TestGuestFaultHTTP500AfterBoundedRetries(t *testing.T) {
 
 	_, err := g.Screenshot(ctx)
 	var he *vmguest.HTTPError
-	if !errors.As(err, &he) || he.Status != 500 || !strings.Contains(he.Message, "injected fault") {
+	// An injected fault is Flask's page for an exception, not the
+	// {"status": "error"} reply of a command that could not run: the agent
+	// takes it for a VM fault.
+	if !errors.As(err, &he) || he.Status != 500 || !strings.Contains(he.Message, "injected fault") || he.JSONStatus != "" {
 		t.Fatalf("err = %v", err)
 	}
 	if sent.Load() != 3 {
@@ -422,7 +455,7 @@ func TestGuestFaultHTTP500AfterBoundedRetries(t *testing.T) {
 	sent.Store(0)
 	res, err := g.ExecPyAutoGUI(ctx, "pyautogui.click(10, 10)")
 	var ee *vmguest.ExecError
-	if !errors.As(err, &ee) || !errors.As(err, &he) || he.Status != 500 || res.Status != "error" {
+	if !errors.As(err, &ee) || !errors.As(err, &he) || he.Status != 500 || he.JSONStatus != "" {
 		t.Fatalf("execute: %+v, %v", res, err)
 	}
 	if sent.Load() != 1 {

@@ -1,9 +1,27 @@
-// Package guest is part of codapipe's SIMULATOR (see package sim): the
-// guest server of a simulated machine, speaking the OSWorld/ScienceBoard
-// guest HTTP protocol (docs/guest-protocol.md) over a desktop.Machine, with
+// Package guest is part of codapipe's SIMULATOR (see package sim): the two
+// HTTP servers of a simulated ScienceBoard VM over a desktop.Machine, with
 // fault and latency injection, boot and revert times, and the
-// simulator-only control endpoints under /sim/. It answers GET /platform
-// with "Linux (codapipe simulator)".
+// simulator-only control endpoints under /sim/.
+//
+// A real ScienceBoard VM runs two servers, and so does a simulated one
+// (docs/guest-protocol.md, docs/simulator.md):
+//
+//   - the guest server (port 5000, ScienceBoard's vm_config/server.py, a
+//     Flask app run with debug=True): /setup/execute (alias /execute),
+//     /setup/launch, /setup/upload, /screenshot, /platform, /screen_size,
+//     /cursor_position, /accessibility, /file, /opt, /read, /write,
+//     /append, /chimerax/run, /lean/check, /tex/check — with that server's
+//     bodies, replies and status codes, Flask's HTML error pages for
+//     unknown paths and unhandled exceptions included (routes.go);
+//   - the app server (port 8000): the running application's own server
+//     (ScienceBoard's modified KAlgebra, Celestia or GRASS GIS GUI, or
+//     ChimeraX's REST server), which Machine.AppServe answers; with no app
+//     running nothing listens there and connections are refused (app.go).
+//
+// Start serves both on loopback ports; Local and Server.Caller serve a
+// scienceboard.Request through the same handlers without a network
+// (local.go). The guest answers GET /platform with "Linux (codapipe
+// simulator)".
 package guest
 
 import (
@@ -17,13 +35,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"path"
-	"regexp"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 )
@@ -36,26 +53,32 @@ const Platform = "Linux (codapipe simulator)"
 // DefaultExecLimit is the real guest's limit on one /execute command.
 const DefaultExecLimit = 120 * time.Second
 
+// DefaultMaxDepth is the accessibility tree's depth limit of a freshly
+// started guest server (server.py's MAX_DEPTH); POST /opt changes it.
+const DefaultMaxDepth = 50
+
 // Death modes of a simulated guest (Config.DeathMode).
 const (
 	DeathHang  = "hang"  // every call hangs until the client gives up
 	DeathReset = "reset" // every connection is reset without an answer
 )
 
-// Config configures a simulated guest server: fault injection and
-// simulated time. The zero value is a healthy guest that boots at once.
+// Config configures a simulated VM's servers: fault injection and
+// simulated time. The zero value is a healthy VM that boots at once.
 type Config struct {
-	// Faults apply to every protocol call (not to /sim/ control calls).
+	// Faults apply to every protocol call of either server (not to /sim/
+	// control calls).
 	Faults fault.Faults `json:"faults"`
-	// Endpoints replace Faults for one path ("/screenshot", "/execute",
-	// "/accessibility", "/dump", ...).
+	// Endpoints replace Faults for one path of either server
+	// ("/screenshot", "/execute", "/accessibility", "/dump", "/run", ...;
+	// the two servers share no path).
 	Endpoints map[string]fault.Faults `json:"endpoints,omitempty"`
-	// BootTime is how long the guest takes to come up after it is created;
-	// until then protocol calls answer 503 (a real guest refuses the
-	// connection) and /sim/health says "booting".
+	// BootTime is how long the VM takes to come up after it is created;
+	// until then guest server calls answer 503, the app server refuses
+	// connections, and /sim/health says "booting".
 	BootTime fault.Dist `json:"boot_time"`
 	// RevertTime is how long POST /sim/reset takes (a snapshot revert); the
-	// call blocks that long and protocol calls answer 503 meanwhile.
+	// call blocks that long and protocol calls are refused meanwhile.
 	RevertTime fault.Dist `json:"revert_time"`
 	// DieProb is the probability that a protocol call kills the VM: that
 	// call and every later one fails (DeathMode) until POST /sim/reset.
@@ -72,6 +95,23 @@ type Config struct {
 	// Seed seeds the fault draws. Draws happen per protocol call in arrival
 	// order (die, then Faults.Draw), so a sequential run is reproducible.
 	Seed uint64 `json:"seed"`
+	// Record, when set, is called with every protocol request either
+	// server receives (not the /sim/ control calls), once its body is read
+	// and before faults apply; calls may be concurrent. The guest server's
+	// own request to the app server (/chimerax/run) is recorded too. For
+	// tests.
+	Record func(Recorded) `json:"-"`
+}
+
+// Recorded is one request a simulated server received (Config.Record).
+type Recorded struct {
+	// Server is scienceboard.GuestServer or scienceboard.AppServer.
+	Server      string
+	Method      string
+	Path        string
+	Query       url.Values
+	ContentType string
+	Body        []byte
 }
 
 // faultConfig is the part of Config that PUT /sim/faults replaces.
@@ -126,13 +166,15 @@ func (c Config) faults() faultConfig {
 	return faultConfig{Faults: c.Faults, Endpoints: c.Endpoints, DieProb: c.DieProb, DeathMode: c.DeathMode}
 }
 
-// handler is the simulated guest: the OSWorld/ScienceBoard guest
-// protocol over one Machine, plus the /sim/ control endpoints.
-type handler struct {
+// vm is the state one simulated VM's two servers share: the machine, its
+// condition (booting, reverting, dead), the fault draws, the statistics
+// and the guest server's process state (MAX_DEPTH).
+type vm struct {
 	m         desktop.Machine
 	clock     fault.Clock
 	execLimit time.Duration
 	cfgErr    error
+	record    func(Recorded)
 
 	resetMu sync.Mutex // one revert at a time
 
@@ -144,106 +186,168 @@ type handler struct {
 	reverting  bool
 	dead       bool
 	stats      callStats
+	maxDepth   int    // the accessibility tree's depth limit; < 0: none (POST /opt)
+	appURL     string // the app server's base URL once Start serves it
 }
 
 // callStats is what GET /sim/stats reports.
 type callStats struct {
-	Calls    map[string]int `json:"calls"`   // protocol calls by path, faulted ones included
+	Calls    map[string]int `json:"calls"`   // protocol calls by path (either server), faulted ones included
 	Latency  time.Duration  `json:"latency"` // injected latency, simulated
 	Hangs    int            `json:"hangs"`
 	Errors   int            `json:"errors"`    // injected HTTP 500s
 	Deaths   int            `json:"deaths"`    // times the VM died
 	DeadHits int            `json:"dead_hits"` // calls that met a dead VM
-	Busy     int            `json:"busy"`      // calls answered 503 while booting or reverting
+	Busy     int            `json:"busy"`      // calls refused while booting or reverting
 	Resets   int            `json:"resets"`
 }
 
-// NewHandler returns the simulated guest server of m: the
-// OSWorld/ScienceBoard guest protocol (port 5000 in a real VM), the
-// ScienceBoard app-state endpoints (port 8000 in a real VM; here on the
-// same server, delegated to m.AppState), and the simulator-only control
-// endpoints under /sim/. The guest starts booting now (cfg.BootTime). An
-// invalid cfg makes every call answer 500 with the reason; Start
-// reports it instead. docs/guest-protocol.md lists the endpoints.
-func NewHandler(m desktop.Machine, cfg Config) http.Handler {
-	s := &handler{
+// Handlers are the two HTTP servers of one simulated VM over one machine.
+// They share the VM's condition (booting, reverting, dead), its fault
+// draws and statistics, and the guest server's state.
+type Handlers struct {
+	// Guest is the guest server (port 5000 in a real VM), with the
+	// simulator-only control endpoints under /sim/.
+	Guest http.Handler
+	// App is the app server (port 8000 in a real VM).
+	App http.Handler
+
+	v   *vm
+	app *appHandler
+}
+
+// NewHandlers returns the two servers of a simulated VM running m. The VM
+// starts booting now (cfg.BootTime). An invalid cfg makes every call
+// answer 500 with the reason; Start reports it instead.
+// docs/guest-protocol.md lists the endpoints.
+func NewHandlers(m desktop.Machine, cfg Config) *Handlers {
+	v := &vm{
 		m:          m,
 		clock:      cfg.Clock,
 		execLimit:  cfg.ExecLimit,
 		cfgErr:     cfg.Validate(),
+		record:     cfg.Record,
 		rng:        rand.New(rand.NewPCG(cfg.Seed, 0x67756573745f7376)), // "guest_sv"
 		fc:         cfg.faults(),
 		revertTime: cfg.RevertTime,
 		stats:      callStats{Calls: map[string]int{}},
+		maxDepth:   DefaultMaxDepth,
 	}
-	if s.execLimit == 0 {
-		s.execLimit = DefaultExecLimit
+	if v.execLimit == 0 {
+		v.execLimit = DefaultExecLimit
 	}
-	if s.cfgErr == nil {
-		s.readyAt = time.Now().Add(s.clock.Real(cfg.BootTime.Sample(s.rng)))
+	if v.cfgErr == nil {
+		v.readyAt = time.Now().Add(v.clock.Real(cfg.BootTime.Sample(v.rng)))
 	}
-	return s
+	app := &appHandler{v: v}
+	return &Handlers{Guest: &guestHandler{v: v, app: app}, App: app, v: v, app: app}
 }
+
+// NewHandler returns the guest server of a simulated VM running m:
+// NewHandlers(m, cfg).Guest. Its /chimerax/run reaches the VM's app
+// server in-process.
+func NewHandler(m desktop.Machine, cfg Config) http.Handler { return NewHandlers(m, cfg).Guest }
 
 // ShutdownGrace is how long a server started by Start waits for calls in
 // flight after its context ends before it closes their connections.
 const ShutdownGrace = 2 * time.Second
 
-// Server is a guest server started by Start.
+// Server is a simulated VM's pair of servers started by Start.
 type Server struct {
-	// URL is the server's base URL, "http://127.0.0.1:PORT".
+	// URL is the guest server's base URL, "http://127.0.0.1:PORT" (port
+	// 5000 in a real VM).
 	URL string
+	// AppURL is the app server's base URL, "http://127.0.0.1:PORT" (port
+	// 8000 in a real VM): pass it as the guest client's StateURL.
+	AppURL string
 
+	h    *Handlers
 	done chan struct{}
 }
 
-// Done is closed when the server has stopped, after Start's context
-// ended: the listener and every connection are closed, every goroutine
-// Start created has returned, and no call of the handler is running (the
-// machine is no longer touched by this server).
+// Done is closed when both servers have stopped, after Start's context
+// ended: the listeners and every connection are closed, every goroutine
+// Start created has returned, and no call of a handler is running (the
+// machine is no longer touched by these servers).
 func (s *Server) Done() <-chan struct{} { return s.done }
 
-// Wait blocks until the server has stopped (Done is closed).
+// Wait blocks until the servers have stopped (Done is closed).
 func (s *Server) Wait() { <-s.done }
 
-// Start serves NewHandler(m, cfg) on a loopback port until ctx ends. The
-// returned Server has the base URL ("http://127.0.0.1:PORT") and lets the
-// caller wait until the server has stopped; calls in flight when ctx ends
-// (hung ones included) end with it.
+// Caller returns an in-process caller of the same two handlers (shared
+// state and faults), which needs no network: see Local.
+func (s *Server) Caller() scienceboard.Caller { return s.h.Caller() }
+
+// Start serves NewHandlers(m, cfg) on two loopback ports until ctx ends:
+// the guest server at Server.URL and the app server at Server.AppURL.
+// The returned Server lets the caller wait until both have stopped;
+// calls in flight when ctx ends (hung ones included) end with it.
 func Start(ctx context.Context, m desktop.Machine, cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	gln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("guest: %w", err)
+		return nil, fmt.Errorf("guest: guest server: %w", err)
 	}
-	h := &inFlight{h: NewHandler(m, cfg)}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
-		WriteTimeout:      10 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          log.New(io.Discard, "", 0),
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = gln.Close()
+		return nil, fmt.Errorf("guest: app server: %w", err)
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln) // returns once Shutdown or Close has closed ln
-	}()
+	h := NewHandlers(m, cfg)
+	s := &Server{URL: "http://" + gln.Addr().String(), AppURL: "http://" + aln.Addr().String(), h: h, done: make(chan struct{})}
+	h.v.mu.Lock()
+	h.v.appURL = s.AppURL
+	h.v.mu.Unlock()
+
+	type served struct {
+		srv  *http.Server
+		h    *inFlight
+		done chan struct{}
+	}
+	var all []served
+	for _, p := range []struct {
+		ln net.Listener
+		h  http.Handler
+	}{{gln, h.Guest}, {aln, h.App}} {
+		f := &inFlight{h: p.h}
+		srv := &http.Server{
+			Handler:           f,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       2 * time.Minute,
+			WriteTimeout:      10 * time.Minute,
+			IdleTimeout:       2 * time.Minute,
+			BaseContext:       func(net.Listener) context.Context { return ctx },
+			ErrorLog:          log.New(io.Discard, "", 0),
+		}
+		sv := served{srv: srv, h: f, done: make(chan struct{})}
+		go func(ln net.Listener) {
+			defer close(sv.done)
+			_ = srv.Serve(ln) // returns once Shutdown or Close has closed ln
+		}(p.ln)
+		all = append(all, sv)
+	}
 	go func() {
 		defer close(s.done)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 		defer cancel()
-		if srv.Shutdown(sctx) != nil {
-			_ = srv.Close()
+		var wg sync.WaitGroup
+		for _, sv := range all {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if sv.srv.Shutdown(sctx) != nil {
+					_ = sv.srv.Close()
+				}
+				<-sv.done
+			}()
 		}
-		<-served
-		h.stop()
+		wg.Wait()
+		for _, sv := range all {
+			sv.h.stop()
+		}
 	}()
 	return s, nil
 }
@@ -278,142 +382,114 @@ func (f *inFlight) stop() {
 	f.calls.Wait()
 }
 
-// route is one endpoint.
-type route struct {
-	methods string // "GET", "POST", "GET POST"
-	sim     bool   // control endpoint: no faults, works on a dead VM
-	h       func(s *handler, w http.ResponseWriter, r *http.Request)
-}
+const maxRequestBody = 8 << 20
 
-var routes = map[string]route{
-	"/screenshot":      {methods: "GET", h: (*handler).screenshot},
-	"/execute":         {methods: "POST", h: (*handler).execute},
-	"/setup/execute":   {methods: "POST", h: (*handler).execute},
-	"/setup/launch":    {methods: "POST", h: (*handler).launch},
-	"/platform":        {methods: "GET", h: (*handler).platform},
-	"/screen_size":     {methods: "GET POST", h: (*handler).screenSize},
-	"/cursor_position": {methods: "GET", h: (*handler).cursor},
-	"/accessibility":   {methods: "GET", h: (*handler).accessibility},
-	"/file":            {methods: "POST", h: (*handler).download},
-	"/setup/upload":    {methods: "POST", h: (*handler).upload},
-
-	"/sim/health": {methods: "GET", sim: true, h: (*handler).health},
-	"/sim/state":  {methods: "GET", sim: true, h: (*handler).state},
-	"/sim/reset":  {methods: "POST", sim: true, h: (*handler).reset},
-	"/sim/stats":  {methods: "GET", sim: true, h: (*handler).statsHandler},
-	"/sim/faults": {methods: "GET PUT", sim: true, h: (*handler).faultsHandler},
-}
-
-// appStateRoute serves every path the protocol does not name: the
-// app-state endpoints, delegated to Machine.AppState (which answers 404
-// for paths it does not know).
-var appStateRoute = route{methods: "GET POST", h: (*handler).appState}
-
-func (s *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfgErr != nil {
-		writeError(w, http.StatusInternalServerError, "simulator: invalid guest configuration: "+s.cfgErr.Error())
-		return
+// readBody reads the request body into memory (net/http notices a client
+// that gave up only once the body is consumed, and a hung or dead VM
+// waits for that) and puts it back for the handler.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil { // a client request made in-process
+		r.Body = http.NoBody
 	}
-	rt, ok := routes[r.URL.Path]
-	if !ok {
-		if strings.HasPrefix(r.URL.Path, "/sim/") {
-			writeError(w, http.StatusNotFound, "simulator: no control endpoint "+r.URL.Path)
-			return
-		}
-		rt = appStateRoute
-	}
-	if !strings.Contains(" "+rt.methods+" ", " "+r.Method+" ") {
-		w.Header().Set("Allow", strings.ReplaceAll(rt.methods, " ", ", "))
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
-		return
-	}
-	// Read the body first: net/http notices a client that gave up only
-	// once the body is consumed, and a hung or dead guest waits for that.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad request: reading the body: "+err.Error())
-		return
+		return nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if !rt.sim && !s.admit(w, r) {
-		return
-	}
-	rt.h(s, w, r)
+	return body, nil
 }
 
-// admit applies the guest's condition and the injected faults to one
-// protocol call; false means the call was answered (or abandoned).
-func (s *handler) admit(w http.ResponseWriter, r *http.Request) bool {
+// recordCall hands a received protocol request to Config.Record.
+func (v *vm) recordCall(server string, r *http.Request, body []byte) {
+	if v.record == nil {
+		return
+	}
+	v.record(Recorded{Server: server, Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(),
+		ContentType: r.Header.Get("Content-Type"), Body: bytes.Clone(body)})
+}
+
+// admission is what admit decided about a protocol call.
+type admission int
+
+const (
+	admitted admission = iota
+	busy               // booting or reverting
+	injected           // an injected error: answer 500
+)
+
+// admit applies the VM's condition and the injected faults to one
+// protocol call: latency and hangs happen here, a dead VM fails the call
+// here (never returns), and the caller answers busy and injected its
+// server's way.
+func (v *vm) admit(w http.ResponseWriter, r *http.Request) (admission, string) {
 	p := r.URL.Path
-	s.mu.Lock()
-	if busy := s.busyLocked(); busy != "" {
-		s.stats.Busy++
-		s.mu.Unlock()
-		writeError(w, http.StatusServiceUnavailable, "simulator: guest is "+busy)
-		return false
+	v.mu.Lock()
+	if b := v.busyLocked(); b != "" {
+		v.stats.Busy++
+		v.mu.Unlock()
+		return busy, b
 	}
-	if s.dead {
-		s.stats.DeadHits++
-		mode := s.fc.DeathMode
-		s.mu.Unlock()
-		s.die(w, r, mode)
-		return false
+	if v.dead {
+		v.stats.DeadHits++
+		mode := v.fc.DeathMode
+		v.mu.Unlock()
+		v.die(w, r, mode)
 	}
-	s.stats.Calls[p]++
-	f, ok := s.fc.Endpoints[p]
+	v.stats.Calls[p]++
+	f, ok := v.fc.Endpoints[p]
 	if !ok {
-		f = s.fc.Faults
+		f = v.fc.Faults
 	}
-	dies := s.rng.Float64() < s.fc.DieProb
-	outcome, lat := f.Draw(s.rng)
+	dies := v.rng.Float64() < v.fc.DieProb
+	outcome, lat := f.Draw(v.rng)
 	if dies {
-		s.dead = true
-		s.stats.Deaths++
-		mode := s.fc.DeathMode
-		s.mu.Unlock()
-		s.die(w, r, mode)
-		return false
+		v.dead = true
+		v.stats.Deaths++
+		mode := v.fc.DeathMode
+		v.mu.Unlock()
+		v.die(w, r, mode)
 	}
-	s.stats.Latency += lat
+	v.stats.Latency += lat
 	switch outcome {
 	case fault.Hang:
-		s.stats.Hangs++
+		v.stats.Hangs++
 	case fault.Error, fault.RateLimit:
-		s.stats.Errors++
+		v.stats.Errors++
 	}
-	s.mu.Unlock()
+	v.mu.Unlock()
 
 	ctx := r.Context()
-	if s.clock.Sleep(ctx, lat) != nil {
+	if v.clock.Sleep(ctx, lat) != nil {
 		abandon()
 	}
 	switch outcome {
 	case fault.Hang:
-		f.Hang(ctx, s.clock)
+		f.Hang(ctx, v.clock)
 		if ctx.Err() != nil {
 			abandon()
 		}
 	case fault.Error, fault.RateLimit:
-		writeError(w, http.StatusInternalServerError, "simulator: injected fault on "+p)
-		return false
+		return injected, "simulator: injected fault on " + p
 	}
-	return true
+	return admitted, ""
 }
 
 // busyLocked says why protocol calls cannot be served now ("reverting",
 // "booting"), or "".
-func (s *handler) busyLocked() string {
+func (v *vm) busyLocked() string {
 	switch {
-	case s.reverting:
+	case v.reverting:
 		return "reverting"
-	case time.Now().Before(s.readyAt):
+	case time.Now().Before(v.readyAt):
 		return "booting"
 	}
 	return ""
 }
 
-// die fails a call on a dead VM.
-func (s *handler) die(w http.ResponseWriter, r *http.Request, mode string) {
+// die fails a call on a dead VM and never returns: DeathReset resets the
+// connection (RST where the connection can be taken over, else it is
+// dropped at once), DeathHang waits until the client gives up.
+func (v *vm) die(w http.ResponseWriter, r *http.Request, mode string) {
 	if mode == DeathReset {
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
@@ -421,8 +497,8 @@ func (s *handler) die(w http.ResponseWriter, r *http.Request, mode string) {
 				_ = tc.SetLinger(0) // RST, not FIN
 			}
 			_ = conn.Close()
-			return
 		}
+		abandon()
 	}
 	<-r.Context().Done()
 	abandon()
@@ -433,6 +509,7 @@ func (s *handler) die(w http.ResponseWriter, r *http.Request, mode string) {
 // would answer an empty 200).
 func abandon() { panic(http.ErrAbortHandler) }
 
+// writeJSON answers v as compact JSON (the /sim/ control endpoints).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -443,363 +520,106 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// writeError answers {"status":"error","message":msg}, the guest's error
-// shape.
+// writeError answers {"status":"error","message":msg}: the shape of the
+// /sim/ control endpoints' errors.
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"status": "error", "message": msg})
 }
 
-func (s *handler) screenshot(w http.ResponseWriter, r *http.Request) {
-	png, err := s.m.Screenshot()
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "screenshot failed: "+err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "image/png")
-	_, _ = w.Write(png)
+// simRoutes are the simulator-only control endpoints of the guest server.
+var simRoutes = map[string]struct {
+	methods string
+	h       func(v *vm, w http.ResponseWriter, r *http.Request)
+}{
+	"/sim/health": {"GET", (*vm).health},
+	"/sim/state":  {"GET", (*vm).state},
+	"/sim/reset":  {"POST", (*vm).reset},
+	"/sim/stats":  {"GET", (*vm).statsHandler},
+	"/sim/faults": {"GET PUT", (*vm).faultsHandler},
 }
 
-func (s *handler) platform(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, Platform)
-}
-
-func (s *handler) screenSize(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]int{"width": desktop.ScreenW, "height": desktop.ScreenH})
-}
-
-func (s *handler) cursor(w http.ResponseWriter, r *http.Request) {
-	p := s.m.Cursor()
-	writeJSON(w, http.StatusOK, []int{p.X, p.Y})
-}
-
-func (s *handler) accessibility(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"AT": s.m.Accessibility()})
-}
-
-// download serves POST /file (form field file_path) from the simulated
-// file system, through Machine.Shell.
-func (s *handler) download(w http.ResponseWriter, r *http.Request) {
-	p := r.PostFormValue("file_path")
-	if p == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "file_path is required"})
-		return
-	}
-	out, rc := s.m.Shell("cat " + desktop.ShellQuote(p))
-	if rc != 0 {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "File not found"})
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = io.WriteString(w, out)
-}
-
-// upload serves POST /setup/upload (multipart file_path, file_data) into
-// the simulated file system, which holds text: binary data is refused.
-func (s *handler) upload(w http.ResponseWriter, r *http.Request) {
-	p := r.FormValue("file_path")
-	f, _, err := r.FormFile("file_data")
-	if p == "" || err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "file_path and file_data are required"})
-		return
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reading file_data: " + err.Error()})
-		return
-	}
-	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
-		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "simulator: the simulated file system holds text only"})
-		return
-	}
-	line := "printf '%s' " + desktop.ShellQuote(string(data)) + " > " + desktop.ShellQuote(p)
-	if dir := path.Dir(p); dir != "." && dir != "/" {
-		line = "mkdir -p " + desktop.ShellQuote(dir) + " && " + line
-	}
-	if out, rc := s.m.Shell(line); rc != 0 {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "Failed to upload file: " + strings.TrimSpace(out)})
-		return
-	}
-	_, _ = fmt.Fprintf(w, "File Uploaded: %d bytes", len(data))
-}
-
-const maxRequestBody = 8 << 20
-
-func (s *handler) appState(w http.ResponseWriter, r *http.Request) {
-	var body []byte
-	if r.Method == http.MethodPost {
-		body, _ = io.ReadAll(r.Body) // in memory already (ServeHTTP)
-	}
-	p := r.URL.Path
-	if r.URL.RawQuery != "" {
-		p += "?" + r.URL.RawQuery
-	}
-	resp, status := s.m.AppState(p, body)
-	if status == http.StatusNotFound && len(resp) == 0 {
-		writeError(w, http.StatusNotFound, "not found: "+r.URL.Path)
-		return
-	}
-	if status == 0 {
-		status = http.StatusOK
-	}
-	ct := "text/plain; charset=utf-8"
-	if json.Valid(resp) {
-		ct = "application/json"
-	}
-	w.Header().Set("Content-Type", ct)
-	w.WriteHeader(status)
-	_, _ = w.Write(resp)
-}
-
-// command is the body of /execute, /setup/execute and /setup/launch.
-type command struct {
-	line  string   // the command as a string, when given so
-	argv  []string // the command as a list, when given so
-	isStr bool
-	shell bool
-}
-
-// readCommand decodes {"command": string | [string], "shell": bool};
-// a bad body is answered 400.
-func readCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
-	var req struct {
-		Command json.RawMessage `json:"command"`
-		Shell   bool            `json:"shell"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad request: body is not valid JSON: "+err.Error())
-		return command{}, false
-	}
-	c := command{shell: req.Shell}
-	if len(req.Command) == 0 || string(req.Command) == "null" {
-		writeError(w, http.StatusBadRequest, `bad request: missing "command"`)
-		return c, false
-	}
-	if json.Unmarshal(req.Command, &c.line) == nil {
-		c.isStr = true
-	} else if json.Unmarshal(req.Command, &c.argv) != nil {
-		writeError(w, http.StatusBadRequest, `bad request: "command" must be a string or a list of strings`)
-		return c, false
-	}
-	if (c.isStr && strings.TrimSpace(c.line) == "") || (!c.isStr && len(c.argv) == 0) {
-		writeError(w, http.StatusBadRequest, `bad request: empty "command"`)
-		return c, false
-	}
-	return c, true
-}
-
-// text is the command as a command line.
-func (c command) text() string {
-	if c.isStr {
-		return c.line
-	}
-	if c.shell { // Popen(list, shell=True) runs list[0] through the shell
-		return c.argv[0]
-	}
-	parts := make([]string, len(c.argv))
-	for i, a := range c.argv {
-		parts[i] = desktop.ShellQuote(a)
-	}
-	return strings.Join(parts, " ")
-}
-
-// pyArgv reports python[3[.x]] -c CODE.
-var pyProgram = regexp.MustCompile(`^python(\d+(\.\d+)?)?$`)
-
-func pythonCode(argv []string) (string, bool) {
-	if len(argv) >= 3 && pyProgram.MatchString(path.Base(argv[0])) && argv[1] == "-c" {
-		return argv[2], true
-	}
-	return "", false
-}
-
-// execResult is the guest's answer to a command that ran.
-type execResult struct {
-	Status     string `json:"status"`
-	Output     string `json:"output"`
-	Error      string `json:"error"`
-	ReturnCode int    `json:"returncode"`
-}
-
-// execute serves /execute and /setup/execute as the real guest does:
-// 200 {"status":"success", output, error, returncode} for a command that
-// ran (whatever its exit code), 500 {"status":"error","message"} for one
-// that could not run (program not found, 120 s limit).
-func (s *handler) execute(w http.ResponseWriter, r *http.Request) {
-	c, ok := readCommand(w, r)
+// serveSim serves a /sim/ control call: no faults, no recording, and it
+// works on a dead VM.
+func (v *vm) serveSim(w http.ResponseWriter, r *http.Request) {
+	rt, ok := simRoutes[r.URL.Path]
 	if !ok {
+		writeError(w, http.StatusNotFound, "simulator: no control endpoint "+r.URL.Path)
 		return
 	}
-	argv := c.argv
-	if c.isStr {
-		split, err := shlexSplit(c.line)
-		switch {
-		case err == nil:
-			argv = split
-		case !c.shell:
-			writeError(w, http.StatusInternalServerError, err.Error()) // shlex's ValueError
-			return
-		}
-	} else if c.shell {
-		argv, _ = shlexSplit(c.argv[0])
-	}
-	code, isPy := pythonCode(argv)
-	if isPy && c.shell && len(argv) != 3 {
-		isPy = false // a shell line doing more than run python -c
-	}
-	if !isPy && c.isStr && strings.Contains(c.line, "pyautogui.") {
-		// Simulator leniency: bare pyautogui code as the command.
-		code, isPy = c.line, true
-	}
-	if isPy {
-		s.runPython(w, r, c, code)
+	if !strings.Contains(" "+rt.methods+" ", " "+r.Method+" ") {
+		w.Header().Set("Allow", strings.ReplaceAll(rt.methods, " ", ", "))
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
-	line, direct := c.text(), !c.shell
-	if direct && len(argv) >= 3 && (path.Base(argv[0]) == "sh" || path.Base(argv[0]) == "bash") && argv[1] == "-c" {
-		line, direct = argv[2], false
-	}
-	out, rc := s.m.Shell(line)
-	if rc == 127 && direct && len(argv) > 0 {
-		// Without a shell, Python raises FileNotFoundError.
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("[Errno 2] No such file or directory: '%s'", argv[0]))
+	if _, err := readBody(w, r); err != nil {
+		writeError(w, http.StatusBadRequest, "bad request: reading the body: "+err.Error())
 		return
 	}
-	res := execResult{Status: "success", ReturnCode: rc}
-	if rc == 0 {
-		res.Output = out
-	} else {
-		res.Error = out
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-// runPython runs pyautogui code: parsed into input events applied to the
-// machine in order, time.sleep through the clock, within ExecLimit.
-func (s *handler) runPython(w http.ResponseWriter, r *http.Request, c command, code string) {
-	events, err := desktop.ParsePyAutoGUI(code)
-	if err != nil {
-		writeJSON(w, http.StatusOK, execResult{Status: "success", ReturnCode: 1,
-			Error: "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n" + pyErrorLine(err)})
-		return
-	}
-	var slept time.Duration
-	for _, ev := range events {
-		if ev.Kind == desktop.EvSleep {
-			d := time.Duration(ev.Seconds * float64(time.Second))
-			if slept+d > s.execLimit {
-				if s.clock.Sleep(r.Context(), s.execLimit-slept) != nil {
-					abandon()
-				}
-				writeError(w, http.StatusInternalServerError,
-					fmt.Sprintf("Command %s timed out after %g seconds", pyRepr(c), s.execLimit.Seconds()))
-				return
-			}
-			slept += d
-			if s.clock.Sleep(r.Context(), d) != nil {
-				abandon()
-			}
-			continue
-		}
-		if err := s.m.Input(ev); err != nil {
-			err = fmt.Errorf("simulator: %s: %w", ev.Kind, err)
-			writeJSON(w, http.StatusOK, execResult{Status: "success", ReturnCode: 1,
-				Error: "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n" + pyErrorLine(err)})
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, execResult{Status: "success"})
-}
-
-// pyErrorLine renders err as the last line of a Python traceback.
-func pyErrorLine(err error) string {
-	return "Exception: " + strings.ReplaceAll(err.Error(), "\n", " ")
-}
-
-// pyRepr renders the command as Python would in a TimeoutExpired message.
-func pyRepr(c command) string {
-	if c.isStr {
-		return fmt.Sprintf("'%s'", c.line)
-	}
-	parts := make([]string, len(c.argv))
-	for i, a := range c.argv {
-		parts[i] = fmt.Sprintf("'%s'", a)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// launch serves /setup/launch: Machine.Launch, without waiting.
-func (s *handler) launch(w http.ResponseWriter, r *http.Request) {
-	c, ok := readCommand(w, r)
-	if !ok {
-		return
-	}
-	line := c.text()
-	if err := s.m.Launch(line); err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, line+" launched successfully")
+	rt.h(v, w, r)
 }
 
 // health serves GET /sim/health: {"status": "ok" | "booting" |
-// "reverting" | "dead", "simulator": true}, 200 when ok, 503 otherwise.
-func (s *handler) health(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	status := s.busyLocked()
+// "reverting" | "dead", "simulator": true, "platform", "app_url"}, 200
+// when ok, 503 otherwise. app_url is the app server's base URL ("" when
+// the handlers are not served by Start).
+func (v *vm) health(w http.ResponseWriter, r *http.Request) {
+	v.mu.Lock()
+	status := v.busyLocked()
 	switch {
 	case status != "":
-	case s.dead:
+	case v.dead:
 		status = "dead"
 	default:
 		status = "ok"
 	}
-	s.mu.Unlock()
+	appURL := v.appURL
+	v.mu.Unlock()
 	code := http.StatusOK
 	if status != "ok" {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"status": status, "simulator": true, "platform": Platform})
+	writeJSON(w, code, map[string]any{"status": status, "simulator": true, "platform": Platform, "app_url": appURL})
 }
 
-func (s *handler) state(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.m.State())
+func (v *vm) state(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, v.m.State())
 }
 
 // reset serves POST /sim/reset: a snapshot revert that takes RevertTime
-// (simulated), then Machine.Reset; the VM is alive again. A client that
-// gives up during the revert abandons it: nothing changes.
-func (s *handler) reset(w http.ResponseWriter, r *http.Request) {
-	s.resetMu.Lock()
-	defer s.resetMu.Unlock()
-	s.mu.Lock()
-	d := s.revertTime.Sample(s.rng)
-	s.reverting = true
-	s.mu.Unlock()
-	err := s.clock.Sleep(r.Context(), d)
-	s.mu.Lock()
-	s.reverting = false
+// (simulated), then Machine.Reset; the VM is alive again and its guest
+// server restarted (MAX_DEPTH back to 50). A client that gives up during
+// the revert abandons it: nothing changes.
+func (v *vm) reset(w http.ResponseWriter, r *http.Request) {
+	v.resetMu.Lock()
+	defer v.resetMu.Unlock()
+	v.mu.Lock()
+	d := v.revertTime.Sample(v.rng)
+	v.reverting = true
+	v.mu.Unlock()
+	err := v.clock.Sleep(r.Context(), d)
+	v.mu.Lock()
+	v.reverting = false
 	if err == nil {
-		s.m.Reset()
-		s.dead = false
-		s.stats.Resets++
+		v.m.Reset()
+		v.dead = false
+		v.maxDepth = DefaultMaxDepth
+		v.stats.Resets++
 	}
-	s.mu.Unlock()
+	v.mu.Unlock()
 	if err != nil {
 		abandon()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "revert_time": d.String()})
 }
 
-func (s *handler) statsHandler(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	st := s.stats
-	st.Calls = make(map[string]int, len(s.stats.Calls))
-	for k, v := range s.stats.Calls {
-		st.Calls[k] = v
+func (v *vm) statsHandler(w http.ResponseWriter, r *http.Request) {
+	v.mu.Lock()
+	st := v.stats
+	st.Calls = make(map[string]int, len(v.stats.Calls))
+	for k, n := range v.stats.Calls {
+		st.Calls[k] = n
 	}
-	s.mu.Unlock()
+	v.mu.Unlock()
 	writeJSON(w, http.StatusOK, st)
 }
 
@@ -807,14 +627,14 @@ func (s *handler) statsHandler(w http.ResponseWriter, r *http.Request) {
 // /sim/faults: the fields given (faults, endpoints, die_prob, death_mode)
 // replace the current ones; endpoints merge by path. A dead VM stays dead
 // until POST /sim/reset.
-func (s *handler) faultsHandler(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (v *vm) faultsHandler(w http.ResponseWriter, r *http.Request) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if r.Method == http.MethodPut {
-		fc := s.fc
-		fc.Endpoints = make(map[string]fault.Faults, len(s.fc.Endpoints))
-		for k, v := range s.fc.Endpoints {
-			fc.Endpoints[k] = v
+		fc := v.fc
+		fc.Endpoints = make(map[string]fault.Faults, len(v.fc.Endpoints))
+		for k, f := range v.fc.Endpoints {
+			fc.Endpoints[k] = f
 		}
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
@@ -826,64 +646,10 @@ func (s *handler) faultsHandler(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		s.fc = fc
+		v.fc = fc
 	}
-	writeJSON(w, http.StatusOK, s.fc)
+	writeJSON(w, http.StatusOK, v.fc)
 }
 
-// shlexSplit splits a command line as Python's shlex.split (POSIX mode,
-// no comments) does, which is how the real guest reads a string command
-// without shell=True. Unlike the simulated shell (desktop.Machine.Shell)
-// it knows no operators and no ~.
-func shlexSplit(s string) ([]string, error) {
-	var (
-		out   []string
-		cur   strings.Builder
-		inTok bool
-	)
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r':
-			if inTok {
-				out = append(out, cur.String())
-				cur.Reset()
-				inTok = false
-			}
-		case ch == '\\':
-			if i+1 >= len(s) {
-				return nil, errors.New("No escaped character")
-			}
-			i++
-			cur.WriteByte(s[i])
-			inTok = true
-		case ch == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, errors.New("No closing quotation")
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			inTok = true
-		case ch == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("No closing quotation")
-			}
-			inTok = true
-		default:
-			cur.WriteByte(ch)
-			inTok = true
-		}
-	}
-	if inTok {
-		out = append(out, cur.String())
-	}
-	return out, nil
-}
+// errNoAnswer is a call the server dropped without an answer.
+var errNoAnswer = errors.New("the server closed the connection without an answer")

@@ -28,6 +28,7 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/apps/chimerax"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
+	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -1560,7 +1561,7 @@ func TestModelsSolveTasksOnMachines(t *testing.T) {
 			}
 			shots = append(shots, shot)
 		}
-		res := scienceboard.Evaluate(ctx, &task.Task, tasks.AppStateSource(m), final)
+		res := scienceboard.Evaluate(ctx, &task.Task, simguest.Local(m, simguest.Config{}), final)
 		if !res.Passed {
 			t.Errorf("%s: the oracle plan, grounded by the executor, fails the evaluator: %+v\nplans: %q", task.ID, res, history)
 		}

@@ -7,8 +7,6 @@ import (
 	"reflect"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
-	"github.com/codapipe/codapipe/internal/sim/apps/celestia"
-	"github.com/codapipe/codapipe/internal/sim/apps/chimerax"
 	"github.com/codapipe/codapipe/internal/sim/apps/grass"
 	"github.com/codapipe/codapipe/internal/sim/apps/kalgebra"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
@@ -17,15 +15,18 @@ import (
 
 // StateTruth is the simulated judge's default truth: it runs the task's
 // own evaluator (scienceboard.Evaluate) against the app state carried by
-// the last screenshot's state chunk, which answers the app-state GET
-// endpoints exactly as the machine did when the screenshot was taken
-// (ChimeraX /chimerax/state, Celestia and GRASS /dump, KAlgebra /vars).
+// the last screenshot's state chunk, which answers the read-only app
+// requests whose reply is that state exactly as the machine did when the
+// screenshot was taken (KAlgebra GET /vars, GRASS GIS GET /dump; see
+// chunkSource).
 //
 // Limitations, by design of a screenshot-only judge:
-//   - checks that need a POST endpoint (ChimeraX "info" commands, KAlgebra
-//     "eqn" point queries, GRASS "db" queries) cannot be answered from a
-//     screenshot; for such tasks the truth falls back to DefaultTruth (the
-//     oracle's answer for question tasks, failure otherwise);
+//   - checks that need any other request (ChimeraX's states dump and
+//     "info" commands, Celestia's POST /dump, KAlgebra "eqn" point
+//     queries, GRASS "db" queries, /read, /lean/check, /tex/check) cannot
+//     be answered from a screenshot; for such tasks the truth falls back
+//     to DefaultTruth (the oracle's answer for question tasks, failure
+//     otherwise);
 //   - the judge sees the agent's answer (an "ANS" line) but not whether it
 //     ended with DONE or FAIL: tasks whose success is giving up (a "stop"
 //     check for FAIL) fall back to DefaultTruth too, and other "stop"
@@ -64,23 +65,30 @@ func StateTruth(task *tasks.Task, states []desktop.State, answer string) (bool, 
 	return true, 0, redundant, nil
 }
 
-// chunkSource answers the app-state GET endpoints from a screenshot's state.
+// chunkSource is a scienceboard.Caller that answers, from a screenshot's
+// state, the read-only requests whose reply is the app state the chunk
+// carries: GET /vars of KAlgebra's app server (the "vars" of its state)
+// and GET /dump of GRASS GIS's (its whole state). Every other request is
+// an error without an HTTP status, so the evaluation reports an error and
+// the truth falls back to DefaultTruth: requests that change the app or
+// the guest (POST /chimerax/run, /tab, /gcmd, ...), the reads whose reply
+// depends on their body (Celestia's POST /dump with the task's query,
+// KAlgebra's POST /func/2d), and the guest server's /read, /lean/check
+// and /tex/check, whose files a screenshot does not carry.
 type chunkSource struct{ st desktop.State }
 
-func (c chunkSource) AppState(_ context.Context, path string, body []byte) ([]byte, error) {
-	if body != nil {
-		return nil, fmt.Errorf("POST %s cannot be answered from a screenshot", path)
-	}
+// Call implements scienceboard.Caller.
+func (c chunkSource) Call(_ context.Context, r scienceboard.Request) ([]byte, error) {
 	var v any
 	switch {
-	case c.st.App == kalgebra.Name && path == scienceboard.PathKAlgebraVars:
+	case r.Server != scienceboard.AppServer || r.Method != "GET" || len(r.Query) > 0:
+	case c.st.App == kalgebra.Name && r.Path == "/vars":
 		v = c.st.AppState["vars"]
-	case c.st.App == chimerax.Name && path == scienceboard.PathChimeraXState,
-		c.st.App == celestia.Name && path == scienceboard.PathCelestiaDump,
-		c.st.App == grass.Name && path == scienceboard.PathGRASSDump:
+	case c.st.App == grass.Name && r.Path == "/dump":
 		v = c.st.AppState
-	default:
-		return nil, fmt.Errorf("GET %s cannot be answered from a %q screenshot", path, c.st.App)
+	}
+	if v == nil {
+		return nil, fmt.Errorf("%s cannot be answered from a %q screenshot", r, c.st.App)
 	}
 	return json.Marshal(v)
 }

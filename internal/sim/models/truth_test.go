@@ -6,6 +6,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
+	simguest "github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 )
 
@@ -45,7 +46,7 @@ func TestStateTruthAgreesWithTheEvaluator(t *testing.T) {
 				}
 				states = append(states, m.State())
 			}
-			live := scienceboard.Evaluate(context.Background(), &task.Task, tasks.AppStateSource(m), final)
+			live := scienceboard.Evaluate(context.Background(), &task.Task, simguest.Local(m, simguest.Config{}), final)
 			ok, _, redundant, err := StateTruth(&task, states, final.Answer)
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package tasks is part of codapipe's SIMULATOR (see package sim): the
 // simulator's own tasks, in the ScienceBoard JSON format with a hidden
 // oracle plan, embedded from VM/<App folder>/<ID>.json, and RunInit, which
-// applies a task's initialize items to a simulated machine.
+// applies a task's initialize items to a simulated machine through its
+// guest and app servers (package guest, in process).
 package tasks
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
@@ -239,13 +241,36 @@ func ByID(id string) (*Task, bool) {
 // placeholders.
 var DefaultPlaceholders = map[string]string{"PORTLIKE": "8000"}
 
-// RunInit runs a task's initialize items on a machine (without waiting):
-// it expands placeholders (values, or DefaultPlaceholders when nil) and
-// applies scienceboard.SetupSteps — shell commands through Machine.Shell,
-// launches through Machine.Launch, app requests through Machine.AppState.
-// Launch failures, shell commands that are not found and failing app
-// requests are errors.
+// InitOptions configure RunInitWith.
+type InitOptions struct {
+	// Placeholders fill «NAME» in the task's items; nil means
+	// DefaultPlaceholders.
+	Placeholders map[string]string
+	// Downloads are the files a task's download items fetch, by URL: the
+	// simulator has no network, so the test gives their content, which is
+	// written into the guest through /setup/upload as the agent copies a
+	// download from the host. A download item whose URL is not here is an
+	// error.
+	Downloads map[string][]byte
+}
+
+// RunInit runs a task's initialize items on a machine as the benchmark's
+// harness does, through the machine's own guest and app servers in
+// process (guest.Local): RunInitWith with the placeholder values (nil:
+// DefaultPlaceholders) and no downloads.
 func RunInit(m desktop.Machine, t *scienceboard.Task, values map[string]string) error {
+	return RunInitWith(context.Background(), guest.Local(m, guest.Config{}), t, InitOptions{Placeholders: values})
+}
+
+// RunInitWith runs a task's initialize items through c, the way
+// codapipe's agent does on a real VM (without the items' waits): it
+// expands the placeholders, maps the items onto requests
+// (scienceboard.SetupSteps), sends each and applies the step's accept
+// rule (SetupStep.CheckReply). A request that fails, a reply the rule
+// refuses, or a download it has no content for is an error naming the
+// item.
+func RunInitWith(ctx context.Context, c scienceboard.Caller, t *scienceboard.Task, opts InitOptions) error {
+	values := opts.Placeholders
 	if values == nil {
 		values = DefaultPlaceholders
 	}
@@ -258,23 +283,25 @@ func RunInit(m desktop.Machine, t *scienceboard.Task, values map[string]string) 
 		return fmt.Errorf("sim: init: %w", err)
 	}
 	for _, st := range steps {
-		switch st.Kind {
-		case scienceboard.SetupExecute:
-			out, code := m.Shell(st.Command)
-			if code == 127 || code == 2 {
-				return fmt.Errorf("sim: init %s: initialize[%d]: %q: exit %d: %s", t.ID, st.Item, st.Command, code, strings.TrimSpace(out))
+		op := fmt.Sprintf("sim: init %s: initialize[%d] %s", t.ID, st.Item, st.Func)
+		switch {
+		case st.Download != nil:
+			data, ok := opts.Downloads[st.Download.URL]
+			if !ok {
+				return fmt.Errorf("%s: no content for the download of %s (the simulator has no network: give it in InitOptions.Downloads)", op, st.Download.URL)
 			}
-		case scienceboard.SetupLaunch:
-			if err := m.Launch(st.Command); err != nil {
-				return fmt.Errorf("sim: init %s: initialize[%d]: %w", t.ID, st.Item, err)
+			r := guest.UploadRequest(st.Download.Path, data)
+			if _, err := c.Call(ctx, r); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
 			}
-		case scienceboard.SetupApp:
-			resp, status := m.AppState(st.Path, st.Body)
-			if status/100 != 2 {
-				return fmt.Errorf("sim: init %s: initialize[%d]: POST %s: status %d: %s", t.ID, st.Item, st.Path, status, resp)
+		case st.Request != nil:
+			body, err := c.Call(ctx, *st.Request)
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
 			}
-		default:
-			return fmt.Errorf("sim: init %s: initialize[%d]: unknown setup step kind %q", t.ID, st.Item, st.Kind)
+			if err := st.CheckReply(body); err != nil {
+				return fmt.Errorf("%s: %s: refused: %w", op, st.Request, err)
+			}
 		}
 	}
 	return nil
@@ -336,22 +363,4 @@ func Play(m desktop.Machine, action string) (final scienceboard.FinalAction, don
 		}
 	}
 	return final, false, nil
-}
-
-// AppStateSource adapts a Machine to scienceboard.StateSource: a non-2xx
-// status becomes an error carrying the response body.
-func AppStateSource(m desktop.Machine) scienceboard.StateSource { return machineSource{m} }
-
-type machineSource struct{ m desktop.Machine }
-
-// AppState implements scienceboard.StateSource.
-func (s machineSource) AppState(ctx context.Context, p string, body []byte) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	resp, status := s.m.AppState(p, body)
-	if status/100 != 2 {
-		return nil, fmt.Errorf("status %d: %s", status, strings.TrimSpace(string(resp)))
-	}
-	return resp, nil
 }

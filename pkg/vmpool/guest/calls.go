@@ -190,11 +190,13 @@ func (g *Client) Accessibility(ctx context.Context) (string, error) {
 	return *at.AT, nil
 }
 
-// AppState calls the app-state server at StateURL: GET path when body is
-// nil (retried), POST body as JSON otherwise (not retried once sent: a
-// POST may run an app command, e.g. /chimerax/run). path starts with "/"
-// and may carry a query. It returns the body of a 2xx answer; anything
-// else is an *HTTPError. This is the AppState the task evaluator uses.
+// AppState calls the app server at StateURL: GET path when body is nil
+// (retried), POST body as JSON otherwise (not retried once sent: a POST
+// may change the app, e.g. KAlgebra's /tab). path starts with "/" and may
+// carry a query. It returns the body of a 2xx answer; anything else is an
+// *HTTPError. Call speaks the ScienceBoard contract with the exact
+// method, body and content type; AppState is the shorthand for plain
+// JSON requests.
 func (g *Client) AppState(ctx context.Context, path string, body []byte) ([]byte, error) {
 	op := "app state " + path
 	if !strings.HasPrefix(path, "/") {
@@ -215,9 +217,12 @@ func (g *Client) Download(ctx context.Context, path string) ([]byte, error) {
 		body: []byte(form), contentType: "application/x-www-form-urlencoded", timeout: g.opts.FileTimeout, idempotent: true})
 }
 
-// Upload writes data to a file in the guest, creating its directory
-// (POST /setup/upload, multipart fields file_path and file_data,
-// FileTimeout). Retried: writing the same bytes again is harmless.
+// Upload writes data to a file in the guest (POST /setup/upload,
+// multipart fields file_path and file_data, FileTimeout). The guest
+// server saves the data at file_path (~ expanded) and creates no folder:
+// a missing folder is an unhandled FileNotFoundError there, an
+// *HTTPError with status 500. Retried: writing the same bytes again is
+// harmless.
 func (g *Client) Upload(ctx context.Context, path string, data []byte) error {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)

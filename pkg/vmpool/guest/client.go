@@ -37,11 +37,16 @@ const PyAutoGUIPrefix = "import pyautogui; import time; pyautogui.FAILSAFE = Fal
 
 // Options configure a Client. The zero value is the defaults.
 type Options struct {
-	// StateURL is the base URL of the app-state server (Celestia /dump,
-	// KAlgebra /vars, GRASS /dump, ChimeraX /chimerax/run, /lean/check,
-	// /tex/check). Default: the guest's host on port 8000, where
-	// ScienceBoard puts it. The simulator serves these paths on the guest
-	// port itself: pass the guest URL.
+	// StateURL is the base URL of a ScienceBoard VM's app server: the
+	// application's own HTTP server (KAlgebra /vars, /func/2d, /tab;
+	// Celestia POST /dump; GRASS GIS /dump, /gcmd, /init/*; ChimeraX's
+	// REST server GET /run?command=), which Request{Server: ServerApp}
+	// and AppState call. The guest server's own routes (/chimerax/run,
+	// /read, /write, /append, /lean/check, /tex/check) are on the base
+	// URL. Default: the guest's host on port 8000, where ScienceBoard
+	// puts it. The simulator serves its app server on a port of its own:
+	// pass its URL (internal/sim/guest Server.AppURL; the pool's sim
+	// backend reads it from GET /sim/health).
 	StateURL string
 	// HTTPClient sends the requests. Default: NewHTTPClient(). Its
 	// Timeout, if any, applies on top of ours.
@@ -53,7 +58,7 @@ type Options struct {
 	ScreenshotTimeout    time.Duration // GET /screenshot; default 10 s
 	ExecuteTimeout       time.Duration // /execute, /setup/execute; default 130 s
 	AccessibilityTimeout time.Duration // GET /accessibility; default 30 s
-	StateTimeout         time.Duration // app-state server calls; default 30 s
+	StateTimeout         time.Duration // app server calls; default 30 s
 	FileTimeout          time.Duration // /file, /setup/upload; default 60 s
 	DefaultTimeout       time.Duration // everything else; default 10 s
 

@@ -1,8 +1,8 @@
 // Package guest is a client of the OSWorld/ScienceBoard guest server: the
 // HTTP server (port 5000, no authentication) inside a GUI agent's VM that
 // takes screenshots, runs commands and pyautogui code, reads the
-// accessibility tree and moves files, and of ScienceBoard's app-state
-// servers (port 8000). Every VM backend of package vmpool drives its VMs
+// accessibility tree and moves files, and of ScienceBoard's app servers
+// (port 8000: the modified application's own HTTP server). Every VM backend of package vmpool drives its VMs
 // through this one client, and a lease hands one out (Lease.Guest); it
 // needs nothing of the pool, so a program may use it alone to talk to any
 // OSWorld guest.

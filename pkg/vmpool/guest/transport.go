@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -171,8 +173,15 @@ func httpError(c call, a answer) *HTTPError {
 	return &HTTPError{Op: c.op, URL: c.server.String() + c.path, Status: a.status, Message: ErrorMessage(a.body), JSONStatus: jsonStatus(a.body)}
 }
 
+// htmlTitle finds an HTML page's title.
+var htmlTitle = regexp.MustCompile(`(?is)<title>(.*?)</title>`)
+
 // ErrorMessage extracts a server's message from the body of an error
-// answer: its JSON "message" or "error" field, else the start of the text.
+// answer: its JSON "message" or "error" field; for an HTML page (the
+// guest server is a Flask app: its error pages, and in debug mode the
+// Werkzeug debugger's page for an exception its view did not catch) the
+// page's title, e.g. "FileNotFoundError: [Errno 2] No such file or
+// directory: '/x'"; else the start of the text.
 func ErrorMessage(body []byte) string {
 	var m struct {
 		Message any `json:"message"`
@@ -185,7 +194,11 @@ func ErrorMessage(body []byte) string {
 			}
 		}
 	}
-	return errtext.Truncate(strings.Join(strings.Fields(string(body)), " "), 300)
+	text := string(body)
+	if t := htmlTitle.FindStringSubmatch(text); t != nil {
+		text = strings.TrimSuffix(strings.TrimSpace(html.UnescapeString(t[1])), "// Werkzeug Debugger")
+	}
+	return errtext.Truncate(strings.Join(strings.Fields(text), " "), 300)
 }
 
 // jsonStatus is the "status" field of a JSON object body, or "".

@@ -85,7 +85,9 @@ func ExampleLoad() {
 // NewPool builds the backend a pool file names and the pool over it.
 func ExampleNewPool() {
 	guest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `{"status": "ok"}`) // /sim/reset and /sim/health of a simulated guest
+		// /sim/reset and /sim/health of a simulated guest, and /setup/execute
+		// of the command the pool runs after a revert (reset.sh).
+		fmt.Fprint(w, `{"status": "ok"}`)
 	}))
 	defer guest.Close()
 	lockDir, err := os.MkdirTemp("", "poolfile-example")
@@ -94,7 +96,7 @@ func ExampleNewPool() {
 	}
 	defer os.RemoveAll(lockDir)
 
-	cfg, err := poolfile.Parse("sim.yaml", fmt.Appendf(nil, "backend: sim\nid: demo\nlock_dir: %s\nsim:\n  vms:\n    - url: %s\n", lockDir, guest.URL))
+	cfg, err := poolfile.Parse("sim.yaml", fmt.Appendf(nil, "backend: sim\nid: demo\nlock_dir: %s\nsim:\n  vms:\n    - url: %s\n      state_url: %s\n", lockDir, guest.URL, guest.URL))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestParsePoolFileErrors(t *testing.T) {
 		{"tabs", "backend: sim\nsim:\n\tvms: []\n", `^pool\.yaml:3:1: not valid YAML: `},
 		{"two documents", "backend: sim\n---\nbackend: guest\n", "pool.yaml:2:1: a second YAML document; want one pool per file"},
 		{"a list at the top", "- backend: sim\n", `pool.yaml:1:1: want a mapping (field: value lines), got a list`},
-		{"unknown field", "backend: sim\nquarantine_afer: 3\n", "pool.yaml:2:1: quarantine_afer: unknown field; want one of: backend, id, quarantine_after, lock_dir, lock_retry, idle_check, retry_wait, timeouts, sim, guest, vmware, docker"},
+		{"unknown field", "backend: sim\nquarantine_afer: 3\n", "pool.yaml:2:1: quarantine_afer: unknown field; want one of: backend, id, quarantine_after, lock_dir, lock_retry, idle_check, retry_wait, timeouts, after_revert, sim, guest, vmware, docker"},
 		{"unknown nested field", "backend: vmware\nvmware:\n  snapshot: s\n  vms:\n    - vmx: /a/a.vmx\n      vmxx: x\n", "pool.yaml:6:7: vmware.vms[0].vmxx: unknown field; want one of: id, vmx, snapshot, guest_port, ip"},
 		{"not a number", "backend: sim\nquarantine_after: three\n", `pool.yaml:2:19: quarantine_after: "three": want a whole number`},
 		{"float for int", "backend: sim\nquarantine_after: 2.5\n", `pool.yaml:2:19: quarantine_after: "2.5": want a whole number`},
@@ -262,4 +262,18 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("parsed config makes no backend: %v", err)
 		}
 	})
+}
+
+func TestParseAfterRevert(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                    "",
+		"after_revert: off\n": "off",
+		"after_revert: /bin/bash /home/user/x.sh\n":                       "/bin/bash /home/user/x.sh",
+		"after_revert: \"nmcli networking off && nmcli networking on\"\n": "nmcli networking off && nmcli networking on",
+	} {
+		cfg, err := Parse("pool.yaml", []byte("backend: sim\n"+in+"sim:\n  vms:\n    - url: http://127.0.0.1:5000\n"))
+		if err != nil || cfg.Pool.AfterRevert != want {
+			t.Errorf("%q: after_revert %q, %v; want %q", in, cfg.Pool.AfterRevert, err, want)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +131,63 @@ func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
 	}
 	if st := p.Stats(); st.UnhealthyReleases != 1 || st.Quarantined != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The pool runs ScienceBoard's reset.sh in a simulated VM after every
+// revert (the sim backend's default after_revert), the simulated shell
+// runs it, and the lease's app server is the simulator's own.
+func TestSimBackendRealGuestRunsResetScript(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var mu sync.Mutex
+	var execs []string
+	record := func(r simguest.Recorded) {
+		if r.Path == "/setup/execute" {
+			mu.Lock()
+			execs = append(execs, string(r.Body))
+			mu.Unlock()
+		}
+	}
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 1})
+	srv, err := simguest.Start(ctx, m, simguest.Config{Record: record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := URLs(srv.URL)
+	sc.PollInterval = 10 * time.Millisecond
+	p := newSimPool(t, pooltest.Config(t), sc)
+	l := p.MustLease(t)
+	if l.Endpoint().StateURL != srv.AppURL {
+		t.Errorf("state URL %s, want the app server %s", l.Endpoint().StateURL, srv.AppURL)
+	}
+	want := `{"command":"/bin/bash /home/user/server/reset.sh","shell":true}`
+	mu.Lock()
+	got := append([]string(nil), execs...)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("after the start the guest ran %q, want one %s", got, want)
+	}
+	_ = l.End(vmpool.Healthy)
+	p.Events.WaitCount(t, vmpool.EventReady, l.ID(), 2)
+	mu.Lock()
+	n := len(execs)
+	mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d after-revert commands after a start and a reset, want 2", n)
+	}
+	if strings.Contains(p.Log.String(), "exited non-zero") {
+		t.Errorf("reset.sh failed in the simulator:\n%s", p.Log)
+	}
+
+	// A command that exits non-zero is logged and the VM still serves,
+	// as in ScienceBoard's harness (HTTP 200 is success).
+	cfg := pooltest.Config(t)
+	cfg.AfterRevert = "false"
+	p.CloseWithin(t, 10*time.Second)
+	p2 := newSimPool(t, cfg, sc)
+	p2.MustLease(t)
+	if !strings.Contains(p2.Log.String(), "exited non-zero") {
+		t.Errorf("the failed command was not logged:\n%s", p2.Log)
 	}
 }

@@ -1,7 +1,9 @@
-// Package simvm is the "sim" backend of package vmpool: the guest servers
-// of codapipe's simulator (internal/sim), which serve the OSWorld guest
-// protocol plus the simulator-only control endpoints POST /sim/reset (a
-// simulated snapshot revert) and GET /sim/health.
+// Package simvm is the "sim" backend of package vmpool: the simulated VMs
+// of codapipe's simulator (internal/sim). Each has a guest server, which
+// serves the OSWorld/ScienceBoard guest protocol plus the simulator-only
+// control endpoints POST /sim/reset (a simulated snapshot revert) and GET
+// /sim/health, and an app server on a port of its own (a real VM's port
+// 8000), which GET /sim/health reports as "app_url".
 package simvm
 
 import (
@@ -42,6 +44,10 @@ type VM struct {
 	ID string `yaml:"id"`
 	// URL is the guest server's base URL, "http://127.0.0.1:PORT".
 	URL string `yaml:"url"`
+	// StateURL is the app server's base URL (the lease's
+	// Endpoint.StateURL). Default: the one the guest's GET /sim/health
+	// reports (app_url).
+	StateURL string `yaml:"state_url"`
 }
 
 // URLs is a Config of guests at urls, with ids sim-0, sim-1, ...
@@ -79,6 +85,11 @@ func (c Config) Validate() error {
 	v.NonEmpty("sim.vms", len(c.VMs), "simulated guest ({url: http://127.0.0.1:PORT})")
 	for i, vm := range c.VMs {
 		v.GuestVM(fmt.Sprintf("sim.vms[%d]", i), vm.ID, vm.URL)
+		if vm.StateURL != "" {
+			if _, err := guest.ParseURL(vm.StateURL, guest.DefaultStatePort); err != nil {
+				v.Add(fmt.Sprintf("sim.vms[%d].state_url", i), "%v", err)
+			}
+		}
 	}
 	switch c.Health {
 	case "", HealthSim, HealthScreenshot:
@@ -98,6 +109,7 @@ type Backend struct {
 	cfg    Config
 	specs  []vmpool.VMSpec
 	urls   map[string]string // id → normalized base URL
+	states map[string]string // id → the configured app server URL, if any
 	client *http.Client
 }
 
@@ -107,11 +119,15 @@ func New(cfg Config) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, urls: map[string]string{}}
+	b := &Backend{cfg: cfg, urls: map[string]string{}, states: map[string]string{}}
 	b.client = guest.NewHTTPClient()
 	for _, vm := range cfg.VMs {
 		u, _ := guest.ParseURL(vm.URL, guest.DefaultPort)
 		b.urls[vm.ID] = u.String()
+		if vm.StateURL != "" {
+			s, _ := guest.ParseURL(vm.StateURL, guest.DefaultStatePort)
+			b.states[vm.ID] = s.String()
+		}
 		b.specs = append(b.specs, vmpool.VMSpec{ID: vm.ID, Key: "guest:" + u.Host, Label: "simulated guest " + u.String()})
 	}
 	return b, nil
@@ -139,9 +155,14 @@ func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint,
 	if status != http.StatusOK {
 		return vmpool.Endpoint{}, fmt.Errorf("sim: POST %s/sim/reset: HTTP %d: %s", base, status, guest.ErrorMessage(body))
 	}
-	// The simulator serves the app-state endpoints on the guest port.
-	ep := vmpool.Endpoint{GuestURL: base, StateURL: base}
-	probe := func(ctx context.Context) error { return b.simHealth(ctx, base) }
+	ep := vmpool.Endpoint{GuestURL: base, StateURL: b.states[vm.ID]}
+	probe := func(ctx context.Context) error {
+		appURL, err := b.simHealth(ctx, base)
+		if err == nil && ep.StateURL == "" {
+			ep.StateURL = appURL
+		}
+		return err
+	}
 	if b.cfg.Health == HealthScreenshot {
 		if probe, err = backendkit.ScreenshotProbe(b.client, ep); err != nil {
 			return vmpool.Endpoint{}, err
@@ -150,8 +171,23 @@ func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint,
 	if err := backendkit.WaitReady(ctx, "sim: "+base, b.cfg.ReadyTimeout, b.cfg.PollInterval, probe); err != nil {
 		return vmpool.Endpoint{}, err
 	}
+	if ep.StateURL == "" && b.cfg.Health == HealthScreenshot {
+		appURL, err := b.simHealth(ctx, base)
+		if err != nil {
+			return vmpool.Endpoint{}, err
+		}
+		ep.StateURL = appURL
+	}
+	if ep.StateURL == "" {
+		return vmpool.Endpoint{}, fmt.Errorf("sim: %s reports no app server (app_url in GET /sim/health); give the VM's state_url", base)
+	}
 	return ep, nil
 }
+
+// DefaultAfterRevert is vmpool.ScienceBoardReset: the simulated VMs are
+// ScienceBoard VMs, whose harness runs it after every revert (the
+// simulated shell runs the simulated script, which exits 0).
+func (b *Backend) DefaultAfterRevert() string { return vmpool.ScienceBoardReset }
 
 // Start is Reset: a pool starts from a clean machine.
 func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
@@ -163,27 +199,31 @@ func (b *Backend) Health(ctx context.Context, vm vmpool.VMSpec, g *guest.Client)
 	if b.cfg.Health == HealthScreenshot {
 		return backendkit.ScreenshotHealth(ctx, g)
 	}
-	return b.simHealth(ctx, g.BaseURL())
+	_, err := b.simHealth(ctx, g.BaseURL())
+	return err
 }
 
-func (b *Backend) simHealth(ctx context.Context, base string) error {
+// simHealth asks GET /sim/health; it returns the app server's URL the
+// guest reports (app_url, "" when none) when the VM is healthy.
+func (b *Backend) simHealth(ctx context.Context, base string) (string, error) {
 	status, body, err := b.call(ctx, http.MethodGet, base+"/sim/health")
 	if err != nil {
-		return fmt.Errorf("sim: GET %s/sim/health: %w", base, err)
+		return "", fmt.Errorf("sim: GET %s/sim/health: %w", base, err)
 	}
 	var h struct {
 		Status string `json:"status"`
+		AppURL string `json:"app_url"`
 	}
 	_ = json.Unmarshal(body, &h)
 	switch {
 	case status == http.StatusOK && (h.Status == "ok" || h.Status == ""):
-		return nil
+		return h.AppURL, nil
 	case status == http.StatusNotFound:
-		return fmt.Errorf("sim: %s has no /sim/health (HTTP 404): not a codapipe simulator guest; use backend: guest", base)
+		return "", fmt.Errorf("sim: %s has no /sim/health (HTTP 404): not a codapipe simulator guest; use backend: guest", base)
 	case h.Status != "":
-		return fmt.Errorf("sim: %s is %s (HTTP %d)", base, h.Status, status)
+		return "", fmt.Errorf("sim: %s is %s (HTTP %d)", base, h.Status, status)
 	}
-	return fmt.Errorf("sim: GET %s/sim/health: HTTP %d: %s", base, status, guest.ErrorMessage(body))
+	return "", fmt.Errorf("sim: GET %s/sim/health: HTTP %d: %s", base, status, guest.ErrorMessage(body))
 }
 
 // call does one request; ctx bounds it.

@@ -5,6 +5,7 @@ package desktoptest
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -84,17 +85,26 @@ func (m *Machine) Key(keys ...string) {
 	m.Input(desktop.Event{Kind: kind, Keys: keys})
 }
 
-// Get returns the JSON object an app-state request answers (an empty body
-// is a GET); any status but 200 fails the test.
+// Get returns the JSON object the app server answers to path (which may
+// carry a query): a GET when body is empty, else a POST of body. Any
+// status but 200, or no app running, fails the test.
 func (m *Machine) Get(path, body string) map[string]any {
 	m.t.Helper()
-	var b []byte
+	method, b := "GET", []byte(nil)
 	if body != "" {
-		b = []byte(body)
+		method, b = "POST", []byte(body)
 	}
-	resp, status := m.AppState(path, b)
+	p, rawQuery, _ := strings.Cut(path, "?")
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		m.t.Fatalf("%s: bad query: %v", path, err)
+	}
+	resp, status, err := m.AppServe(method, p, q, b)
+	if err != nil {
+		m.t.Fatalf("%s %s: %v", method, path, err)
+	}
 	if status != 200 {
-		m.t.Fatalf("%s: status %d: %s", path, status, resp)
+		m.t.Fatalf("%s %s: status %d: %s", method, path, status, resp)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(resp, &v); err != nil {

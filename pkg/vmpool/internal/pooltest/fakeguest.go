@@ -127,7 +127,8 @@ func (g *FakeGuest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(200, map[string]string{"status": "success"})
 	case "/sim/health":
 		if status == "" {
-			writeJSON(200, map[string]any{"status": "ok", "simulator": true})
+			// The simulator reports its app server; this fake is both.
+			writeJSON(200, map[string]any{"status": "ok", "simulator": true, "app_url": g.srv.URL})
 			return
 		}
 		writeJSON(503, map[string]any{"status": status, "simulator": true})

@@ -2,9 +2,6 @@ package apps
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/url"
 	"path"
 	"testing"
 	"time"
@@ -12,6 +9,7 @@ import (
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
+	"github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/tasks/taskgen"
 )
 
@@ -32,88 +30,6 @@ func startMachine(t *testing.T, app desktop.AppSpec) (*desktoptest.Machine, *run
 		return r.inst
 	}
 	return desktoptest.New(t, 1, app), r
-}
-
-// statusError is a reply with a status other than 2xx.
-type statusError struct {
-	status int
-	body   []byte
-}
-
-func (e *statusError) Error() string   { return fmt.Sprintf("HTTP %d: %.200s", e.status, e.body) }
-func (e *statusError) HTTPStatus() int { return e.status }
-
-// testCaller answers a task's requests on a test machine: the app server
-// is the running app's Serve; the guest server is a minimal stand-in for
-// the routes ScienceBoard's tasks of these apps use (package guest has
-// the real one): /setup/execute, /setup/launch, /write, /opt, /read and
-// /chimerax/run, which forwards to GET /run?command= as the real guest
-// server does.
-type testCaller struct {
-	m   *desktoptest.Machine
-	app *running
-}
-
-func (c *testCaller) Call(_ context.Context, r scienceboard.Request) ([]byte, error) {
-	if r.Server == scienceboard.AppServer {
-		return c.serve(r.Method, r.Path, r.Query, r.Body)
-	}
-	var body struct {
-		Command scienceboard.Command `json:"command"`
-		Path    string               `json:"path"`
-		Content string               `json:"content"`
-	}
-	if len(r.Body) > 0 {
-		if err := json.Unmarshal(r.Body, &body); err != nil {
-			return nil, &statusError{400, []byte(err.Error())}
-		}
-	}
-	switch r.Path {
-	case "/setup/execute":
-		out, code := c.m.Shell(scienceboard.CommandLine(body.Command))
-		return json.Marshal(map[string]any{"status": "success", "output": out, "error": "", "returncode": code})
-	case "/setup/launch":
-		if err := c.m.Launch(scienceboard.CommandLine(body.Command)); err != nil {
-			return nil, &statusError{500, []byte(err.Error())}
-		}
-		return []byte(scienceboard.CommandLine(body.Command) + " launched successfully"), nil
-	case "/write":
-		if out, code := c.m.Shell("printf '%s' " + scienceboard.ShellQuote(body.Content) + " > " + scienceboard.ShellQuote(body.Path)); code != 0 {
-			return nil, &statusError{500, []byte(out)}
-		}
-		return []byte("OK"), nil
-	case "/opt":
-		return []byte("OK"), nil
-	case "/read":
-		out, code := c.m.Shell("cat " + scienceboard.ShellQuote(r.Query.Get("path")))
-		if code != 0 {
-			return nil, &statusError{500, []byte(out)}
-		}
-		return []byte(out), nil
-	case "/chimerax/run":
-		var cmd struct {
-			Command string `json:"command"`
-		}
-		if err := json.Unmarshal(r.Body, &cmd); err != nil {
-			return nil, &statusError{400, nil}
-		}
-		return c.serve("GET", "/run", url.Values{"command": {cmd.Command}}, nil)
-	}
-	return nil, &statusError{404, []byte("no route " + r.Path)}
-}
-
-func (c *testCaller) serve(method, p string, q url.Values, body []byte) ([]byte, error) {
-	if c.app.inst == nil {
-		return nil, fmt.Errorf("connection refused: no app runs")
-	}
-	resp, status, ok := c.app.inst.Serve(c.app.u, method, p, q, body)
-	if !ok {
-		status = 404
-	}
-	if status/100 != 2 {
-		return nil, &statusError{status, resp}
-	}
-	return resp, nil
 }
 
 // TestOraclePlansPass plays every task's spec on a machine: its setup
@@ -144,8 +60,8 @@ func TestOraclePlansPass(t *testing.T) {
 				if task, err = task.ExpandPlaceholders(map[string]string{"PORTLIKE": "8000"}); err != nil {
 					t.Fatal(err)
 				}
-				m, app := startMachine(t, set.App)
-				c := &testCaller{m: m, app: app}
+				m, _ := startMachine(t, set.App)
+				c := guest.Local(m.Machine, guest.Config{})
 				steps, err := scienceboard.SetupSteps(task)
 				if err != nil {
 					t.Fatal(err)

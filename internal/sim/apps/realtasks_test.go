@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/sim/guest"
 )
 
 // TestRealTaskSetups runs the setup of every real ScienceBoard task file of
@@ -32,8 +33,8 @@ func TestRealTaskSetups(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, r := startMachine(t, app)
-				c := &testCaller{m: m, app: r}
+				m, _ := startMachine(t, app)
+				c := guest.Local(m.Machine, guest.Config{})
 				steps, err := scienceboard.SetupSteps(task)
 				if err != nil {
 					t.Fatal(err)

@@ -81,7 +81,7 @@ func Tasks() (tg.Set, error) {
 		[]tg.Obj{tg.DB("v.db.select", selectJSON("boundary_region"), "lambda out: out['info']['columns']",
 			tg.O("name", "COLOR", "sql_type", "CHARACTER"),
 			"lambda key, value: any([item['name'] == value['name'] and item['sql_type'] == value['sql_type'] for item in key])")},
-		append(console(`v.db.addcolumn map=boundary_region columns="COLOR varchar(20)"`), tg.Done(""))...).Init =
+		append(console(`v.db.addcolumn map=boundary_region columns="COLOR varchar"`), tg.Done(""))...).Init =
 		[]tg.Obj{mapInit(PiemonteLocation), layer("boundary_region")}
 	set.Add("S11", 10, "Delete the column named 'ISTAT' of the boundary_region vector map in GRASS GIS.", nil,
 		[]tg.Obj{tg.DB("v.db.select", selectJSON("boundary_region"), "lambda out: out['info']['columns']", "ISTAT",
@@ -105,8 +105,8 @@ func Tasks() (tg.Set, error) {
 	}
 	set.Add("S14", 10, "How many hospitals are in the province of ASTI according to the hospitals vector map? Submit the number via ANS.", nil,
 		[]tg.Obj{tg.StopAns(strconv.Itoa(asti))},
-		append(console(`v.db.select -c map=hospitals where="PROVINCIA='ASTI'"`),
-			tg.Answer(strconv.Itoa(asti), fmt.Sprintf("The query lists %d rows.", asti)))...).Init = []tg.Obj{mapInit(PiemonteLocation)}
+		append(console(`v.db.select -c map=hospitals columns=PROVINCIA`),
+			tg.Answer(strconv.Itoa(asti), fmt.Sprintf("The query lists %d rows with ASTI.", asti)))...).Init = []tg.Obj{mapInit(PiemonteLocation)}
 	g := newGRASS()
 	g.switchTo(g.db[PiemonteLocation])
 	if _, stderr, code := g.run(parseGcmd([]string{"r.mapcalc", "expression=elev_ft = elevation * 3.28084"})); code != 0 {

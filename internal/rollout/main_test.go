@@ -32,18 +32,23 @@ func TestTasksJSONCountsTheBenchmark(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatalf("not one JSON document: %v", err)
 	}
-	want := map[string]int{"ChimeraX": 29, "Celestia": 33, "KAlgebra": 31, "TeXstudio": 16}
+	want := map[string]int{"ChimeraX": 29, "Celestia": 33, "GrassGIS": 34, "KAlgebra": 31, "Lean": 26, "TeXstudio": 16}
 	for app, n := range want {
 		if doc.Counts[app] != n {
 			t.Errorf("counts[%s] = %d, want %d", app, doc.Counts[app], n)
 		}
 	}
-	if len(doc.Counts) != len(want) || len(doc.Tasks) != 109 {
-		t.Errorf("counts %v and %d tasks, want 4 apps and 109 tasks", doc.Counts, len(doc.Tasks))
+	if len(doc.Counts) != len(want) || len(doc.Tasks) != 169 {
+		t.Errorf("counts %v and %d tasks, want 6 apps and 169 tasks", doc.Counts, len(doc.Tasks))
 	}
 	for _, tk := range doc.Tasks {
 		if tk.Unsupported == nil || tk.Steps <= 0 || !strings.HasPrefix(tk.ID, tk.App+"/") {
 			t.Errorf("bad listing entry %+v", tk)
+		}
+		// Issue 21, acceptance 1: every setup step and check of the
+		// benchmark's VM tasks can be run.
+		if len(tk.Unsupported) > 0 {
+			t.Errorf("%s: unsupported %q", tk.ID, tk.Unsupported)
 		}
 	}
 }
@@ -60,7 +65,7 @@ func TestTasksErrors(t *testing.T) {
 		want string
 	}{
 		{"no dir", []string{"tasks"}, 2, "give --tasks DIR"}, // a missing flag is a usage error
-		{"unknown app", []string{"tasks", "--tasks", realTasks, "--app", "Photoshop"}, 1, "known apps: Celestia, ChimeraX, KAlgebra, TeXstudio"},
+		{"unknown app", []string{"tasks", "--tasks", realTasks, "--app", "Photoshop"}, 1, "known apps: Celestia, ChimeraX, GrassGIS, KAlgebra, Lean, TeXstudio"},
 		{"malformed", []string{"tasks", "--tasks", bad}, 1, "X.json: line 2, column"},
 		{"stray arg", []string{"tasks", "--tasks", realTasks, "extra"}, 2, "unexpected argument"},
 		{"nothing configured", []string{"--app", "ChimeraX"}, 2, "pass --sim to run on the built-in SIMULATOR"},

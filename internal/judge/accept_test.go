@@ -32,11 +32,12 @@ import (
 // nothing again, and judge report prints the table and the JSON document.
 func TestAcceptDemoJudged(t *testing.T) {
 	dir := t.TempDir()
-	// VM 1 fails every call and episodes are not retried: some
-	// trajectories end by an environment error.
+	// VM 1 fails every screenshot (its setup and the pool's after-revert
+	// call still work) and episodes are not retried: some trajectories end
+	// by an environment error.
 	raw := pipetest.Run(t, dir, pipetest.Spec{
 		App: acceptApp, Tasks: []string{"S01", "S02", "S03", "S04", "S05"}, Samples: 2, Group: 1, Run: "demo",
-		Sim: `{"per_vm": {"1": {"faults": {"error_prob": 1}}}}`, RolloutArgs: []string{"--env-retries", "0"},
+		Sim: `{"per_vm": {"1": {"endpoints": {"/screenshot": {"error_prob": 1}}}}}`, RolloutArgs: []string{"--env-retries", "0"},
 	}).Trajectories
 	envErrs := 0
 	for _, tr := range raw {

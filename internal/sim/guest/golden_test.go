@@ -20,23 +20,6 @@ import (
 	vmguest "github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
-// appRoutesReal says, by task type, whether the simulated app speaks the
-// real app server contract yet (internal/sim/apps/*: the routes, bodies
-// and replies of ScienceBoard's modified KAlgebra, Celestia and GRASS GIS,
-// and of ChimeraX's REST server). The golden test checks the replies of
-// the requests an app answers — the app server's, and the guest server's
-// /chimerax/run, which relays to it — only for apps listed true; for the
-// others it still sends them and checks that the simulator received
-// exactly the golden request. Turn an app on once its routes are real;
-// its evaluate entries are then staged first (stageApp) so that the
-// replies have the golden keys (KAlgebra's /vars keys are variable names).
-var appRoutesReal = map[string]bool{
-	"KAlgebra": false,
-	"Celestia": false,
-	"ChimeraX": false,
-	"GrassGIS": false,
-}
-
 // appLaunch starts each app the way its tasks do, for the evaluate
 // entries (which check a running app).
 var appLaunch = map[string]vmguest.Command{
@@ -255,8 +238,7 @@ func (c callerOf) Call(ctx context.Context, r scienceboard.Request) ([]byte, err
 // started simulated VM — after the entry's task setup for an evaluate
 // entry — and checks that the simulator received exactly that request
 // and answered with the golden status and a reply of the golden's shape
-// (README.md there). Replies that depend on an app's own routes are
-// checked only for the apps of appRoutesReal.
+// (README.md there).
 func TestGolden(t *testing.T) {
 	raw, err := os.ReadFile("../../../testdata/scienceboard/contract/golden.json")
 	if err != nil {
@@ -316,9 +298,6 @@ func TestGolden(t *testing.T) {
 					} else if d := req.received(t, *first); d != "" {
 						t.Errorf("the simulator received another request: %s", d)
 					}
-					if app != "" && !appRoutesReal[app] {
-						t.Skipf("the reply depends on %s's own routes, which are not real yet (internal/sim/apps); set appRoutesReal[%q] once they are", app, app)
-					}
 					if status != ex.Reply.Status {
 						t.Fatalf("status %d, want %d (%v)", status, ex.Reply.Status, err)
 					}
@@ -371,9 +350,6 @@ func stageEvaluate(ctx context.Context, t *testing.T, g *vmguest.Client, pair go
 		if err := g.Launch(ctx, cmd); err != nil {
 			t.Fatalf("launching %s: %v", app, err)
 		}
-	}
-	if !appRoutesReal[app] {
-		return
 	}
 	for _, r := range stageApp[app] {
 		if _, err := g.Call(ctx, r); err != nil {

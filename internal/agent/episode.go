@@ -384,7 +384,7 @@ func couldNotRun(err error) bool {
 
 // taskErr is a task error: permanent, not the VM's fault.
 func taskErr(op string, r scienceboard.Request, reason string) error {
-	return &EnvError{Op: op, Err: &scienceboard.TaskError{Op: op, Req: r.String(), Reason: reason}, Permanent: true}
+	return &EnvError{Op: "task error", Err: &scienceboard.TaskError{Op: op, Req: r.String(), Reason: reason}, Permanent: true}
 }
 
 // download fetches a task's file on the host and copies it into the guest

@@ -26,9 +26,13 @@ type Pair struct {
 	Task      json.RawMessage `json:"task"`
 	Final     *Final          `json:"final,omitempty"`
 	Exchanges []Exchange      `json:"exchanges"`
-	Passed    *bool           `json:"passed,omitempty"`
-	Covers    []string        `json:"covers"`
-	Download  *Download       `json:"download,omitempty"`
+	// Stage (evaluate pairs): requests the harness does not send that
+	// bring a VM, after the task's setup, to the state the golden
+	// replies describe; the simulator tests send them first.
+	Stage    []Message `json:"stage,omitempty"`
+	Passed   *bool     `json:"passed,omitempty"`
+	Covers   []string  `json:"covers"`
+	Download *Download `json:"download,omitempty"`
 }
 
 // Final is the agent's final action for an evaluate pair.

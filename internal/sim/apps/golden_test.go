@@ -15,18 +15,6 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 
-// goldenPrep is what a simulated app is told before a golden entry's
-// exchanges, so that its replies hold what the golden replies show: the
-// requests to its own server (method, path, body).
-var goldenPrep = map[string][][3]string{
-	kalgebra.Name: {{"POST", "/add/calc", "a := 3.0000001"}, {"POST", "/add/calc", "f := x->x^2"}, {"POST", "/add/2d", "x->x^2"}},
-	grass.Name: {
-		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`},
-		{"POST", "/init/layer", `{"query": {"name": "countries"}}`},
-	},
-	chimerax.Name: {{"GET", "/run", "open 3ppd"}, {"GET", "/run", "select /A"}},
-}
-
 // TestGoldenReplies plays the golden entries' requests to the app servers
 // (port 8000; for ChimeraX, the guest server's /chimerax/run forwarded to
 // /run, and the /read of the states dump) on the simulated apps: the
@@ -62,25 +50,12 @@ func TestGoldenReplies(t *testing.T) {
 				}
 				return resp, status
 			}
-			if pair.Phase == "evaluate" {
-				for _, p := range goldenPrep[app] {
-					var status int
-					if p[1] == "/run" {
-						_, status = serve(p[0], p[1], url.Values{"command": {p[2]}}, nil)
-					} else {
-						_, status = serve(p[0], p[1], nil, []byte(p[2]))
-					}
-					if status != 200 {
-						t.Fatalf("prep %v: %d", p, status)
-					}
-				}
-			}
+			// play sends a request of the real contract to the app, as
+			// the guest server relays it; ok is false for the guest
+			// server's own routes (package guest).
 			const stamp = "1767323045000"
-			for _, ex := range pair.Exchanges {
-				rq := ex.Request
+			play := func(rq sbtest.Message) (got []byte, status int, ok bool) {
 				path, query, _, body := rq.Sent(stamp)
-				var got []byte
-				var status int
 				switch {
 				case rq.Server == "app":
 					got, status = serve(rq.Method, path, query, body)
@@ -95,11 +70,23 @@ func TestGoldenReplies(t *testing.T) {
 						status = 500
 					}
 				default:
-					continue // the guest server's own routes: package guest
+					return nil, 0, false
+				}
+				return got, status, true
+			}
+			for _, rq := range pair.Stage {
+				if got, status, ok := play(rq); ok && status != 200 {
+					t.Fatalf("stage %s %s: %d (%.200s)", rq.Method, rq.Path, status, got)
+				}
+			}
+			for _, ex := range pair.Exchanges {
+				got, status, ok := play(ex.Request)
+				if !ok {
+					continue
 				}
 				played++
 				if d := ex.Reply.MatchShape(status, got); d != "" {
-					t.Errorf("%s %s: %s (%.200s)", rq.Method, rq.Path, d, got)
+					t.Errorf("%s %s: %s (%.200s)", ex.Request.Method, ex.Request.Path, d, got)
 				}
 			}
 		})

@@ -15,37 +15,6 @@ import (
 	vmguest "github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
-// appLaunch starts each app the way its tasks do, for the evaluate
-// entries (which check a running app).
-var appLaunch = map[string]vmguest.Command{
-	"KAlgebra": vmguest.ShellCommand("LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/kalgebra 8000"),
-	"Celestia": vmguest.ShellCommand("LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 8000"),
-	"ChimeraX": vmguest.ArgvCommand("chimerax", "--cmd", "remotecontrol rest start json true port 8000"),
-	"GrassGIS": vmguest.ShellCommand(`gnome-terminal -- /bin/bash -ic "FLASK_PORT=8000 grass --gui /home/user/grassdata/natural_earth_dataset/PERMANENT"`),
-}
-
-// stageApp brings a running app into the state its evaluate entries'
-// replies describe, with requests of the real contract (the app's own
-// routes, ChimeraX's commands through the guest's /chimerax/run); run
-// only for apps whose routes are real. The same state as the apps'
-// own golden test (internal/sim/apps, goldenPrep).
-var stageApp = map[string][]vmguest.Request{
-	"KAlgebra": {
-		{Server: "app", Method: "POST", Path: "/add/calc", Body: []byte("a := 3.0000001")},
-		{Server: "app", Method: "POST", Path: "/add/calc", Body: []byte("f := x->x^2")},
-		{Server: "app", Method: "POST", Path: "/add/2d", Body: []byte("x->x^2")},
-	},
-	"GrassGIS": {
-		{Server: "app", Method: "POST", Path: "/init/map", ContentType: "application/json",
-			Body: []byte(`{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`)},
-		{Server: "app", Method: "POST", Path: "/init/layer", ContentType: "application/json", Body: []byte(`{"query": {"name": "countries"}}`)},
-	},
-	"ChimeraX": {
-		{Server: "guest", Method: "POST", Path: "/chimerax/run", ContentType: "application/json", Body: []byte(`{"command": "open 3ppd"}`)},
-		{Server: "guest", Method: "POST", Path: "/chimerax/run", ContentType: "application/json", Body: []byte(`{"command": "select /A"}`)},
-	},
-}
-
 // goldenStamp stands for {{STAMP}}, the ChimeraX states dump's time stamp.
 const goldenStamp = "1700000000000"
 
@@ -144,8 +113,9 @@ func TestGolden(t *testing.T) {
 }
 
 // stageEvaluate brings a fresh VM to where an evaluate entry starts: the
-// task's initialize items run through the guest client, and the app
-// running (and staged, see stageApp).
+// task's initialize items run through the guest client, then the pair's
+// stage requests (the app launched and brought to the state the golden
+// replies describe).
 func stageEvaluate(ctx context.Context, t *testing.T, g *vmguest.Client, pair sbtest.Pair, app string) {
 	t.Helper()
 	st, err := scienceboard.ParseTask("VM/"+app+"/golden.json", pair.TaskFile(""))
@@ -155,14 +125,9 @@ func stageEvaluate(ctx context.Context, t *testing.T, g *vmguest.Client, pair sb
 	if err := tasks.RunInitWith(ctx, callerOf{g}, st, tasks.InitOptions{}); err != nil {
 		t.Fatalf("the task's setup: %v", err)
 	}
-	if cmd, ok := appLaunch[app]; ok {
-		if err := g.Launch(ctx, cmd); err != nil {
-			t.Fatalf("launching %s: %v", app, err)
-		}
-	}
-	for _, r := range stageApp[app] {
-		if _, err := g.Call(ctx, r); err != nil {
-			t.Fatalf("staging %s: %s %s: %v", app, r.Method, r.Path, err)
+	for _, m := range pair.Stage {
+		if _, err := g.Call(ctx, request(m)); err != nil {
+			t.Fatalf("staging %s: %s %s %s: %v", app, m.Method, m.Server, m.Path, err)
 		}
 	}
 }

@@ -40,6 +40,10 @@ pairs.append({'name':'KAlgebra setup: func_3d','phase':'initialize',
    {'request':G('POST','/setup/launch',content_type=J,body_json={'command':kal_launch,'shell':True}),'reply':launched(kal_launch)},
    {'request':A('POST','/add/3d',body='x^2-y^2=2'),'reply':OK}],
  'covers':['KAlgebra/func_3d']})
+# 'stage' (evaluate entries): requests the harness does not send, which bring a VM,
+# after the task's setup, to the state the golden replies describe (README.md)
+kal_stage=[G('POST','/setup/launch',content_type=J,body_json={'command':kal_launch,'shell':True}),
+ A('POST','/add/calc',body='a := 3.0000001'),A('POST','/add/calc',body='f := x->x^2'),A('POST','/add/2d',body='x->x^2')]
 # KAlgebra eval: val, var, eqn (points and #SIZE), stop
 pairs.append({'name':'KAlgebra checks: val, var, eqn #SIZE','phase':'evaluate','final':{'kind':'DONE'},
  'source':SB+'sci/KAlgebra/task.py _eval_val/_eval_var/_eval_eqn, kalgebra.py status_vars/status_func',
@@ -49,6 +53,7 @@ pairs.append({'name':'KAlgebra checks: val, var, eqn #SIZE','phase':'evaluate','
    {'request':A('GET','/vars'),'reply':{'status':200,'body_json':{'a':'3.0000001','f':'x->x^2'}}},
    {'request':A('GET','/vars'),'reply':{'status':200,'body_json':{'a':'3.0000001','f':'x->x^2'}}},
    {'request':A('POST','/func/2d',content_type=J,body_json=[]),'reply':{'status':200,'body_json':[]}}],
+ 'stage':kal_stage,
  'passed':True,'covers':['KAlgebra/val','KAlgebra/var','KAlgebra/eqn','KAlgebra/stop']})
 t=task('KAlgebra/A-02.json'); pts=t['evaluate'][0]['key']; val=t['evaluate'][0]['value']
 plot={'expr':'x->x^2','color':'#000000','res':832}; plot.update({k:(not v) for k,v in val.items()})
@@ -57,6 +62,7 @@ pairs.append({'name':'KAlgebra A-02: eqn over points','phase':'evaluate','final'
  'source':SB+'sci/KAlgebra/task.py _eval_eqn: any plot with every key equal; kalgebra.py status_func posts json=points to /func/{len(points[0])}d',
  'task':{'type':'KAlgebra','initialize':[],'evaluate':t['evaluate']},
  'exchanges':[{'request':A('POST','/func/2d',content_type=J,body_json=pts),'reply':{'status':200,'body_json':[plot,plot2]}}],
+ 'stage':kal_stage,
  'passed':True,'covers':['KAlgebra/eqn']})
 # ---- Celestia
 cel_launch='LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 8000'
@@ -73,6 +79,7 @@ pairs.append({'name':'Celestia check: info with a query','phase':'evaluate','fin
  'source':SB+'sci/Celestia/task.py TaskMixin.eval, celestia.py status_dump (data=json.dumps(query), no content type); ShiinaHiiragi/Celestia qtmain.cpp /dump',
  'task':{'type':'Celestia','initialize':[],'query':[{'name':'Mercury','type':2}],'evaluate':[{'type':'info','key':"lambda dump: dump['time']['value']",'value':2400000,'pred':'lambda key, value: abs(key - value) < 0.1'},{'type':'info','key':"lambda dump: dump['entity']['Mercury']['visible']",'value':True},{'type':'stop','value':'ANS','args':['12.5']}]},
  'exchanges':[{'request':A('POST','/dump',body='[{"name": "Mercury", "type": 2}]'),'reply':{'status':200,'body_json':dump}}],
+ 'stage':[G('POST','/setup/launch',content_type=J,body_json={'command':cel_launch,'shell':True})],
  'passed':True,'covers':['Celestia/info','Celestia/stop']})
 # ---- ChimeraX
 cx_launch=['chimerax','--cmd','remotecontrol rest start json true port 8000']
@@ -116,6 +123,7 @@ pairs.append({'name':'ChimeraX checks: states (literal, key lambda, find, patter
    {'request':G('GET','/read',query={'path':'/home/user/Downloads/{{STAMP}}.json'}),'reply':{'status':200,'body_json':states}},
    {'request':cxrun('info sel'),'reply':cx(['1 atom selected\n'])},
    {'request':G('GET','/read',query={'path':'/home/user/Downloads/out.txt'}),'reply':{'status':200,'body':'say hello\n'}}],
+ 'stage':[G('POST','/setup/launch',content_type=J,body_json={'command':cx_launch,'shell':False}),cxrun('open 3ppd'),cxrun('select /A')],
  'passed':True,'covers':['ChimeraX/states','ChimeraX/info','ChimeraX/file','ChimeraX/stop']})
 # ---- GRASS
 g=task('GrassGIS/A-02.json')
@@ -138,6 +146,9 @@ pairs.append({'name':'GrassGIS checks: info, db','phase':'evaluate','final':{'ki
  'exchanges':[
    {'request':A('GET','/dump'),'reply':{'status':200,'body_json':gdump}},
    {'request':A('POST','/gcmd',content_type=J,body_json={'cmd':'v.db.select','kwargs':{'map':'countries','format':'json'}}),'reply':{'status':200,'body_json':{'returncode':0,'stdout':{'records':[{'cat':1},{'cat':2}]}}}}],
+ 'stage':[G('POST','/setup/launch',content_type=J,body_json={'command':grass_launch,'shell':True}),
+   A('POST','/init/map',content_type=J,body_json={'grassdb':'/home/user/grassdata','location':'natural_earth_dataset','mapset':'PERMANENT'}),
+   A('POST','/init/layer',content_type=J,body_json={'query':{'name':'countries'}})],
  'passed':True,'covers':['GrassGIS/info','GrassGIS/db','GrassGIS/stop']})
 # ---- Lean
 l=task('Lean/A-05.json')

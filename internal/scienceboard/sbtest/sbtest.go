@@ -2,7 +2,10 @@
 // the repository's testdata/scienceboard (the 169 VM task files of the six applications,
 // MIT licence beside them), or another folder of the same layout named by
 // the environment variable CODAPIPE_SCIENCEBOARD_TASKS, for running the
-// generic checks over a larger or newer benchmark.
+// generic checks over a larger or newer benchmark. It is also the one
+// reader of the real contract's golden request/reply pairs
+// (testdata/scienceboard/contract/golden.json: Golden, and the matchers
+// of Message).
 package sbtest
 
 import (

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/scienceboard/sbtest"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"
@@ -59,7 +60,7 @@ func TestTwoServers(t *testing.T) {
 	vm.rec.take()
 	b, err := g.Call(ctx, vmguest.Request{Server: vmguest.ServerApp, Method: "POST", Path: "/echo",
 		Query: url.Values{"a": {"1 2"}}, Body: []byte("raw body"), ContentType: "text/x-raw"})
-	if err != nil || !jsonEq(b, []byte(`{"method":"POST","path":"/echo","query":{"a":["1 2"]},"body":"raw body"}`)) {
+	if err != nil || !sbtest.JSONEqual(b, []byte(`{"method":"POST","path":"/echo","query":{"a":["1 2"]},"body":"raw body"}`)) {
 		t.Errorf("app POST /echo: %s, %v", b, err)
 	}
 	recs := vm.rec.take()
@@ -140,7 +141,7 @@ func TestLocal(t *testing.T) {
 	if _, err := c.Call(ctx, post("guest", "/setup/launch", `{"command": ["fakeapp"]}`)); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := c.Call(ctx, post("app", "/echo", "[1]")); err != nil || !jsonEq(b, []byte(`{"method":"POST","path":"/echo","query":{},"body":"[1]"}`)) {
+	if b, err := c.Call(ctx, post("app", "/echo", "[1]")); err != nil || !sbtest.JSONEqual(b, []byte(`{"method":"POST","path":"/echo","query":{},"body":"[1]"}`)) {
 		t.Errorf("app /echo: %s, %v", b, err)
 	}
 	if b, err := c.Call(ctx, post("guest", "/chimerax/run", `{"command": "bad"}`)); err != nil || !strings.Contains(string(b), "Unknown command: bad") {

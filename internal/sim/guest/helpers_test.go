@@ -1,7 +1,6 @@
 package guest_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"image"
@@ -125,15 +124,4 @@ func startVM(t *testing.T, cfg guest.Config, apps ...desktop.AppSpec) *vmT {
 		}
 	})
 	return &vmT{srv: srv, m: m, rec: rec}
-}
-
-// jsonEq reports whether two JSON texts hold equal values.
-func jsonEq(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }

@@ -46,6 +46,7 @@ func Spec() desktop.AppSpec {
 			alphaFoldFile("A8Z1J3"):                                 alphaFoldCIF("A8Z1J3"),
 			"/app/bin/chimerax":                                     "#!/bin/sh\n# simulated\n",
 		},
+		ServeState: ServeState,
 		Start: func(u *desktop.UI, args []string) desktop.App {
 			c := newChimeraX()
 			c.launchArgs(u, args)
@@ -69,18 +70,18 @@ func alphaFoldCIF(uniprot string) string {
 
 // cxModel is one open atomic structure.
 type cxModel struct {
-	ID         int
-	Name       string
-	Atoms      int
-	Residues   int
-	Chains     []string
-	Waters     int
-	Hydrogens  int
-	Style      string // stick, sphere, ball
-	AtomsShown bool
-	Cartoon    bool
-	Color      string    // ribbon color: #rrggbb or bychain, rainbow, bypolymer
-	Children   []cxChild // submodels (N, K): surfaces, hydrogen bonds
+	ID         int       `json:"id"`
+	Name       string    `json:"name"`
+	Atoms      int       `json:"atoms"`
+	Residues   int       `json:"residues"`
+	Chains     []string  `json:"chains"`
+	Waters     int       `json:"waters"`
+	Hydrogens  int       `json:"hydrogens"`
+	Style      string    `json:"style"` // stick, sphere, ball
+	AtomsShown bool      `json:"atoms_shown"`
+	Cartoon    bool      `json:"cartoon"`
+	Color      string    `json:"color"`    // ribbon color: #rrggbb or bychain, rainbow, bypolymer
+	Children   []cxChild `json:"children"` // submodels (N, K): surfaces, hydrogen bonds
 }
 
 // child returns the submodel with this name, or nil.
@@ -136,6 +137,7 @@ func (m *cxModel) hbonds() int {
 type selection struct {
 	model *cxModel
 	atoms []cxAtom
+	idx   []int // their indexes in model.atoms()
 }
 
 type chimerax struct {
@@ -153,6 +155,10 @@ type chimerax struct {
 	restPort     int
 	cliDestroyed bool               // the states bundle's destroy: no command line
 	cache        map[string][]atom3 // per model name: simulated coordinates
+	// files is where the states command writes when no UI is given: the
+	// files of ServeState's caller (nil for a running app, which writes
+	// through its UI).
+	files desktop.Files
 }
 
 func newChimeraX() *chimerax {
@@ -655,7 +661,11 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			res.errorf("Missing or invalid arguments: usage: states dir_path filename")
 			return
 		}
-		if err := c.writeStates(u, args[0], args[1]); err != nil {
+		files := c.files
+		if u != nil {
+			files = u
+		}
+		if err := c.writeStates(files, args[0], args[1]); err != nil {
 			res.err = &cxError{Type: "FileNotFoundError", Message: err.Error()}
 		}
 	case "destroy": // the chimerax-states bundle: disable the command line
@@ -896,9 +906,10 @@ func (c *chimerax) selectSpec(spec string) ([]selection, error) {
 			return nil, fmt.Errorf("Invalid atom specifier %q", spec)
 		}
 		s := selection{model: m}
-		for _, a := range m.atoms() {
+		for i, a := range m.atoms() {
 			if keep(a) {
 				s.atoms = append(s.atoms, a)
+				s.idx = append(s.idx, i)
 			}
 		}
 		out = append(out, s)
@@ -998,18 +1009,6 @@ func (c *chimerax) sessionText() string {
 		fmt.Fprintf(&b, "model #%d %s atoms=%d\n", m.ID, m.Name, m.Atoms)
 	}
 	return b.String()
-}
-
-// State is the flat states dump (what the states command writes to
-// STAMP.json) with its values decoded, so that a screenshot's state
-// answers the same checks.
-func (c *chimerax) State() map[string]any {
-	d := c.statesDump()
-	out := make(map[string]any, len(d.keys))
-	for _, k := range d.keys {
-		out[k] = d.vals[k]
-	}
-	return out
 }
 
 func (c *chimerax) launchArgs(u *desktop.UI, args []string) {

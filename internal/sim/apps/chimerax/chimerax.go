@@ -344,6 +344,17 @@ func hexRGB(h string) (uint8, uint8, uint8) {
 	return uint8(v >> 16), uint8(v >> 8), uint8(v)
 }
 
+// parseFloat parses a command's number; NaN and the infinities are
+// invalid (the simulated session holds finite numbers only, so that its
+// state encodes as JSON).
+func parseFloat(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return 0, fmt.Errorf("not a finite number: %q", s)
+	}
+	return f, err
+}
+
 func parseBool(s string) (bool, bool) {
 	switch strings.ToLower(s) {
 	case "true", "t", "1", "on", "yes":
@@ -523,7 +534,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			}
 			c.sil.Enabled = b
 			for i := 2; i+1 < len(args); i += 2 {
-				v, err := strconv.ParseFloat(args[i+1], 64)
+				v, err := parseFloat(args[i+1])
 				if err != nil {
 					res.errorf("Invalid %s value %q", args[i], args[i+1])
 					return
@@ -547,7 +558,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			axis = strings.ToLower(args[0])
 		}
 		if len(args) > 1 {
-			a, err := strconv.ParseFloat(args[1], 64)
+			a, err := parseFloat(args[1])
 			if err != nil {
 				res.errorf("Invalid angle %q", args[1])
 				return
@@ -566,7 +577,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 	case "zoom":
 		f := 1.5
 		if len(args) > 0 {
-			v, err := strconv.ParseFloat(args[0], 64)
+			v, err := parseFloat(args[0])
 			if err != nil || v <= 0 {
 				res.errorf("Invalid zoom factor %q", args[0])
 				return
@@ -726,7 +737,7 @@ func (c *chimerax) lightingCmd(args []string, res *cxResult) {
 	}
 	for i := 0; i+1 < len(args); i += 2 {
 		key, val := strings.ToLower(args[i]), args[i+1]
-		f, ferr := strconv.ParseFloat(val, 64)
+		f, ferr := parseFloat(val)
 		b, bok := parseBool(val)
 		switch {
 		case key == "shadows" && bok:

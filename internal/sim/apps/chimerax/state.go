@@ -74,14 +74,16 @@ func (c *chimerax) State() map[string]any {
 		st.Selection = append(st.Selection, sel)
 	}
 	// Through JSON: plain values, shared with nothing, the same as a
-	// screenshot's state chunk decodes to.
-	b, err := json.Marshal(st)
-	if err != nil {
-		panic(fmt.Sprintf("chimerax: encoding the state: %v", err)) // plain fields only
-	}
+	// screenshot's state chunk decodes to. The fields are plain and their
+	// numbers finite (parseFloat), so this does not fail; if it did, the
+	// state would say so and answer nothing.
 	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		panic(fmt.Sprintf("chimerax: decoding the state: %v", err))
+	b, err := json.Marshal(st)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		return map[string]any{"error": "chimerax: encoding the state: " + err.Error()}
 	}
 	return out
 }

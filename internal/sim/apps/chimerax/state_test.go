@@ -97,3 +97,18 @@ func TestServeState(t *testing.T) {
 		t.Error("another app's state answered")
 	}
 }
+
+// TestStateFiniteNumbers: commands refuse NaN and infinities, which no
+// JSON state could carry.
+func TestStateFiniteNumbers(t *testing.T) {
+	_, c, u, _ := machine(t)
+	c.run(u, "open 1crn", false)
+	for _, cmd := range []string{"turn y inf", "zoom NaN", "lighting intensity nan", "graphics silhouettes true width -Inf"} {
+		if res := c.run(u, cmd, false); res.err == nil {
+			t.Errorf("%q accepted", cmd)
+		}
+	}
+	if _, err := restore(c.State()); err != nil {
+		t.Fatal(err)
+	}
+}

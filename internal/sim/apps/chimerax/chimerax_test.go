@@ -341,7 +341,7 @@ func TestAlphaFoldMatch(t *testing.T) {
 
 // flatDump is the flat states dump of the session, its values decoded.
 func flatDump(c *chimerax) map[string]any {
-	d := c.statesDump()
+	d := flatten(c.sessionTree())
 	out := make(map[string]any, len(d.keys))
 	for _, k := range d.keys {
 		out[k] = d.vals[k]

@@ -389,9 +389,6 @@ func (c *chimerax) sessionTree() *odict {
 	return root
 }
 
-// statesDump is the flat dump the states command writes to STAMP.json.
-func (c *chimerax) statesDump() *odict { return flatten(c.sessionTree()) }
-
 // writeStates is the states command: DIR/STAMP.raw.json and DIR/STAMP.json.
 func (c *chimerax) writeStates(files desktop.Files, dir, stamp string) error {
 	if files == nil {

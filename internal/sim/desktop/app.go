@@ -38,6 +38,26 @@ type AppSpec struct {
 	// Start runs the app with the arguments after the program on its
 	// command line.
 	Start func(u *UI, args []string) App
+	// ServeState answers a request to the app's server (as App.Serve
+	// gets it) from a state of the app — what App.State returned, in
+	// process or decoded from a screenshot's state chunk — exactly as the
+	// running app answers it in that state, for the requests that only
+	// read the app; ok is false for every other request (one that changes
+	// the app, or whose reply the state does not determine). Files such a
+	// request writes (ChimeraX's states command) go to files, which may be
+	// nil when there are none. The app's Serve answers the same requests
+	// through the same function, so the two cannot differ. Nil: the state
+	// answers nothing.
+	ServeState func(files Files, state map[string]any, method, path string, query url.Values, body []byte) (resp []byte, status int, ok bool)
+}
+
+// Files is where a request to an app's server writes files: the
+// machine's file system (*UI) or, for ServeState, the caller's own.
+type Files interface {
+	// Abs returns the absolute path of p (AbsPath).
+	Abs(p string) string
+	// WriteFile writes text to the file at p.
+	WriteFile(p, text string) error
 }
 
 // App is the interface every simulated app implements: a running app,
@@ -63,7 +83,10 @@ type App interface {
 	// Drag handles a drag with the left button that started on el.
 	Drag(u *UI, el Element, from, to image.Point)
 	// State returns the app's state (JSON-serialisable, fresh maps): what
-	// State.AppState carries and the state endpoints dump.
+	// State.AppState and the screenshots' state chunk carry. It holds
+	// what the app's read-only routes answer from (AppSpec.ServeState)
+	// and what its window shows besides the fields (the open tab,
+	// scrolling), so that any visible change changes it.
 	State() map[string]any
 	// Serve serves one request to the app's own server (port 8000 in a
 	// real VM: the routes of ScienceBoard's modified app, or ChimeraX's
@@ -135,9 +158,8 @@ func (u *UI) Elements() []Element { return slices.Clone(u.app.elems) }
 // Cursor returns the mouse position.
 func (u *UI) Cursor() image.Point { return u.m.cur }
 
-// Abs returns the absolute path of p (relative to the home folder, ~
-// expanded).
-func (u *UI) Abs(p string) string { return u.m.abs(p) }
+// Abs returns the absolute path of p (AbsPath).
+func (u *UI) Abs(p string) string { return AbsPath(p) }
 
 // ReadFile returns the content of the file at p; ok is false when there
 // is no such file.

@@ -10,6 +10,7 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/apps/grass"
 	"github.com/codapipe/codapipe/internal/sim/apps/kalgebra"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
+	"github.com/codapipe/codapipe/internal/sim/screen"
 )
 
 func BenchmarkScreenshot(b *testing.B) {
@@ -29,17 +30,24 @@ func BenchmarkScreenshot(b *testing.B) {
 				m.AppServe("POST", "/add/2d", nil, []byte(`x->sin(x)`))
 			}
 			var size int
+			var png []byte
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				// Move the pointer so that the screenshot cache misses.
 				m.Input(desktop.Event{Kind: desktop.EvMoveTo, X: 10 + i%50, Y: 790, HasXY: true})
-				png, err := m.Screenshot()
+				var err error
+				png, err = m.Screenshot()
 				if err != nil {
 					b.Fatal(err)
 				}
 				size = len(png)
 			}
 			b.ReportMetric(float64(size)/1024, "KB")
+			chunk, err := screen.ReadText(png, desktop.StateChunkKeyword)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(len(chunk))/1024, "chunkKB")
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")
 		})
 	}

@@ -137,7 +137,7 @@ type State struct {
 	// SelectAll is true while the focused field's text is all selected
 	// (after ctrl+a or a double click), so typing replaces it.
 	SelectAll bool           `json:"select_all,omitempty"`
-	AppState  map[string]any `json:"app_state"` // the app's own state (what its state endpoint dumps)
+	AppState  map[string]any `json:"app_state"` // the app's own state (App.State: what its read-only routes answer from, AppSpec.ServeState)
 	// Fields holds the text of the running app's text fields by element id
 	// (what the screen shows in them); omitted when empty.
 	Fields map[string]string `json:"fields,omitempty"`

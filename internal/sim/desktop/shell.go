@@ -296,7 +296,11 @@ func shellErr(err error) string {
 	return err.Error()
 }
 
-func (m *machine) abs(p string) string {
+func (m *machine) abs(p string) string { return AbsPath(p) }
+
+// AbsPath returns the absolute path of p on a machine: relative to the
+// home folder, ~ expanded, cleaned.
+func AbsPath(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		p = HomeDir + p[1:]
 	}

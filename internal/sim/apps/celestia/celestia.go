@@ -31,7 +31,8 @@ func Spec() desktop.AppSpec {
 		return c
 	}
 	return desktop.AppSpec{Name: Name, Programs: []string{"celestia*"}, Elements: layout(), Start: start,
-		Files: map[string]string{"/app/bin/celestia-qt6": "#!/bin/sh\n# simulated\n"}}
+		Files:      map[string]string{"/app/bin/celestia-qt6": "#!/bin/sh\n# simulated\n"},
+		ServeState: ServeState}
 }
 
 // celBody is one catalogue object.

@@ -3,6 +3,7 @@ package celestia
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/sim/desktop"
@@ -204,5 +205,51 @@ func TestServerRoutes(t *testing.T) {
 	}
 	if c.jd != d["time"]["value"] {
 		t.Errorf("time %v", d["time"])
+	}
+}
+
+// TestServeState: a screenshot's state answers /dump for any query as the
+// running app does (the full dump keeps each object under its catalogue
+// name, so names must be unique).
+func TestServeState(t *testing.T) {
+	seen := map[string]bool{}
+	for _, b := range celCatalogue {
+		if seen[strings.ToLower(b.Name)] {
+			t.Fatalf("two catalogue objects are named %q", b.Name)
+		}
+		seen[strings.ToLower(b.Name)] = true
+	}
+	m, _, _ := server(t)
+	m.Click("Celestia Go to object field")
+	m.Write("Saturn\n")
+	spec := Spec()
+	for _, r := range []struct {
+		method, body string
+		status       int
+	}{
+		{"POST", everything(), 200},
+		{"POST", `[{"name": "Sirius A", "type": 1}, {"name": "mars", "type": 2}, {"name": "Andromeda Galaxy", "type": 3}]`, 200},
+		{"POST", `{"b": {"name": "Titan", "type": 2.7}, "a": {"name": "Sol", "type": 1}}`, 200},
+		{"POST", `[]`, 200},
+		{"POST", `null`, 200},
+		{"POST", `[{"name": "Mars", "type": 1}]`, 400}, // not a star
+		{"POST", `[{"name": "Vulcan", "type": 2}]`, 400},
+		{"POST", `[{"name": "Mars"}]`, 400},
+		{"POST", `not json`, 400},
+		{"GET", "", 405},
+	} {
+		_, status := m.ServeState(spec, nil, r.method, "/dump", nil, []byte(r.body))
+		if status != r.status {
+			t.Errorf("%s /dump %s: %d, want %d", r.method, r.body, status, r.status)
+		}
+	}
+	if b, status := m.ServeState(spec, nil, "GET", "/version", nil, nil); status != 200 || string(b) != ServerVersion {
+		t.Errorf("/version: %d %q", status, b)
+	}
+	if _, _, ok := ServeState(nil, map[string]any{}, "POST", "/dump", nil, []byte(`[]`)); ok {
+		t.Error("a state without a dump answers /dump")
+	}
+	if _, _, ok := ServeState(nil, m.ChunkState(), "POST", "/quit", nil, nil); ok {
+		t.Error("an unknown route is answered")
 	}
 }

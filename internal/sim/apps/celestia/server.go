@@ -90,7 +90,18 @@ func defaults(all []string, on ...string) map[string]bool {
 }
 
 // Serve serves the routes of the fork's server (see the top of server.go).
-func (c *celestia) Serve(_ *desktop.UI, method, p string, _ url.Values, body []byte) ([]byte, int, bool) {
+// They only read Celestia: Serve is ServeState on its state.
+func (c *celestia) Serve(_ *desktop.UI, method, p string, q url.Values, body []byte) ([]byte, int, bool) {
+	return ServeState(nil, c.State(), method, p, q, body)
+}
+
+// ServeState answers the routes of the fork's server from a state State
+// returned (see desktop.AppSpec.ServeState): POST /dump keeps, of the
+// state's "dump" (which holds every catalogue object under its catalogue
+// name), the observer and the objects the query names, each under the
+// name the query spells; a name the catalogue lacks under its type is 400.
+// ok is false for a state without a dump.
+func ServeState(_ desktop.Files, state map[string]any, method, p string, _ url.Values, body []byte) ([]byte, int, bool) {
 	want, ok := map[string]string{"/version": "GET", "/dump": "POST"}[p]
 	if !ok {
 		return nil, 0, false
@@ -101,15 +112,28 @@ func (c *celestia) Serve(_ *desktop.UI, method, p string, _ url.Values, body []b
 	if p == "/version" {
 		return []byte(ServerVersion), 200, true
 	}
+	all, _ := state["dump"].(map[string]any)
+	objects, _ := all["entity"].(map[string]any)
+	if objects == nil {
+		return nil, 0, false
+	}
 	query, err := parseQuery(body)
 	if err != nil {
 		return nil, 400, true
 	}
-	dump, err := c.dump(query)
-	if err != nil {
-		return nil, 400, true
+	entity := map[string]any{"observer": objects["observer"]}
+	for _, q := range query {
+		b, ok := lookup(q.name, q.typ)
+		if !ok {
+			return nil, 400, true
+		}
+		e, ok := objects[b.Name]
+		if !ok {
+			return nil, 0, false
+		}
+		entity[q.name] = e
 	}
-	return desktop.JSON(dump), 200, true
+	return desktop.JSON(map[string]any{"time": all["time"], "entity": entity, "config": all["config"]}), 200, true
 }
 
 // queryEntry is one object the dump is asked about.
@@ -194,19 +218,16 @@ func microLY(v vec3) []float64 {
 	return []float64{v[0] / kmPerMicroLY, v[1] / kmPerMicroLY, v[2] / kmPerMicroLY}
 }
 
-// dump is getStatus for the queried objects; an object Celestia does not
-// find under its type is an error (the fork's visible() then returns a
-// null json or a null pointer as its string, which throws).
-func (c *celestia) dump(query []queryEntry) (map[string]any, error) {
+// dump is getStatus with every catalogue object queried, each under its
+// catalogue name (its "mark" as queried under its own SelectionType),
+// and the observer.
+func (c *celestia) dump() map[string]any {
 	obs := c.observer()
 	entity := map[string]any{
 		"observer": map[string]any{"position": microLY(obs), "distance": 0.0, "visible": false},
 	}
-	for _, q := range query {
-		b, ok := lookup(q.name, q.typ)
-		if !ok {
-			return nil, errors.New("no such object: " + q.name)
-		}
+	for i := range celCatalogue {
+		b := &celCatalogue[i]
 		pos := b.position(c.jd)
 		off := pos.sub(obs)
 		e := map[string]any{
@@ -218,14 +239,14 @@ func (c *celestia) dump(query []queryEntry) (map[string]any, error) {
 			"hidden":   false,
 			"mark":     nil,
 		}
-		if q.typ == SelBody {
+		if selectionType(b) == SelBody {
 			marks := map[string]any{}
 			for _, m := range markNames {
 				marks[m] = false
 			}
 			e["mark"] = marks
 		}
-		entity[q.name] = e
+		entity[b.Name] = e
 	}
 	group := func(m map[string]bool) map[string]any {
 		out := make(map[string]any, len(m))
@@ -241,18 +262,19 @@ func (c *celestia) dump(query []queryEntry) (map[string]any, error) {
 			"render": group(c.rflags), "orbit": group(c.orbit), "label": group(c.label),
 			"resolution": c.res, "starStyle": c.star, "autoMagnitude": c.autoMag,
 		},
-	}, nil
+	}
 }
 
-// State is the dump with every catalogue object queried, plus what the
-// dump lacks (the observer's target, the selection).
+// State is what POST /dump answers from (ServeState) and what the window
+// shows besides:
+//
+//	dump       the dump with every catalogue object (see dump)
+//	selection  {"name": the selected object}
+//	target     the object the observer follows
 func (c *celestia) State() map[string]any {
-	var all []queryEntry
-	for i := range celCatalogue {
-		all = append(all, queryEntry{name: celCatalogue[i].Name, typ: selectionType(&celCatalogue[i])})
+	return map[string]any{
+		"dump":      c.dump(),
+		"selection": map[string]any{"name": c.selected},
+		"target":    c.target,
 	}
-	d, _ := c.dump(all)
-	d["selection"] = map[string]any{"name": c.selected}
-	d["target"] = c.target
-	return d
 }

@@ -46,6 +46,7 @@ func Spec() desktop.AppSpec {
 			alphaFoldFile("A8Z1J3"):                                 alphaFoldCIF("A8Z1J3"),
 			"/app/bin/chimerax":                                     "#!/bin/sh\n# simulated\n",
 		},
+		ServeState: ServeState,
 		Start: func(u *desktop.UI, args []string) desktop.App {
 			c := newChimeraX()
 			c.launchArgs(u, args)
@@ -69,18 +70,18 @@ func alphaFoldCIF(uniprot string) string {
 
 // cxModel is one open atomic structure.
 type cxModel struct {
-	ID         int
-	Name       string
-	Atoms      int
-	Residues   int
-	Chains     []string
-	Waters     int
-	Hydrogens  int
-	Style      string // stick, sphere, ball
-	AtomsShown bool
-	Cartoon    bool
-	Color      string    // ribbon color: #rrggbb or bychain, rainbow, bypolymer
-	Children   []cxChild // submodels (N, K): surfaces, hydrogen bonds
+	ID         int       `json:"id"`
+	Name       string    `json:"name"`
+	Atoms      int       `json:"atoms"`
+	Residues   int       `json:"residues"`
+	Chains     []string  `json:"chains"`
+	Waters     int       `json:"waters"`
+	Hydrogens  int       `json:"hydrogens"`
+	Style      string    `json:"style"` // stick, sphere, ball
+	AtomsShown bool      `json:"atoms_shown"`
+	Cartoon    bool      `json:"cartoon"`
+	Color      string    `json:"color"`    // ribbon color: #rrggbb or bychain, rainbow, bypolymer
+	Children   []cxChild `json:"children"` // submodels (N, K): surfaces, hydrogen bonds
 }
 
 // child returns the submodel with this name, or nil.
@@ -136,6 +137,7 @@ func (m *cxModel) hbonds() int {
 type selection struct {
 	model *cxModel
 	atoms []cxAtom
+	idx   []int // their indexes in model.atoms()
 }
 
 type chimerax struct {
@@ -153,6 +155,10 @@ type chimerax struct {
 	restPort     int
 	cliDestroyed bool               // the states bundle's destroy: no command line
 	cache        map[string][]atom3 // per model name: simulated coordinates
+	// files is where the states command writes when no UI is given: the
+	// files of ServeState's caller (nil for a running app, which writes
+	// through its UI).
+	files desktop.Files
 }
 
 func newChimeraX() *chimerax {
@@ -338,6 +344,17 @@ func hexRGB(h string) (uint8, uint8, uint8) {
 	return uint8(v >> 16), uint8(v >> 8), uint8(v)
 }
 
+// parseFloat parses a command's number; NaN and the infinities are
+// invalid (the simulated session holds finite numbers only, so that its
+// state encodes as JSON).
+func parseFloat(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return 0, fmt.Errorf("not a finite number: %q", s)
+	}
+	return f, err
+}
+
 func parseBool(s string) (bool, bool) {
 	switch strings.ToLower(s) {
 	case "true", "t", "1", "on", "yes":
@@ -517,7 +534,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			}
 			c.sil.Enabled = b
 			for i := 2; i+1 < len(args); i += 2 {
-				v, err := strconv.ParseFloat(args[i+1], 64)
+				v, err := parseFloat(args[i+1])
 				if err != nil {
 					res.errorf("Invalid %s value %q", args[i], args[i+1])
 					return
@@ -541,7 +558,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			axis = strings.ToLower(args[0])
 		}
 		if len(args) > 1 {
-			a, err := strconv.ParseFloat(args[1], 64)
+			a, err := parseFloat(args[1])
 			if err != nil {
 				res.errorf("Invalid angle %q", args[1])
 				return
@@ -560,7 +577,7 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 	case "zoom":
 		f := 1.5
 		if len(args) > 0 {
-			v, err := strconv.ParseFloat(args[0], 64)
+			v, err := parseFloat(args[0])
 			if err != nil || v <= 0 {
 				res.errorf("Invalid zoom factor %q", args[0])
 				return
@@ -655,7 +672,11 @@ func (c *chimerax) exec(u *desktop.UI, cmd string, res *cxResult) {
 			res.errorf("Missing or invalid arguments: usage: states dir_path filename")
 			return
 		}
-		if err := c.writeStates(u, args[0], args[1]); err != nil {
+		files := c.files
+		if u != nil {
+			files = u
+		}
+		if err := c.writeStates(files, args[0], args[1]); err != nil {
 			res.err = &cxError{Type: "FileNotFoundError", Message: err.Error()}
 		}
 	case "destroy": // the chimerax-states bundle: disable the command line
@@ -716,7 +737,7 @@ func (c *chimerax) lightingCmd(args []string, res *cxResult) {
 	}
 	for i := 0; i+1 < len(args); i += 2 {
 		key, val := strings.ToLower(args[i]), args[i+1]
-		f, ferr := strconv.ParseFloat(val, 64)
+		f, ferr := parseFloat(val)
 		b, bok := parseBool(val)
 		switch {
 		case key == "shadows" && bok:
@@ -896,9 +917,10 @@ func (c *chimerax) selectSpec(spec string) ([]selection, error) {
 			return nil, fmt.Errorf("Invalid atom specifier %q", spec)
 		}
 		s := selection{model: m}
-		for _, a := range m.atoms() {
+		for i, a := range m.atoms() {
 			if keep(a) {
 				s.atoms = append(s.atoms, a)
+				s.idx = append(s.idx, i)
 			}
 		}
 		out = append(out, s)
@@ -998,18 +1020,6 @@ func (c *chimerax) sessionText() string {
 		fmt.Fprintf(&b, "model #%d %s atoms=%d\n", m.ID, m.Name, m.Atoms)
 	}
 	return b.String()
-}
-
-// State is the flat states dump (what the states command writes to
-// STAMP.json) with its values decoded, so that a screenshot's state
-// answers the same checks.
-func (c *chimerax) State() map[string]any {
-	d := c.statesDump()
-	out := make(map[string]any, len(d.keys))
-	for _, k := range d.keys {
-		out[k] = d.vals[k]
-	}
-	return out
 }
 
 func (c *chimerax) launchArgs(u *desktop.UI, args []string) {

@@ -207,7 +207,7 @@ func TestChimeraXCommands(t *testing.T) {
 				t.Fatalf("%q: reply %+v", cs.cmd, reply)
 			}
 			if cs.key != "" && cs.want != nil {
-				if got := c.State()[cs.key]; fmt.Sprint(got) != fmt.Sprint(cs.want) {
+				if got := flatDump(c)[cs.key]; fmt.Sprint(got) != fmt.Sprint(cs.want) {
 					t.Errorf("%q: %s = %v, want %v", cs.cmd, cs.key, got, cs.want)
 				}
 			}
@@ -217,7 +217,7 @@ func TestChimeraXCommands(t *testing.T) {
 		t.Errorf("turn y: %v", c.rot)
 	}
 	// close #1 left #2; the view is reached through it.
-	if _, ok := c.State()["_state_containers.models._models.(2,)._atoms_drawing._draw_shape.bindings._opengl_context.window.view._background_rgba"]; !ok {
+	if _, ok := flatDump(c)["_state_containers.models._models.(2,)._atoms_drawing._draw_shape.bindings._opengl_context.window.view._background_rgba"]; !ok {
 		t.Error("no view under the first open model")
 	}
 	// Selection and info.
@@ -241,7 +241,7 @@ func TestChimeraXCommands(t *testing.T) {
 	}
 	// addh logs the termini message the real tasks match.
 	run("addh")
-	if src, _ := c.State()["_state_containers.tools._tool_instances.1.page_source"].(string); !strings.Contains(src, "termini: <br>") {
+	if src, _ := flatDump(c)["_state_containers.tools._tool_instances.1.page_source"].(string); !strings.Contains(src, "termini: <br>") {
 		t.Errorf("page_source: %.300s", src)
 	}
 	// The command line keeps the command selected after Enter; destroy
@@ -249,8 +249,8 @@ func TestChimeraXCommands(t *testing.T) {
 	m.Click("ChimeraX command line")
 	m.Write("close\n")
 	m.Write("open 1crn\n")
-	if s := m.State(); s.Fields["cmdline"] != "open 1crn" || c.State()[p1+"_name"] != "1crn" {
-		t.Errorf("command line %q, state %v", s.Fields["cmdline"], c.State()[p1+"_name"])
+	if s := m.State(); s.Fields["cmdline"] != "open 1crn" || flatDump(c)[p1+"_name"] != "1crn" {
+		t.Errorf("command line %q, state %v", s.Fields["cmdline"], flatDump(c)[p1+"_name"])
 	}
 	run("destroy")
 	if c.Visible("cmdline") {
@@ -315,8 +315,8 @@ func TestStatesCommand(t *testing.T) {
 	if r := run("states /nowhere x"); r.Error == nil || r.Error.Type != "FileNotFoundError" {
 		t.Errorf("states into a missing folder: %+v", r)
 	}
-	if len(c.State()) != len(d2) {
-		t.Errorf("State has %d keys, the dump %d", len(c.State()), len(d2))
+	if len(flatDump(c)) != len(d2) {
+		t.Errorf("the session has %d keys, the dump %d", len(flatDump(c)), len(d2))
 	}
 }
 
@@ -337,4 +337,14 @@ func TestAlphaFoldMatch(t *testing.T) {
 	if r := run("alphafold match x"); r.Error == nil {
 		t.Error("a bad accession is accepted")
 	}
+}
+
+// flatDump is the flat states dump of the session, its values decoded.
+func flatDump(c *chimerax) map[string]any {
+	d := flatten(c.sessionTree())
+	out := make(map[string]any, len(d.keys))
+	for _, k := range d.keys {
+		out[k] = d.vals[k]
+	}
+	return out
 }

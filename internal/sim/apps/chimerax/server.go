@@ -38,12 +38,7 @@ func (c *chimerax) Serve(u *desktop.UI, method, p string, q url.Values, body []b
 	if method != "GET" && method != "POST" {
 		return []byte("Error code: 501\nMessage: Unsupported method ('" + method + "')."), 501, true
 	}
-	commands := append([]string(nil), q["command"]...)
-	if method == "POST" && len(body) > 0 {
-		if form, err := url.ParseQuery(string(body)); err == nil {
-			commands = append(commands, form["command"]...)
-		}
-	}
+	commands := restCommands(method, q, body)
 	notes, warnings, errs := []string{}, []string{}, []string{}
 	values := []any{}
 	var failure any
@@ -78,4 +73,16 @@ func (c *chimerax) Serve(u *desktop.UI, method, p string, q url.Values, body []b
 		"log messages":  map[string][]string{"note": notes, "warning": warnings, "error": errs, "bug": {}},
 		"error":         failure,
 	}), 200, true
+}
+
+// restCommands are the command lines of a /run request: the query's, then
+// a POST's form body's.
+func restCommands(method string, q url.Values, body []byte) []string {
+	commands := append([]string(nil), q["command"]...)
+	if method == "POST" && len(body) > 0 {
+		if form, err := url.ParseQuery(string(body)); err == nil {
+			commands = append(commands, form["command"]...)
+		}
+	}
+	return commands
 }

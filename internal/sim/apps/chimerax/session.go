@@ -44,14 +44,16 @@ import (
 // cxLighting is the View's lighting parameters (ChimeraX's
 // graphics.Lighting) that the lighting command sets.
 type cxLighting struct {
-	Key, Fill, Ambient float64
-	Shadows            bool
-	Multishadow        int
-	MSMapSize          int
-	MSDepthBias        float64
-	ShadowMapSize      int
-	ShadowDepthBias    float64
-	DepthCue           bool
+	Key             float64 `json:"key"`
+	Fill            float64 `json:"fill"`
+	Ambient         float64 `json:"ambient"`
+	Shadows         bool    `json:"shadows"`
+	Multishadow     int     `json:"multishadow"`
+	MSMapSize       int     `json:"ms_map_size"`
+	MSDepthBias     float64 `json:"ms_depth_bias"`
+	ShadowMapSize   int     `json:"shadow_map_size"`
+	ShadowDepthBias float64 `json:"shadow_depth_bias"`
+	DepthCue        bool    `json:"depth_cue"`
 }
 
 // defaultLighting is Lighting.set_default_parameters.
@@ -62,9 +64,9 @@ func defaultLighting() cxLighting {
 
 // cxSilhouette is the View's silhouette parameters.
 type cxSilhouette struct {
-	Enabled   bool
-	Thickness float64
-	DepthJump float64
+	Enabled   bool    `json:"enabled"`
+	Thickness float64 `json:"thickness"`
+	DepthJump float64 `json:"depth_jump"`
 }
 
 func defaultSilhouette() cxSilhouette { return cxSilhouette{Thickness: 1, DepthJump: 0.03} }
@@ -118,10 +120,10 @@ func pyBool(b bool) string {
 // cxChild is a submodel of a structure: a molecular surface of a chain or
 // the hydrogen bonds pseudobond group.
 type cxChild struct {
-	ID      int // the last part of its model id (N, ID)
-	Name    string
-	Display bool
-	Count   int // pseudobonds
+	ID      int    `json:"id"` // the last part of its model id (N, ID)
+	Name    string `json:"name"`
+	Display bool   `json:"display"`
+	Count   int    `json:"count"` // pseudobonds
 }
 
 // cxAtom is one simulated atom, as info and selections name it.
@@ -387,21 +389,18 @@ func (c *chimerax) sessionTree() *odict {
 	return root
 }
 
-// statesDump is the flat dump the states command writes to STAMP.json.
-func (c *chimerax) statesDump() *odict { return flatten(c.sessionTree()) }
-
 // writeStates is the states command: DIR/STAMP.raw.json and DIR/STAMP.json.
-func (c *chimerax) writeStates(u *desktop.UI, dir, stamp string) error {
-	if u == nil {
+func (c *chimerax) writeStates(files desktop.Files, dir, stamp string) error {
+	if files == nil {
 		return fmt.Errorf("no file system")
 	}
-	base := path.Join(u.Abs(dir), stamp)
+	base := path.Join(files.Abs(dir), stamp)
 	tree := c.sessionTree()
 	for _, f := range []struct {
 		name string
 		v    any
 	}{{base + ".raw.json", tree}, {base + ".json", flatten(tree)}} {
-		if err := u.WriteFile(f.name, string(pyJSON(f.v))); err != nil {
+		if err := files.WriteFile(f.name, string(pyJSON(f.v))); err != nil {
 			return fmt.Errorf("[Errno 2] No such file or directory: '%s'", f.name)
 		}
 	}

@@ -42,6 +42,7 @@ func Spec() desktop.AppSpec {
 		files[GRASSDB+"/"+name+"/"+PermanentMapset+"/"] = ""
 	}
 	return desktop.AppSpec{Name: Name, Programs: []string{"grass", "grass8*", "grass7*"}, Elements: layout(), Files: files,
+		ServeState: ServeState,
 		Start: func(_ *desktop.UI, args []string) desktop.App {
 			g := newGRASS()
 			if len(args) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -240,5 +241,34 @@ func TestGRASSCommands(t *testing.T) {
 	m.Click("GRASS Zoom In button")
 	if g.scale != s/2 {
 		t.Errorf("zoom in: %v → %v", s, g.scale)
+	}
+}
+
+// TestServeState: a screenshot's state answers /dump and /version as the
+// running app does, and nothing else; what the window shows beyond the
+// dump (the open tab, the console's scroll and prompt) is in the state.
+func TestServeState(t *testing.T) {
+	m, _, call := server(t)
+	spec := Spec()
+	m.ServeState(spec, nil, "GET", "/dump", nil, nil)
+	before := m.State().AppState
+	m.Click("GRASS Console tab")
+	if st := m.State().AppState; st["tab"] != "console" || reflect.DeepEqual(st, before) {
+		t.Errorf("the Console tab is open; state %v", st["tab"])
+	}
+	m.Click("GRASS console")
+	m.Write("g.region -p\n")
+	m.ServeState(spec, nil, "GET", "/dump", nil, nil)
+	m.ServeState(spec, nil, "HEAD", "/dump", nil, nil)
+	m.ServeState(spec, nil, "POST", "/dump", nil, []byte("{}"))
+	m.ServeState(spec, nil, "GET", "/version", nil, nil)
+	call("GET", "/init/cmd", "")
+	if m.State().AppState["prompt_disabled"] != true {
+		t.Error("/init/cmd is not in the state")
+	}
+	for _, p := range []string{"/gcmd", "/init/layer", "/init/cmd", "/nothing"} {
+		if _, _, ok := ServeState(nil, m.ChunkState(), "POST", p, nil, []byte(`{"cmd": "g.list", "kwargs": {"type": "raster"}}`)); ok {
+			t.Errorf("POST %s answered from the state", p)
+		}
 	}
 }

@@ -77,16 +77,14 @@ func (g *grass) Serve(u *desktop.UI, method, p string, _ url.Values, body []byte
 		return []byte("ERROR"), 200, true
 	}
 	switch p {
-	case "/version":
-		return []byte(ServerVersion), 200, true
+	case "/version", "/dump":
+		return ServeState(nil, g.State(), method, p, nil, body)
 	case "/init/cmd":
 		g.cmdDisabled = true
 		if u != nil {
 			u.SetField("console", "")
 		}
 		return []byte("OK"), 200, true
-	case "/dump":
-		return desktop.JSON(g.dump()), 200, true
 	}
 	var params map[string]any
 	if err := json.Unmarshal(body, &params); err != nil {
@@ -343,9 +341,41 @@ func (g *grass) dump() map[string]any {
 	}
 }
 
-// State is the dump, and the current location and mapset.
+// ServeState answers the routes of the fork's server that only read the
+// GUI from a state State returned (see desktop.AppSpec.ServeState): GET
+// /version, and GET /dump, the state's "dump". ok is false for the other
+// routes (/gcmd among them: the state does not carry the database).
+func ServeState(_ desktop.Files, state map[string]any, method, p string, _ url.Values, _ []byte) ([]byte, int, bool) {
+	if p != "/version" && p != "/dump" {
+		return nil, 0, false
+	}
+	if method != "GET" && method != "HEAD" {
+		return errPage405, 405, true
+	}
+	if p == "/version" {
+		return []byte(ServerVersion), 200, true
+	}
+	dump, ok := state["dump"]
+	if !ok {
+		return nil, 0, false
+	}
+	return desktop.JSON(dump), 200, true
+}
+
+// State is what GET /dump answers (ServeState) and what the window shows
+// besides:
+//
+//	dump             the dump (see dump)
+//	location, mapset the current location and mapset
+//	tab              the layer manager's open tab: layers, console, data
+//	output_scroll    how far the console output is scrolled up (lines)
+//	prompt_disabled  /init/cmd disabled the console prompt
 func (g *grass) State() map[string]any {
-	d := g.dump()
-	d["location"], d["mapset"] = g.loc.Name, PermanentMapset
-	return d
+	return map[string]any{
+		"dump":     g.dump(),
+		"location": g.loc.Name, "mapset": PermanentMapset,
+		"tab":             strings.ToLower(grassTabs[g.Open]),
+		"output_scroll":   g.outScroll,
+		"prompt_disabled": g.cmdDisabled,
+	}
 }

@@ -24,8 +24,9 @@ const Name = "KAlgebra"
 // argument (the state server's port) is ignored.
 func Spec() desktop.AppSpec {
 	return desktop.AppSpec{Name: Name, Programs: []string{"kalgebra", "kalgebramobile"}, Elements: layout(),
-		Files: map[string]string{"/app/bin/kalgebra": "#!/bin/sh\n# simulated\n"},
-		Start: func(*desktop.UI, []string) desktop.App { return newKAlgebra() }}
+		Files:      map[string]string{"/app/bin/kalgebra": "#!/bin/sh\n# simulated\n"},
+		Start:      func(*desktop.UI, []string) desktop.App { return newKAlgebra() },
+		ServeState: ServeState}
 }
 
 type kplot struct {
@@ -261,16 +262,15 @@ func (k *kalgebra) removePlot(dim, idx int) {
 	k.plots = keep
 }
 
-// State is the calculator, the plots and the 2D view.
+// State is the open tab, the calculator, the plots and the 2D view; its
+// "vars" is what GET /vars answers (ServeState: null when there is no
+// variable).
 func (k *kalgebra) State() map[string]any {
 	plots := []any{}
 	for _, p := range k.plots {
 		plots = append(plots, map[string]any{"expr": p.Expr, "dim": p.Dim, "kind": p.Kind})
 	}
 	vars := k.vars()
-	if vars == nil {
-		vars = map[string]any{}
-	}
 	console := []any{}
 	for _, e := range tailConsole(k.console, 10) {
 		console = append(console, map[string]any{"in": e.in, "out": e.out})

@@ -71,10 +71,8 @@ func (k *kalgebra) Serve(u *desktop.UI, method, p string, _ url.Values, body []b
 		return nil, 405, true
 	}
 	switch p {
-	case "/version":
-		return []byte(ServerVersion), 200, true
-	case "/vars":
-		return desktop.JSON(k.vars()), 200, true
+	case "/version", "/vars":
+		return ServeState(nil, k.State(), method, p, nil, body)
 	case "/func/2d", "/func/3d":
 		points, err := parsePoints(body)
 		if err != nil {
@@ -115,6 +113,28 @@ func (k *kalgebra) Serve(u *desktop.UI, method, p string, _ url.Values, body []b
 		}
 	}
 	return []byte("OK"), 200, true
+}
+
+// ServeState answers the routes of the fork's server that only read
+// KAlgebra from a state State returned (see desktop.AppSpec.ServeState):
+// GET /version, and GET /vars, the state's "vars". ok is false for the
+// other routes (the /func queries among them: the state does not carry
+// the plots' functions).
+func ServeState(_ desktop.Files, state map[string]any, method, p string, _ url.Values, _ []byte) ([]byte, int, bool) {
+	if p != "/version" && p != "/vars" {
+		return nil, 0, false
+	}
+	if method != kalRoutes[p] && method != "HEAD" {
+		return nil, 405, true
+	}
+	if p == "/version" {
+		return []byte(ServerVersion), 200, true
+	}
+	vars, ok := state["vars"]
+	if !ok {
+		return nil, 0, false
+	}
+	return desktop.JSON(vars), 200, true
 }
 
 // vars is GET /vars: every variable's value as KAlgebra prints it; nil

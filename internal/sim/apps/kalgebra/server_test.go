@@ -196,3 +196,25 @@ func TestOnPlotFloats(t *testing.T) {
 		t.Error(ServerVersion)
 	}
 }
+
+// TestServeState: a screenshot's state answers /vars and /version as the
+// running app does, and nothing else.
+func TestServeState(t *testing.T) {
+	m, _, _ := server(t)
+	spec := Spec()
+	m.ServeState(spec, nil, "GET", "/vars", nil, nil)
+	m.Click("KAlgebra expression input")
+	m.Write("p := 3*4\n")
+	m.Write("q := p/5\n")
+	if b, _ := m.ServeState(spec, nil, "GET", "/vars", nil, nil); !strings.Contains(string(b), `"p":"12"`) {
+		t.Errorf("/vars: %q", b)
+	}
+	m.ServeState(spec, nil, "HEAD", "/vars", nil, nil)
+	m.ServeState(spec, nil, "POST", "/vars", nil, []byte("x"))
+	m.ServeState(spec, nil, "GET", "/version", nil, nil)
+	for _, p := range []string{"/func/2d", "/tab", "/add/calc", "/nothing"} {
+		if _, _, ok := ServeState(nil, m.ChunkState(), "POST", p, nil, []byte("[[0, 0]]")); ok {
+			t.Errorf("POST %s answered from the state", p)
+		}
+	}
+}

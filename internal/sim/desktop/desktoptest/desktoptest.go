@@ -128,6 +128,41 @@ func (m *Machine) Value(path string, keys ...string) any {
 	return v
 }
 
+// ChunkState returns the app state a screenshot carries now: its state
+// chunk's AppState, decoded as the simulated judge decodes it.
+func (m *Machine) ChunkState() map[string]any {
+	m.t.Helper()
+	png, err := m.Screenshot()
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	st, err := desktop.ReadStateChunk(png)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return st.AppState
+}
+
+// ServeState checks that the app's AppSpec.ServeState answers a request
+// from the state a screenshot carries now (ChunkState) as the running
+// app answers it (AppServe), and returns that answer; a request it does
+// not answer fails the test.
+func (m *Machine) ServeState(spec desktop.AppSpec, files desktop.Files, method, path string, query url.Values, body []byte) ([]byte, int) {
+	m.t.Helper()
+	got, gotStatus, ok := spec.ServeState(files, m.ChunkState(), method, path, query, body)
+	if !ok {
+		m.t.Fatalf("%s %s %s: not answered from the state", method, path, body)
+	}
+	want, status, err := m.AppServe(method, path, query, body)
+	if err != nil {
+		m.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if gotStatus != status || string(got) != string(want) {
+		m.t.Errorf("%s %s %s: from the state %d %.300q, the app %d %.300q", method, path, body, gotStatus, got, status, want)
+	}
+	return want, status
+}
+
 // Visible returns the elements of the running app that the accessibility
 // tree lists, i.e. those shown now.
 func (m *Machine) Visible() []desktop.Element { return VisibleElements(m.Machine, m.Catalog) }

@@ -417,7 +417,7 @@ func readCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
 	if !ok {
 		return command{}, false
 	}
-	c := command{shell: pyTruthy(data["shell"])}
+	c := command{shell: scienceboard.Truthy(data["shell"])}
 	raw, has := data["command"]
 	if !has {
 		if c.shell {
@@ -794,7 +794,7 @@ func (g *guestHandler) texCheck(w http.ResponseWriter, r *http.Request) {
 	if v, has := data["file"]; has {
 		file = pyStr(v)
 	}
-	bibtex := pyTruthy(data["bibtex"])
+	bibtex := scienceboard.Truthy(data["bibtex"])
 	cwd := openPath(dir)
 	if _, err := g.v.m.ReadFile(cwd); err != nil {
 		var pe *fs.PathError

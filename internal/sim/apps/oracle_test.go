@@ -13,22 +13,11 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/tasks/taskgen"
 )
 
-// running is the app a test machine runs, as its spec's Start made it.
-type running struct {
-	u    *desktop.UI
-	inst desktop.App
-}
-
 // startMachine returns a machine that runs app (not started yet) and the
 // app it starts, filled in by the launch.
-func startMachine(t *testing.T, app desktop.AppSpec) (*desktoptest.Machine, *running) {
+func startMachine(t *testing.T, app desktop.AppSpec) (*desktoptest.Machine, *desktoptest.Running[desktop.App]) {
 	t.Helper()
-	r := &running{}
-	start := app.Start
-	app.Start = func(u *desktop.UI, args []string) desktop.App {
-		r.u, r.inst = u, start(u, args)
-		return r.inst
-	}
+	app, r := desktoptest.Watch[desktop.App](app)
 	return desktoptest.New(t, 1, app), r
 }
 

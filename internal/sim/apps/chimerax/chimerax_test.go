@@ -83,19 +83,9 @@ func TestPyJSON(t *testing.T) {
 // (GET /run?command=), returning the decoded reply.
 func machine(t *testing.T) (*desktoptest.Machine, *chimerax, *desktop.UI, func(cmds ...string) restReply) {
 	t.Helper()
-	spec := Spec()
-	var u *desktop.UI
-	var c *chimerax
-	start := spec.Start
-	spec.Start = func(ui *desktop.UI, args []string) desktop.App {
-		a := start(ui, args)
-		u, c = ui, a.(*chimerax)
-		return a
-	}
-	m := desktoptest.New(t, 0, spec)
-	if err := m.Launch("chimerax --cmd 'remotecontrol rest start json true port 8000'"); err != nil {
-		t.Fatal(err)
-	}
+	spec, r := desktoptest.Watch[*chimerax](Spec())
+	m := desktoptest.Start(t, spec, "chimerax --cmd 'remotecontrol rest start json true port 8000'")
+	c, u := r.App, r.UI
 	return m, c, u, func(cmds ...string) restReply {
 		t.Helper()
 		resp, status, ok := c.Serve(u, "GET", "/run", url.Values{"command": cmds}, nil)

@@ -166,6 +166,14 @@ func requestJSON(w http.ResponseWriter, r *http.Request) (map[string]any, bool) 
 	return obj, true
 }
 
+// dictGet is Python's data.get(key, def) on a request's JSON object.
+func dictGet(data map[string]any, key string, def any) any {
+	if v, has := data[key]; has {
+		return v
+	}
+	return def
+}
+
 // pyType is the Python type name of a decoded JSON value.
 func pyType(v any) string {
 	switch x := v.(type) {

@@ -356,7 +356,7 @@ func (e *evaluator) states(s *StatesCheck) (bool, string, error) {
 			if err != nil {
 				return false, "", err
 			}
-			if truthy(v) {
+			if Truthy(v) {
 				meta = append(meta, k)
 			}
 		}
@@ -379,7 +379,7 @@ func (e *evaluator) states(s *StatesCheck) (bool, string, error) {
 			if err != nil {
 				return false, "", err
 			}
-			if truthy(v) {
+			if Truthy(v) {
 				keys = append(keys, k)
 			}
 		}
@@ -505,10 +505,10 @@ func (e *evaluator) keyPred(v any, key string, pred *string, value json.RawMessa
 		return false, "", err
 	}
 	verdict := "holds"
-	if !truthy(r) {
+	if !Truthy(r) {
 		verdict = "fails"
 	}
-	return truthy(r), fmt.Sprintf("key = %s, value = %s: pred %s", clip(pyRepr(got)), clip(pyRepr(want)), verdict), nil
+	return Truthy(r), fmt.Sprintf("key = %s, value = %s: pred %s", clip(pyRepr(got)), clip(pyRepr(want)), verdict), nil
 }
 
 // db runs a GRASS module through POST /gcmd and applies key and pred to

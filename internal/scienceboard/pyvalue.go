@@ -122,8 +122,9 @@ func pyEqual(a, b any) bool {
 	return false
 }
 
-// truthy is Python's bool(v).
-func truthy(v any) bool {
+// Truthy is Python's bool(v) of a decoded JSON value (or an int, int64 or
+// float64).
+func Truthy(v any) bool {
 	switch x := v.(type) {
 	case nil:
 		return false
@@ -179,7 +180,7 @@ func writePyJSON(b *strings.Builder, v any) {
 	case json.Number:
 		b.WriteString(x.String())
 	case float64:
-		b.WriteString(pyFloatRepr(x))
+		b.WriteString(PyFloatRepr(x))
 	case int64:
 		b.WriteString(strconv.FormatInt(x, 10))
 	case int:
@@ -264,34 +265,43 @@ func utf16Pair(r rune) (rune, rune) {
 	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
 }
 
-// pyFloatRepr is Python's repr of a float: the shortest text that reads
-// back, always with a '.' or an exponent.
-func pyFloatRepr(f float64) string {
+// PyFloatRepr is Python's repr of a float: the shortest digits that read
+// back, in decimal notation with at least one fraction digit when the
+// exponent is between -5 and 15, else in exponent notation with at least
+// two exponent digits; NaN and infinities as json.dumps writes them.
+func PyFloatRepr(f float64) string {
 	switch {
+	case math.IsNaN(f):
+		return "NaN"
 	case math.IsInf(f, 1):
 		return "Infinity"
 	case math.IsInf(f, -1):
 		return "-Infinity"
-	case math.IsNaN(f):
-		return "NaN"
 	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e16 {
-		return strconv.FormatFloat(f, 'f', 1, 64)
-	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if i := strings.IndexByte(s, 'e'); i >= 0 {
-		exp := s[i+1:]
-		sign := exp[0]
-		digits := strings.TrimLeft(exp[1:], "0")
-		if len(digits) < 2 {
-			digits = strings.Repeat("0", 2-len(digits)) + digits
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(e, "e")
+	x, _ := strconv.Atoi(exp)
+	if -4 <= x && x < 16 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
 		}
-		s = s[:i+1] + string(sign) + digits
+		return s
 	}
-	return s
+	sign := "+"
+	if x < 0 {
+		sign, x = "-", -x
+	}
+	digits := strconv.Itoa(x)
+	if len(digits) < 2 {
+		digits = "0" + digits
+	}
+	return mant + "e" + sign + digits
 }
 
-// pyRepr renders a value for messages: strings quoted, the rest as JSON.
+// pyRepr renders a value for messages: strings quoted as Go quotes them,
+// the rest as JSON. It is not Python's repr() (the simulated guest's is
+// internal/sim/guest's pyRepr): messages keep the JSON the servers sent.
 func pyRepr(v any) string {
 	if s, ok := v.(string); ok {
 		return strconv.Quote(s)

@@ -44,7 +44,7 @@ func TestGoldenReplies(t *testing.T) {
 			m, r := startMachine(t, spec)
 			m.Start(launch[app])
 			serve := func(method, path string, q url.Values, body []byte) ([]byte, int) {
-				resp, status, ok := r.inst.Serve(r.u, method, path, q, body)
+				resp, status, ok := r.App.Serve(r.UI, method, path, q, body)
 				if !ok {
 					return nil, 404
 				}
@@ -64,7 +64,7 @@ func TestGoldenReplies(t *testing.T) {
 					_ = json.Unmarshal(body, &c)
 					got, status = serve("GET", "/run", url.Values{"command": {c.Command}}, nil)
 				case path == "/read" && strings.Contains(rq.Query["path"], "{{STAMP}}"):
-					text, ok := r.u.ReadFile(query.Get("path"))
+					text, ok := r.UI.ReadFile(query.Get("path"))
 					got, status = []byte(text), 200
 					if !ok {
 						status = 500

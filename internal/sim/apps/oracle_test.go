@@ -13,23 +13,44 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/tasks/taskgen"
 )
 
-// running is the app a test machine runs, as its spec's Start made it.
-type running struct {
-	u    *desktop.UI
-	inst desktop.App
-}
-
 // startMachine returns a machine that runs app (not started yet) and the
 // app it starts, filled in by the launch.
-func startMachine(t *testing.T, app desktop.AppSpec) (*desktoptest.Machine, *running) {
+func startMachine(t *testing.T, app desktop.AppSpec) (*desktoptest.Machine, *desktoptest.Running[desktop.App]) {
 	t.Helper()
-	r := &running{}
-	start := app.Start
-	app.Start = func(u *desktop.UI, args []string) desktop.App {
-		r.u, r.inst = u, start(u, args)
-		return r.inst
-	}
+	app, r := desktoptest.Watch[desktop.App](app)
 	return desktoptest.New(t, 1, app), r
+}
+
+// setUp starts a machine that runs app and plays task's setup on it as
+// ScienceBoard's harness does, with PORTLIKE 8000: the items' requests
+// (scienceboard.SetupSteps; downloads, which the host does, have none)
+// through the guest servers, every reply judged by CheckReply. It returns
+// the task as played, the machine and its guest servers.
+func setUp(t *testing.T, app desktop.AppSpec, task *scienceboard.Task) (*scienceboard.Task, *desktoptest.Machine, scienceboard.Caller) {
+	t.Helper()
+	task, err := task.ExpandPlaceholders(map[string]string{"PORTLIKE": "8000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := startMachine(t, app)
+	c := guest.Local(m.Machine, guest.Config{})
+	steps, err := scienceboard.SetupSteps(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		if st.Request == nil {
+			continue
+		}
+		body, err := c.Call(context.Background(), *st.Request)
+		if err == nil {
+			err = st.CheckReply(body)
+		}
+		if err != nil {
+			t.Fatalf("setup %s: %s: %v", st.Func, st.Request, err)
+		}
+	}
+	return task, m, c
 }
 
 // TestOraclePlansPass plays every task's spec on a machine: its setup
@@ -57,27 +78,7 @@ func TestOraclePlansPass(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if task, err = task.ExpandPlaceholders(map[string]string{"PORTLIKE": "8000"}); err != nil {
-					t.Fatal(err)
-				}
-				m, _ := startMachine(t, set.App)
-				c := guest.Local(m.Machine, guest.Config{})
-				steps, err := scienceboard.SetupSteps(task)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, st := range steps {
-					if st.Request == nil {
-						continue
-					}
-					body, err := c.Call(context.Background(), *st.Request)
-					if err == nil {
-						err = st.CheckReply(body)
-					}
-					if err != nil {
-						t.Fatalf("setup %s: %s: %v", st.Func, st.Request, err)
-					}
-				}
+				task, m, c := setUp(t, set.App, task)
 				// Before the plan, the task is not done yet.
 				final := scienceboard.FinalAction{Kind: scienceboard.FinalNone}
 				if res := (scienceboard.Evaluator{Now: clock}).Evaluate(context.Background(), task, c, final); res.Passed {

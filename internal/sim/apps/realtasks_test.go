@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
-	"github.com/codapipe/codapipe/internal/sim/guest"
 )
 
 // TestRealTaskSetups runs the setup of every real ScienceBoard task file of
@@ -29,28 +28,7 @@ func TestRealTaskSetups(t *testing.T) {
 		for i := range set.Tasks {
 			task := &set.Tasks[i]
 			t.Run(task.ID, func(t *testing.T) {
-				task, err := task.ExpandPlaceholders(map[string]string{"PORTLIKE": "8000"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, _ := startMachine(t, app)
-				c := guest.Local(m.Machine, guest.Config{})
-				steps, err := scienceboard.SetupSteps(task)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, st := range steps {
-					if st.Request == nil {
-						continue
-					}
-					body, err := c.Call(context.Background(), *st.Request)
-					if err == nil {
-						err = st.CheckReply(body)
-					}
-					if err != nil {
-						t.Fatalf("setup %s: %s: %v", st.Func, st.Request, err)
-					}
-				}
+				task, _, c := setUp(t, app, task)
 				res := scienceboard.Evaluator{Now: func() time.Time { return time.Unix(1767323045, 0) }}.
 					Evaluate(context.Background(), task, c, scienceboard.FinalAction{Kind: scienceboard.FinalDone})
 				if res.Error != "" {

@@ -1,10 +1,12 @@
 package desktop
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
+	"io"
 	"maps"
 	"net/url"
 	"path"
@@ -343,6 +345,39 @@ func JSON(v any) []byte {
 		return JSONError("encoding: " + err.Error())
 	}
 	return b
+}
+
+// RangeJSON reads a request body as the C++ app servers (Celestia,
+// KAlgebra) do: nlohmann's json::parse of exactly one value, then a range
+// loop over it, in which a list gives its elements, an object its values
+// in key order, null nothing and any other value itself. With useNumber
+// the numbers stay json.Number; without, they are float64 and one too
+// large for it fails the parse.
+func RangeJSON(body []byte, useNumber bool) ([]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if useNumber {
+		dec.UseNumber()
+	}
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data")
+	}
+	switch v := v.(type) {
+	case []any:
+		return v, nil
+	case map[string]any:
+		var elems []any
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			elems = append(elems, v[k])
+		}
+		return elems, nil
+	case nil:
+		return nil, nil
+	}
+	return []any{v}, nil
 }
 
 // JSONError is the body of an app-state error response:

@@ -8,10 +8,11 @@ import (
 	"mime"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/codapipe/codapipe/internal/scienceboard"
 )
 
 // The real guest server is a Flask app started with app.run(debug=True)
@@ -165,6 +166,14 @@ func requestJSON(w http.ResponseWriter, r *http.Request) (map[string]any, bool) 
 	return obj, true
 }
 
+// dictGet is Python's data.get(key, def) on a request's JSON object.
+func dictGet(data map[string]any, key string, def any) any {
+	if v, has := data[key]; has {
+		return v
+	}
+	return def
+}
+
 // pyType is the Python type name of a decoded JSON value.
 func pyType(v any) string {
 	switch x := v.(type) {
@@ -191,30 +200,9 @@ func pyType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// pyTruthy is Python's truth value of a decoded JSON value.
-func pyTruthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	case json.Number:
-		f, err := x.Float64()
-		return err != nil || f != 0
-	case float64:
-		return x != 0
-	}
-	return true
-}
-
 // pyStr is Python's str() of a decoded JSON value, as an f-string or
-// requests' params render it.
+// requests' params render it. (GRASS's make_command renders its kwargs
+// otherwise, lists joined by commas: internal/sim/apps/grass's pyStr.)
 func pyStr(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -233,7 +221,9 @@ func pyStr(v any) string {
 }
 
 // pyRepr is Python's repr() of a decoded JSON value (strings quoted the
-// way Python quotes them).
+// way Python quotes them). It is not scienceboard's message rendering
+// (Go-quoted strings, JSON for the rest), which speaks to the operator, not
+// as the guest's Python would.
 func pyRepr(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -287,7 +277,7 @@ func pyRepr(v any) string {
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
+		return scienceboard.PyFloatRepr(x)
 	}
 	return pyStr(v)
 }

@@ -280,14 +280,8 @@ func (g *guestHandler) write(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var p any = "/dev/null"
-	if v, has := data["path"]; has {
-		p = v
-	}
-	var content any = ""
-	if v, has := data["content"]; has {
-		content = v
-	}
+	p := dictGet(data, "path", "/dev/null")
+	content := dictGet(data, "content", "")
 	ps, ok := p.(string)
 	if !ok {
 		writeException(w, "TypeError", "expected str, bytes or os.PathLike object, not "+pyType(p))
@@ -417,7 +411,7 @@ func readCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
 	if !ok {
 		return command{}, false
 	}
-	c := command{shell: pyTruthy(data["shell"])}
+	c := command{shell: scienceboard.Truthy(data["shell"])}
 	raw, has := data["command"]
 	if !has {
 		if c.shell {
@@ -667,10 +661,7 @@ func (g *guestHandler) chimeraxRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	port := "8000"
-	if p, has := data["port"]; has {
-		port = pyStr(p)
-	}
+	port := pyStr(dictGet(data, "port", "8000"))
 	q := make(map[string][]string)
 	if cmd, has := data["command"]; !has {
 		q["command"] = []string{""}
@@ -749,10 +740,7 @@ func (g *guestHandler) leanCheck(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var header any = "__PANIC__"
-	if h, has := data["header"]; has {
-		header = h
-	}
+	header := dictGet(data, "header", "__PANIC__")
 	text, ok := g.readText(w, desktop.LeanFile)
 	if !ok {
 		return
@@ -787,14 +775,8 @@ func (g *guestHandler) texCheck(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dir, file := "/home/user", "main"
-	if v, has := data["path"]; has {
-		dir = pyStr(v)
-	}
-	if v, has := data["file"]; has {
-		file = pyStr(v)
-	}
-	bibtex := pyTruthy(data["bibtex"])
+	dir, file := pyStr(dictGet(data, "path", "/home/user")), pyStr(dictGet(data, "file", "main"))
+	bibtex := scienceboard.Truthy(data["bibtex"])
 	cwd := openPath(dir)
 	if _, err := g.v.m.ReadFile(cwd); err != nil {
 		var pe *fs.PathError

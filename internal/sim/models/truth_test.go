@@ -33,20 +33,8 @@ func TestStateTruthAgreesWithTheEvaluator(t *testing.T) {
 				t.Fatalf("initial state judged a success (%v)", err)
 			}
 			// After the oracle.
-			var states []desktop.State
-			states = append(states, m.State())
-			var final scienceboard.FinalAction
-			for _, a := range task.OracleActions() {
-				f, end, err := tasks.Play(m, a)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if end {
-					final = f
-					break
-				}
-				states = append(states, m.State())
-			}
+			states := []desktop.State{m.State()}
+			final := playOracle(t, m, &task, func() { states = append(states, m.State()) })
 			live := scienceboard.Evaluate(context.Background(), &task.Task, simguest.Local(m, simguest.Config{}), final)
 			ok, _, redundant, err := StateTruth(&task, states, final.Answer)
 			if err != nil {
@@ -98,6 +86,26 @@ func (rc *replyRecorder) Call(ctx context.Context, r scienceboard.Request) ([]by
 // screenshot's state answers gets the same answer, byte for byte, from
 // the state (chunkSource) as from the machine (guest.Local); the
 // requests it cannot answer are the ones of the tasks that fall back.
+// playOracle plays task's oracle plan on m up to the action that ends it,
+// whose final action it returns, calling played (when not nil) after each
+// action before that.
+func playOracle(t *testing.T, m desktop.Machine, task *tasks.Task, played func()) scienceboard.FinalAction {
+	t.Helper()
+	for _, a := range task.OracleActions() {
+		f, end, err := tasks.Play(m, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end {
+			return f
+		}
+		if played != nil {
+			played()
+		}
+	}
+	return scienceboard.FinalAction{}
+}
+
 func TestChunkSourceAnswersAsTheMachine(t *testing.T) {
 	ts, err := tasks.All()
 	if err != nil {
@@ -130,18 +138,7 @@ func TestChunkSourceAnswersAsTheMachine(t *testing.T) {
 				}
 			}
 			check("initial state", scienceboard.FinalAction{Kind: scienceboard.FinalDone})
-			var final scienceboard.FinalAction
-			for _, a := range task.OracleActions() {
-				f, end, err := tasks.Play(m, a)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if end {
-					final = f
-					break
-				}
-			}
-			check("after the oracle", final)
+			check("after the oracle", playOracle(t, m, &task, nil))
 		})
 	}
 	t.Logf("requests answered from the state, by app: %v", answered)

@@ -14,27 +14,9 @@ import (
 // function that sends one request to its server.
 func server(t *testing.T) (*desktoptest.Machine, *celestia, func(method, path, body string) (string, int)) {
 	t.Helper()
-	spec := Spec()
-	var u *desktop.UI
-	var c *celestia
-	start := spec.Start
-	spec.Start = func(ui *desktop.UI, args []string) desktop.App {
-		a := start(ui, args)
-		u, c = ui, a.(*celestia)
-		return a
-	}
+	spec, r := desktoptest.Watch[*celestia](Spec())
 	m := desktoptest.Start(t, spec, "LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/celestia-qt6 8000")
-	return m, c, func(method, path, body string) (string, int) {
-		var b []byte
-		if body != "" || method == "POST" {
-			b = []byte(body)
-		}
-		resp, status, ok := c.Serve(u, method, path, nil, b)
-		if !ok {
-			return "", 404
-		}
-		return string(resp), status
-	}
+	return m, r.App, r.Call
 }
 
 // everything is a /dump query for every catalogue object.

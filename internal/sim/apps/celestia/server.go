@@ -28,13 +28,8 @@ package celestia
 // stars and deep-sky objects, whose "hidden" is always false.
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/codapipe/codapipe/internal/sim/desktop"
@@ -142,30 +137,13 @@ type queryEntry struct {
 	typ  int
 }
 
-// parseQuery reads a /dump body as getStatus does: json::parse, then a
-// range loop (a list gives its elements, an object its values in key
-// order, null nothing, any other value itself), each entry's "name" a
-// string and "type" a number (truncated to an int).
+// parseQuery reads a /dump body as getStatus does: json::parse and a
+// range loop over it (desktop.RangeJSON), each entry's "name" a string and
+// "type" a number (truncated to an int).
 func parseQuery(body []byte) ([]queryEntry, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	elems, err := desktop.RangeJSON(body, false)
+	if err != nil {
 		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data")
-	}
-	var elems []any
-	switch v := v.(type) {
-	case []any:
-		elems = v
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			elems = append(elems, v[k])
-		}
-	case nil:
-	default:
-		elems = []any{v}
 	}
 	out := make([]queryEntry, 0, len(elems))
 	for _, e := range elems {

@@ -63,11 +63,6 @@ func TestNumpy(t *testing.T) {
 }
 
 func TestPyJSON(t *testing.T) {
-	for f, want := range map[float64]string{1: "1.0", 1.45: "1.45", 0.01: "0.01", 1e-5: "1e-05", 1e16: "1e+16", 123456789012345.6: "123456789012345.6", -0.0001: "-0.0001", 2.5e-7: "2.5e-07"} {
-		if got := pyFloat(f); got != want {
-			t.Errorf("pyFloat(%v) = %s, want %s", f, got, want)
-		}
-	}
 	tree := newODict().set("a", newODict().set("(1,)", newODict().set("_name", "x<&>\"é").set("v", 1.0))).
 		set("l", []any{1, newODict().set("b", true), []any{}}).set("e", newODict()).set("n", nil)
 	flat := flatten(tree)
@@ -88,19 +83,9 @@ func TestPyJSON(t *testing.T) {
 // (GET /run?command=), returning the decoded reply.
 func machine(t *testing.T) (*desktoptest.Machine, *chimerax, *desktop.UI, func(cmds ...string) restReply) {
 	t.Helper()
-	spec := Spec()
-	var u *desktop.UI
-	var c *chimerax
-	start := spec.Start
-	spec.Start = func(ui *desktop.UI, args []string) desktop.App {
-		a := start(ui, args)
-		u, c = ui, a.(*chimerax)
-		return a
-	}
-	m := desktoptest.New(t, 0, spec)
-	if err := m.Launch("chimerax --cmd 'remotecontrol rest start json true port 8000'"); err != nil {
-		t.Fatal(err)
-	}
+	spec, r := desktoptest.Watch[*chimerax](Spec())
+	m := desktoptest.Start(t, spec, "chimerax --cmd 'remotecontrol rest start json true port 8000'")
+	c, u := r.App, r.UI
 	return m, c, u, func(cmds ...string) restReply {
 		t.Helper()
 		resp, status, ok := c.Serve(u, "GET", "/run", url.Values{"command": cmds}, nil)

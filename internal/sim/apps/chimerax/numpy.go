@@ -10,6 +10,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/codapipe/codapipe/internal/scienceboard"
 )
 
 // ndarray is a 1- or 2-dimensional numpy array of float32 (bits 32),
@@ -227,7 +229,7 @@ func pyJSON(v any) []byte {
 		case string:
 			writeString(&b, v)
 		case float64:
-			b.WriteString(pyFloat(v))
+			b.WriteString(scienceboard.PyFloatRepr(v))
 		case int:
 			b.WriteString(strconv.Itoa(v))
 		case bool:
@@ -249,38 +251,4 @@ func writeString(b *bytes.Buffer, s string) {
 	// encoding/json escapes <, > and & and U+2028/9; Python does not.
 	r := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&", `\u2028`, "\u2028", `\u2029`, "\u2029")
 	b.WriteString(r.Replace(string(enc)))
-}
-
-// pyFloat is Python's repr of a float: the shortest digits that read
-// back, in decimal notation with at least one fraction digit when the
-// exponent is between -5 and 15, else in exponent notation with at least
-// two exponent digits; NaN and infinities as json.dump writes them.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(e, "e")
-	x, _ := strconv.Atoi(exp)
-	if -4 <= x && x < 16 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	sign := "+"
-	if x < 0 {
-		sign, x = "-", -x
-	}
-	digits := strconv.Itoa(x)
-	if len(digits) < 2 {
-		digits = "0" + digits
-	}
-	return mant + "e" + sign + digits
 }

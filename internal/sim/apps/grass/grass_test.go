@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
 )
 
@@ -18,27 +17,9 @@ import (
 // app and a function that sends one request to its server.
 func server(t *testing.T) (*desktoptest.Machine, *grass, func(method, path, body string) (string, int)) {
 	t.Helper()
-	spec := Spec()
-	var u *desktop.UI
-	var g *grass
-	start := spec.Start
-	spec.Start = func(ui *desktop.UI, args []string) desktop.App {
-		a := start(ui, args)
-		u, g = ui, a.(*grass)
-		return a
-	}
+	spec, r := desktoptest.Watch[*grass](Spec())
 	m := desktoptest.Start(t, spec, `gnome-terminal -- /bin/bash -ic "FLASK_PORT=8000 grass --gui /home/user/grassdata/world_latlong_wgs84/PERMANENT"`)
-	return m, g, func(method, path, body string) (string, int) {
-		var b []byte
-		if body != "" || method == "POST" {
-			b = []byte(body)
-		}
-		resp, status, ok := g.Serve(u, method, path, nil, b)
-		if !ok {
-			return "", 404
-		}
-		return string(resp), status
-	}
+	return m, r.App, r.Call
 }
 
 func decode(t *testing.T, s string) map[string]any {

@@ -165,7 +165,11 @@ func gcmdWords(cmd string, kwargs map[string]any) []string {
 	return words
 }
 
-// pyStr is Python's str() of a JSON value, lists joined by commas.
+// pyStr is how make_command renders a keyword argument: Python's str() of
+// a JSON value but lists joined by commas. It is not the guest server's
+// pyStr (internal/sim/guest): the body is decoded without json.Number, so a
+// whole float64 prints as the int the caller most likely sent, and a dict
+// as JSON.
 func pyStr(v any) string {
 	switch v := v.(type) {
 	case string:

@@ -28,14 +28,10 @@ package kalgebra
 // as C++ floats and f(x) as KAlgebra prints it (12 significant digits).
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"maps"
 	"math"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -179,31 +175,13 @@ type kpoint struct {
 }
 
 // parsePoints reads a /func body as nlohmann's json::parse and the range
-// loop over it do: a list gives its elements, an object its values (in key
-// order), null nothing, any other value itself. An element that is not a
-// list is an error only once the server indexes it, so it is kept as a
+// loop over it do (desktop.RangeJSON), numbers as written. An element that
+// is not a list is an error only once the server indexes it, so it is kept as a
 // point without coordinates.
 func parsePoints(body []byte) ([]kpoint, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	elems, err := desktop.RangeJSON(body, true)
+	if err != nil {
 		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data")
-	}
-	var elems []any
-	switch v := v.(type) {
-	case []any:
-		elems = v
-	case map[string]any:
-		for _, key := range slices.Sorted(maps.Keys(v)) {
-			elems = append(elems, v[key])
-		}
-	case nil:
-	default:
-		elems = []any{v}
 	}
 	out := make([]kpoint, len(elems))
 	for i, e := range elems {

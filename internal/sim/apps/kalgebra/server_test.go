@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
 )
 
@@ -43,27 +42,9 @@ func TestStoi(t *testing.T) {
 // one request to its server.
 func server(t *testing.T) (*desktoptest.Machine, *kalgebra, func(method, path, body string) (string, int)) {
 	t.Helper()
-	spec := Spec()
-	var u *desktop.UI
-	var k *kalgebra
-	start := spec.Start
-	spec.Start = func(ui *desktop.UI, args []string) desktop.App {
-		a := start(ui, args)
-		u, k = ui, a.(*kalgebra)
-		return a
-	}
+	spec, r := desktoptest.Watch[*kalgebra](Spec())
 	m := desktoptest.Start(t, spec, "LD_LIBRARY_PATH=/home/user/6.5.0/gcc_64/lib /app/bin/kalgebra 8000")
-	return m, k, func(method, path, body string) (string, int) {
-		var b []byte
-		if body != "" || method == "POST" {
-			b = []byte(body)
-		}
-		resp, status, ok := k.Serve(u, method, path, nil, b)
-		if !ok {
-			return "", 404
-		}
-		return string(resp), status
-	}
+	return m, r.App, r.Call
 }
 
 func TestServerRoutes(t *testing.T) {

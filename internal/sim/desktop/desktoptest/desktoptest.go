@@ -40,6 +40,41 @@ func Start(t testing.TB, app desktop.AppSpec, command string) *Machine {
 	return m
 }
 
+// Running is the app a test machine runs, as its spec's Start made it:
+// the UI it was given and the app (zero until the machine launches it).
+type Running[A desktop.App] struct {
+	UI  *desktop.UI
+	App A
+}
+
+// Watch returns app with its Start wrapped so that the launch records the
+// UI and the app it makes (which must be an A) in the returned Running.
+func Watch[A desktop.App](app desktop.AppSpec) (desktop.AppSpec, *Running[A]) {
+	r := &Running[A]{}
+	start := app.Start
+	app.Start = func(u *desktop.UI, args []string) desktop.App {
+		a := start(u, args)
+		r.UI, r.App = u, a.(A)
+		return a
+	}
+	return app, r
+}
+
+// Call sends one request to the app's own server (App.Serve) with a
+// body when one is given or the method is POST, and returns the reply; a
+// route the app does not serve answers 404 with no body.
+func (r *Running[A]) Call(method, path, body string) (string, int) {
+	var b []byte
+	if body != "" || method == "POST" {
+		b = []byte(body)
+	}
+	resp, status, ok := r.App.Serve(r.UI, method, path, nil, b)
+	if !ok {
+		return "", 404
+	}
+	return string(resp), status
+}
+
 // Start launches an app from a command line.
 func (m *Machine) Start(command string) {
 	m.t.Helper()

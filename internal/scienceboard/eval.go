@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -232,7 +233,7 @@ func ChimeraXStates(stamp int64) (run, read *Request) {
 
 // ReadFile is the guest server's GET /read?path=.
 func ReadFile(path string) *Request {
-	return &Request{Server: GuestServer, Method: "GET", Path: "/read", Query: queryOf("path", path)}
+	return &Request{Server: GuestServer, Method: "GET", Path: "/read", Query: url.Values{"path": {path}}}
 }
 
 func (e *evaluator) statesDump() (any, error) {
@@ -632,13 +633,10 @@ func (e *evaluator) eqn(c *EqnCheck) (bool, string, error) {
 		return false, "", fmt.Errorf("key: %w", err)
 	}
 	list, _ := pts.([]any)
-	first, _ := func() ([]any, bool) {
-		if len(list) == 0 {
-			return nil, false
-		}
-		p, ok := list[0].([]any)
-		return p, ok
-	}()
+	var first []any
+	if len(list) > 0 {
+		first, _ = list[0].([]any)
+	}
 	if len(first) == 0 {
 		return false, "", fmt.Errorf("key: expected a list of points")
 	}

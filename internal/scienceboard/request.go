@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -89,30 +87,4 @@ type TaskError struct {
 // Error names the step, the request and the reason.
 func (e *TaskError) Error() string {
 	return fmt.Sprintf("%s: %s: refused: %s", e.Op, e.Req, e.Reason)
-}
-
-// queryOf builds a url.Values from key/value pairs.
-func queryOf(kv ...string) url.Values {
-	q := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		q.Set(kv[i], kv[i+1])
-	}
-	return q
-}
-
-// describeQuery renders a query with sorted keys (stable messages).
-func describeQuery(q url.Values) string {
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(k + "=" + strings.Join(q[k], ","))
-	}
-	return b.String()
 }

@@ -215,26 +215,6 @@ func ChimeraXReply(body []byte) ([]string, error) {
 	return r.Log["note"], nil
 }
 
-// CommandLine renders a command as one shell line (an argv list is quoted).
-func CommandLine(c Command) string {
-	if !c.IsArgv() {
-		return c.Line
-	}
-	q := make([]string, len(c.Argv))
-	for i, a := range c.Argv {
-		q[i] = ShellQuote(a)
-	}
-	return strings.Join(q, " ")
-}
-
-// ShellQuote quotes s for a POSIX shell (single quotes; bare when safe).
-func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -348,10 +348,10 @@ func TestGuestConformance(t *testing.T) {
 		if code, b := raw(t, "GET", base+"/sim/nope", "", ""); code != 404 || !bytes.Contains(b, []byte(`"message"`)) {
 			t.Errorf("GET /sim/nope: %d %s", code, b)
 		}
-		_, err := g.AppState(ctx, "/no/such/endpoint", nil)
+		_, err := g.Call(ctx, vmguest.Request{Server: vmguest.ServerGuest, Method: "GET", Path: "/no/such/endpoint"})
 		var he *vmguest.HTTPError
 		if !errors.As(err, &he) || he.Status != 404 {
-			t.Errorf("AppState: %v", err)
+			t.Errorf("Call: %v", err)
 		}
 		if code, _ := raw(t, "GET", base+"/execute", "", ""); code != 405 {
 			t.Errorf("GET /execute: %d, want 405", code)

@@ -190,25 +190,6 @@ func (g *Client) Accessibility(ctx context.Context) (string, error) {
 	return *at.AT, nil
 }
 
-// AppState calls the app server at StateURL: GET path when body is nil
-// (retried), POST body as JSON otherwise (not retried once sent: a POST
-// may change the app, e.g. KAlgebra's /tab). path starts with "/" and may
-// carry a query. It returns the body of a 2xx answer; anything else is an
-// *HTTPError. Call speaks the ScienceBoard contract with the exact
-// method, body and content type; AppState is the shorthand for plain
-// JSON requests.
-func (g *Client) AppState(ctx context.Context, path string, body []byte) ([]byte, error) {
-	op := "app state " + path
-	if !strings.HasPrefix(path, "/") {
-		return nil, fmt.Errorf("vmpool: guest %s: %s: path must start with /", g.state.Host, op)
-	}
-	c := call{op: op, method: http.MethodGet, server: g.state, path: path, timeout: g.opts.StateTimeout, idempotent: true}
-	if body != nil {
-		c.method, c.body, c.contentType, c.idempotent = http.MethodPost, body, "application/json", false
-	}
-	return g.simple(ctx, c)
-}
-
 // Download returns the contents of a file in the guest (POST /file with
 // form field file_path, FileTimeout, retried: it only reads).
 func (g *Client) Download(ctx context.Context, path string) ([]byte, error) {

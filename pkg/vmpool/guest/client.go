@@ -40,8 +40,8 @@ type Options struct {
 	// StateURL is the base URL of a ScienceBoard VM's app server: the
 	// application's own HTTP server (KAlgebra /vars, /func/2d, /tab;
 	// Celestia POST /dump; GRASS GIS /dump, /gcmd, /init/*; ChimeraX's
-	// REST server GET /run?command=), which Request{Server: ServerApp}
-	// and AppState call. The guest server's own routes (/chimerax/run,
+	// REST server GET /run?command=), which Call sends
+	// Request{Server: ServerApp} to. The guest server's own routes (/chimerax/run,
 	// /read, /write, /append, /lean/check, /tex/check) are on the base
 	// URL. Default: the guest's host on port 8000, where ScienceBoard
 	// puts it. The simulator serves its app server on a port of its own:

@@ -408,11 +408,14 @@ func TestSmallCalls(t *testing.T) {
 		t.Errorf("StateURL = %s", g.StateURL())
 	}
 	g2, _ := New(g.BaseURL(), Options{StateURL: g.BaseURL()})
-	if b, err := g2.AppState(ctx, "/chimerax/run", []byte(`{"command":"open 1abc"}`)); string(b) != `{"command":"open 1abc"}` || err != nil {
-		t.Errorf("AppState POST = %q, %v", b, err)
+	if b, err := g2.Call(ctx, Request{Server: ServerApp, Method: "POST", Path: "/chimerax/run", Body: []byte(`{"command":"open 1abc"}`), ContentType: "application/json"}); string(b) != `{"command":"open 1abc"}` || err != nil {
+		t.Errorf("Call POST = %q, %v", b, err)
 	}
-	if _, err := g2.AppState(ctx, "vars", nil); err == nil {
-		t.Error("AppState accepted a path without /")
+	if _, err := g2.Call(ctx, Request{Server: ServerApp, Method: "GET", Path: "vars"}); err == nil {
+		t.Error("Call accepted a path without /")
+	}
+	if _, err := g2.Call(ctx, Request{Server: "db", Method: "GET", Path: "/vars"}); err == nil {
+		t.Error("Call accepted an unknown server")
 	}
 }
 

@@ -447,11 +447,15 @@ func (e *evaluator) chimeraxInfo(c *InfoCheck) (bool, string, error) {
 	if err := json.Unmarshal(b, &reply); err != nil {
 		return false, "", fmt.Errorf("%s: expected a ChimeraX REST reply, got %q", r, truncate(string(b), 120))
 	}
+	// Lines are kept in reply order and the expected ones in file order,
+	// so the detail names the same line on every run.
+	var gotLines []string
 	got := map[string]bool{}
 	for _, m := range reply.Log["note"] {
 		for _, l := range strings.Split(strings.TrimSpace(m), "\n") {
-			if l != "" {
+			if l != "" && !got[l] {
 				got[l] = true
+				gotLines = append(gotLines, l)
 			}
 		}
 	}
@@ -459,16 +463,14 @@ func (e *evaluator) chimeraxInfo(c *InfoCheck) (bool, string, error) {
 	for _, l := range want {
 		wantSet[l] = true
 	}
-	for l := range wantSet {
+	for _, l := range want {
 		if !got[l] {
 			return false, fmt.Sprintf("info %s: missing line %q", c.Key, l), nil
 		}
 	}
-	if len(got) != len(wantSet) {
-		for l := range got {
-			if !wantSet[l] {
-				return false, fmt.Sprintf("info %s: unexpected line %q", c.Key, l), nil
-			}
+	for _, l := range gotLines {
+		if !wantSet[l] {
+			return false, fmt.Sprintf("info %s: unexpected line %q", c.Key, l), nil
 		}
 	}
 	return true, fmt.Sprintf("info %s: %d lines match", c.Key, len(wantSet)), nil
@@ -644,6 +646,10 @@ func (e *evaluator) eqn(c *EqnCheck) (bool, string, error) {
 	if !ok {
 		return false, "", fmt.Errorf("value: expected an object of point texts, \"color\" or \"style\"")
 	}
+	keys, err := objectKeys(c.Value) // file order, so the detail is the same on every run
+	if err != nil {
+		return false, "", fmt.Errorf("expected value: %w", err)
+	}
 	plots, err := e.plots(KAlgebraFunc(len(first), list))
 	if err != nil {
 		return false, "", err
@@ -655,7 +661,8 @@ func (e *evaluator) eqn(c *EqnCheck) (bool, string, error) {
 			return false, fmt.Sprintf("plot %d is not an object", i), nil
 		}
 		all := true
-		for k, v := range expect {
+		for _, k := range keys {
+			v := expect[k]
 			got, ok := obj[k]
 			if !ok {
 				return false, fmt.Sprintf("plot %d has no %q", i, k), nil

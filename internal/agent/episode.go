@@ -96,6 +96,19 @@ type Config struct {
 	Log     *slog.Logger
 }
 
+// DefaultPlannerSampling is CODA's planner decoding: temperature 1.0,
+// top_p 0.9, up to 1500 tokens, and every other filter off (top_k -1,
+// min_p 0, no penalties), so the G+1 plans of a step differ.
+func DefaultPlannerSampling() traj.Sampling {
+	return traj.Sampling{Temperature: 1, TopP: 0.9, TopK: -1, RepetitionPenalty: 1, MaxTokens: 1500}
+}
+
+// DefaultExecutorSampling is greedy grounding: temperature 0, up to 256
+// tokens.
+func DefaultExecutorSampling() traj.Sampling {
+	return traj.Sampling{Temperature: 0, TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 256}
+}
+
 // Agent runs episodes. It is safe for concurrent use.
 type Agent struct{ cfg Config }
 
@@ -107,11 +120,17 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Group < 0 {
 		return nil, fmt.Errorf("agent: group %d: want G >= 0", cfg.Group)
 	}
-	if cfg.PlannerParams == (model.Params{}) {
-		cfg.PlannerParams = model.Params{Temperature: 1.0, TopP: 0.9, MaxTokens: 1500}
+	if cfg.PlannerParams.IsZero() {
+		cfg.PlannerParams = model.Params{Sampling: DefaultPlannerSampling()}
 	}
-	if cfg.ExecutorParams == (model.Params{}) {
-		cfg.ExecutorParams = model.Params{Temperature: 1e-6, TopP: 1, MaxTokens: 256}
+	if cfg.ExecutorParams.IsZero() {
+		cfg.ExecutorParams = model.Params{Sampling: DefaultExecutorSampling()}
+	}
+	if err := cfg.PlannerParams.Check(); err != nil {
+		return nil, fmt.Errorf("agent: planner %w", err)
+	}
+	if err := cfg.ExecutorParams.Check(); err != nil {
+		return nil, fmt.Errorf("agent: executor %w", err)
 	}
 	if cfg.PlannerCoords == (traj.Coords{}) {
 		cfg.PlannerCoords = uitars.Grid()
@@ -197,9 +216,9 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (*traj.Trajectory, error) {
 		Sample: ep.Sample, Samples: ep.Samples, Group: a.cfg.Group,
 		Models: traj.Models{
 			Planner: traj.ModelRef{Endpoint: a.cfg.Planner.Config().BaseURL, Model: a.cfg.Planner.Config().Model, Checkpoint: a.cfg.Planner.Config().Checkpoint,
-				Coords: &pc},
+				Coords: &pc, Sampling: recorded(a.cfg.PlannerParams.Sampling, a.cfg.RequestSeed)},
 			Executor: traj.ModelRef{Endpoint: a.cfg.Executor.Config().BaseURL, Model: a.cfg.Executor.Config().Model, Checkpoint: a.cfg.Executor.Config().Checkpoint,
-				Coords: &ec},
+				Coords: &ec, Sampling: recorded(a.cfg.ExecutorParams.Sampling, a.cfg.RequestSeed)},
 		},
 		Prompts:   a.cfg.Prompts.Hash(),
 		VM:        ep.VM,
@@ -617,12 +636,24 @@ func groundNotes(ex uitars.Parsed) []string {
 
 // seed derives a request seed from RequestSeed, the episode, the step and
 // the call, or nil when no seed is configured.
-func (a *Agent) seed(ep Episode, step, call int) *int {
+// recorded is the sampling a trajectory records for a model: the
+// configured parameters, with the run's request seed (each request's seed
+// is derived from it) when one is set.
+func recorded(s traj.Sampling, seed *int64) *traj.Sampling {
+	s.Stop = append([]string(nil), s.Stop...)
+	if seed != nil {
+		v := *seed
+		s.Seed = &v
+	}
+	return &s
+}
+
+func (a *Agent) seed(ep Episode, step, call int) *int64 {
 	if a.cfg.RequestSeed == nil {
 		return nil
 	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\x00%d", *a.cfg.RequestSeed, ep.Task.ID, ep.Sample, step, call)
-	s := int(h.Sum64() & 0x7fffffff)
+	s := int64(h.Sum64() & 0x7fffffff)
 	return &s
 }

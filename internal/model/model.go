@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/clock"
+	"github.com/codapipe/codapipe/pkg/traj"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -96,13 +97,21 @@ func (m *Client) Name() string { return m.cfg.Model }
 // Config returns the model's configuration.
 func (m *Client) Config() Config { return m.cfg }
 
-// Params are the decoding parameters of a request.
+// Params are the decoding parameters of a request: the sampling
+// parameters (all sent explicitly) and whether to ask for token-level
+// records.
 type Params struct {
-	Temperature float32 // go-openai drops 0: use a tiny positive value for greedy
-	TopP        float32
-	MaxTokens   int
-	Seed        *int
-	LogProbs    bool
+	traj.Sampling
+	// LogProbs asks for each answer's per-token log-probabilities and
+	// token ids.
+	LogProbs bool
+}
+
+// IsZero reports whether p is the zero Params (nothing configured).
+func (p Params) IsZero() bool {
+	s := p.Sampling
+	return s.Temperature == 0 && s.TopP == 0 && s.TopK == 0 && s.MinP == 0 && s.RepetitionPenalty == 0 &&
+		s.PresencePenalty == 0 && s.FrequencyPenalty == 0 && s.MaxTokens == 0 && s.Seed == nil && len(s.Stop) == 0 && !p.LogProbs
 }
 
 // Choice is one sampled answer.
@@ -276,7 +285,7 @@ func (m *Client) Sample(ctx context.Context, msgs []openai.ChatCompletionMessage
 			defer wg.Done()
 			r := request(msgs, 1, p)
 			if p.Seed != nil {
-				s := *p.Seed + len(out) + i
+				s := int(*p.Seed) + len(out) + i
 				r.Seed = &s
 			}
 			t0 := time.Now()
@@ -305,11 +314,15 @@ func request(msgs []openai.ChatCompletionMessage, n int, p Params) openai.ChatCo
 	r := openai.ChatCompletionRequest{
 		Messages:    msgs,
 		N:           n,
-		Temperature: p.Temperature,
-		TopP:        p.TopP,
+		Temperature: float32(p.Temperature),
+		TopP:        float32(p.TopP),
 		MaxTokens:   p.MaxTokens,
-		Seed:        p.Seed,
 		LogProbs:    p.LogProbs,
+		Stop:        p.Stop,
+	}
+	if p.Seed != nil {
+		s := int(*p.Seed)
+		r.Seed = &s
 	}
 	return r
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
+	"github.com/codapipe/codapipe/pkg/traj"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -39,15 +40,15 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 	t.Run("5xx then success", func(t *testing.T) {
 		m, _ := model.New(model.Config{BaseURL: start(fault.Faults{ErrorProb: 0.5}), Model: simmodels.DefaultExecutorModel, Attempts: 12, Backoff: time.Millisecond}, nil)
 		for i := range 10 {
-			seed := i
-			if _, err := m.Sample(ctx, msgs, 1, model.Params{Temperature: 1, Seed: &seed}); err != nil {
+			seed := int64(i)
+			if _, err := m.Sample(ctx, msgs, 1, model.Params{Sampling: traj.Sampling{Temperature: 1, Seed: &seed}}); err != nil {
 				t.Fatalf("call %d: %v", i, err)
 			}
 		}
 	})
 	t.Run("always 500", func(t *testing.T) {
 		m, _ := model.New(model.Config{BaseURL: start(fault.Faults{ErrorProb: 1}), Model: simmodels.DefaultExecutorModel, Attempts: 3, Backoff: time.Millisecond}, nil)
-		_, err := m.Sample(ctx, msgs, 1, model.Params{Temperature: 1})
+		_, err := m.Sample(ctx, msgs, 1, model.Params{Sampling: traj.Sampling{Temperature: 1}})
 		var api *openai.APIError
 		if !errors.As(err, &api) || api.HTTPStatusCode != 500 {
 			t.Fatalf("want a 500 APIError after the retries, got %v", err)
@@ -56,7 +57,7 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 	t.Run("hang hits the attempt deadline", func(t *testing.T) {
 		m, _ := model.New(model.Config{BaseURL: start(fault.Faults{HangProb: 1}), Model: simmodels.DefaultExecutorModel, Attempts: 2, AttemptTimeout: 200 * time.Millisecond, Backoff: time.Millisecond}, nil)
 		t0 := time.Now()
-		_, err := m.Sample(ctx, msgs, 1, model.Params{Temperature: 1})
+		_, err := m.Sample(ctx, msgs, 1, model.Params{Sampling: traj.Sampling{Temperature: 1}})
 		if err == nil {
 			t.Fatal("a hung endpoint answered")
 		}
@@ -66,14 +67,14 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 	})
 	t.Run("n is honoured", func(t *testing.T) {
 		m, _ := model.New(model.Config{BaseURL: start(fault.Faults{}), Model: simmodels.DefaultExecutorModel}, nil)
-		got, err := m.Sample(ctx, msgs, 5, model.Params{Temperature: 1})
+		got, err := m.Sample(ctx, msgs, 5, model.Params{Sampling: traj.Sampling{Temperature: 1}})
 		if err != nil || len(got) != 5 {
 			t.Fatalf("%d choices, %v", len(got), err)
 		}
 	})
 	t.Run("bad request is not retried", func(t *testing.T) {
 		m, _ := model.New(model.Config{BaseURL: start(fault.Faults{}), Model: simmodels.DefaultExecutorModel, Attempts: 5, Backoff: time.Hour}, nil)
-		_, err := m.Sample(ctx, nil, 1, model.Params{Temperature: 1}) // no messages: 400
+		_, err := m.Sample(ctx, nil, 1, model.Params{Sampling: traj.Sampling{Temperature: 1}}) // no messages: 400
 		var api *openai.APIError
 		if !errors.As(err, &api) || api.HTTPStatusCode != 400 {
 			t.Fatalf("want a 400 at once, got %v", err)

@@ -19,7 +19,12 @@ import "time"
 //   - 5: a candidate may record how its executor output was read
 //     (Candidate.ParseNotes: actions joined by "then", Thought/Action
 //     blocks dropped, actions beyond the first not executed).
-const SchemaVersion = 5
+//   - 6: each model records the sampling parameters every request to it
+//     carried (ModelRef.Sampling, required for the planner and the
+//     executor); a candidate records the planner's completion token ids
+//     (Candidate.PlanTokenIDs, as long as PlanLogProbs) and its own
+//     completion token count; outcome kind context_overflow.
+const SchemaVersion = 6
 
 // TaskRef identifies the task a trajectory ran.
 type TaskRef struct {
@@ -39,6 +44,10 @@ type ModelRef struct {
 	// required from schema version 2, absent in version 1 documents (whose
 	// points were all parsed on the 0–1000 grid: see Space).
 	Coords *Coords `json:"coords,omitempty"`
+	// Sampling are the decoding parameters every request to the model
+	// carried; required for the planner and the executor from schema
+	// version 6, absent before (the server's defaults decided them).
+	Sampling *Sampling `json:"sampling,omitempty"`
 }
 
 // Space returns the model's coordinate space: Coords, or Grid1000 for a
@@ -138,10 +147,15 @@ const (
 	OutcomeFailed    OutcomeKind = "failed"     // the agent gave up (call_user(), FAIL)
 	OutcomeStepLimit OutcomeKind = "step_limit" // the step limit ran out
 	OutcomeEnvError  OutcomeKind = "env_error"  // the environment failed
+	// OutcomeContextOverflow: the planner's request outgrew the model's
+	// context window (the server answered 400 "maximum context length").
+	// It is the episode's own end, like the step limit, and is not run
+	// again: the same episode would overflow again.
+	OutcomeContextOverflow OutcomeKind = "context_overflow"
 )
 
 // OutcomeKinds lists every outcome kind.
-var OutcomeKinds = []OutcomeKind{OutcomeFinished, OutcomeAnswered, OutcomeFailed, OutcomeStepLimit, OutcomeEnvError}
+var OutcomeKinds = []OutcomeKind{OutcomeFinished, OutcomeAnswered, OutcomeFailed, OutcomeStepLimit, OutcomeEnvError, OutcomeContextOverflow}
 
 // Outcome is how an episode ended.
 type Outcome struct {
@@ -251,7 +265,12 @@ type Candidate struct {
 	FinishReason string    `json:"finish_reason,omitempty"` // the planner's finish reason ("stop", "length")
 	PlanTokens   Tokens    `json:"plan_tokens"`
 	ExecTokens   Tokens    `json:"exec_tokens"`
-	PlanLogProbs []float64 `json:"plan_logprobs,omitempty"` // per-token log-probs of Plan, when the server gave them
+	// PlanLogProbs are the per-token log-probabilities of Plan under the
+	// behaviour policy, and PlanTokenIDs the ids of those tokens, one per
+	// log-probability; both empty when the server could not give them.
+	// PlanTokens.Completion is this candidate's own token count.
+	PlanLogProbs []float64 `json:"plan_logprobs,omitempty"`
+	PlanTokenIDs []int32   `json:"plan_token_ids,omitempty"`
 	PlanMS       int64     `json:"plan_ms"`
 	ExecMS       int64     `json:"exec_ms"`
 }

@@ -35,9 +35,10 @@ func exampleTrajectory() *Trajectory {
 		Sample: 2, Samples: 8, Group: 2,
 		Models: Models{
 			Planner: ModelRef{Endpoint: "http://planner:8000/v1", Model: "Qwen2.5-VL-32B-Instruct", Checkpoint: "step-0400",
-				Coords: &Coords{Space: Grid1000}},
+				Coords: &Coords{Space: Grid1000}, Sampling: &Sampling{Temperature: 1, TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 512}},
 			Executor: ModelRef{Endpoint: "http://executor:8001/v1", Model: "UI-TARS-1.5-7B",
-				Coords: &Coords{Space: PixelsResized, Factor: 28, MinPixels: 3136, MaxPixels: 12845056}},
+				Coords:   &Coords{Space: PixelsResized, Factor: 28, MinPixels: 3136, MaxPixels: 12845056},
+				Sampling: &Sampling{Temperature: 0, TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 256, Stop: []string{"<|im_end|>"}}},
 		},
 		Prompts: "5d41402abc4b2a76b9719d911017c592ae6f4e5b1c7d2f2e0a3b8c9d1e2f3a4b",
 		VM:      "sim-03",
@@ -56,7 +57,7 @@ func exampleTrajectory() *Trajectory {
 							"the executor output holds 2 actions (click, type); only the first is executed, one action per step",
 						},
 						FinishReason: "stop", PlanTokens: Tokens{Prompt: 2210, Completion: 31}, ExecTokens: Tokens{Prompt: 1630, Completion: 18},
-						PlanLogProbs: []float64{-0.125, -2.5}, PlanMS: 812, ExecMS: 240,
+						PlanLogProbs: []float64{-0.125, -2.5}, PlanTokenIDs: []int32{14582, 25}, PlanMS: 812, ExecMS: 240,
 					},
 					{
 						Index: 1, Plan: "Thought: Open the File menu to fetch from the PDB.\nAction: click(start_box='(20,12)')",
@@ -403,7 +404,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"syntax", "{\n  \"id\": \"x\",\n  oops\n}", "line 3, column 3"},
 		{"type", "{\n  \"schema_version\": \"one\"\n}", "field \"schema_version\""},
 		{"unknown field", `{"schema_version":1,"colour":"red"}`, "unknown field \"colour\""},
-		{"newer schema", `{"schema_version":6}`, "schema_version 6"},
+		{"newer schema", `{"schema_version":7}`, "schema_version 7"},
 		{"trailing", string(good) + "{}", "unexpected data after the document"},
 	}
 	for _, tc := range cases {
@@ -486,6 +487,7 @@ func TestValidateCoordsAndParseErrorKind(t *testing.T) {
 		{"no prompt set", func(t *Trajectory) { t.Prompts = "" }, "prompts"},
 		{"no prompt set at version 3", func(t *Trajectory) {
 			t.Prompts, t.SchemaVersion, t.Steps[0].Candidates[0].ParseNotes = "", 3, nil
+			t.Steps[0].Candidates[0].PlanTokenIDs = nil
 		}, ""},
 		{"prompt set not a hash", func(t *Trajectory) { t.Prompts = "planner.tmpl" }, "prompts"},
 		{"resized without factor", func(t *Trajectory) {
@@ -516,7 +518,34 @@ func TestValidateParseNotes(t *testing.T) {
 			t.Steps[0].Candidates[0].ParseNotes = append(t.Steps[0].Candidates[0].ParseNotes, " ")
 		}, "steps[0].candidates[0].parse_notes[2]"},
 		{"notes at version 4", func(t *Trajectory) { t.SchemaVersion = 4 }, "steps[0].candidates[0].parse_notes"},
-		{"no notes at version 4", func(t *Trajectory) { t.SchemaVersion, t.Steps[0].Candidates[0].ParseNotes = 4, nil }, ""},
+		{"no notes at version 4", func(t *Trajectory) {
+			t.SchemaVersion, t.Steps[0].Candidates[0].ParseNotes, t.Steps[0].Candidates[0].PlanTokenIDs = 4, nil, nil
+		}, ""},
+	})
+}
+
+func TestValidateSamplingAndTokens(t *testing.T) {
+	validateEdits(t, exampleTrajectory, []edit[*Trajectory]{
+		{"example", func(*Trajectory) {}, ""},
+		{"no sampling at version 6", func(t *Trajectory) { t.Models.Planner.Sampling = nil }, "models.planner.sampling"},
+		{"no sampling at version 5", func(t *Trajectory) {
+			t.SchemaVersion, t.Models.Planner.Sampling, t.Models.Executor.Sampling = 5, nil, nil
+			t.Steps[0].Candidates[0].PlanTokenIDs = nil
+		}, ""},
+		{"token ids at version 5", func(t *Trajectory) { t.SchemaVersion = 5 }, "steps[0].candidates[0].plan_token_ids"},
+		{"token ids and logprobs differ", func(t *Trajectory) {
+			t.Steps[0].Candidates[0].PlanTokenIDs = []int32{1}
+		}, "steps[0].candidates[0].plan_token_ids"},
+		{"negative token id", func(t *Trajectory) { t.Steps[0].Candidates[0].PlanTokenIDs[1] = -3 }, "steps[0].candidates[0].plan_token_ids[1]"},
+		{"top_p zero", func(t *Trajectory) { t.Models.Executor.Sampling.TopP = 0 }, "models.executor.sampling"},
+		{"top_k below -1", func(t *Trajectory) { t.Models.Planner.Sampling.TopK = -2 }, "models.planner.sampling"},
+		{"empty stop", func(t *Trajectory) { t.Models.Planner.Sampling.Stop = []string{""} }, "models.planner.sampling"},
+		{"context overflow without reason", func(t *Trajectory) {
+			t.Outcome = Outcome{Kind: OutcomeContextOverflow}
+		}, "outcome.reason"},
+		{"context overflow", func(t *Trajectory) {
+			t.Outcome = Outcome{Kind: OutcomeContextOverflow, Reason: "maximum context length is 32768 tokens"}
+		}, ""},
 	})
 }
 

@@ -101,6 +101,8 @@ func (t *Trajectory) Validate() error {
 	c.nonEmpty("models.executor.model", t.Models.Executor.Model)
 	t.Models.Planner.validateCoords(c, "models.planner.coords", t.SchemaVersion)
 	t.Models.Executor.validateCoords(c, "models.executor.coords", t.SchemaVersion)
+	t.Models.Planner.validateSampling(c, "models.planner.sampling", t.SchemaVersion)
+	t.Models.Executor.validateSampling(c, "models.executor.sampling", t.SchemaVersion)
 	switch {
 	case t.Prompts == "" && t.SchemaVersion >= 4:
 		c.add("prompts", "required from schema_version 4")
@@ -174,6 +176,20 @@ func (m *ModelRef) validateCoords(c *checker, p string, version int) {
 		return
 	}
 	if err := m.Coords.Check(); err != nil {
+		c.add(p, "%v", err)
+	}
+}
+
+// validateSampling checks a model's sampling parameters: required from
+// schema version 6.
+func (m *ModelRef) validateSampling(c *checker, p string, version int) {
+	if m.Sampling == nil {
+		if version >= 6 {
+			c.add(p, "required from schema_version 6")
+		}
+		return
+	}
+	if err := m.Sampling.Check(); err != nil {
 		c.add(p, "%v", err)
 	}
 }
@@ -254,6 +270,18 @@ func (cd *Candidate) validate(c *checker, p string, j, version int) {
 	c.nonNeg(p+".exec_tokens.completion", int64(cd.ExecTokens.Completion))
 	c.nonNeg(p+".plan_ms", cd.PlanMS)
 	c.nonNeg(p+".exec_ms", cd.ExecMS)
+	switch {
+	case len(cd.PlanTokenIDs) > 0 && version < 6:
+		c.add(p+".plan_token_ids", "not part of schema version %d (from version 6)", version)
+	case len(cd.PlanTokenIDs) > 0 && len(cd.PlanTokenIDs) != len(cd.PlanLogProbs):
+		c.add(p+".plan_token_ids", "%d token ids for %d log-probabilities, want one per token", len(cd.PlanTokenIDs), len(cd.PlanLogProbs))
+	}
+	for k, id := range cd.PlanTokenIDs {
+		if id < 0 {
+			c.add(fmt.Sprintf("%s.plan_token_ids[%d]", p, k), "negative token id %d", id)
+			break
+		}
+	}
 	for k, lp := range cd.PlanLogProbs {
 		if math.IsNaN(lp) || lp > 0 {
 			c.add(fmt.Sprintf("%s.plan_logprobs[%d]", p, k), "want a log-probability <= 0, got %v", lp)
@@ -335,8 +363,8 @@ func (o *Outcome) validate(c *checker, p string) {
 	if !slices.Contains(OutcomeKinds, o.Kind) {
 		c.add(p+".kind", "want one of %v, got %q", OutcomeKinds, o.Kind)
 	}
-	if o.Kind == OutcomeEnvError && strings.TrimSpace(o.Reason) == "" {
-		c.add(p+".reason", "required for env_error")
+	if (o.Kind == OutcomeEnvError || o.Kind == OutcomeContextOverflow) && strings.TrimSpace(o.Reason) == "" {
+		c.add(p+".reason", "required for %s", o.Kind)
 	}
 	if o.Kind != OutcomeAnswered && o.Answer != "" {
 		c.add(p+".answer", "set although kind is %q", o.Kind)

@@ -261,10 +261,10 @@ type Candidate struct {
 	// output held several actions, that only the first was kept as Action.
 	// Empty when there is nothing to note, and always for a candidate
 	// without ExecutorOutput or without Action.
-	ParseNotes   []string  `json:"parse_notes,omitempty"`
-	FinishReason string    `json:"finish_reason,omitempty"` // the planner's finish reason ("stop", "length")
-	PlanTokens   Tokens    `json:"plan_tokens"`
-	ExecTokens   Tokens    `json:"exec_tokens"`
+	ParseNotes   []string `json:"parse_notes,omitempty"`
+	FinishReason string   `json:"finish_reason,omitempty"` // the planner's finish reason ("stop", "length")
+	PlanTokens   Tokens   `json:"plan_tokens"`
+	ExecTokens   Tokens   `json:"exec_tokens"`
 	// PlanLogProbs are the per-token log-probabilities of Plan under the
 	// behaviour policy, and PlanTokenIDs the ids of those tokens, one per
 	// log-probability; both empty when the server could not give them.

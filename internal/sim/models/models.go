@@ -34,6 +34,10 @@ const (
 	DefaultExecutorModel = "sim-executor"
 	DefaultJudgeModel    = "sim-judge"
 
+	// DefaultPlannerCheckpoint is the simulated planner's checkpoint tag:
+	// the "root" its GET /v1/models reports, which sim runs record.
+	DefaultPlannerCheckpoint = "sim-step-0"
+
 	// DefaultCreated is the "created" time (Unix seconds) every
 	// response reports unless Config.Created is set: the simulated
 	// clock of the endpoints is fixed so that responses are byte-identical
@@ -77,6 +81,11 @@ type Config struct {
 type EndpointConfig struct {
 	// Model is the model id the endpoint serves and reports.
 	Model string `json:"model,omitempty"`
+	// Root is what GET /v1/models reports as the model's "root" — for
+	// vLLM the folder the weights were loaded from, which rollout records
+	// as the planner's checkpoint tag (empty: the model id; the planner's
+	// default is DefaultPlannerCheckpoint).
+	Root string `json:"root,omitempty"`
 	// Faults: latency per call, hangs, HTTP 500s and malformed answers.
 	Faults fault.Faults `json:"faults"`
 	// IgnoreN makes the endpoint answer one choice whatever "n" asks, as
@@ -170,7 +179,7 @@ func DefaultConfig() Config {
 		Created:         DefaultCreated,
 		MaxRequestBytes: DefaultMaxRequestBytes,
 		Planner: PlannerConfig{
-			EndpointConfig: EndpointConfig{Model: DefaultPlannerModel},
+			EndpointConfig: EndpointConfig{Model: DefaultPlannerModel, Root: DefaultPlannerCheckpoint},
 			DefaultSkill:   0.6,
 		},
 		Executor: ExecutorConfig{
@@ -274,6 +283,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Planner.Model == "" {
 		c.Planner.Model = DefaultPlannerModel
+	}
+	if c.Planner.Root == "" {
+		c.Planner.Root = DefaultPlannerCheckpoint
 	}
 	if c.Executor.Model == "" {
 		c.Executor.Model = DefaultExecutorModel

@@ -5,6 +5,7 @@ package models
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -543,6 +544,7 @@ type endpoint struct {
 	m      *Endpoints
 	kind   string
 	model  string
+	root   string // GET /v1/models "root" (empty: the model id)
 	faults fault.Faults
 	answer answerFunc
 	// ignoreN: one choice whatever n asks (EndpointConfig.IgnoreN).
@@ -556,7 +558,7 @@ type endpoint struct {
 }
 
 func newEndpoint(m *Endpoints, kind string, ec EndpointConfig, answer answerFunc) *endpoint {
-	return &endpoint{m: m, kind: kind, model: ec.Model, faults: ec.Faults, answer: answer, ignoreN: ec.IgnoreN, seen: map[[16]byte]uint64{}}
+	return &endpoint{m: m, kind: kind, model: ec.Model, root: cmp.Or(ec.Root, ec.Model), faults: ec.Faults, answer: answer, ignoreN: ec.IgnoreN, seen: map[[16]byte]uint64{}}
 }
 
 // stream derives an independent random stream from the configuration
@@ -607,7 +609,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, wireModelList{Object: "list", Data: []wireModel{{
-			ID: e.model, Object: "model", Created: e.m.cfg.Created, OwnedBy: "codapipe-simulator", Root: e.model,
+			ID: e.model, Object: "model", Created: e.m.cfg.Created, OwnedBy: "codapipe-simulator", Root: e.root,
 		}}})
 	case "/health":
 		w.WriteHeader(http.StatusOK)

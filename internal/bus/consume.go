@@ -78,6 +78,11 @@ type ConsumerSpec struct {
 	Stream  string   // stream name, e.g. StreamName(Raw)
 	Durable string   // durable consumer name, shared by all workers of a service
 	Filter  []string // subjects; empty takes the whole stream
+	// StartTime, when set, makes a consumer that is created now deliver
+	// only messages stored at or after it (DeliverByStartTime) instead of
+	// the whole stream's history. A consumer that exists keeps the start
+	// it was created with (JetStream cannot change it).
+	StartTime time.Time
 	// AckWait is how long the server waits for an ack before redelivering
 	// (default 30 s). Handlers that run longer are kept alive by
 	// in-progress heartbeats every AckWait/3.
@@ -149,7 +154,16 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 	default:
 		cfg.FilterSubjects = spec.Filter
 	}
+	if !spec.StartTime.IsZero() {
+		t := spec.StartTime.UTC()
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	}
 	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	if old, err := b.js.Consumer(cctx, spec.Stream, spec.Durable); err == nil {
+		// Where an existing consumer starts is fixed at its creation.
+		have := old.CachedInfo().Config
+		cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = have.DeliverPolicy, have.OptStartTime, have.OptStartSeq
+	}
 	cons, err := b.js.CreateOrUpdateConsumer(cctx, spec.Stream, cfg)
 	cancel()
 	if err != nil {
@@ -420,4 +434,18 @@ func headerValue(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// ConsumerExists reports whether the durable consumer exists on stream.
+func (b *Bus) ConsumerExists(ctx context.Context, stream, durable string) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	_, err := b.js.Consumer(cctx, stream, durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("bus: consumer %s on %s: %w", durable, stream, err)
+	}
+	return true, nil
 }

@@ -208,6 +208,10 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	} else if cfg.Pool, err = poolfile.Load(o.Pool); err != nil {
 		return nil, err
 	}
+	// The checkpoint is part of the run: known before any data is touched.
+	if err := resolveCheckpoints(ctx, &cfg.Planner, &cfg.Executor, log); err != nil {
+		return nil, err
+	}
 	if cfg.Tasks, err = loadTasks(o); err != nil {
 		return nil, err
 	}
@@ -323,7 +327,9 @@ executed, plans 1..G are grounded too and form that step's GRPO group. Trajector
 JetStream (coda.traj.<app>), screenshots to the blob store. An episode ended by an environment
 error (VM, guest, model endpoint) runs again, on another VM when the VM failed, up to
 --env-retries times, and never counts as an agent failure. Re-running with the same --run
-finishes only the episodes not yet published. --sim runs everything on the built-in SIMULATOR
+finishes only the episodes not yet published. A run is one planner checkpoint: --planner-checkpoint,
+or else the "root" the planner endpoint's GET /v1/models reports (required outside --sim); it is
+recorded in every trajectory, and re-running a --run name with another checkpoint is refused. --sim runs everything on the built-in SIMULATOR
 (simulated VMs and models).`
 
 // Command is the rollout command with its subcommands, for service.Main.
@@ -344,10 +350,11 @@ func Command() service.Command {
 			fs.String(&o.Planner.BaseURL, "planner-url", "CODAPIPE_PLANNER_URL", "", "planner endpoint (OpenAI-compatible base URL, e.g. http://host:8000/v1)")
 			fs.String(&o.Planner.Model, "planner-model", "CODAPIPE_PLANNER_MODEL", "", "planner model name")
 			fs.String(&o.Planner.APIKey, "planner-key", "CODAPIPE_PLANNER_KEY", "", "planner API key")
-			fs.String(&o.Planner.Checkpoint, "planner-checkpoint", "CODAPIPE_PLANNER_CHECKPOINT", "", "planner checkpoint tag recorded in trajectories")
+			fs.String(&o.Planner.Checkpoint, "planner-checkpoint", "CODAPIPE_PLANNER_CHECKPOINT", "", "planner checkpoint tag recorded in every trajectory and shard row, part of the run's identity (default: the root the planner endpoint's /v1/models reports; required when it reports none; --sim: sim-step-0)")
 			fs.String(&o.Executor.BaseURL, "executor-url", "CODAPIPE_EXECUTOR_URL", "", "executor endpoint (OpenAI-compatible base URL)")
 			fs.String(&o.Executor.Model, "executor-model", "CODAPIPE_EXECUTOR_MODEL", "", "executor model name")
 			fs.String(&o.Executor.APIKey, "executor-key", "CODAPIPE_EXECUTOR_KEY", "", "executor API key")
+			fs.String(&o.Executor.Checkpoint, "executor-checkpoint", "CODAPIPE_EXECUTOR_CHECKPOINT", "", "executor checkpoint tag recorded in trajectories (default: the root the executor endpoint's /v1/models reports, if any)")
 			fs.String(&o.PlannerCoords, "planner-coords", "CODAPIPE_PLANNER_COORDS", "grid1000", "coordinate space of the planner's points: grid1000, pixels-resized[:factor=28,min_pixels=3136,max_pixels=12845056], pixels-screen or unit (docs/actions.md)")
 			fs.String(&o.ExecutorCoords, "executor-coords", "CODAPIPE_EXECUTOR_COORDS", "pixels-resized", "coordinate space of the executor's points (UI-TARS-1.5: pixels-resized; UI-TARS-1.0: grid1000; docs/actions.md)")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")

@@ -105,7 +105,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}()
 	log.Info("rollout: planned", "episodes", len(cfg.Tasks)*cfg.Samples, "to_run", len(plan.jobs), "vms", pool.Size(),
-		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(plan.done))
+		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(plan.done),
+		"planner_checkpoint", cfg.Planner.Checkpoint)
 	if cfg.Metrics != nil {
 		// The pool's figures stay readable after the run (a final scrape);
 		// a later run in the same process replaces them.
@@ -158,6 +159,11 @@ type jobPlan struct {
 func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject string, log *slog.Logger) (jobPlan, error) {
 	var p jobPlan
 	var err error
+	// A run is one planner checkpoint: another one under the same name is
+	// refused before the run is touched.
+	if err := runs.Bind(ctx, cfg.Run, cfg.Planner.Checkpoint); err != nil {
+		return p, err
+	}
 	if err := runs.Reopen(ctx, cfg.Run); err != nil {
 		return p, err
 	}

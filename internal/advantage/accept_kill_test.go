@@ -169,7 +169,7 @@ func killAndRestart(t *testing.T, mode string) {
 	publishCopies(copies)
 
 	args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--mode", mode,
-		"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40"}
+		"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40", "--since", SinceAll}
 	logf, err := os.Create(filepath.Join(dir, "advantage.log"))
 	if err != nil {
 		t.Fatal(err)

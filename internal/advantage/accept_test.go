@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,12 +65,17 @@ func corpus(t *testing.T) (dir string, judged []*traj.Judged) {
 }
 
 // advantageCLI runs the advantage command on dir and returns its output.
+// Without a selection in args it asks for --since all: the test corpora
+// are one stream whose every judged trajectory the tests want.
 func advantageCLI(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out, errb bytes.Buffer
 	full := append([]string{"--data", dir, "--log-level", "warn", "--drain"}, args...)
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--runs" || a == "--checkpoints" || a == "--since" }) {
+		full = append(full, "--since", SinceAll)
+	}
 	if code := service.MainContext(ctx, Command(), full, &out, &errb); code != 0 {
 		t.Fatalf("advantage %v: exit %d\n%s", args, code, errb.String())
 	}
@@ -390,7 +396,7 @@ func BenchmarkAdvantageService(b *testing.B) {
 		dir := b.TempDir()
 		wantRows, trajectories, imageBytes := benchInput(b, dir, srv.URL())
 
-		args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--embed-images"}
+		args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--embed-images", "--since", SinceAll}
 		report := filepath.Join(b.TempDir(), "report.json")
 		cmd := proctest.Command(b, report, args...)
 		var out bytes.Buffer

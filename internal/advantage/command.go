@@ -39,6 +39,9 @@ type Options struct {
 	BytesPerShard int64
 	EmbedImages   bool
 	Apps          []string
+	Runs          []string // --runs
+	Checkpoints   []string // --checkpoints
+	Since         string   // --since
 	Workers       int
 	Durable       string
 	AckWait       time.Duration
@@ -95,7 +98,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		Mode: o.Mode, Label: grpo.LabelMode(o.Label), Estimator: est, Step: step, Outcome: o.Outcome,
 		Format: shard.Format(o.Format), RowsPerShard: o.RowsPerShard, BytesPerShard: o.BytesPerShard, EmbedImages: o.EmbedImages,
 		TempDir: env.Common.DataDir + "/tmp",
-		Apps:    o.Apps, Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
+		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: Version, Log: env.Log,
 		RunFinished: runs.Finished, Metrics: NewMetrics(env.Metrics),
 	}
@@ -118,20 +121,27 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 
 // PrintStats writes what a run did in one paragraph.
 func PrintStats(w io.Writer, st Stats) {
-	fmt.Fprintf(w, "advantage: %d judged trajectories taken in, %d already written before, %d dead-lettered, %d retried\n",
-		st.Messages, st.Skipped, st.DeadLettered, st.Retried)
+	fmt.Fprintf(w, "advantage: %d judged trajectories taken in, %d already written before, %d outside the selection (not written), %d dead-lettered, %d retried\n",
+		st.Messages, st.Skipped, st.Unselected, st.DeadLettered, st.Retried)
+	if st.Selection != nil {
+		fmt.Fprintf(w, "advantage: selection: %s\n", selectionText(*st.Selection))
+	}
 	c := st.Counts
 	fmt.Fprintf(w, "advantage: this run wrote %d rows in %d files (%d commits): %d groups, %d kept, %d zero-variance, %d dropped\n",
 		c.Rows, st.Files, st.Commits, c.Groups, c.KeptGroups, c.ZeroVariance, c.Dropped)
 	if m := st.Manifest; m != nil {
 		fmt.Fprintf(w, "advantage: the shard set %s holds %d rows in %d files of %d trajectories\n", m.Set, m.Counts.Rows, len(m.Files), m.Counts.Trajectories)
+		for _, src := range m.Sources {
+			fmt.Fprintf(w, "advantage:   run %s, checkpoint %q: %d rows of %d trajectories\n", src.Run, src.Checkpoint, src.Rows, src.Trajectories)
+		}
 	}
 }
 
 const usage = `advantage — compute group-relative advantages and write training shards
 
 Usage:
-  advantage [--out DIR|s3://bucket/prefix] [--mode step|outcome] [--estimator grpo|drgrpo|rloo]
+  advantage (--runs NAME[,NAME] | --checkpoints TAG[,TAG] | --since TIME|DURATION|all) [--out DIR|s3://bucket/prefix]
+            [--mode step|outcome] [--estimator grpo|drgrpo|rloo]
             [--format arrow|parquet] [--embed-images] [--drain] [--nats URL] [--store URL]
 
 A durable consumer of the judged trajectories on NATS JetStream (coda.judged.>); many advantage
@@ -142,8 +152,15 @@ the executed action. Outcome mode: the K samples of a task in a run are a group 
 trajectory's outcome as reward. Rows go to Arrow IPC or Parquet shards under
 <out>/<set>/ (the set names the configuration); a message is acknowledged only once its rows are
 in a committed shard, so a crash neither loses nor repeats a row. The manifest
-(<out>/<set>/manifest.json, also published on coda.manifest.<set>) lists the committed files.
-See docs/shards.md.`
+(<out>/<set>/manifest.json, also published on coda.manifest.<set>) lists the committed files and
+the runs and planner checkpoints their rows come from.
+
+What a set takes: --runs (rollout --run names), --checkpoints (planner checkpoint tags) and
+--since (episodes started at or after a time); a trajectory must match every one given, and one
+outside is acknowledged and counted, never written. A NEW set must be given at least one of them:
+its new consumer would otherwise deliver every judged trajectory the stream retains (90 days by
+default) of every run and checkpoint; --since all asks for exactly that. The selection is part
+of the set's identity: the same flags continue the same set. See docs/advantage.md, docs/shards.md.`
 
 // Command is the advantage command.
 func Command() service.Command {
@@ -175,6 +192,9 @@ func Command() service.Command {
 			fs.Int64(&o.BytesPerShard, "bytes-per-shard", "CODAPIPE_BYTES_PER_SHARD", 512<<20, "start a new shard after about this many bytes (0: no limit)")
 			fs.Bool(&o.EmbedImages, "embed-images", "CODAPIPE_EMBED_IMAGES", false, "embed the PNG bytes of the prompt's images (default: references to the blob store)")
 			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only this application's judged trajectories (default all)")
+			fs.Strings(&o.Runs, "runs", "CODAPIPE_ADVANTAGE_RUNS", "only these runs' judged trajectories (rollout --run names, comma-separated); a new set needs --runs, --checkpoints or --since")
+			fs.Strings(&o.Checkpoints, "checkpoints", "CODAPIPE_ADVANTAGE_CHECKPOINTS", "only trajectories sampled from these planner checkpoints (the tags rollout recorded, comma-separated)")
+			fs.String(&o.Since, "since", "CODAPIPE_ADVANTAGE_SINCE", "", "only episodes started at or after this time: RFC 3339 (2026-11-25T02:00:00Z) or a duration back from the set's start (36h); all: every judged trajectory the stream retains")
 			fs.Int(&o.Workers, "concurrency", "CODAPIPE_ADVANTAGE_CONCURRENCY", 64, "judged trajectories handled at once; a commit holds at most this many")
 			fs.String(&o.Durable, "durable", "CODAPIPE_ADVANTAGE_DURABLE", "", "consumer name shared by the processes (default advantage_<set>)")
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat")

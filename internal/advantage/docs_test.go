@@ -39,7 +39,7 @@ func TestAdvantageMetricsDocumented(t *testing.T) {
 	metricsURL := docstest.ServeMetrics(t, env.Metrics)
 	o := Options{Mode: ModeStep, Label: "clean", Method: "grpo", Eps: grpo.DefaultEps, Std: "unbiased", ZeroVar: "keep",
 		Reward: grpo.DefaultRewardConfig(), Outcome: grpo.DefaultOutcomeConfig(), Format: "arrow",
-		RowsPerShard: 100000, BytesPerShard: 512 << 20, Workers: 8, AckWait: time.Minute, MaxDelay: time.Second}
+		RowsPerShard: 100000, BytesPerShard: 512 << 20, Workers: 8, AckWait: time.Minute, MaxDelay: time.Second, Since: SinceAll}
 	st, err := Execute(ctx, env, o)
 	if err != nil {
 		t.Fatal(err)

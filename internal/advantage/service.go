@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,9 +51,12 @@ type Config struct {
 	EmbedImages   bool
 	TempDir       string // local spool for open shards (default os.TempDir)
 
-	Apps     []string // filter (empty: all)
-	Durable  string   // default "advantage_<set>"
-	Workers  int      // messages handled at once (default 64)
+	Apps []string // filter (empty: all)
+	// Select chooses the runs, checkpoints and time the set takes; a new
+	// set must have one (see Selection and ErrNoSelection).
+	Select   Selection
+	Durable  string // default "advantage_<set>"
+	Workers  int    // messages handled at once (default 64)
 	AckWait  time.Duration
 	Idle     time.Duration // commit when every handler waits and nothing came for this long (default 250 ms)
 	MaxDelay time.Duration // commit rows at the latest this long after the first was added (default 10 s)
@@ -78,6 +82,9 @@ func (c *Config) Set() string {
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%v\n", c.OutURL, c.Mode, c.Label, c.Estimator.String(), c.Format, c.EmbedImages)
 	_ = json.NewEncoder(h).Encode(c.Step)
 	_ = json.NewEncoder(h).Encode(c.Outcome)
+	if k := c.Select.normalized().key(); k != "" { // none: the ids of sets made before selections
+		fmt.Fprintf(h, "select\x00%s\n", k)
+	}
 	return c.Mode + "-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -142,6 +149,7 @@ func (c *Config) defaults() error {
 	if c.Format == "" {
 		c.Format = shard.FormatArrow
 	}
+	c.Select = c.Select.normalized()
 	if c.Durable == "" {
 		c.Durable = "advantage_" + bus.KeyToken(c.Set())
 	}
@@ -153,8 +161,11 @@ func (c *Config) defaults() error {
 
 // Stats counts what Serve did.
 type Stats struct {
-	Messages     int    `json:"messages"`      // judged trajectories taken in by this process
-	Skipped      int    `json:"skipped"`       // already committed (a redelivery)
+	Messages int `json:"messages"` // judged trajectories taken in by this process
+	Skipped  int `json:"skipped"`  // already committed (a redelivery)
+	// Unselected counts judged trajectories outside the set's selection:
+	// acknowledged, not written.
+	Unselected   int    `json:"outside_selection"`
 	DeadLettered int    `json:"dead_lettered"` // given up on, with a reason
 	Retried      int    `json:"retried"`
 	Commits      int    `json:"commits"`
@@ -162,6 +173,8 @@ type Stats struct {
 	Counts       Counts `json:"counts"` // what this process committed
 	// Manifest is the set's manifest as last written (all processes' commits).
 	Manifest *shard.Manifest `json:"-"`
+	// Selection is the set's selection as recorded when it started.
+	Selection *shard.Selection `json:"selection,omitempty"`
 }
 
 type server struct {
@@ -172,6 +185,7 @@ type server struct {
 	st     *state
 	co     *committer
 	start  time.Time
+	sel    selector
 
 	mu       sync.Mutex
 	stats    Stats
@@ -198,6 +212,10 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 		return Stats{}, err
 	}
 	defer func() { stopWatch(); waitWatch() }()
+	sel, err := st.selection(ctx, cfg.Bus, cfg.Durable, cfg.Select, time.Now())
+	if err != nil {
+		return Stats{}, err
+	}
 
 	meta := cfg.Meta()
 	w, err := shard.NewWriter(shard.Config{
@@ -209,7 +227,8 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	defer w.Close()
 	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.EmbedImages), st: st,
-		start: time.Now(), flushing: map[string]bool{}}
+		start: time.Now(), flushing: map[string]bool{}, sel: selector{sel}}
+	s.stats.Selection = &sel
 	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)
 	s.co.onCommit = func(c Commit, d time.Duration) {
 		cfg.Metrics.committed(c, d)
@@ -223,7 +242,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 		s.log.Debug("advantage: committed", "commit", c.ID, "messages", len(c.Messages), "rows", c.Counts.Rows)
 	}
 	s.log.Info("advantage: consuming judged trajectories", "consumer", cfg.Durable, "mode", cfg.Mode, "estimator", cfg.Estimator.String(),
-		"out", cfg.Out.String()+"/"+set, "format", cfg.Format, "workers", cfg.Workers)
+		"out", cfg.Out.String()+"/"+set, "format", cfg.Format, "workers", cfg.Workers, "selection", selectionText(sel))
 
 	tctx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
 	var twg sync.WaitGroup
@@ -265,7 +284,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 		fetchWait = 250 * time.Millisecond
 	}
 	_, cerr := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
-		Stream: bus.StreamName(bus.Judged), Durable: cfg.Durable, Filter: filter,
+		Stream: bus.StreamName(bus.Judged), Durable: cfg.Durable, Filter: filter, StartTime: s.sel.startTime(),
 		Workers: cfg.Workers, MaxAckPending: max(1000, 4*cfg.Workers), AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
 	}, s.handle)
 	s.co.tick(context.WithoutCancel(ctx))
@@ -316,6 +335,12 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 		s.cfg.Metrics.trajectory("dead_lettered")
 		return bus.Reject(fmt.Sprintf("advantage: message %s on %s is not a valid judged trajectory: %v", m.ID, m.Subject, err))
 	}
+	if ok, why := s.sel.match(&jd.Trajectory); !ok {
+		s.count(func(st *Stats) { st.Unselected++ })
+		s.cfg.Metrics.trajectory("outside_selection")
+		s.log.Debug("advantage: outside the selection; acknowledged, not written", "message", m.ID, "trajectory", jd.Trajectory.ID, "because", why)
+		return bus.Ack()
+	}
 	s.count(func(st *Stats) { st.Messages++ })
 	if s.cfg.Mode == ModeOutcome {
 		return s.handleOutcome(ctx, m, jd)
@@ -344,6 +369,7 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 		s.co.leave(ctx)
 		return s.failed(m, err)
 	}
+	cnt.Sources = sourcesOf([]*traj.Trajectory{&jd.Trajectory}, rows)
 	if err := s.co.add(ctx, m.ID, nil, rows, cnt, release); err != nil {
 		return s.failed(m, err)
 	}
@@ -472,6 +498,11 @@ func (s *server) flushGroup(ctx context.Context, g *Group) error {
 		s.co.leave(ctx)
 		return err
 	}
+	ts := make([]*traj.Trajectory, len(items))
+	for i := range items {
+		ts[i] = items[i].Trajectory
+	}
+	cnt.Sources = sourcesOf(ts, rows)
 	if err := s.co.add(ctx, "group:"+g.ID, []string{g.ID}, rows, cnt, release); err != nil {
 		return err
 	}
@@ -515,6 +546,9 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 		Trajectories: total.Trajectories, Groups: total.Groups, ZeroVarianceGroups: total.ZeroVariance,
 		DroppedGroups: total.Dropped, Rows: total.Rows, RowsPerApp: total.RowsPerApp,
 	}
+	m.SetSources(total.Sources)
+	sel := s.sel.sel
+	m.Selection = &sel
 	if err := shard.WriteManifest(ctx, s.cfg.Out, s.set, mf); err != nil {
 		return nil, err
 	}
@@ -526,7 +560,25 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	if _, err := s.cfg.Bus.Publish(ctx, bus.Subject(bus.Manifest, s.set), id, body, nil); err != nil {
 		return m, fmt.Errorf("advantage: publish manifest: %w", err)
 	}
-	s.log.Info("advantage: manifest written", "rows", total.Rows, "files", len(m.Files), "trajectories", total.Trajectories,
+	s.log.Info("advantage: manifest written", "runs", strings.Join(m.Runs, ","), "checkpoints", strings.Join(m.Checkpoints, ","), "rows", total.Rows, "files", len(m.Files), "trajectories", total.Trajectories,
 		"groups", total.Groups, "dropped_groups", total.Dropped, "manifest", s.cfg.Out.String()+"/"+s.set+"/manifest.json")
 	return m, nil
+}
+
+// selectionText is a selection in one line, for logs and summaries.
+func selectionText(sel shard.Selection) string {
+	var parts []string
+	if len(sel.Runs) > 0 {
+		parts = append(parts, "runs="+strings.Join(sel.Runs, ","))
+	}
+	if len(sel.Checkpoints) > 0 {
+		parts = append(parts, "checkpoints="+strings.Join(sel.Checkpoints, ","))
+	}
+	if sel.Since != nil {
+		parts = append(parts, "since="+sel.Since.Format(time.RFC3339))
+	}
+	if sel.All || len(parts) == 0 {
+		parts = append(parts, "all retained")
+	}
+	return strings.Join(parts, " ")
 }

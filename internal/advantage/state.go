@@ -33,6 +33,9 @@ type Counts struct {
 	Rows         int `json:"rows"`
 	// RowsPerApp counts rows by app.
 	RowsPerApp map[string]int `json:"rows_per_app"`
+	// Sources counts trajectories and rows by run and planner checkpoint
+	// (absent in commit records written before it was kept).
+	Sources []shard.Source `json:"sources,omitempty"`
 }
 
 func (c *Counts) add(s grpo.Summary) {
@@ -51,6 +54,7 @@ func (c *Counts) Merge(o Counts) {
 	c.Dropped += o.Dropped
 	c.Excluded += o.Excluded
 	c.Rows += o.Rows
+	c.Sources = mergeSources(c.Sources, o.Sources)
 	for a, n := range o.RowsPerApp {
 		if c.RowsPerApp == nil {
 			c.RowsPerApp = map[string]int{}

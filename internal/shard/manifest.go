@@ -35,6 +35,14 @@ type Manifest struct {
 	Meta Meta `json:"meta"`
 	// Counts are the producer's counts.
 	Counts Counts `json:"counts"`
+
+	// Provenance, filled by the producer (see provenance.go and
+	// SetSources): the runs and planner checkpoints the rows come from,
+	// with their counts, and the selection the set was made with.
+	Runs        []string   `json:"runs,omitempty"`
+	Checkpoints []string   `json:"checkpoints,omitempty"`
+	Sources     []Source   `json:"sources,omitempty"`
+	Selection   *Selection `json:"selection,omitempty"`
 }
 
 // Counts are a shard set's counts, filled by the producer.

@@ -96,12 +96,12 @@ func TestAcceptSelectsRunsAndCheckpoints(t *testing.T) {
 	since := sinceT.Format(time.RFC3339Nano)
 
 	cases := []struct {
-		name        string
-		args        []string
-		run, ckpt   string
-		judged      []*traj.Judged
-		outside     int
-		sel         shard.Selection // the manifest's
+		name      string
+		args      []string
+		run, ckpt string
+		judged    []*traj.Judged
+		outside   int
+		sel       shard.Selection // the manifest's
 	}{
 		{"second run", []string{"--runs", runB}, runB, ckptB, second, len(first), shard.Selection{Runs: []string{runB}}},
 		{"second checkpoint", []string{"--checkpoints", ckptB}, runB, ckptB, second, len(first), shard.Selection{Checkpoints: []string{ckptB}}},

@@ -86,12 +86,15 @@ fuzz:
 ## sftpack builds the SFT dataset of the clean successes in ./.codapipe/sft.
 # Logs are the human text format (one line per event) even when the output
 # is not a terminal (CI logs); CODAPIPE_LOG_FORMAT=json make demo for JSON.
+# advantage takes this demo's run only (--runs): a new shard set needs a
+# selection (docs/advantage.md).
 demo: export CODAPIPE_LOG_FORMAT ?= text
+demo: DEMO_RUN := demo-$(shell date -u +%Y%m%d-%H%M%S)
 demo: build
-	$(BIN)/rollout --sim --app ChimeraX --group 8 --samples 4
+	$(BIN)/rollout --sim --app ChimeraX --group 8 --samples 4 --run $(DEMO_RUN)
 	$(BIN)/judge --sim --drain --lowres 640x400
 	$(BIN)/judge report
-	$(BIN)/advantage --drain
+	$(BIN)/advantage --drain --runs $(DEMO_RUN)
 	$(BIN)/sftpack build --out ./.codapipe/sft
 
 clean:

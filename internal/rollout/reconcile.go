@@ -32,8 +32,11 @@ const reconcileMargin = 10 * time.Minute
 // is not run again — a re-run could come back with another outcome than
 // the trajectory the stream keeps, or, once the de-duplication window has
 // passed, be stored twice. Only episodes in want are looked at; it returns
-// how many it recorded.
-func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run string, since time.Time, want map[ledger.EpisodeKey]bool, done map[ledger.EpisodeKey]ledger.Record, log *slog.Logger) (int, error) {
+// how many it recorded. A stored trajectory of the run sampled from
+// another planner checkpoint than checkpoint (the ledger lost the run's
+// binding) is refused with ledger.ErrCheckpointChanged: the run must not
+// mix two policies.
+func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, checkpoint string, since time.Time, want map[ledger.EpisodeKey]bool, done map[ledger.EpisodeKey]ledger.Record, log *slog.Logger) (int, error) {
 	missing := 0
 	for k := range want {
 		if _, ok := done[k]; !ok {
@@ -86,6 +89,10 @@ func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run s
 			log.Warn("rollout: a trajectory of this run on the stream does not decode; the episode runs again",
 				"task", f.key.Task, "sample", f.key.Sample, "seq", f.seq, "err", err)
 			continue
+		}
+		if c := t.Models.Planner.Checkpoint; c != "" && c != checkpoint {
+			return n, fmt.Errorf("%w: trajectory %s of run %q on the stream was sampled from planner checkpoint %q, this invocation has %q; give this one a new --run name",
+				ledger.ErrCheckpointChanged, t.ID, run, c, checkpoint)
 		}
 		rec := ledger.RecordOf(t)
 		if err := l.MarkDone(ctx, run, f.key, rec, true); err != nil {

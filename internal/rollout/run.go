@@ -183,7 +183,7 @@ func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject stri
 			want[ledger.EpisodeKey{Task: cfg.Tasks[i].ID, Sample: k}] = true
 		}
 	}
-	if _, err := reconcile(ctx, cfg.Bus, runs, subject, cfg.Run, p.start, want, p.done, log); err != nil {
+	if _, err := reconcile(ctx, cfg.Bus, runs, subject, cfg.Run, cfg.Planner.Checkpoint, p.start, want, p.done, log); err != nil {
 		return p, err
 	}
 	for i := range cfg.Tasks {

@@ -193,8 +193,8 @@ const maxManifestBytes = 256 << 20
 // Key to its path resolved against prefix (ResolveKey): the set may have
 // been copied or moved since it was written. A manifest of schema version
 // 1, whose files carry only "key" (the key from the root of the bucket it
-// was written to, "<set>/<name>"), is read too: the part of the key under
-// its "set" becomes the path. A missing manifest is an error wrapping
+// was written to, "<set>/<name>"), is read too: the file name becomes the
+// path (see File.UnmarshalJSON). A missing manifest is an error wrapping
 // blob.ErrNotFound.
 func ReadManifest(ctx context.Context, b blob.Bucket, prefix string) (Manifest, error) {
 	key := ManifestKey(prefix)
@@ -214,23 +214,8 @@ func ReadManifest(ctx context.Context, b blob.Bucket, prefix string) (Manifest, 
 	if err := json.Unmarshal(data, &m); err != nil {
 		return Manifest{}, fmt.Errorf("shard: %s: %w", key, err)
 	}
-	var legacy struct {
-		Files []struct {
-			Key string `json:"key"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal(data, &legacy); err != nil {
-		return Manifest{}, fmt.Errorf("shard: %s: %w", key, err)
-	}
 	for i := range m.Files {
 		f := &m.Files[i]
-		if f.Path == "" && i < len(legacy.Files) {
-			old := legacy.Files[i].Key
-			f.Path = old
-			if m.Set != "" {
-				f.Path = strings.TrimPrefix(old, m.Set+"/")
-			}
-		}
 		if err := checkRelPath(f.Path); err != nil {
 			return Manifest{}, fmt.Errorf("shard: %s: file %d: %w", key, i, err)
 		}

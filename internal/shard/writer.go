@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -116,6 +118,28 @@ type File struct {
 	// Sampling counts the file's rows by their sampling column (the JSON
 	// text; "" for null), in the order first seen.
 	Sampling []SamplingRows `json:"sampling,omitempty"`
+}
+
+// UnmarshalJSON decodes a File, also in the form of schema version 1 (in
+// manifests and in the advantage service's commit records), which had
+// "key", the key from the bucket's root, and no "path": a shard file is
+// always "<prefix>/<name>", so its name becomes the path and the key is
+// kept.
+func (f *File) UnmarshalJSON(data []byte) error {
+	type plain File // without the method
+	var v struct {
+		plain
+		LegacyKey string `json:"key"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*f = File(v.plain)
+	if f.Path == "" && v.LegacyKey != "" {
+		f.Path = path.Base(v.LegacyKey)
+		f.Key = v.LegacyKey
+	}
+	return nil
 }
 
 // SamplingRows is a number of rows sharing one value of the sampling

@@ -21,6 +21,7 @@ import (
 func TestOperationsDocsMatchHelp(t *testing.T) {
 	tables := docstest.Tables(t, "../../docs/operations.md")
 	docstest.CheckFlags(t, tables, Command(), "flags: common", "flags: consumer", "flags: advantage")
+	docstest.CheckFlags(t, tables, exportCommand(), "flags: common", "flags: advantage export")
 }
 
 // TestAdvantageMetricsDocumented: a scrape of an advantage drain holds

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/shard"
@@ -153,18 +155,22 @@ func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*prompt.S
 // (when not nil), so that the steps of one call of stepRows or outcomeRows
 // read each screenshot once (step i's is step i+1's previous one) and
 // their rows share its bytes.
-func (r *renderer) prompt(ctx context.Context, p *prompt.Set, t *traj.Trajectory, i int, read map[string][]byte) (string, []shard.Image, error) {
+func (r *renderer) prompt(ctx context.Context, p *prompt.Set, t *traj.Trajectory, i int, read map[string][]byte) (rendered, error) {
 	var refs []traj.ImageRef
 	msgs, err := p.PlannerMessagesAt(t, i, func(ref traj.ImageRef) (string, error) {
 		refs = append(refs, ref)
 		return prompt.RefURL(ref)
 	})
 	if err != nil {
-		return "", nil, inputErr("trajectory %s step %d: %v", t.ID, i, err)
+		return rendered{}, inputErr("trajectory %s step %d: %v", t.ID, i, err)
 	}
 	body, err := json.Marshal(msgs)
 	if err != nil {
-		return "", nil, err
+		return rendered{}, err
+	}
+	nested, err := messages(msgs)
+	if err != nil {
+		return rendered{}, inputErr("trajectory %s step %d: %v", t.ID, i, err)
 	}
 	imgs := make([]shard.Image, len(refs))
 	for k, ref := range refs {
@@ -176,10 +182,10 @@ func (r *renderer) prompt(ctx context.Context, p *prompt.Set, t *traj.Trajectory
 			}
 			b, err := r.store.GetBytes(ctx, ref.SHA256)
 			if errors.Is(err, blob.ErrNotFound) {
-				return "", nil, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
+				return rendered{}, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
 			}
 			if err != nil {
-				return "", nil, err
+				return rendered{}, err
 			}
 			imgs[k].Bytes = b
 			if read != nil {
@@ -188,12 +194,52 @@ func (r *renderer) prompt(ctx context.Context, p *prompt.Set, t *traj.Trajectory
 			continue
 		}
 		if _, err := r.store.Stat(ctx, ref.SHA256); errors.Is(err, blob.ErrNotFound) {
-			return "", nil, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
+			return rendered{}, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
 		} else if err != nil {
-			return "", nil, err
+			return rendered{}, err
 		}
 	}
-	return string(body), imgs, nil
+	return rendered{prompt: string(body), messages: nested, images: imgs}, nil
+}
+
+// rendered is a step's prompt in the shard's three forms.
+type rendered struct {
+	prompt   string          // the messages as OpenAI chat JSON
+	messages []shard.Message // the same messages, nested
+	images   []shard.Image   // the images they show, in order
+}
+
+// messages converts the renderer's OpenAI chat messages to the nested
+// messages column: a string content becomes one text part, a text part
+// stays one, an image_url part becomes an image part with its URL (the
+// "sha256:<hex>" reference).
+func messages(msgs []openai.ChatCompletionMessage) ([]shard.Message, error) {
+	out := make([]shard.Message, len(msgs))
+	for i, m := range msgs {
+		out[i].Role = m.Role
+		if len(m.MultiContent) == 0 {
+			out[i].Content = []shard.Part{{Type: shard.PartText, Text: m.Content}}
+			continue
+		}
+		if m.Content != "" {
+			return nil, fmt.Errorf("message %d has both a content string and content parts", i)
+		}
+		out[i].Content = make([]shard.Part, len(m.MultiContent))
+		for k, part := range m.MultiContent {
+			switch part.Type {
+			case openai.ChatMessagePartTypeText:
+				out[i].Content[k] = shard.Part{Type: shard.PartText, Text: part.Text}
+			case openai.ChatMessagePartTypeImageURL:
+				if part.ImageURL == nil {
+					return nil, fmt.Errorf("message %d part %d: image_url part without a URL", i, k)
+				}
+				out[i].Content[k] = shard.Part{Type: shard.PartImage, Image: part.ImageURL.URL}
+			default:
+				return nil, fmt.Errorf("message %d part %d: part type %q", i, k, part.Type)
+			}
+		}
+	}
+	return out, nil
 }
 
 // action converts a parsed action to the shard's structured form.
@@ -247,14 +293,31 @@ func base(t *traj.Trajectory, j *traj.Judgement, i, c int) shard.Row {
 		Sample: int32(t.Sample), Step: int32(t.Steps[i].Index), Candidate: int32(c),
 		Completion:   cand.Plan,
 		PromptTokens: tokens(cand.PlanTokens.Prompt), CompletionTokens: tokens(cand.PlanTokens.Completion),
-		LogProbs:   cand.PlanLogProbs,
-		Action:     action(cand.Action),
-		ActionText: actionText(cand.Action),
-		Unparsed:   !grpo.Usable(cand.Action),
+		LogProbs:           cand.PlanLogProbs,
+		CompletionTokenIDs: cand.PlanTokenIDs,
+		FinishReason:       cand.FinishReason,
+		Sampling:           samplingJSON(t.Models.Planner.Sampling),
+		Action:             action(cand.Action),
+		ActionText:         actionText(cand.Action),
+		Unparsed:           !grpo.Usable(cand.Action),
 
 		PolicyModel: t.Models.Planner.Model, PolicyCheckpoint: t.Models.Planner.Checkpoint,
 		JudgeVersion: j.Judge.ID(),
 	}
+}
+
+// samplingJSON is the sampling column of a trajectory's rows: its
+// planner's sampling parameters as JSON, nil when it recorded none.
+func samplingJSON(s *traj.Sampling) *string {
+	if s == nil {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil { // a Sampling has only numbers, strings and a pointer
+		return nil
+	}
+	v := string(b)
+	return &v
 }
 
 // groupColumns sets the group statistics of a row.
@@ -297,14 +360,14 @@ func (s *server) stepRows(ctx context.Context, t *traj.Trajectory, j *traj.Judge
 		if stats[g].Dropped {
 			continue
 		}
-		prompt, imgs, err := s.render.prompt(ctx, p, t, grp.Step, read)
+		pr, err := s.render.prompt(ctx, p, t, grp.Step, read)
 		if err != nil {
 			return nil, cnt, err
 		}
 		for k := grp.Offset; k < grp.Offset+grp.Size; k++ {
 			r := base(t, j, grp.Step, b.Candidates[k])
 			groupColumns(&r, adv[k], stats[g], grp.ID)
-			r.Prompt, r.Images = prompt, imgs
+			r.Prompt, r.Messages, r.Images = pr.prompt, pr.messages, pr.images
 			r.Reference, r.ReferenceText = action(grp.Reference), actionText(grp.Reference)
 			parts := b.Parts[k]
 			r.Reward, r.RewardTypeMatch, r.RewardDist, r.Unparsed = parts.Total, parts.TypeMatch, parts.Dist, parts.Unparsed
@@ -359,13 +422,13 @@ func (s *server) outcomeRows(ctx context.Context, items []grpo.Judged, judgement
 				if st.Executed < 0 || st.Executed >= len(st.Candidates) {
 					continue
 				}
-				prompt, imgs, err := s.render.prompt(ctx, p, t, i, read)
+				pr, err := s.render.prompt(ctx, p, t, i, read)
 				if err != nil {
 					return nil, cnt, err
 				}
 				r := base(t, judgements[t.ID], i, st.Executed)
 				groupColumns(&r, adv[m], stats[g], grp.ID)
-				r.Prompt, r.Images = prompt, imgs
+				r.Prompt, r.Messages, r.Images = pr.prompt, pr.messages, pr.images
 				r.Reward = mem.Reward
 				r.LossWeight = 1 / float64(executed)
 				r.LabelSource, r.Label = "outcome", string(grpo.LabelPositive)

@@ -33,7 +33,7 @@ type localBucket struct {
 
 func openLocal(dir string, cfg Config) (*localBucket, error) {
 	b := &localBucket{root: dir, log: cfg.logger()}
-	if err := os.MkdirAll(b.spoolDir(), 0o755); err != nil {
+	if err := os.MkdirAll(b.spoolDir(), DirPerm); err != nil {
 		return nil, fmt.Errorf("blob: open %s: %w", b, err)
 	}
 	// Fail now, not at the first Put, when the directory is not writable.
@@ -139,6 +139,9 @@ func (b *localBucket) commit(f *os.File, key string, size int64, sum string) (In
 		return Info{}, err
 	}
 	setSHA256Attr(f, sum)
+	if err := Publish(f); err != nil {
+		return fail(err)
+	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
@@ -174,7 +177,7 @@ func mkdirAllSync(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, DirPerm); err != nil {
 		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
 			return err
 		}

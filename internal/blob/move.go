@@ -77,7 +77,10 @@ func (b *localBucket) MoveFile(ctx context.Context, key, path string, opts PutOp
 		return giveBack(err)
 	}
 	setSHA256Attr(f, opts.SHA256)
-	err = f.Sync()
+	err = Publish(f) // a spool made by os.CreateTemp is 0600
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

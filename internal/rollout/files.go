@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/jsonpos"
 )
 
@@ -40,6 +41,10 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	if err := blob.Publish(tmp); err != nil { // CreateTemp makes it 0600; the summary is for others
+		tmp.Close()
+		return err
+	}
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		tmp.Close()
 		return err

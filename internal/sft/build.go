@@ -459,7 +459,7 @@ func (w *datasetWriter) write(ctx context.Context, kept []*candidate) error {
 // comes first in the result.
 func (w *datasetWriter) writeSplit(ctx context.Context, split string, list []*candidate, prompts map[string]bool) (_ []File, err error) {
 	name := split + ".jsonl"
-	jf, err := os.Create(filepath.Join(w.cfg.Dir, name))
+	jf, err := os.OpenFile(filepath.Join(w.cfg.Dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644) // 0644 less the umask
 	if err != nil {
 		return nil, err
 	}
@@ -663,7 +663,7 @@ func (f *imageFiles) copy(ctx context.Context, sha string) (int64, error) {
 		tmp.Close()
 		return 0, fmt.Errorf("sft: screenshot %s: the store gave content with SHA-256 %s: %w", sha, got, blob.ErrChecksumMismatch)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := blob.Publish(tmp); err != nil {
 		tmp.Close()
 		return 0, err
 	}

@@ -232,7 +232,7 @@ func (w *parquetWriter) open() error {
 		return err
 	}
 	p := filepath.Join(w.dir, ParquetDir, fmt.Sprintf("%s-%05d.parquet.partial", w.split, len(w.done)))
-	f, err := os.Create(p)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644) // 0644 less the umask
 	if err != nil {
 		return err
 	}

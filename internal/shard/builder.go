@@ -28,6 +28,18 @@ type rowBuilder struct {
 	logprobs *array.ListBuilder
 	lpValues *array.Float64Builder
 
+	tokenIDs *array.ListBuilder
+	idValues *array.Int32Builder
+
+	messages  *array.ListBuilder
+	message   *array.StructBuilder
+	msgRole   *array.StringBuilder
+	content   *array.ListBuilder
+	part      *array.StructBuilder
+	partType  *array.StringBuilder
+	partText  *array.StringBuilder
+	partImage *array.StringBuilder
+
 	action, reference actionBuilder
 
 	rows  int   // rows appended since the last batch
@@ -123,6 +135,16 @@ func newRowBuilder(mem memory.Allocator, schema *arrow.Schema) *rowBuilder {
 	b.imgBytes = b.image.FieldBuilder(imgBytes).(*array.BinaryBuilder)
 	b.logprobs = rb.Field(colLogProbs).(*array.ListBuilder)
 	b.lpValues = b.logprobs.ValueBuilder().(*array.Float64Builder)
+	b.tokenIDs = rb.Field(colCompletionTokenIDs).(*array.ListBuilder)
+	b.idValues = b.tokenIDs.ValueBuilder().(*array.Int32Builder)
+	b.messages = rb.Field(colMessages).(*array.ListBuilder)
+	b.message = b.messages.ValueBuilder().(*array.StructBuilder)
+	b.msgRole = b.message.FieldBuilder(msgRole).(*array.StringBuilder)
+	b.content = b.message.FieldBuilder(msgContent).(*array.ListBuilder)
+	b.part = b.content.ValueBuilder().(*array.StructBuilder)
+	b.partType = b.part.FieldBuilder(partType).(*array.StringBuilder)
+	b.partText = b.part.FieldBuilder(partText).(*array.StringBuilder)
+	b.partImage = b.part.FieldBuilder(partImage).(*array.StringBuilder)
 	b.action = newActionBuilder(rb.Field(colAction))
 	b.reference = newActionBuilder(rb.Field(colReference))
 	return b
@@ -160,6 +182,25 @@ func (b *rowBuilder) append(r *Row) {
 	b.i32[colGroupSize].Append(r.GroupSize)
 	b.str[colPrompt].Append(r.Prompt)
 
+	b.messages.Append(true)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		b.message.Append(true)
+		b.msgRole.Append(m.Role)
+		b.content.Append(true)
+		for _, p := range m.Content {
+			b.part.Append(true)
+			b.partType.Append(p.Type)
+			if p.Type == PartImage {
+				b.partText.AppendNull()
+				b.partImage.Append(p.Image)
+			} else {
+				b.partText.Append(p.Text)
+				b.partImage.AppendNull()
+			}
+		}
+	}
+
 	b.images.Append(true)
 	for i := range r.Images {
 		im := &r.Images[i]
@@ -183,6 +224,13 @@ func (b *rowBuilder) append(r *Row) {
 		b.logprobs.Append(true)
 		b.lpValues.AppendValues(r.LogProbs, nil)
 	}
+	if r.CompletionTokenIDs == nil {
+		b.tokenIDs.AppendNull()
+	} else {
+		b.tokenIDs.Append(true)
+		b.idValues.AppendValues(r.CompletionTokenIDs, nil)
+	}
+	b.str[colFinishReason].Append(r.FinishReason)
 	b.action.append(r.Action)
 	b.str[colActionText].Append(r.ActionText)
 	b.reference.append(r.Reference)
@@ -203,6 +251,11 @@ func (b *rowBuilder) append(r *Row) {
 	b.str[colLabel].Append(r.Label)
 	b.str[colPolicyModel].Append(r.PolicyModel)
 	b.str[colPolicyCheckpoint].Append(r.PolicyCheckpoint)
+	if r.Sampling == nil {
+		b.str[colSampling].AppendNull()
+	} else {
+		b.str[colSampling].Append(*r.Sampling)
+	}
 	b.str[colJudgeVersion].Append(r.JudgeVersion)
 
 	b.rows++
@@ -231,7 +284,17 @@ func rowSize(r *Row) int64 {
 	n += int64(len(r.Run) + len(r.App) + len(r.Task) + len(r.TrajectoryID) + len(r.GroupID) +
 		len(r.Prompt) + len(r.Completion) + len(r.ActionText) + len(r.ReferenceText) +
 		len(r.DroppedReason) + len(r.LabelSource) + len(r.Label) + len(r.PolicyModel) +
-		len(r.PolicyCheckpoint) + len(r.JudgeVersion))
+		len(r.PolicyCheckpoint) + len(r.JudgeVersion) + len(r.FinishReason))
+	if r.Sampling != nil {
+		n += int64(len(*r.Sampling))
+	}
+	for i := range r.Messages {
+		n += int64(len(r.Messages[i].Role)) + 8
+		for _, p := range r.Messages[i].Content {
+			n += int64(len(p.Type)+len(p.Text)+len(p.Image)) + 16
+		}
+	}
+	n += 4 * int64(len(r.CompletionTokenIDs))
 	for i := range r.Images {
 		n += int64(len(r.Images[i].SHA256)+len(r.Images[i].Bytes)) + 16
 	}
@@ -260,11 +323,28 @@ func validateRow(r *Row) error {
 		{"action_text", r.ActionText}, {"reference_text", r.ReferenceText},
 		{"dropped_reason", r.DroppedReason}, {"label_source", r.LabelSource}, {"label", r.Label},
 		{"policy_model", r.PolicyModel}, {"policy_checkpoint", r.PolicyCheckpoint},
-		{"judge_version", r.JudgeVersion},
+		{"judge_version", r.JudgeVersion}, {"finish_reason", r.FinishReason},
 	}
 	for _, c := range strs {
 		if !utf8.ValidString(c.s) {
 			return fmt.Errorf("column %s: invalid UTF-8", c.col)
+		}
+	}
+	if r.Sampling != nil && !utf8.ValidString(*r.Sampling) {
+		return fmt.Errorf("column sampling: invalid UTF-8")
+	}
+	if r.CompletionTokenIDs != nil && r.LogProbs != nil && len(r.CompletionTokenIDs) != len(r.LogProbs) {
+		return fmt.Errorf("columns completion_token_ids and logprobs: %d ids, %d log-probabilities", len(r.CompletionTokenIDs), len(r.LogProbs))
+	}
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if !utf8.ValidString(m.Role) {
+			return fmt.Errorf("column messages[%d].role: invalid UTF-8", i)
+		}
+		for k, p := range m.Content {
+			if !utf8.ValidString(p.Type) || !utf8.ValidString(p.Text) || !utf8.ValidString(p.Image) {
+				return fmt.Errorf("column messages[%d].content[%d]: invalid UTF-8", i, k)
+			}
 		}
 	}
 	for i := range r.Images {

@@ -51,6 +51,17 @@ func edgeRows() []shard.Row {
 			PromptTokens:     ptr(int32(1234)),
 			CompletionTokens: ptr(int32(-1)),
 			LogProbs:         floats,
+			CompletionTokenIDs: []int32{0, 1, -1, math.MaxInt32, math.MinInt32, 151643, 151644, 151645,
+				7, 8, 9, 10, 11, 12, 13, 14},
+			FinishReason: "length",
+			Sampling:     ptr(`{"temperature":1,"top_p":1,"top_k":-1,"min_p":0,"repetition_penalty":1,"presence_penalty":0,"frequency_penalty":0,"max_tokens":512,"seed":null,"stop":[]}`),
+			Messages: []shard.Message{
+				{Role: "system", Content: []shard.Part{{Type: shard.PartText, Text: "You are a GUI agent. ✓"}}},
+				{Role: "assistant", Content: []shard.Part{{Type: shard.PartText, Text: ""}}},
+				{Role: "user", Content: []shard.Part{
+					{Type: shard.PartImage, Image: "sha256:aa"}, {Type: shard.PartText, Text: "task\n<image>"},
+				}},
+			},
 			Action: &shard.Action{Type: "drag", X: ptr(0.25), Y: ptr(math.Copysign(0, -1)), EndX: ptr(1.0), EndY: ptr(5e-324),
 				Text: "typed\ttext", Keys: []string{"ctrl", "shift", "é"}, Direction: "down"},
 			ActionText:    "drag(0.25,0,1,0)",
@@ -62,9 +73,12 @@ func edgeRows() []shard.Row {
 		},
 		{
 			// Nulls, empty lists and zero values everywhere.
-			Images:   []shard.Image{},
-			LogProbs: []float64{},
-			Action:   &shard.Action{Type: "scroll"}, // nil Keys: an empty list
+			Images:             []shard.Image{},
+			LogProbs:           []float64{},
+			CompletionTokenIDs: []int32{},
+			Sampling:           ptr(""),
+			Messages:           []shard.Message{{Role: "user"}, {Role: "", Content: []shard.Part{}}},
+			Action:             &shard.Action{Type: "scroll"}, // nil Keys: an empty list
 		},
 		{
 			// The zero Row: nil lists.
@@ -124,7 +138,10 @@ func manyRow(i int, rng *rand.Rand) shard.Row {
 		Run: "run-" + fmt.Sprint(i/100), App: []string{"ChimeraX", "Celestia", "KAlgebra", "GRASS GIS"}[i%4],
 		Task: fmt.Sprintf("task-%d", g%13), TrajectoryID: fmt.Sprintf("traj-%d", g), Sample: int32(i % 4), Step: int32(g % 15),
 		GroupID: fmt.Sprintf("step/%d", g), Candidate: int32(i % 8), GroupSize: 8,
-		Prompt:     fmt.Sprintf(`[{"role":"user","content":"step %d of %d ✓"}]`, i, rng.IntN(1000)),
+		Prompt: fmt.Sprintf(`[{"role":"user","content":"step %d of %d ✓"}]`, i, rng.IntN(1000)),
+		Messages: []shard.Message{{Role: "user", Content: []shard.Part{
+			{Type: shard.PartText, Text: fmt.Sprintf("step %d ✓", i)}, {Type: shard.PartImage, Image: "sha256:x"},
+		}}},
 		Images:     []shard.Image{{SHA256: fmt.Sprintf("%064x", rng.Uint64()), Width: 1920, Height: 1080}},
 		Completion: fmt.Sprintf("Thought: %x\nAction: click(start_box='(%d,%d)')", rng.Uint64(), rng.IntN(1000), rng.IntN(1000)),
 		Reward:     rng.Float64(), RewardTypeMatch: float64(rng.IntN(2)), RewardDist: rng.Float64(),
@@ -136,9 +153,13 @@ func manyRow(i int, rng *rand.Rand) shard.Row {
 		r.PromptTokens = ptr(int32(rng.IntN(5000)))
 		r.CompletionTokens = ptr(int32(rng.IntN(500)))
 		r.LogProbs = make([]float64, rng.IntN(40))
+		r.CompletionTokenIDs = make([]int32, len(r.LogProbs))
 		for j := range r.LogProbs {
 			r.LogProbs[j] = -rng.ExpFloat64()
+			r.CompletionTokenIDs[j] = rng.Int32N(152000)
 		}
+		r.FinishReason = "stop"
+		r.Sampling = ptr(fmt.Sprintf(`{"temperature":%d}`, i%2))
 	}
 	if i%5 != 0 {
 		r.Action = &shard.Action{Type: "click", X: ptr(rng.Float64()), Y: ptr(rng.Float64())}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ const ManifestName = "manifest.json"
 // Manifest describes a shard set: its files with their row counts, sizes and
 // SHA-256, the schema, how the rows were produced, and counts filled by the
 // producer (the advantage service). It is stored as "<prefix>/manifest.json".
+// Its file paths are relative to its own folder, so the set can be copied
+// or moved as a whole.
 type Manifest struct {
 	// SchemaVersion is the row schema's version (SchemaVersion).
 	SchemaVersion int `json:"schema_version"`
@@ -25,7 +28,9 @@ type Manifest struct {
 	Format Format `json:"format"`
 	// Created is when the manifest was written.
 	Created time.Time `json:"created"`
-	// Set is the shard set's key prefix in the bucket.
+	// Set is the shard set's key prefix in the bucket it was written to
+	// (informational: readers resolve the files against the folder they
+	// read the manifest from, see ResolveKey).
 	Set string `json:"set"`
 	// Files are the committed files, in commit order.
 	Files []File `json:"files"`
@@ -35,6 +40,11 @@ type Manifest struct {
 	Meta Meta `json:"meta"`
 	// Counts are the producer's counts.
 	Counts Counts `json:"counts"`
+	// TokenData says how complete the token-level columns are.
+	TokenData TokenData `json:"token_data"`
+	// Sampling counts the set's rows by the planner's sampling parameters
+	// (their sampling column), in the order first seen.
+	Sampling []SamplingRows `json:"sampling"`
 
 	// Provenance, filled by the producer (see provenance.go and
 	// SetSources): the runs and planner checkpoints the rows come from,
@@ -43,6 +53,18 @@ type Manifest struct {
 	Checkpoints []string   `json:"checkpoints,omitempty"`
 	Sources     []Source   `json:"sources,omitempty"`
 	Selection   *Selection `json:"selection,omitempty"`
+}
+
+// TokenData counts the rows with and without completion_token_ids (and
+// logprobs, recorded together): a row has none only when the endpoint that
+// produced its plan could not give them.
+type TokenData struct {
+	// RowsWithTokenIDs is the number of rows with token ids.
+	RowsWithTokenIDs int64 `json:"rows_with_token_ids"`
+	// RowsWithoutTokenIDs is the number of rows whose token ids are null.
+	RowsWithoutTokenIDs int64 `json:"rows_without_token_ids"`
+	// Complete is true when every row has token ids.
+	Complete bool `json:"complete"`
 }
 
 // Counts are a shard set's counts, filled by the producer.
@@ -82,6 +104,15 @@ func NewManifest(prefix string, format Format, meta Meta, files []File) Manifest
 	}
 	for _, f := range files {
 		m.Counts.Rows += int(f.Rows)
+		m.TokenData.RowsWithTokenIDs += f.TokenIDRows
+		for _, s := range f.Sampling {
+			m.Sampling = addSampling(m.Sampling, s.Sampling, s.Rows)
+		}
+	}
+	m.TokenData.RowsWithoutTokenIDs = int64(m.Counts.Rows) - m.TokenData.RowsWithTokenIDs
+	m.TokenData.Complete = m.TokenData.RowsWithoutTokenIDs == 0
+	if m.Sampling == nil {
+		m.Sampling = []SamplingRows{}
 	}
 	return m
 }
@@ -94,13 +125,37 @@ func ManifestKey(prefix string) string {
 	return ManifestName
 }
 
-// Validate checks that every file is under the set's prefix, has a SHA-256
-// and the manifest's format, and that Counts.Rows is the files' total.
+// ResolveKey returns the bucket key of a file listed in the manifest of the
+// set at prefix: its Path under prefix, the folder the manifest is in.
+func ResolveKey(prefix string, f File) string {
+	if p := strings.Trim(prefix, "/"); p != "" {
+		return p + "/" + f.Path
+	}
+	return f.Path
+}
+
+// checkRelPath reports a path that is not a clean relative path inside
+// the manifest's folder.
+func checkRelPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("empty path")
+	case strings.HasPrefix(p, "/"), strings.Contains(p, "\\"):
+		return fmt.Errorf("path %q is not relative", p)
+	case path.Clean(p) != p, p == ".", p == "..", strings.HasPrefix(p, "../"):
+		return fmt.Errorf("path %q is not a clean path inside the manifest's folder", p)
+	}
+	return nil
+}
+
+// Validate checks that every file has a clean path relative to the
+// manifest's folder, a SHA-256 and the manifest's format, and that
+// Counts.Rows is the files' total.
 func (m *Manifest) Validate() error {
 	var total int64
 	for i, f := range m.Files {
-		if m.Set != "" && !strings.HasPrefix(f.Key, m.Set+"/") {
-			return fmt.Errorf("shard: manifest: file %d %s: not under %s/", i, f.Key, m.Set)
+		if err := checkRelPath(f.Path); err != nil {
+			return fmt.Errorf("shard: manifest: file %d: %w", i, err)
 		}
 		if len(f.SHA256) != 64 {
 			return fmt.Errorf("shard: manifest: file %d %s: SHA-256 %q", i, f.Key, f.SHA256)
@@ -142,8 +197,13 @@ func WriteManifest(ctx context.Context, b blob.Bucket, prefix string, m Manifest
 // maxManifestBytes bounds the manifest ReadManifest accepts.
 const maxManifestBytes = 256 << 20
 
-// ReadManifest reads the manifest of the set at prefix. A missing manifest
-// is an error wrapping blob.ErrNotFound.
+// ReadManifest reads the manifest of the set at prefix and sets each file's
+// Key to its path resolved against prefix (ResolveKey): the set may have
+// been copied or moved since it was written. A manifest of schema version
+// 1, whose files carry only "key" (the key from the root of the bucket it
+// was written to, "<set>/<name>"), is read too: the file name becomes the
+// path (see File.UnmarshalJSON). A missing manifest is an error wrapping
+// blob.ErrNotFound.
 func ReadManifest(ctx context.Context, b blob.Bucket, prefix string) (Manifest, error) {
 	key := ManifestKey(prefix)
 	rc, _, err := b.Get(ctx, key)
@@ -161,6 +221,13 @@ func ReadManifest(ctx context.Context, b blob.Bucket, prefix string) (Manifest, 
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return Manifest{}, fmt.Errorf("shard: %s: %w", key, err)
+	}
+	for i := range m.Files {
+		f := &m.Files[i]
+		if err := checkRelPath(f.Path); err != nil {
+			return Manifest{}, fmt.Errorf("shard: %s: file %d: %w", key, i, err)
+		}
+		f.Key = ResolveKey(prefix, *f)
 	}
 	return m, nil
 }

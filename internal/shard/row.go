@@ -3,7 +3,11 @@ package shard
 // SchemaVersion is the version of the shard row schema (Row, Meta), kept in
 // every file's schema metadata under "codapipe.schema_version". It changes
 // when a column is added, removed, renamed or changes meaning.
-const SchemaVersion = 1
+//
+// Version 2 added messages, completion_token_ids, finish_reason and
+// sampling, made completion_tokens the candidate's own count, and made the
+// manifest's file paths relative to the manifest's folder.
+const SchemaVersion = 2
 
 // Row is one training row: one candidate of one group. In step mode a
 // group is the non-executed candidates of one positive step, scored against
@@ -26,13 +30,24 @@ type Row struct {
 	// images as references: {"type":"image_url","image_url":{"url":
 	// "sha256:<hex>"}}), rendered by the one planner renderer.
 	Prompt string `json:"prompt"`
+	// Messages are the same messages as Prompt in a nested form a trainer
+	// reads without parsing JSON (see Message); converted from the
+	// renderer's output, never laid out again.
+	Messages []Message `json:"messages"`
 	// Images are the prompt's images in order of appearance.
 	Images []Image `json:"images"`
 
 	Completion       string    `json:"completion"`                  // the plan text (Thought + Action)
 	PromptTokens     *int32    `json:"prompt_tokens,omitempty"`     // when the server reported them
-	CompletionTokens *int32    `json:"completion_tokens,omitempty"` // when the server reported them
+	CompletionTokens *int32    `json:"completion_tokens,omitempty"` // this candidate's own count, when the server reported it
 	LogProbs         []float64 `json:"logprobs,omitempty"`          // per-token, when recorded (null otherwise)
+	// CompletionTokenIDs are the ids of the completion's tokens under the
+	// behaviour policy, one per LogProbs value when both are present; null
+	// only when the endpoint gave none (the manifest counts those rows).
+	CompletionTokenIDs []int32 `json:"completion_token_ids,omitempty"`
+	// FinishReason is why the planner stopped ("stop", "length"); "" when
+	// not recorded.
+	FinishReason string `json:"finish_reason"`
 
 	Action        *Action `json:"action,omitempty"`    // the parsed action; null when unparsed
 	ActionText    string  `json:"action_text"`         // canonical text ("" when unparsed)
@@ -60,7 +75,10 @@ type Row struct {
 
 	PolicyModel      string `json:"policy_model"`
 	PolicyCheckpoint string `json:"policy_checkpoint"`
-	JudgeVersion     string `json:"judge_version"`
+	// Sampling is the planner's sampling parameters the trajectory
+	// recorded (traj.Sampling as JSON); null when it recorded none.
+	Sampling     *string `json:"sampling,omitempty"`
+	JudgeVersion string  `json:"judge_version"`
 }
 
 // Image is one image of a row's prompt: always its reference, and its
@@ -84,3 +102,30 @@ type Action struct {
 	Keys      []string `json:"keys"`
 	Direction string   `json:"direction"`
 }
+
+// Message is one chat message of the messages column: a role ("system",
+// "user", "assistant") and its content as a list of parts, the shape of
+// Hugging Face chat datasets with images (and of the content lists that
+// verl's RLHFDataset and OpenRLHF build for a processor's chat template).
+type Message struct {
+	Role    string `json:"role"`
+	Content []Part `json:"content"`
+}
+
+// Part is one part of a message's content: Type PartText with Text, or
+// Type PartImage with Image, the image's reference ("sha256:<hex>", the
+// blob store object; also the row's images entry in the same order). The
+// other field is null.
+type Part struct {
+	Type  string `json:"type"`
+	Text  string `json:"text,omitempty"`
+	Image string `json:"image,omitempty"`
+}
+
+// Part types.
+const (
+	// PartText is a text part.
+	PartText = "text"
+	// PartImage is an image part.
+	PartImage = "image"
+)

@@ -54,6 +54,7 @@ const (
 	MetaZeroVariance  = "codapipe.estimator.zero_variance"
 	MetaTol           = "codapipe.estimator.tol"
 	MetaRewardConfig  = "codapipe.reward_config"
+	MetaSampling      = "codapipe.sampling"
 )
 
 // Meta describes how a shard set was produced. It is written into every
@@ -86,6 +87,11 @@ type Meta struct {
 	RewardConfig string `json:"reward_config"`
 	// Version is the codapipe version that wrote the files.
 	Version string `json:"codapipe_version"`
+	// Sampling is the planner's sampling parameters (traj.Sampling as JSON)
+	// when the producer knows every row of the set shares them; empty
+	// otherwise, and then each row's sampling column and the manifest's
+	// Sampling list say them. Empty or valid JSON.
+	Sampling string `json:"sampling,omitempty"`
 }
 
 // SetEstimator fills the estimator fields of m (Estimator, Method, Eps, Std,
@@ -111,6 +117,9 @@ func (m Meta) Validate() error {
 	if m.RewardConfig != "" && !json.Valid([]byte(m.RewardConfig)) {
 		return fmt.Errorf("shard: meta: reward_config is not valid JSON")
 	}
+	if m.Sampling != "" && !json.Valid([]byte(m.Sampling)) {
+		return fmt.Errorf("shard: meta: sampling is not valid JSON")
+	}
 	return nil
 }
 
@@ -123,12 +132,12 @@ func (m Meta) Metadata() arrow.Metadata {
 		[]string{
 			MetaSchemaVersion, MetaVersion, MetaMode, MetaLabelMode,
 			MetaEstimator, MetaMethod, MetaEps, MetaStd, MetaZeroVariance, MetaTol,
-			MetaRewardConfig,
+			MetaRewardConfig, MetaSampling,
 		},
 		[]string{
 			strconv.Itoa(SchemaVersion), m.Version, m.Mode, m.LabelMode,
 			m.Estimator, m.Method, f(m.Eps), m.Std, m.ZeroVariance, f(m.Tol),
-			m.RewardConfig,
+			m.RewardConfig, m.Sampling,
 		},
 	)
 }
@@ -146,6 +155,7 @@ func ParseMeta(md map[string]string) (Meta, int, error) {
 		ZeroVariance: md[MetaZeroVariance],
 		RewardConfig: md[MetaRewardConfig],
 		Version:      md[MetaVersion],
+		Sampling:     md[MetaSampling],
 	}
 	var err error
 	num := func(key string) float64 {
@@ -194,11 +204,14 @@ const (
 	colCandidate
 	colGroupSize
 	colPrompt
+	colMessages
 	colImages
 	colCompletion
 	colPromptTokens
 	colCompletionTokens
 	colLogProbs
+	colCompletionTokenIDs
+	colFinishReason
 	colAction
 	colActionText
 	colReference
@@ -218,6 +231,7 @@ const (
 	colLabel
 	colPolicyModel
 	colPolicyCheckpoint
+	colSampling
 	colJudgeVersion
 	numCols
 )
@@ -262,6 +276,31 @@ var ActionType = arrow.StructOf(
 	arrow.Field{Name: "direction", Type: arrow.BinaryTypes.String},
 )
 
+// Fields of the message struct (messages column) and of a content part.
+const (
+	msgRole = iota
+	msgContent
+)
+
+const (
+	partType = iota
+	partText
+	partImage
+)
+
+// PartType is the element type of a message's content list.
+var PartType = arrow.StructOf(
+	arrow.Field{Name: "type", Type: arrow.BinaryTypes.String},
+	arrow.Field{Name: "text", Type: arrow.BinaryTypes.String, Nullable: true},
+	arrow.Field{Name: "image", Type: arrow.BinaryTypes.String, Nullable: true},
+)
+
+// MessageType is the element type of the messages column.
+var MessageType = arrow.StructOf(
+	arrow.Field{Name: "role", Type: arrow.BinaryTypes.String},
+	arrow.Field{Name: "content", Type: arrow.ListOfNonNullable(PartType)},
+)
+
 // fields is the schema's columns, one per Row field in Row's order, named
 // like Row's json tags.
 var fields = func() []arrow.Field {
@@ -283,11 +322,14 @@ var fields = func() []arrow.Field {
 	set(colCandidate, "candidate", i32, false)
 	set(colGroupSize, "group_size", i32, false)
 	set(colPrompt, "prompt", str, false)
+	set(colMessages, "messages", arrow.ListOfNonNullable(MessageType), false)
 	set(colImages, "images", arrow.ListOfNonNullable(ImageType), false)
 	set(colCompletion, "completion", str, false)
 	set(colPromptTokens, "prompt_tokens", i32, true)
 	set(colCompletionTokens, "completion_tokens", i32, true)
 	set(colLogProbs, "logprobs", arrow.ListOfNonNullable(f64), true)
+	set(colCompletionTokenIDs, "completion_token_ids", arrow.ListOfNonNullable(i32), true)
+	set(colFinishReason, "finish_reason", str, false)
 	set(colAction, "action", ActionType, true)
 	set(colActionText, "action_text", str, false)
 	set(colReference, "reference", ActionType, true)
@@ -307,6 +349,7 @@ var fields = func() []arrow.Field {
 	set(colLabel, "label", str, false)
 	set(colPolicyModel, "policy_model", str, false)
 	set(colPolicyCheckpoint, "policy_checkpoint", str, false)
+	set(colSampling, "sampling", str, true)
 	set(colJudgeVersion, "judge_version", str, false)
 	return fs
 }()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -93,8 +95,14 @@ func DefaultName() string {
 
 // File is one committed shard file.
 type File struct {
-	// Key is the object's key in the bucket, "<Prefix>/<name>.<format>".
-	Key string `json:"key"`
+	// Path is the file's path relative to the folder of the set's manifest,
+	// "<name>.<format>"; a reader resolves it against the folder it read
+	// the manifest from (ResolveKey), so a copied or moved set still reads.
+	Path string `json:"path"`
+	// Key is the object's key in the bucket the file was written to or
+	// its manifest read from, "<Prefix>/<Path>". It is not stored in the
+	// manifest: ReadManifest fills it from where it read the manifest.
+	Key string `json:"-"`
 	// Rows is the number of rows in the file.
 	Rows int64 `json:"rows"`
 	// Bytes is the file's size.
@@ -104,6 +112,55 @@ type File struct {
 	SHA256 string `json:"sha256"`
 	// Format is the file's format.
 	Format Format `json:"format"`
+	// TokenIDRows is the number of rows whose completion_token_ids are
+	// present (the others are null: their endpoint gave none).
+	TokenIDRows int64 `json:"token_id_rows"`
+	// Sampling counts the file's rows by their sampling column (the JSON
+	// text; "" for null), in the order first seen.
+	Sampling []SamplingRows `json:"sampling,omitempty"`
+}
+
+// UnmarshalJSON decodes a File, also in the form of schema version 1 (in
+// manifests and in the advantage service's commit records), which had
+// "key", the key from the bucket's root, and no "path": a shard file is
+// always "<prefix>/<name>", so its name becomes the path and the key is
+// kept.
+func (f *File) UnmarshalJSON(data []byte) error {
+	type plain File // without the method
+	var v struct {
+		plain
+		LegacyKey string `json:"key"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*f = File(v.plain)
+	if f.Path == "" && v.LegacyKey != "" {
+		f.Path = path.Base(v.LegacyKey)
+		f.Key = v.LegacyKey
+	}
+	return nil
+}
+
+// SamplingRows is a number of rows sharing one value of the sampling
+// column.
+type SamplingRows struct {
+	// Sampling is the planner's sampling parameters (traj.Sampling as JSON),
+	// "" for rows whose trajectory recorded none.
+	Sampling string `json:"sampling"`
+	// Rows is the number of rows.
+	Rows int64 `json:"rows"`
+}
+
+// addSampling counts n rows with sampling s in list.
+func addSampling(list []SamplingRows, s string, n int64) []SamplingRows {
+	for i := range list {
+		if list[i].Sampling == s {
+			list[i].Rows += n
+			return list
+		}
+	}
+	return append(list, SamplingRows{Sampling: s, Rows: n})
 }
 
 // Writer writes Rows into shard files: rows go into Arrow builders, are
@@ -136,6 +193,9 @@ type spool struct {
 	ipcw *ipc.FileWriter
 	pqw  *pqarrow.FileWriter
 	rows int64 // rows added, written or pending
+
+	idRows   int64          // rows with token ids
+	sampling []SamplingRows // rows by sampling
 
 	sealed bool  // the file is complete and closed; only the upload remains
 	file   File  // when sealed
@@ -241,6 +301,14 @@ func (w *Writer) Add(rows []Row) error {
 		}
 		w.b.append(r)
 		sh.rows++
+		if r.CompletionTokenIDs != nil {
+			sh.idRows++
+		}
+		smp := ""
+		if r.Sampling != nil {
+			smp = *r.Sampling
+		}
+		sh.sampling = addSampling(sh.sampling, smp, 1)
 		if w.b.rows >= w.cfg.BatchRows || w.b.bytes >= w.cfg.BatchBytes {
 			if err := w.flush(); err != nil {
 				return err
@@ -320,7 +388,8 @@ func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
 		// copy twice) a whole row group's image bytes as a single page.
 		parquet.WithBatchSize(parquetWriteBatch),
 	}
-	for _, path := range []string{"prompt", "completion", parquetImageBytes, "logprobs.list.element"} {
+	for _, path := range []string{"prompt", "completion", parquetImageBytes, "logprobs.list.element",
+		"completion_token_ids.list.element", "messages.list.element.content.list.element.text"} {
 		opts = append(opts, parquet.WithDictionaryFor(path, false), parquet.WithStatsFor(path, false))
 	}
 	return parquet.NewWriterProperties(opts...)
@@ -498,11 +567,14 @@ func (w *Writer) seal() error {
 	}
 	sh.sealed = true
 	sh.file = File{
-		Key:    w.key(sh.name),
-		Rows:   sh.rows,
-		Bytes:  sh.out.Size(),
-		SHA256: sh.out.Sum(),
-		Format: w.cfg.Format,
+		Path:        sh.name,
+		Key:         w.key(sh.name),
+		Rows:        sh.rows,
+		Bytes:       sh.out.Size(),
+		SHA256:      sh.out.Sum(),
+		Format:      w.cfg.Format,
+		TokenIDRows: sh.idRows,
+		Sampling:    sh.sampling,
 	}
 	return nil
 }

@@ -156,6 +156,25 @@ func (c *differ) diffRow(want, got *shard.Row) {
 	c.i32("candidate", got.Candidate, want.Candidate)
 	c.i32("group_size", got.GroupSize, want.GroupSize)
 	c.str("prompt", got.Prompt, want.Prompt)
+	if len(got.Messages) != len(want.Messages) {
+		c.add("messages", fmt.Sprintf("%d messages", len(got.Messages)), fmt.Sprintf("%d", len(want.Messages)))
+	} else {
+		for i := range got.Messages {
+			g, w := &got.Messages[i], &want.Messages[i]
+			col := fmt.Sprintf("messages[%d]", i)
+			c.str(col+".role", g.Role, w.Role)
+			if len(g.Content) != len(w.Content) {
+				c.add(col+".content", fmt.Sprintf("%d parts", len(g.Content)), fmt.Sprintf("%d", len(w.Content)))
+				continue
+			}
+			for k := range g.Content {
+				pc := fmt.Sprintf("%s.content[%d]", col, k)
+				c.str(pc+".type", g.Content[k].Type, w.Content[k].Type)
+				c.str(pc+".text", g.Content[k].Text, w.Content[k].Text)
+				c.str(pc+".image", g.Content[k].Image, w.Content[k].Image)
+			}
+		}
+	}
 	if len(got.Images) != len(want.Images) {
 		c.add("images", fmt.Sprintf("%d images", len(got.Images)), fmt.Sprintf("%d", len(want.Images)))
 	} else {
@@ -181,6 +200,17 @@ func (c *differ) diffRow(want, got *shard.Row) {
 			c.f64(fmt.Sprintf("logprobs[%d]", i), got.LogProbs[i], want.LogProbs[i])
 		}
 	}
+	switch {
+	case (got.CompletionTokenIDs == nil) != (want.CompletionTokenIDs == nil):
+		c.add("completion_token_ids", showIDs(got.CompletionTokenIDs), showIDs(want.CompletionTokenIDs))
+	case len(got.CompletionTokenIDs) != len(want.CompletionTokenIDs):
+		c.add("completion_token_ids", showIDs(got.CompletionTokenIDs), showIDs(want.CompletionTokenIDs))
+	default:
+		for i := range got.CompletionTokenIDs {
+			c.i32(fmt.Sprintf("completion_token_ids[%d]", i), got.CompletionTokenIDs[i], want.CompletionTokenIDs[i])
+		}
+	}
+	c.str("finish_reason", got.FinishReason, want.FinishReason)
 	c.action("action", got.Action, want.Action)
 	c.str("action_text", got.ActionText, want.ActionText)
 	c.action("reference", got.Reference, want.Reference)
@@ -200,7 +230,28 @@ func (c *differ) diffRow(want, got *shard.Row) {
 	c.str("label", got.Label, want.Label)
 	c.str("policy_model", got.PolicyModel, want.PolicyModel)
 	c.str("policy_checkpoint", got.PolicyCheckpoint, want.PolicyCheckpoint)
+	switch {
+	case got.Sampling == nil && want.Sampling == nil:
+	case got.Sampling == nil || want.Sampling == nil:
+		c.add("sampling", showOptStr(got.Sampling), showOptStr(want.Sampling))
+	default:
+		c.str("sampling", *got.Sampling, *want.Sampling)
+	}
 	c.str("judge_version", got.JudgeVersion, want.JudgeVersion)
+}
+
+func showIDs(l []int32) string {
+	if l == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%d ids", len(l))
+}
+
+func showOptStr(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return showStr(*s)
 }
 
 func showList(l []float64) string {

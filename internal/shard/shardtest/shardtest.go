@@ -421,6 +421,40 @@ func decodeRow(raw map[string]json.RawMessage) (shard.Row, error) {
 	r.Candidate = i32("candidate")
 	r.GroupSize = i32("group_size")
 	r.Prompt = str("prompt")
+	msgs := d.list("messages", d.value("messages"))
+	r.Messages = make([]shard.Message, len(msgs))
+	for i, v := range msgs {
+		col := fmt.Sprintf("messages[%d]", i)
+		o := d.object(col, v, "role", "content")
+		if o == nil {
+			break
+		}
+		m := shard.Message{Role: d.str(col+".role", o["role"])}
+		parts := d.list(col+".content", o["content"])
+		m.Content = make([]shard.Part, len(parts))
+		for k, pv := range parts {
+			pc := fmt.Sprintf("%s.content[%d]", col, k)
+			po := d.object(pc, pv, "type", "text", "image")
+			if po == nil {
+				break
+			}
+			p := shard.Part{Type: d.str(pc+".type", po["type"])}
+			// The part of the other type is null; the one of the part's type is not.
+			if p.Type == shard.PartImage {
+				p.Image = d.str(pc+".image", po["image"])
+				if po["text"] != nil {
+					d.fail(pc+".text", "want null in an image part, got %v", po["text"])
+				}
+			} else {
+				p.Text = d.str(pc+".text", po["text"])
+				if po["image"] != nil {
+					d.fail(pc+".image", "want null in a %s part, got %v", p.Type, po["image"])
+				}
+			}
+			m.Content[k] = p
+		}
+		r.Messages[i] = m
+	}
 	images := d.list("images", d.value("images"))
 	r.Images = make([]shard.Image, len(images))
 	for i, v := range images {
@@ -455,6 +489,14 @@ func decodeRow(raw map[string]json.RawMessage) (shard.Row, error) {
 			r.LogProbs[i] = d.f64(fmt.Sprintf("logprobs[%d]", i), x)
 		}
 	}
+	if v := d.value("completion_token_ids"); v != nil {
+		l := d.list("completion_token_ids", v)
+		r.CompletionTokenIDs = make([]int32, len(l))
+		for i, x := range l {
+			r.CompletionTokenIDs[i] = d.i32(fmt.Sprintf("completion_token_ids[%d]", i), x)
+		}
+	}
+	r.FinishReason = str("finish_reason")
 	r.Action = d.action("action", d.value("action"))
 	r.ActionText = str("action_text")
 	r.Reference = d.action("reference", d.value("reference"))
@@ -474,6 +516,10 @@ func decodeRow(raw map[string]json.RawMessage) (shard.Row, error) {
 	r.Label = str("label")
 	r.PolicyModel = str("policy_model")
 	r.PolicyCheckpoint = str("policy_checkpoint")
+	if v := d.value("sampling"); v != nil {
+		smp := d.str("sampling", v)
+		r.Sampling = &smp
+	}
 	r.JudgeVersion = str("judge_version")
 	return r, d.err
 }

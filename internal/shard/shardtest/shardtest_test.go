@@ -23,7 +23,9 @@ func fullRow() shard.Row {
 	return shard.Row{
 		Run: "r", App: "a", Task: "t", TrajectoryID: "tr", Sample: 1, Step: 2, GroupID: "g", Candidate: 3, GroupSize: 4,
 		Prompt: "p", Images: []shard.Image{{SHA256: "s1", Width: 1, Height: 2, Bytes: []byte{1}}, {SHA256: "s2", Width: 3, Height: 4, Bytes: []byte{2, 3}}},
+		Messages:   []shard.Message{{Role: "system", Content: []shard.Part{{Type: shard.PartText, Text: "sys"}, {Type: shard.PartText, Text: "more"}}}, {Role: "user", Content: []shard.Part{{Type: shard.PartText, Text: "hi"}, {Type: shard.PartImage, Image: "sha256:s1"}}}},
 		Completion: "c", PromptTokens: ptr(int32(5)), CompletionTokens: ptr(int32(6)), LogProbs: []float64{-1, -2},
+		CompletionTokenIDs: []int32{7, 8}, FinishReason: "stop", Sampling: ptr(`{"temperature":1}`),
 		Action: act(), ActionText: "at", Reference: act(), ReferenceText: "rt",
 		Reward: 0.5, RewardTypeMatch: 1, RewardDist: 0.25, Unparsed: true, Advantage: 1.5, GroupMean: 0.5, GroupStd: 0.1,
 		GroupScale: 10, ZeroVariance: true, DroppedReason: "d", LossWeight: 0.2, LabelSource: "clean", Label: "positive",
@@ -92,7 +94,7 @@ func leaves(t reflect.Type, v reflect.Value, col string, path []int) []leaf {
 			return out
 		}
 		out = append(out, leaf{col, func(v reflect.Value) { v.Set(v.Slice(0, 1)) }, p()})
-		if v.Type().Elem().Kind() == reflect.Float64 { // logprobs: nullable
+		if k := v.Type().Elem().Kind(); k == reflect.Float64 || k == reflect.Int32 { // logprobs, completion_token_ids: nullable
 			out = append(out, leaf{col, func(v reflect.Value) { v.SetZero() }, p()})
 		}
 		for i := range v.Len() {

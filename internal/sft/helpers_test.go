@@ -1,11 +1,11 @@
 package sft
 
 import (
-	"errors"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"

@@ -97,10 +97,9 @@ func expectedSamples(t *testing.T, storeDir string, docs map[string]*traj.Judged
 	return out
 }
 
-// wantUser is the user turn as docs/sft.md describes the mapping: the
-// previous plans folded in ("Your previous plans…", "Step n:"), then one
-// <image> per screenshot and the planner's user text, from the agent's own
-// renderer.
+// wantUser is the system and user turns as docs/sft.md describes the
+// mapping: the renderer's two messages, the user turn's parts in order,
+// each image an <image>; its text shows every earlier plan.
 func wantUser(t *testing.T, storeDir string, e expSample) (system, user string) {
 	t.Helper()
 	store, err := blob.Open(context.Background(), storeDir, blob.Config{})

@@ -31,7 +31,7 @@ var defaults embed.FS
 // them; the missing ones keep our defaults.
 const (
 	PlannerSystemFile  = "planner.tmpl"      // system prompt of the planner
-	PlannerUserFile    = "planner_user.tmpl" // text of the planner's last user turn
+	PlannerUserFile    = "planner_user.tmpl" // text of the planner's user turn, with the history
 	ExecutorSystemFile = "executor.tmpl"     // system prompt of the executor
 )
 
@@ -39,6 +39,7 @@ const (
 // run's planner and executor prompts.
 type Set struct {
 	plannerSystem, plannerUser, executorSystem *template.Template
+	layout                                     Layout
 	hash                                       string
 	doc                                        []byte
 }
@@ -51,6 +52,11 @@ type Data struct {
 	StepLimit     int
 	Width, Height int  // the screenshot's size in pixels
 	Previous      bool // the turn carries the previous screenshot too
+	// History is the plans of the steps before this one, oldest first
+	// (LayoutUserHistory; nil at the first step, and always nil in
+	// LayoutAssistantTurns, where the plans are assistant turns).
+	// planner_user.tmpl shows them: the wording is the template's.
+	History []PastStep
 	// Coords says in one sentence how the prompted model must write
 	// coordinates (uitars.Describe of its coordinate space on this
 	// screenshot); CoordSpace names the space and CoordW, CoordH are its
@@ -60,6 +66,12 @@ type Data struct {
 	Coords         string
 	CoordSpace     string
 	CoordW, CoordH float64
+}
+
+// PastStep is one earlier step of the episode as the planner is shown it.
+type PastStep struct {
+	Step int    // 1-based
+	Plan string // the planner's output at that step, as it was; may be empty
 }
 
 // SetCoords fills the coordinate fields for a model writing in space c on
@@ -88,7 +100,7 @@ func Load(dir string) (*Set, error) {
 		}
 		files[name] = string(b)
 	}
-	return newSet(files)
+	return newSet(files, CurrentLayout)
 }
 
 // promptFiles are the templates of a prompt set, in the order they are parsed.
@@ -111,9 +123,15 @@ func readPrompt(dir, name string) (src string, b []byte, err error) {
 	return "(default) " + name, b, err
 }
 
-// newSet parses a prompt set given as template texts by file name.
-func newSet(files map[string]string) (*Set, error) {
-	p := &Set{}
+// historyProbe is the plan of the sample history newSet renders
+// planner_user.tmpl with: a template of LayoutUserHistory that does not
+// show it would never show the planner its earlier steps.
+const historyProbe = "Thought: (earlier plan)\nAction: wait()"
+
+// newSet parses a prompt set of the given layout, given as template
+// texts by file name.
+func newSet(files map[string]string, layout Layout) (*Set, error) {
+	p := &Set{layout: layout}
 	for _, f := range []struct {
 		name string
 		dst  **template.Template
@@ -134,12 +152,23 @@ func newSet(files map[string]string) (*Set, error) {
 		if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
 			return nil, fmt.Errorf("prompt: prompt %s: %w", f.name, err)
 		}
+		if f.name == PlannerUserFile && layout == LayoutUserHistory {
+			sample.Step, sample.Previous = 2, true
+			sample.History = []PastStep{{Step: 1, Plan: historyProbe}}
+			var b bytes.Buffer
+			if err := t.Execute(&b, sample); err != nil {
+				return nil, fmt.Errorf("prompt: prompt %s: %w", f.name, err)
+			}
+			if !strings.Contains(b.String(), historyProbe) {
+				return nil, fmt.Errorf("prompt: prompt %s does not show .History: the planner would never see its earlier steps (range over .History and write each .Plan; see the default template)", f.name)
+			}
+		}
 		*f.dst = t
 	}
 	if len(files) != len(promptFiles) {
 		return nil, fmt.Errorf("prompt: prompt set has %d files, want %v", len(files), promptFiles)
 	}
-	doc, err := json.Marshal(promptSetDoc{Kind: promptSetKind, Files: files})
+	doc, err := json.Marshal(promptSetDoc{Kind: promptSetKind, Layout: layout, Files: files})
 	if err != nil {
 		return nil, fmt.Errorf("prompt: prompt set: %w", err)
 	}
@@ -154,9 +183,13 @@ func newSet(files map[string]string) (*Set, error) {
 func (p *Set) Hash() string { return p.hash }
 
 // Document is the prompt set as stored in the blob store: JSON
-// {"kind":"codapipe.prompts/v1","files":{"<file>":"<template text>",...}}
-// with the files sorted by name (deterministic bytes).
+// {"kind":"codapipe.prompts/v1","layout":"user-history","files":{"<file>":"<template text>",...}}
+// with the files sorted by name (deterministic bytes); "layout" is
+// absent for LayoutAssistantTurns.
 func (p *Set) Document() []byte { return p.doc }
+
+// Layout is how RenderPlanner lays out this set's planner requests.
+func (p *Set) Layout() Layout { return p.layout }
 
 func render(t *template.Template, d Data) (string, error) {
 	var b strings.Builder
@@ -167,8 +200,9 @@ func render(t *template.Template, d Data) (string, error) {
 }
 
 // PlannerTurn is what the planner is shown at one step: the prompt data,
-// the plans of the steps before it (as assistant turns), and the previous
-// and current screenshots.
+// the plans of the steps before it (oldest first), and the previous and
+// current screenshots. RenderPlanner places the plans as its set's
+// layout says.
 type PlannerTurn struct {
 	Data    Data
 	History []string
@@ -219,27 +253,45 @@ const RefScheme = "sha256:"
 // RefURL is the ImageURL of stored messages: a reference to the blob store.
 func RefURL(r traj.ImageRef) (string, error) { return RefScheme + r.SHA256, nil }
 
-// RenderPlanner lays out one planner request as CODA's inference code
-// does: the system prompt, every previous plan as an assistant turn, then
-// one user turn with the last two screenshots (previous and current) and
-// the task. It is the one renderer of the planner's messages: the agent
-// sends what it returns, and the shard writer and the SFT builder store
-// what it returns for the same trajectory and step.
+// RenderPlanner lays out one planner request. It is the one renderer of
+// the planner's messages: the agent sends what it returns, and the shard
+// writer and the SFT builder store what it returns for the same
+// trajectory and step. In the set's layout:
+//
+//   - LayoutUserHistory (every set Load makes): the system prompt, then
+//     one user turn with the previous screenshot (from the second step),
+//     the current one, and planner_user.tmpl's text, which shows the
+//     previous plans (Data.History) — [system, user]; appending the
+//     target plan as an assistant turn makes it a sharegpt sample as it
+//     is;
+//   - LayoutAssistantTurns (prompt sets stored before layouts were
+//     named): the system prompt, every previous plan as an assistant
+//     turn, then the same user turn without Data.History.
 func (p *Set) RenderPlanner(turn PlannerTurn, url ImageURL) ([]openai.ChatCompletionMessage, error) {
 	d := turn.Data
 	sys, err := render(p.plannerSystem, d)
 	if err != nil {
 		return nil, err
 	}
+	msgs := make([]openai.ChatCompletionMessage, 0, len(turn.History)+2)
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
 	d.Previous = turn.Prev != nil
+	d.History = nil
+	switch p.layout {
+	case LayoutAssistantTurns:
+		for _, h := range turn.History {
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: h})
+		}
+	case LayoutUserHistory:
+		for i, h := range turn.History {
+			d.History = append(d.History, PastStep{Step: i + 1, Plan: h})
+		}
+	default:
+		return nil, fmt.Errorf("prompt: prompt set %s: unknown layout %q", p.hash, p.layout)
+	}
 	user, err := render(p.plannerUser, d)
 	if err != nil {
 		return nil, err
-	}
-	msgs := make([]openai.ChatCompletionMessage, 0, len(turn.History)+2)
-	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
-	for _, h := range turn.History {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: h})
 	}
 	var parts []openai.ChatMessagePart
 	for _, ref := range []*traj.ImageRef{turn.Prev, &turn.Cur} {

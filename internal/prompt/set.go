@@ -15,11 +15,40 @@ import (
 // promptSetKind names the format of a prompt set document.
 const promptSetKind = "codapipe.prompts/v1"
 
-// promptSetDoc is a prompt set document (Set.Document).
+// promptSetDoc is a prompt set document (Set.Document). Layout is
+// omitted for LayoutAssistantTurns, so the documents stored before the
+// field existed keep their bytes, their hash and their layout.
 type promptSetDoc struct {
-	Kind  string            `json:"kind"`
-	Files map[string]string `json:"files"`
+	Kind   string            `json:"kind"`
+	Layout Layout            `json:"layout,omitempty"`
+	Files  map[string]string `json:"files"`
 }
+
+// Layout names how RenderPlanner lays out the planner's request. It is
+// part of the prompt set document, so a finished trajectory is rendered
+// again in the layout its planner was sent.
+type Layout string
+
+// Layouts of the planner's request.
+const (
+	// LayoutAssistantTurns is the layout of the prompt sets stored before
+	// layouts were named (no "layout" in the document): the system
+	// prompt, every previous plan as an assistant turn of its own, then
+	// one user turn with the screenshots and planner_user.tmpl's text.
+	// Several assistant turns in a row are not a valid sharegpt sample,
+	// so trajectories of this layout are rendered again only to read
+	// what their planner was sent (shards), never for SFT.
+	LayoutAssistantTurns Layout = ""
+	// LayoutUserHistory is the layout of every prompt set Load makes: the
+	// system prompt, then one user turn with the screenshots and
+	// planner_user.tmpl's text, which shows the previous plans
+	// (Data.History). Two messages, so the request the agent sends is
+	// also a sharegpt sample once the target is appended.
+	LayoutUserHistory Layout = "user-history"
+)
+
+// CurrentLayout is the layout of the prompt sets Load makes.
+const CurrentLayout = LayoutUserHistory
 
 // ErrInvalid reports a stored prompt set that is not a valid prompt set
 // document (Parse fails on it).
@@ -41,7 +70,10 @@ func Parse(doc []byte) (*Set, error) {
 	if d.Kind != promptSetKind {
 		return nil, fmt.Errorf("prompt: prompt set document: kind %q, want %q", d.Kind, promptSetKind)
 	}
-	p, err := newSet(d.Files)
+	if d.Layout != LayoutAssistantTurns && d.Layout != LayoutUserHistory {
+		return nil, fmt.Errorf("prompt: prompt set document: unknown layout %q (want %q or none)", d.Layout, LayoutUserHistory)
+	}
+	p, err := newSet(d.Files, d.Layout)
 	if err != nil {
 		return nil, err
 	}

@@ -97,10 +97,9 @@ func expectedSamples(t *testing.T, storeDir string, docs map[string]*traj.Judged
 	return out
 }
 
-// wantUser is the user turn as docs/sft.md describes the mapping: the
-// previous plans folded in ("Your previous plans…", "Step n:"), then one
-// <image> per screenshot and the planner's user text, from the agent's own
-// renderer.
+// wantUser is the system and user turns as docs/sft.md describes the
+// mapping: the renderer's two messages, the user turn's parts in order,
+// each image an <image>; its text shows every earlier plan.
 func wantUser(t *testing.T, storeDir string, e expSample) (system, user string) {
 	t.Helper()
 	store, err := blob.Open(context.Background(), storeDir, blob.Config{})
@@ -115,19 +114,23 @@ func wantUser(t *testing.T, storeDir string, e expSample) (system, user string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	if len(e.history) > 0 {
-		b.WriteString("Your previous plans in this task, oldest first:")
-		for i, h := range e.history {
-			fmt.Fprintf(&b, "\n\nStep %d:\n%s", i+1, h)
-		}
-		b.WriteString("\n\n")
+	// The renderer's layout (prompt.LayoutUserHistory): system, then one
+	// user turn whose text shows every earlier plan; the sample maps it
+	// part for part.
+	if len(msgs) != 2 || msgs[0].Role != "system" || msgs[1].Role != "user" {
+		t.Fatalf("step %d: the renderer gave %d messages, want system and user", e.step, len(msgs))
 	}
-	b.WriteString(strings.Repeat("<image>", len(e.images)))
-	last := msgs[len(msgs)-1]
-	for _, part := range last.MultiContent {
+	var b strings.Builder
+	for _, part := range msgs[1].MultiContent {
 		if part.Type == openai.ChatMessagePartTypeText {
 			b.WriteString(part.Text)
+		} else {
+			b.WriteString("<image>")
+		}
+	}
+	for i, h := range e.history {
+		if !strings.Contains(b.String(), h) {
+			t.Fatalf("step %d: the user turn does not show the plan of step %d, %q", e.step, i, h)
 		}
 	}
 	return msgs[0].Content, b.String()

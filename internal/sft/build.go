@@ -308,10 +308,7 @@ func SplitOf(task string, seed int64, valFraction float64) string {
 // count fills the per-app, per-task, per-run and per-split counts of the
 // kept trajectories.
 func (m *Manifest) count(kept []*candidate) {
-	splitTasks := map[string]map[string]bool{SplitTrain: {}, SplitVal: {}}
-	for _, name := range []string{SplitTrain, SplitVal} {
-		m.Splits[name] = SplitInfo{JSONL: name + ".jsonl", Parquet: []string{}}
-	}
+	splitTasks := map[string]map[string]bool{}
 	for _, c := range kept {
 		r := &c.rec
 		m.Counts.Kept++
@@ -328,7 +325,11 @@ func (m *Manifest) count(kept []*candidate) {
 		jv.JudgeVersion = r.Judge
 		jv.add(c.samples)
 		m.JudgeVersions[r.Version] = jv
-		s := m.Splits[c.split]
+		s, ok := m.Splits[c.split]
+		if !ok {
+			s = SplitInfo{JSONL: c.split + ".jsonl", Parquet: []string{}}
+			splitTasks[c.split] = map[string]bool{}
+		}
 		s.add(c.samples)
 		splitTasks[c.split][r.Task] = true
 		m.Splits[c.split] = s
@@ -415,6 +416,9 @@ type jsonlRecord struct {
 func (w *datasetWriter) write(ctx context.Context, kept []*candidate) error {
 	prompts := map[string]bool{}
 	for _, split := range []string{SplitTrain, SplitVal} {
+		if _, ok := w.m.Splits[split]; !ok {
+			continue // no samples: no file, and no mention in dataset_info.json or the commands
+		}
 		var list []*candidate
 		for _, c := range kept {
 			if c.split == split {
@@ -443,6 +447,11 @@ func (w *datasetWriter) write(ctx context.Context, kept []*candidate) error {
 	}
 	f, err := writeFile(w.cfg.Dir, DatasetInfoName, info)
 	if err != nil {
+		return err
+	}
+	w.m.Files = append(w.m.Files, f)
+	w.m.Training = training(w.m)
+	if f, err = writeFile(w.cfg.Dir, ReadmeName, readme(w.m)); err != nil {
 		return err
 	}
 	w.m.Files = append(w.m.Files, f)
@@ -557,12 +566,13 @@ func (w *datasetWriter) writeSplit(ctx context.Context, split string, list []*ca
 }
 
 // datasetInfo is LLaMA-Factory's dataset_info.json for the splits that
-// have samples: codapipe_sft_train (train.jsonl) and codapipe_sft_val
-// (val.jsonl), sharegpt formatting with role/content tags.
+// have samples (Manifest.Splits): codapipe_sft_train (train.jsonl) and
+// codapipe_sft_val (val.jsonl), sharegpt formatting with role/content
+// tags.
 func datasetInfo(m *Manifest) map[string]llamaFactoryDataset {
 	out := map[string]llamaFactoryDataset{}
 	for _, split := range []string{SplitTrain, SplitVal} {
-		if m.Splits[split].Samples == 0 {
+		if _, ok := m.Splits[split]; !ok {
 			continue
 		}
 		out[DatasetName(split)] = llamaFactoryDataset{

@@ -242,12 +242,13 @@ parse, or a record that does not decode is skipped whole and listed in the manif
 Trajectories of one task with the same executed actions count once (the smallest id is
 kept); --max-per-task keeps the shortest. Tasks go to train or val by a hash of --seed
 and the task id. Every step of a kept trajectory is one sample: the planner's prompt at
-that step (as the agent renders it, history folded into the user turn) and the executed
-plan as the target. Counts per app and task are printed before anything is written.
+that step exactly as the agent sends it (system, one user turn showing the earlier plans)
+and the executed plan as the target. Counts per app and task are printed before anything is written.
 
 Writes train.jsonl / val.jsonl with images/<sha256>.png (LLaMA-Factory sharegpt and
-ms-swift messages layout), dataset_info.json, Parquet shards with embedded images
-(parquet/, Hugging Face datasets' Image layout) and manifest.json, last. A folder --out
+ms-swift messages layout; a split without samples has no file), dataset_info.json,
+Parquet shards with embedded images (parquet/, Hugging Face datasets' Image layout),
+README.md with the training commands for the splits written, and manifest.json, last. A folder --out
 is replaced whole when the build is done; an s3:// --out is built under
 <data>/sftpack/ and then exported (as sftpack export). Same archive and flags: the same
 bytes. See docs/sft.md.`

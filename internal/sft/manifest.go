@@ -15,6 +15,7 @@ import (
 const (
 	ManifestName    = "manifest.json"
 	DatasetInfoName = "dataset_info.json"
+	ReadmeName      = "README.md"
 	TrainName       = "train.jsonl"
 	ValName         = "val.jsonl"
 	ImagesDir       = "images"
@@ -24,9 +25,10 @@ const (
 // ManifestKind names the format of manifest.json.
 const ManifestKind = "codapipe.sft/v1"
 
-// Layout names how samples are laid out (see ShareGPT): version it when
-// the mapping of the planner's messages changes.
-const Layout = "sharegpt/history-folded/v1"
+// Layout names how samples are laid out: the renderer's messages mapped
+// one to one (ShareGPT), in prompt.LayoutUserHistory. Version it when the
+// renderer's layout or the mapping changes.
+const Layout = "sharegpt/planner-messages/v2"
 
 // Manifest is manifest.json: what the build selected and wrote. Files
 // lists every file of the dataset but manifest.json itself (the shape
@@ -39,8 +41,13 @@ type Manifest struct {
 	Selection Selection `json:"selection"`
 	// Counts follow the trajectories through the selection.
 	Counts Counts `json:"counts"`
-	// Splits: "train" and "val".
+	// Splits lists the splits that have samples ("train", "val"): only
+	// they have files, and only they are in dataset_info.json and the
+	// commands of Training.
 	Splits map[string]SplitInfo `json:"splits"`
+	// Training is how to train on this dataset as it is, for the splits
+	// it has (also in README.md).
+	Training Training `json:"training"`
 	// Apps, Tasks and Runs count the kept trajectories and their samples.
 	Apps  map[string]Count     `json:"apps"`
 	Tasks map[string]TaskCount `json:"tasks"`

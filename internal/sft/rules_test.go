@@ -115,6 +115,9 @@ func TestAcceptShareGPTRules(t *testing.T) {
 	total := 0
 	var cols []string
 	for _, split := range []string{SplitTrain, SplitVal} {
+		if _, ok := m.Splits[split]; !ok {
+			t.Fatalf("split %s has no samples: the test needs both", split)
+		}
 		for i, raw := range readJSONL(t, filepath.Join(out, split+".jsonl")) {
 			total++
 			for _, e := range sharegptRules(out, raw) {
@@ -170,10 +173,11 @@ func TestAcceptShareGPTRules(t *testing.T) {
 	}
 }
 
-// TestShareGPTMapping: the planner's layout (system, previous plans as
-// assistant turns, one user turn with images then text) maps onto
-// system, user (history folded in, images as placeholders in part order),
-// assistant (the target); malformed layouts are refused.
+// TestShareGPTMapping: the renderer's messages map one to one (text
+// parts concatenated, each image part an <image> where it stood, the
+// target appended); what is not a sharegpt conversation — several
+// assistant turns in a row (the legacy layout), no user turn last — is
+// refused.
 func TestShareGPTMapping(t *testing.T) {
 	img := func(u string) openai.ChatMessagePart {
 		return openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: u}}
@@ -191,19 +195,24 @@ func TestShareGPTMapping(t *testing.T) {
 	cases := []struct {
 		name   string
 		msgs   []openai.ChatCompletionMessage
-		user   string
+		want   []Message // without the target
 		images []string
 		bad    bool
 	}{
-		{"first step", []openai.ChatCompletionMessage{sys, user(img("sha256:a"), text("T"))}, "<image>T", []string{"sha256:a"}, false},
-		{"history", []openai.ChatCompletionMessage{sys, asst("P1"), asst("P2"), user(img("sha256:a"), img("sha256:b"), text("T"))},
-			HistoryIntro + "\n\nStep 1:\nP1\n\nStep 2:\nP2\n\n<image><image>T", []string{"sha256:a", "sha256:b"}, false},
-		{"parts in their order", []openai.ChatCompletionMessage{sys, user(text("A"), img("sha256:a"), text("B"))}, "A<image>B", []string{"sha256:a"}, false},
-		{"plain user text", []openai.ChatCompletionMessage{sys, {Role: "user", Content: "T"}}, "T", nil, false},
-		{"no system", []openai.ChatCompletionMessage{user(text("T"))}, "", nil, true},
-		{"ends with assistant", []openai.ChatCompletionMessage{sys, asst("P")}, "", nil, true},
-		{"user in the history", []openai.ChatCompletionMessage{sys, {Role: "user", Content: "x"}, user(text("T"))}, "", nil, true},
-		{"unknown part", []openai.ChatCompletionMessage{sys, user(openai.ChatMessagePart{Type: "audio"})}, "", nil, true},
+		{"first step", []openai.ChatCompletionMessage{sys, user(img("sha256:a"), text("T"))}, []Message{{"system", "S"}, {"user", "<image>T"}}, []string{"sha256:a"}, false},
+		{"history in the user turn", []openai.ChatCompletionMessage{sys, user(img("sha256:a"), img("sha256:b"), text("Step 1:\nP1\n\nT"))},
+			[]Message{{"system", "S"}, {"user", "<image><image>Step 1:\nP1\n\nT"}}, []string{"sha256:a", "sha256:b"}, false},
+		{"parts in their order", []openai.ChatCompletionMessage{sys, user(text("A"), img("sha256:a"), text("B"))}, []Message{{"system", "S"}, {"user", "A<image>B"}}, []string{"sha256:a"}, false},
+		{"plain user text", []openai.ChatCompletionMessage{sys, {Role: "user", Content: "T"}}, []Message{{"system", "S"}, {"user", "T"}}, nil, false},
+		{"no system", []openai.ChatCompletionMessage{user(text("T"))}, []Message{{"user", "T"}}, nil, false},
+		{"alternating turns", []openai.ChatCompletionMessage{sys, user(img("sha256:a")), asst("P"), user(img("sha256:b"), text("T"))},
+			[]Message{{"system", "S"}, {"user", "<image>"}, {"assistant", "P"}, {"user", "<image>T"}}, []string{"sha256:a", "sha256:b"}, false},
+		{"legacy: plans as assistant turns", []openai.ChatCompletionMessage{sys, asst("P1"), asst("P2"), user(img("sha256:a"), text("T"))}, nil, nil, true},
+		{"ends with assistant", []openai.ChatCompletionMessage{sys, user(text("T")), asst("P")}, nil, nil, true},
+		{"two user turns", []openai.ChatCompletionMessage{sys, {Role: "user", Content: "x"}, user(text("T"))}, nil, nil, true},
+		{"system later", []openai.ChatCompletionMessage{user(text("T")), sys}, nil, nil, true},
+		{"empty", nil, nil, nil, true},
+		{"unknown part", []openai.ChatCompletionMessage{sys, user(openai.ChatMessagePart{Type: "audio"})}, nil, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,7 +226,7 @@ func TestShareGPTMapping(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []Message{{"system", "S"}, {"user", c.user}, {"assistant", "TARGET"}}
+			want := append(slices.Clone(c.want), Message{"assistant", "TARGET"})
 			if !slices.Equal(got, want) || !slices.Equal(imgs, c.images) {
 				t.Fatalf("got %q %q, want %q %q", got, imgs, want, c.images)
 			}

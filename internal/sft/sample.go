@@ -39,12 +39,9 @@ const ImagePlaceholder = "<image>"
 // audio clip) that is not there.
 var reservedTags = []string{"<image>", "<video>", "<audio>"}
 
-// HistoryIntro starts the folded history in the user turn (see ShareGPT).
-const HistoryIntro = "Your previous plans in this task, oldest first:"
-
 // Sample is one SFT sample: the planner's messages at one step mapped
-// onto the sharegpt layout, the target as the last assistant message, and
-// the images in the order of their placeholders.
+// one to one onto the sharegpt layout, the target as the last assistant
+// message, and the images in the order of their placeholders.
 type Sample struct {
 	ID           string
 	Messages     []Message
@@ -64,56 +61,75 @@ type Sample struct {
 // SHA-256.
 func ImagePath(sha string) string { return ImagesDir + "/" + sha + ".png" }
 
-// ShareGPT maps the planner's messages (prompt.Set.RenderPlanner: a
-// system message, the previous plans as assistant messages, then one user
-// message with the screenshots and the task) and the target plan onto the
-// alternating layout sharegpt trainers require: the system message, ONE
-// user message, and the target as the one assistant message. The previous
-// plans are folded into the user message as text, before its images and
-// text and in their order: HistoryIntro, then "Step n:" and the plan for
-// each, separated by blank lines. Each image part becomes an
-// ImagePlaceholder in the user text where the part stood; images returns
-// their URLs in that order. Only the target is learned: no plan is
-// trained twice across the samples of one trajectory.
+// ShareGPT maps the planner's messages (prompt.Set.RenderPlanner) and
+// the target plan onto a sharegpt conversation, one message for one
+// message: each message's text parts are concatenated in order, each
+// image part becoming an ImagePlaceholder where it stood (images returns
+// their URLs in that order), and the target is appended as the last
+// assistant message. It has no layout of its own: the renderer decides
+// it (prompt.LayoutUserHistory gives system, user), and ShareGPT only
+// refuses what is not a valid sample — an optional system message first,
+// then user and assistant alternating from a user message, the last one
+// a user message — as the planner's messages of a legacy prompt set
+// (prompt.LayoutAssistantTurns) past the first step are.
 func ShareGPT(msgs []openai.ChatCompletionMessage, target string) (out []Message, images []string, err error) {
-	if len(msgs) < 2 || msgs[0].Role != openai.ChatMessageRoleSystem || len(msgs[0].MultiContent) > 0 {
-		return nil, nil, fmt.Errorf("the planner's messages do not start with a system message")
+	out = make([]Message, 0, len(msgs)+1)
+	for i, m := range msgs {
+		want := RoleUser
+		switch {
+		case i == 0 && m.Role == openai.ChatMessageRoleSystem:
+			want = RoleSystem
+		case len(out) > 0 && out[len(out)-1].Role == RoleUser:
+			want = RoleAssistant
+		}
+		if m.Role != want {
+			return nil, nil, fmt.Errorf("the planner's message %d is a %s message where a sharegpt sample needs a %s message (prompt sets stored before layouts were named show the history as assistant turns)", i, m.Role, want)
+		}
+		var text strings.Builder
+		if len(m.MultiContent) == 0 {
+			text.WriteString(m.Content)
+		}
+		for _, p := range m.MultiContent {
+			switch {
+			case p.Type == openai.ChatMessagePartTypeText:
+				text.WriteString(p.Text)
+			case p.Type == openai.ChatMessagePartTypeImageURL && p.ImageURL != nil:
+				text.WriteString(ImagePlaceholder)
+				images = append(images, p.ImageURL.URL)
+			default:
+				return nil, nil, fmt.Errorf("the planner's %s message %d has a %q part", m.Role, i, p.Type)
+			}
+		}
+		out = append(out, Message{Role: want, Content: text.String()})
 	}
-	last := msgs[len(msgs)-1]
-	if last.Role != openai.ChatMessageRoleUser {
+	if len(out) == 0 || out[len(out)-1].Role != RoleUser {
 		return nil, nil, fmt.Errorf("the planner's messages do not end with a user message")
 	}
-	var user strings.Builder
-	if hist := msgs[1 : len(msgs)-1]; len(hist) > 0 {
-		user.WriteString(HistoryIntro)
-		for i, m := range hist {
-			if m.Role != openai.ChatMessageRoleAssistant || len(m.MultiContent) > 0 {
-				return nil, nil, fmt.Errorf("message %d of the planner's history is a %s message, want an assistant text", i+1, m.Role)
-			}
-			fmt.Fprintf(&user, "\n\nStep %d:\n%s", i+1, m.Content)
-		}
-		user.WriteString("\n\n")
+	return append(out, Message{Role: RoleAssistant, Content: target}), images, nil
+}
+
+// PlannerSample is the SFT sample of step i of t, rendered with the
+// trajectory's prompt set p: ShareGPT of p.PlannerMessagesAt (images as
+// "sha256:<hex>" blob references) with the executed candidate's plan as
+// the target. plannerMessages is the renderer's output as it was mapped.
+// The builder makes every sample with it.
+func PlannerSample(p *prompt.Set, t *traj.Trajectory, i int) (msgs []Message, images []string, plannerMessages []openai.ChatCompletionMessage, err error) {
+	if i < 0 || i >= len(t.Steps) {
+		return nil, nil, nil, fmt.Errorf("no step %d (%d steps)", i, len(t.Steps))
 	}
-	if len(last.MultiContent) == 0 {
-		user.WriteString(last.Content)
+	s := &t.Steps[i]
+	if s.Executed < 0 || s.Executed >= len(s.Candidates) {
+		return nil, nil, nil, fmt.Errorf("step %d: no candidate was executed", i)
 	}
-	for _, p := range last.MultiContent {
-		switch {
-		case p.Type == openai.ChatMessagePartTypeText:
-			user.WriteString(p.Text)
-		case p.Type == openai.ChatMessagePartTypeImageURL && p.ImageURL != nil:
-			user.WriteString(ImagePlaceholder)
-			images = append(images, p.ImageURL.URL)
-		default:
-			return nil, nil, fmt.Errorf("the planner's user message has a %q part", p.Type)
-		}
+	plannerMessages, err = p.PlannerMessagesAt(t, i, prompt.RefURL)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("step %d: the planner's messages cannot be rendered: %w", i, err)
 	}
-	out = []Message{
-		{Role: RoleSystem, Content: msgs[0].Content},
-		{Role: RoleUser, Content: user.String()},
-		{Role: RoleAssistant, Content: target},
+	msgs, images, err = ShareGPT(plannerMessages, s.Candidates[s.Executed].Plan)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("step %d: %w", i, err)
 	}
-	return out, images, nil
+	return msgs, images, plannerMessages, nil
 }
 
 // reservedTag returns the first reserved placeholder in s, or "".
@@ -233,17 +249,13 @@ func (r *renderer) samples(ctx context.Context, jd *traj.Judged) ([]Sample, erro
 	}
 	out := make([]Sample, 0, len(t.Steps))
 	for i := range t.Steps {
-		msgs, err := p.PlannerMessagesAt(t, i, prompt.RefURL)
+		mm, urls, msgs, err := PlannerSample(p, t, i)
 		if err != nil {
-			return nil, inputErr("step %d: the planner's messages cannot be rendered: %v", i, err)
+			return nil, inputErr("%v", err)
 		}
-		s := &t.Steps[i]
-		target := s.Candidates[s.Executed].Plan
-		mm, urls, err := ShareGPT(msgs, target)
-		if err != nil {
-			return nil, inputErr("step %d: %v", i, err)
-		}
+		placeholders := 0
 		for _, m := range mm {
+			placeholders += strings.Count(m.Content, ImagePlaceholder)
 			text := m.Content
 			if m.Role == RoleUser {
 				text = strings.ReplaceAll(text, ImagePlaceholder, "")
@@ -252,8 +264,8 @@ func (r *renderer) samples(ctx context.Context, jd *traj.Judged) ([]Sample, erro
 				return nil, inputErr("step %d: the %s text holds %s, which trainers read as a media placeholder", i, m.Role, tag)
 			}
 		}
-		if strings.Count(mm[1].Content, ImagePlaceholder) != len(urls) {
-			return nil, inputErr("step %d: the task or prompt text holds %s", i, ImagePlaceholder)
+		if placeholders != len(urls) {
+			return nil, inputErr("step %d: the task, prompt or plan text holds %s", i, ImagePlaceholder)
 		}
 		shas := make([]string, len(urls))
 		for k, u := range urls {

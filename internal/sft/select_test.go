@@ -334,13 +334,18 @@ func TestCommandErrors(t *testing.T) {
 }
 
 // TestEmptyArchive: no judged trajectories is an empty dataset, not an
-// error.
+// error: no split has samples, so there is no JSONL or Parquet file, only
+// an empty dataset_info.json and the README saying so.
 func TestEmptyArchive(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "sft")
 	buildCLI(t, filepath.Join(t.TempDir(), "blobs"), out)
 	m := readManifest(t, out)
-	if m.Counts.Samples != 0 || len(m.Files) != 3 {
-		t.Errorf("counts %+v, files %+v", m.Counts, m.Files)
+	var paths []string
+	for _, f := range m.Files {
+		paths = append(paths, f.Path)
+	}
+	if m.Counts.Samples != 0 || len(m.Splits) != 0 || !slices.Equal(paths, []string{ReadmeName, DatasetInfoName}) {
+		t.Errorf("counts %+v, splits %+v, files %v", m.Counts, m.Splits, paths)
 	}
 	checkFiles(t, out, m)
 }

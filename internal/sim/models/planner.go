@@ -20,8 +20,10 @@ import (
 // not a question.
 var finishStep = tasks.OracleStep{Thought: "The task is complete.", Action: "finished()"}
 
-// plannerHistory returns the previous plans: the text of every assistant
-// message, in order.
+// plannerHistory returns the previous plans, oldest first: the text of
+// every assistant message (the layout of prompt sets stored before
+// layouts were named) or, when there is none, the history the user text
+// shows as our default planner_user.tmpl words it (historyFromText).
 func plannerHistory(c *chatCall) []string {
 	var h []string
 	for _, m := range c.msgs {
@@ -29,7 +31,48 @@ func plannerHistory(c *chatCall) []string {
 			h = append(h, m.text)
 		}
 	}
-	return h
+	if h != nil {
+		return h
+	}
+	return historyFromText(c.userText())
+}
+
+// historyFromText reads the earlier plans out of a planner's user text
+// as the default planner_user.tmpl lays them out: entries "Step n:" on a
+// line of their own (n = 1, 2, …), each followed by its plan, up to the
+// next entry or the blank line before "Task: "; "(no output)" is an empty
+// plan. A prompt of other wording shows the simulated planner no history
+// (docs/simulator.md).
+func historyFromText(text string) []string {
+	var h []string
+	rest := text
+	for n := 1; ; n++ {
+		hdr := "Step " + strconv.Itoa(n) + ":\n"
+		i := strings.Index(rest, hdr)
+		for i > 0 && rest[i-1] != '\n' {
+			j := strings.Index(rest[i+1:], hdr)
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 {
+			return h
+		}
+		rest = rest[i+len(hdr):]
+		end := len(rest)
+		for _, stop := range []string{"\n\nStep " + strconv.Itoa(n+1) + ":\n", "\n\nTask: "} {
+			if k := strings.Index(rest, stop); k >= 0 && k < end {
+				end = k
+			}
+		}
+		plan := rest[:end]
+		if plan == "(no output)" {
+			plan = ""
+		}
+		h = append(h, plan)
+	}
 }
 
 // skill returns the planner's skill for app.

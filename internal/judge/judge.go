@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/pkg/traj"

@@ -76,7 +76,6 @@ func TestModelRetriesAndDeadlines(t *testing.T) {
 	})
 }
 
-
 // sampling is a complete, valid set of sampling parameters at temperature
 // temp.
 func sampling(temp float64, seed *int64) traj.Sampling {

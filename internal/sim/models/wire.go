@@ -908,7 +908,7 @@ func fakeLogprobs(toks []string, top int, asIDs bool, r *rand.Rand) *wireLogprob
 	for _, t := range toks {
 		u := r.Float64()
 		v := -u * u * u * 3 // mostly confident, sometimes not
-		bs := byteInts(t) // the token's own bytes, whatever it is written as
+		bs := byteInts(t)   // the token's own bytes, whatever it is written as
 		if asIDs {
 			t = fmt.Sprintf("token_id:%d", tokenID(t))
 		}

@@ -215,7 +215,7 @@ func Command() service.Command {
 			fs.Float64(&o.Policy.Sampling.RepetitionPenalty, "repetition-penalty", "CODAPIPE_JUDGE_REPETITION_PENALTY", 1, "repetition_penalty of the votes, > 0 (1: off)")
 			fs.Float64(&o.Policy.Sampling.PresencePenalty, "presence-penalty", "CODAPIPE_JUDGE_PRESENCE_PENALTY", 0, "presence_penalty of the votes in [-2,2] (0: off)")
 			fs.Float64(&o.Policy.Sampling.FrequencyPenalty, "frequency-penalty", "CODAPIPE_JUDGE_FREQUENCY_PENALTY", 0, "frequency_penalty of the votes in [-2,2] (0: off)")
-			fs.Strings(&o.Policy.Sampling.Stop, "stop", "CODAPIPE_JUDGE_STOP", "stop string of the votes (repeatable; default none)")
+			fs.Strings(&o.Policy.Sampling.Stop, "stop", "CODAPIPE_JUDGE_STOP", "stop string of the votes (default none)")
 			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: cast the first vote on frames scaled to fit this size; a failure there is final (e.g. 640x400; empty: off)")
 			fs.Int(&o.Policy.MaxFrames, "max-frames", "CODAPIPE_JUDGE_MAX_FRAMES", DefaultMaxFrames, "most screenshots per call; longer trajectories are subsampled evenly, first and final screen kept")
 			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer has no usable result dict is asked again")

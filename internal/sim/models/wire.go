@@ -756,7 +756,9 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 			msg: fmt.Sprintf("simulated %s failure (injected fault)", e.kind)})
 		return
 	case fault.RateLimit:
-		w.Header().Set("Retry-After", "1")
+		// One simulated second, in whole wall seconds (0 on a fast
+		// clock: the client retries at once, as the simulated time says).
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Round(e.m.cfg.Clock.Real(time.Second).Seconds()))))
 		writeAPIError(w, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded",
 			msg: fmt.Sprintf("simulated %s rate limit (injected fault)", e.kind)})
 		return

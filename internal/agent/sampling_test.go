@@ -82,20 +82,21 @@ func sameSampling(a, b traj.Sampling) bool {
 func TestSamplingSentRecordedAndTokenLevel(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
+		group       int
 		planner     func(*agent.Config)
 		minDistinct float64 // share of steps with at least two different plans
 		maxDistinct float64
 	}{
-		{"defaults", nil, 0.9, 1},
-		{"top_k 1", func(c *agent.Config) {
+		{"defaults", 8, nil, 0.9, 1},
+		{"top_k 1", 2, func(c *agent.Config) {
 			c.PlannerParams = model.Params{Sampling: agent.DefaultPlannerSampling(), LogProbs: true}
 			c.PlannerParams.TopK = 1
 		}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &bodies{}
-			w := startWorldWith(t, 2, 8, func(wc *sim.WorldConfig) { wc.Models.OnRequest = rec.record }, tc.planner)
-			trs := w.runSome(t, func(i int) bool { return i%6 == 0 })
+			w := startWorldWith(t, 2, tc.group, func(wc *sim.WorldConfig) { wc.Models.OnRequest = rec.record }, tc.planner)
+			trs := w.runSome(t, func(i int) bool { return i%12 == 0 })
 			rec.mu.Lock()
 			sent := rec.sent
 			errs := rec.errs

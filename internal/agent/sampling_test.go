@@ -70,7 +70,7 @@ func sameSampling(a, b traj.Sampling) bool {
 	return string(ja) == string(jb)
 }
 
-// TestSamplingSentRecordedAndTokenLevel runs simulated episodes against
+// TestAcceptSamplingSentRecordedAndTokenLevel runs simulated episodes against
 // the simulator's vLLM-like planner, whose generation config has top_k 1:
 // every planner and executor request carries every sampling parameter
 // (the test fails if one is left to the server), the trajectory records
@@ -79,7 +79,7 @@ func sameSampling(a, b traj.Sampling) bool {
 // token ids and log-probabilities of equal, non-zero length, a finish
 // reason and its own completion token count. With top_k 1 sent
 // explicitly the groups collapse: the simulator's greedy path bites.
-func TestSamplingSentRecordedAndTokenLevel(t *testing.T) {
+func TestAcceptSamplingSentRecordedAndTokenLevel(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		group       int

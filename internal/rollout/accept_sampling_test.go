@@ -112,7 +112,7 @@ func TestAcceptSamplingSentRecordedAndVaried(t *testing.T) {
 			if warned != tc.warn || inSummary != tc.warn {
 				t.Fatalf("warned %v (in the summary %v), want %v: %q", warned, inSummary, tc.warn, sum.Warnings)
 			}
-			if tc.warn && len(logs.records("the run's data look wrong")) == 0 {
+			if tc.warn && len(logs.records("planner plans look wrong")) == 0 {
 				t.Error("no WARN log for identical plans")
 			}
 		})

@@ -232,7 +232,11 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		}
 	}
 	for _, w := range warningsOf(sum) {
-		log.Warn("the run's data look wrong", "warning", w)
+		msg := "executor answers look wrong"
+		if strings.Contains(w, "identical plans") {
+			msg = "planner plans look wrong"
+		}
+		log.Warn(msg, "warning", w)
 	}
 	return sum, err
 }

@@ -59,9 +59,10 @@ type Config struct {
 	Store    Store
 	// Group is G: each step asks for G+1 plans; plan 0 is executed.
 	Group int
-	// PlannerParams default to CODA's decoding: temperature 1.0, top_p 0.9,
-	// up to 1500 tokens. ExecutorParams default to greedy (a tiny
-	// temperature, since go-openai drops 0), up to 256 tokens.
+	// PlannerParams default to CODA's decoding (DefaultPlannerSampling)
+	// with log-probabilities and token ids; ExecutorParams to greedy
+	// grounding (DefaultExecutorSampling). Every parameter is sent with
+	// every request. A Seed in them is sent when RequestSeed is nil.
 	PlannerParams, ExecutorParams model.Params
 	// PlannerCoords and ExecutorCoords are the coordinate spaces the two
 	// models write points in; they are recorded in every trajectory. Zero
@@ -121,7 +122,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: group %d: want G >= 0", cfg.Group)
 	}
 	if cfg.PlannerParams.IsZero() {
-		cfg.PlannerParams = model.Params{Sampling: DefaultPlannerSampling()}
+		cfg.PlannerParams = model.Params{Sampling: DefaultPlannerSampling(), LogProbs: true}
 	}
 	if cfg.ExecutorParams.IsZero() {
 		cfg.ExecutorParams = model.Params{Sampling: DefaultExecutorSampling()}
@@ -288,6 +289,9 @@ func (a *Agent) episode(ctx context.Context, ep Episode, t *traj.Trajectory, log
 			return err
 		}
 		if end != nil {
+			if end.Kind == traj.OutcomeContextOverflow {
+				log.Warn("episode ended: the planner's request exceeds its context length", "step", i, "reason", end.Reason)
+			}
 			t.Outcome = *end
 			return nil
 		}
@@ -472,10 +476,18 @@ func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int,
 		return nil, nil, nil, envErr("planner prompt", err)
 	}
 	pp := a.cfg.PlannerParams
-	pp.Seed = a.seed(ep, i, 0)
+	if s := a.seed(ep, i, 0); s != nil {
+		pp.Seed = s
+	}
 	t1 := time.Now()
 	plans, err := a.cfg.Planner.Sample(ctx, msgs, a.cfg.Group+1, pp)
 	a.cfg.Metrics.call("planner", time.Since(t1), err)
+	var co *model.ContextOverflowError
+	if errors.As(err, &co) {
+		// The history outgrew the planner's context: asking again cannot
+		// help, and it is the agent's episode that ends, not the VM's.
+		return nil, nil, &traj.Outcome{Kind: traj.OutcomeContextOverflow, Reason: co.Message}, nil
+	}
 	if err != nil {
 		return nil, nil, nil, envErr("planner", err)
 	}
@@ -562,7 +574,12 @@ func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data,
 		c := &cands[j]
 		c.Index, c.Plan, c.FinishReason = j, p.Content, p.FinishReason
 		c.PlanTokens = traj.Tokens{Prompt: p.PromptTokens, Completion: p.CompletionTokens}
-		c.PlanLogProbs, c.PlanMS = p.LogProbs, p.Latency.Milliseconds()
+		c.PlanLogProbs, c.PlanTokenIDs, c.PlanMS = p.LogProbs, p.TokenIDs, p.Latency.Milliseconds()
+		if len(c.PlanTokenIDs) != len(c.PlanLogProbs) {
+			// The contract pairs them one to one; a server that gave one
+			// without the other gave neither usable.
+			c.PlanLogProbs, c.PlanTokenIDs = nil, nil
+		}
 		parsed, perr := uitars.Parse(p.Content, popt)
 		c.Thought = strings.TrimSpace(parsed.Thought)
 		if c.Thought == "" {
@@ -583,7 +600,9 @@ func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data,
 				return
 			}
 			ep2 := a.cfg.ExecutorParams
-			ep2.Seed = a.seed(ep, step, j+1)
+			if s := a.seed(ep, step, j+1); s != nil {
+				ep2.Seed = s
+			}
 			t0 := time.Now()
 			out, err := a.cfg.Executor.Sample(ctx, msgs, 1, ep2)
 			a.cfg.Metrics.call("executor", time.Since(t0), err)

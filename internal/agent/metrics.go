@@ -15,6 +15,9 @@ type Metrics struct {
 	calls       *prometheus.CounterVec
 	callSeconds *prometheus.HistogramVec
 	candidates  *prometheus.CounterVec
+	// sampled counts the steps with at least two plans, identical those
+	// of them whose plans are all the same text.
+	sampled, identical prometheus.Counter
 }
 
 // NewMetrics creates the agent's metrics and registers them on reg (nil:
@@ -28,6 +31,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		calls:       f.CounterVec("codapipe_agent_model_calls_total", "Model calls (each after its retries), by model (planner, executor) and result (ok, error).", "model", "result"),
 		callSeconds: f.HistogramVec("codapipe_agent_model_seconds", "Duration of one model call, retries included, by model.", prometheus.ExponentialBuckets(0.01, 2, 16), "model"),
 		candidates:  f.CounterVec("codapipe_agent_candidates_total", "Candidates by parse result: action, answer (not grounded), syntax, out_of_range.", "result"),
+		sampled:     f.Counter("codapipe_agent_sampled_steps_total", "Steps whose planner sampled at least two plans (G >= 1)."),
+		identical: f.Counter("codapipe_agent_steps_identical_plans_total",
+			"Steps whose G+1 plans were all textually identical (a group without variance; a high share means greedy sampling: top_k 1, temperature 0 or the server's generation defaults)."),
 	}
 	for _, model := range []string{"planner", "executor"} {
 		m.callSeconds.WithLabelValues(model)
@@ -53,6 +59,12 @@ func (m *Metrics) call(model string, d time.Duration, err error) {
 func (m *Metrics) step(s *traj.Step, d time.Duration) {
 	m.steps.Inc()
 	m.stepSeconds.Observe(d.Seconds())
+	if len(s.Candidates) >= 2 {
+		m.sampled.Inc()
+		if IdenticalPlans(s) {
+			m.identical.Inc()
+		}
+	}
 	for _, c := range s.Candidates {
 		switch {
 		case c.ParseErrorKind != "":
@@ -63,4 +75,18 @@ func (m *Metrics) step(s *traj.Step, d time.Duration) {
 			m.candidates.WithLabelValues("action").Inc()
 		}
 	}
+}
+
+// IdenticalPlans reports whether a step's plans (two or more) are all the
+// same text: a step whose group cannot have any variance.
+func IdenticalPlans(s *traj.Step) bool {
+	if len(s.Candidates) < 2 {
+		return false
+	}
+	for _, c := range s.Candidates[1:] {
+		if c.Plan != s.Candidates[0].Plan {
+			return false
+		}
+	}
+	return true
 }

@@ -50,8 +50,6 @@ type Limits struct {
 	Backoff        time.Duration
 	// APIKey is sent as a bearer token to every endpoint.
 	APIKey string
-	// MaxTokens bounds one answer (0: the server's limit).
-	MaxTokens int
 }
 
 // endpoint is one judge endpoint with its limits: a call holds one of

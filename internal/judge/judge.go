@@ -16,9 +16,8 @@ import (
 	"strconv"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -255,6 +254,8 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 		Model: ep.spec.Model, Endpoint: ep.spec.URL, Resolution: p.resolution,
 		Temperature: pol.Temperature(i), TopP: pol.TopP(i),
 	}
+	vs := pol.VoteSampling(i)
+	v.Sampling = &vs
 	for a := 1; a <= 1+pol.MalformedRetries; a++ {
 		key := CallKey(t.ID, j.verID, i, a)
 		call, ok, err := j.cached(ctx, key)
@@ -309,14 +310,10 @@ func (j *Judge) cached(ctx context.Context, key string) (Call, bool, error) {
 // from a server that honours seeds, and each attempt samples a new one.
 func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, vote, attempt int, id string) (Call, error) {
 	tag := fmt.Sprintf("%s/%s/v%d/a%d", id, j.verID, vote, attempt)
-	seed := seedOf(tag)
-	req := openai.ChatCompletionRequest{
-		Temperature: float32(j.cfg.Policy.Temperature(vote)),
-		TopP:        float32(j.cfg.Policy.TopP(vote)),
-		MaxTokens:   j.cfg.Limits.MaxTokens,
-		Seed:        &seed,
-		User:        tag,
-	}
+	seed := int64(seedOf(tag))
+	sp := j.cfg.Policy.VoteSampling(vote)
+	sp.Seed = &seed
+	req := model.Request{Encoded: p.msgs, N: 1, Params: model.Params{Sampling: sp}, User: tag}
 	if err := ep.acquire(ctx); err != nil {
 		return Call{}, err
 	}
@@ -324,9 +321,9 @@ func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, vote, attempt in
 	j.cfg.Metrics.flight(ep.spec.URL, 1)
 	defer j.cfg.Metrics.flight(ep.spec.URL, -1)
 	start := time.Now()
-	resp, err := ep.model.CompleteEncoded(ctx, req, p.msgs)
+	answers, err := ep.model.Chat(ctx, req)
 	d := time.Since(start)
-	if err == nil && len(resp.Choices) == 0 {
+	if err == nil && len(answers) == 0 {
 		err = errors.New("the answer has no choices")
 	}
 	j.cfg.Metrics.call(ep.spec.URL, d, err)
@@ -334,7 +331,7 @@ func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, vote, attempt in
 		return Call{}, err
 	}
 	return Call{
-		Raw: resp.Choices[0].Message.Content, Model: ep.spec.Model, Endpoint: ep.spec.URL,
+		Raw: answers[0].Content, Model: ep.spec.Model, Endpoint: ep.spec.URL,
 		Resolution: p.resolution, LatencyMS: d.Milliseconds(), At: time.Now().UTC(),
 	}, nil
 }

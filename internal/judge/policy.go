@@ -35,6 +35,11 @@ type Policy struct {
 	// order; a list shorter than Votes repeats its last value.
 	Temperatures []float64
 	TopPs        []float64
+	// Sampling are the votes' other sampling parameters, sent explicitly
+	// with every call (top_k, min_p, repetition_penalty, presence and
+	// frequency penalties, max_tokens, stop); its Temperature and TopP are
+	// replaced by each vote's, and each call has its own seed.
+	Sampling traj.Sampling
 	// LowRes, when set, makes vote 0 a low-resolution pass: the frames
 	// are scaled down to fit in LowRes, and a failure there is a failure
 	// without full-resolution votes.
@@ -51,11 +56,30 @@ type Policy struct {
 	NoEarlyExit bool
 }
 
-// DefaultPolicy is CODA's: unanimous@4, temperature 1.0, top_p 0.6, no
-// low-resolution pass, 16 frames, 2 re-asks of a malformed answer.
+// DefaultPolicy is CODA's: unanimous@4, temperature 1.0, top_p 0.6
+// (every other filter off: top_k -1, min_p 0, no penalties), answers of
+// at most 4096 tokens, no low-resolution pass, 16 frames, 2 re-asks of a
+// malformed answer.
 func DefaultPolicy() Policy {
 	return Policy{Votes: 4, Rule: Unanimous, Temperatures: []float64{1.0}, TopPs: []float64{0.6},
+		Sampling:  DefaultSampling(),
 		MaxFrames: DefaultMaxFrames, MalformedRetries: 2}
+}
+
+// DefaultSampling are the judge's default sampling parameters besides
+// the per-vote temperature and top_p.
+func DefaultSampling() traj.Sampling {
+	return traj.Sampling{Temperature: 1, TopP: 0.6, TopK: -1, RepetitionPenalty: 1, MaxTokens: 4096}
+}
+
+// VoteSampling is what vote i's calls send: Sampling with the vote's
+// temperature and top_p.
+func (p Policy) VoteSampling(i int) traj.Sampling {
+	s := p.Sampling
+	s.Temperature, s.TopP = p.Temperature(i), p.TopP(i)
+	s.Stop = slices.Clone(s.Stop)
+	s.Seed = nil
+	return s
 }
 
 // Validate names each setting that cannot be used.
@@ -71,8 +95,8 @@ func (p Policy) Validate() error {
 		errs = append(errs, fmt.Errorf("--temperature: want 1 to %d values (one per vote), got %d", max(p.Votes, 1), len(p.Temperatures)))
 	}
 	for _, t := range p.Temperatures {
-		if !(t > 0 && t <= 2) {
-			errs = append(errs, fmt.Errorf("--temperature %v: want a value in (0, 2] (go-openai drops 0: use 0.01 for greedy)", t))
+		if !(t >= 0 && t <= 2) {
+			errs = append(errs, fmt.Errorf("--temperature %v: want a value in [0, 2] (0 is greedy)", t))
 		}
 	}
 	if len(p.TopPs) == 0 || len(p.TopPs) > max(p.Votes, 1) {
@@ -83,6 +107,11 @@ func (p Policy) Validate() error {
 			errs = append(errs, fmt.Errorf("--top-p %v: want a value in (0, 1]", t))
 		}
 	}
+	s := p.Sampling
+	s.Temperature, s.TopP = 1, 1 // checked per vote above
+	if err := s.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("--%s: %w", flagOf(err), err))
+	}
 	if p.MaxFrames < 2 {
 		errs = append(errs, fmt.Errorf("--max-frames %d: want at least 2 (the first and the final screen)", p.MaxFrames))
 	}
@@ -90,6 +119,14 @@ func (p Policy) Validate() error {
 		errs = append(errs, fmt.Errorf("--malformed-retries %d: want 0..10", p.MalformedRetries))
 	}
 	return errors.Join(errs...)
+}
+
+// flagOf names the judge flag of the parameter a traj.Sampling.Check
+// error names ("sampling: top_k = ..." → "top-k").
+func flagOf(err error) string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "sampling: "), " ")
+	name, _, _ = strings.Cut(name, "[")
+	return strings.ReplaceAll(name, "_", "-")
 }
 
 func at(xs []float64, i int) float64 {
@@ -120,6 +157,27 @@ func (p Policy) String() string {
 	}
 	fmt.Fprintf(&b, " frames=%d temperature=%s top_p=%s malformed_retries=%d",
 		p.MaxFrames, floats(p.Temperatures), floats(p.TopPs), p.MalformedRetries)
+	// The other sampling parameters, when they differ from the defaults
+	// (so that the judge version of a default policy stays what it was).
+	d, s := DefaultSampling(), p.Sampling
+	if s.TopK != d.TopK {
+		fmt.Fprintf(&b, " top_k=%d", s.TopK)
+	}
+	for _, f := range []struct {
+		name   string
+		v, def float64
+	}{{"min_p", s.MinP, d.MinP}, {"repetition_penalty", s.RepetitionPenalty, d.RepetitionPenalty},
+		{"presence_penalty", s.PresencePenalty, d.PresencePenalty}, {"frequency_penalty", s.FrequencyPenalty, d.FrequencyPenalty}} {
+		if f.v != f.def {
+			fmt.Fprintf(&b, " %s=%s", f.name, strconv.FormatFloat(f.v, 'g', -1, 64))
+		}
+	}
+	if s.MaxTokens != d.MaxTokens {
+		fmt.Fprintf(&b, " max_tokens=%d", s.MaxTokens)
+	}
+	if len(s.Stop) > 0 {
+		fmt.Fprintf(&b, " stop=%q", s.Stop)
+	}
 	return b.String()
 }
 

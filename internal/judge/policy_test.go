@@ -130,9 +130,18 @@ func TestPolicyValidateAndString(t *testing.T) {
 	if noEarly.String() != p.String() {
 		t.Error("early exit does not change decisions and must not change the judge version")
 	}
-	bad := Policy{Votes: 0, Rule: "most", Temperatures: []float64{0}, TopPs: []float64{1.5}, MaxFrames: 1, MalformedRetries: -1}
+	if p.VoteSampling(1).Temperature != 0.7 || p.VoteSampling(1).TopK != -1 || p.VoteSampling(1).MaxTokens != 4096 {
+		t.Errorf("VoteSampling(1) = %+v", p.VoteSampling(1))
+	}
+	greedy := DefaultPolicy()
+	greedy.Temperatures = []float64{0} // sent as it is now: no 0.01 stand-in
+	if err := greedy.Validate(); err != nil {
+		t.Errorf("temperature 0: %v", err)
+	}
+	bad := Policy{Votes: 0, Rule: "most", Temperatures: []float64{-1}, TopPs: []float64{1.5}, MaxFrames: 1, MalformedRetries: -1,
+		Sampling: traj.Sampling{TopK: -2, RepetitionPenalty: 1, MaxTokens: 1}}
 	err := bad.Validate()
-	for _, want := range []string{"--votes", "--rule", "--temperature", "--top-p", "--max-frames", "--malformed-retries"} {
+	for _, want := range []string{"--votes", "--rule", "--temperature", "--top-p", "--top-k", "--max-frames", "--malformed-retries"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate does not name %s: %v", want, err)
 		}

@@ -130,12 +130,69 @@ type Record struct {
 	// Grounding counts the executor's answers (absent in records written
 	// before it was kept).
 	Grounding Grounding `json:"grounding,omitzero"`
+	// Plans counts how varied the planner's plans were (absent in records
+	// written before it was kept).
+	Plans PlanVariety `json:"plans,omitzero"`
+}
+
+// PlanVariety counts the steps of trajectories by how varied their plans
+// are: a step whose plans are all the same text has a group without
+// variance, whose advantages are all 0.
+type PlanVariety struct {
+	// Sampled steps have two or more plans; Identical of them have all
+	// their G+1 plans textually identical.
+	Sampled   int `json:"sampled_steps"`
+	Identical int `json:"identical_steps"`
+	// Groups are the steps with a group of two or more plans (plans
+	// 1..G, G >= 2); Varied of them have at least two different plans in
+	// the group.
+	Groups int `json:"groups"`
+	Varied int `json:"varied_groups"`
+}
+
+// Add adds o's counts to v.
+func (v *PlanVariety) Add(o PlanVariety) {
+	v.Sampled += o.Sampled
+	v.Identical += o.Identical
+	v.Groups += o.Groups
+	v.Varied += o.Varied
+}
+
+// PlanVarietyOf counts a trajectory's steps by how varied their plans are.
+func PlanVarietyOf(t *traj.Trajectory) PlanVariety {
+	var v PlanVariety
+	for _, s := range t.Steps {
+		c := s.Candidates
+		if len(c) < 2 {
+			continue
+		}
+		v.Sampled++
+		if allSame(c) {
+			v.Identical++
+		}
+		if len(c) >= 3 {
+			v.Groups++
+			if !allSame(c[1:]) {
+				v.Varied++
+			}
+		}
+	}
+	return v
+}
+
+func allSame(c []traj.Candidate) bool {
+	for _, x := range c[1:] {
+		if x.Plan != c[0].Plan {
+			return false
+		}
+	}
+	return true
 }
 
 // RecordOf summarises a trajectory for the ledger.
 func RecordOf(t *traj.Trajectory) Record {
 	r := Record{ID: t.ID, Outcome: t.Outcome.Kind, Passed: t.Eval != nil && t.Eval.Passed, Steps: len(t.Steps),
-		Grounding: GroundingOf(t)}
+		Grounding: GroundingOf(t), Plans: PlanVarietyOf(t)}
 	if t.Outcome.Kind != traj.OutcomeEnvError {
 		r.Unscored = t.Eval == nil || t.Eval.Error != "" || len(t.Eval.Unsupported) > 0
 	}

@@ -1,9 +1,12 @@
 // Package model is the client of the OpenAI-compatible chat endpoints the
-// pipeline calls (planner, executor, judge): retries with backoff on 429,
-// 5xx and transport errors, a deadline on every attempt, sampling
-// parameters, n answers per request with a fallback for servers that
-// ignore n, and pre-encoded requests for callers that send the same images
-// several times.
+// pipeline calls (planner, executor, judge): one request encoder that
+// sends every sampling parameter explicitly (vLLM's extras too), answers
+// read per choice with their log-probabilities, token ids, finish reason
+// and own token count, retries with backoff on 429, 5xx and transport
+// errors (honouring Retry-After), a deadline on every attempt, context
+// overflows as ErrContextOverflow, n answers per request with a fallback
+// for servers that ignore n, and pre-encoded messages for callers that
+// send the same images several times.
 package model
 
 import (
@@ -15,9 +18,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,17 +49,26 @@ type Config struct {
 	Backoff time.Duration
 	// HTTPClient overrides the transport (tests).
 	HTTPClient *http.Client
+	// Sleep waits between attempts (nil: clock.Sleep); tests pass one
+	// that records the waits.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Client is a chat endpoint with retries and a deadline on every attempt.
 type Client struct {
 	cfg Config
-	c   *openai.Client
 	log *slog.Logger
-	// For CompleteEncoded: the endpoint's base URL without a final
-	// slash, the API key and the HTTP client go-openai uses too.
+	// The endpoint's base URL without a final slash, the API key and
+	// the HTTP client.
 	base, key string
 	hc        *http.Client
+}
+
+func (m *Client) sleep(ctx context.Context, d time.Duration) error {
+	if m.cfg.Sleep != nil {
+		return m.cfg.Sleep(ctx, d)
+	}
+	return clock.Sleep(ctx, d)
 }
 
 // New returns a client for cfg.
@@ -78,17 +92,14 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if key == "" {
 		key = "EMPTY"
 	}
-	oc := openai.DefaultConfig(key)
-	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
-	} else {
+	hc := cfg.HTTPClient
+	if hc == nil {
 		// The per-attempt context is the deadline; the client keeps a
 		// generous backstop so no call is unbounded even without one.
-		oc.HTTPClient = &http.Client{Timeout: cfg.AttemptTimeout + 10*time.Second}
+		hc = &http.Client{Timeout: cfg.AttemptTimeout + 10*time.Second}
 	}
-	return &Client{cfg: cfg, c: openai.NewClientWithConfig(oc), log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
-		base: oc.BaseURL, key: key, hc: oc.HTTPClient.(*http.Client)}, nil
+	return &Client{cfg: cfg, log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
+		base: strings.TrimRight(cfg.BaseURL, "/"), key: key, hc: hc}, nil
 }
 
 // Name is the model name.
@@ -116,89 +127,368 @@ func (p Params) IsZero() bool {
 
 // Choice is one sampled answer.
 type Choice struct {
-	Content          string
-	FinishReason     string
-	PromptTokens     int
-	CompletionTokens int
-	LogProbs         []float64
-	Latency          time.Duration // of the request that produced it
+	Content      string
+	FinishReason string // "stop", "length", ...; empty when the server gave none
+	PromptTokens int
+	// CompletionTokens is this answer's own token count: the number of its
+	// token ids or log-probabilities when the server gave them; else the
+	// request's completion tokens divided by its answers, and then
+	// CompletionTokensEstimated is set.
+	CompletionTokens          int
+	CompletionTokensEstimated bool
+	// LogProbs are the answer's per-token log-probabilities and TokenIDs
+	// the ids of those tokens (same length); nil when not asked for or
+	// when the server could not give them.
+	LogProbs []float64
+	TokenIDs []int32
+	Latency  time.Duration // of the request that produced it
 }
 
-// Complete sends one request, retrying retryable failures with backoff.
-// Every attempt has its own deadline; ctx bounds the whole call.
-func (m *Client) Complete(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	req.Model = m.cfg.Model
-	return m.retry(ctx, func(actx context.Context) (openai.ChatCompletionResponse, error) {
-		return m.c.CreateChatCompletion(actx, req)
-	})
+// Request is one chat completion request.
+type Request struct {
+	// Messages are the chat messages; or Encoded is their JSON array,
+	// spliced into the body as it is (a caller that sends the same
+	// megabytes of images several times, the judge's votes, encodes them
+	// once). Exactly one of the two is set.
+	Messages []openai.ChatCompletionMessage
+	Encoded  []byte
+	// N is the number of answers asked for (0 means 1).
+	N int
+	// Params are the decoding parameters; every sampling parameter is
+	// sent, whatever its value.
+	Params Params
+	// User is the OpenAI "user" field (a tag for the server's logs);
+	// empty sends none.
+	User string
 }
 
-// CompleteEncoded is Complete for a request whose messages are already
-// encoded: messages is their JSON array, spliced into the body as it is;
-// req.Messages must be empty. A caller that sends the same megabytes of
-// images several times with other sampling settings (the judge's votes)
-// encodes them once. Errors are those of Complete (*openai.APIError for
-// an error answer), and so are the retries.
-func (m *Client) CompleteEncoded(ctx context.Context, req openai.ChatCompletionRequest, messages []byte) (openai.ChatCompletionResponse, error) {
-	if len(req.Messages) > 0 {
-		return openai.ChatCompletionResponse{}, errors.New("model: CompleteEncoded: req.Messages must be empty")
+// chatBody is the JSON body of a chat completion request as this client
+// sends it. No sampling field has omitempty: a zero temperature, a
+// top_k of -1 or an empty stop list is sent as it is, so the server's
+// generation defaults never fill a gap.
+//
+// The vLLM names are those of ChatCompletionRequest in vLLM's
+// vllm/entrypoints/openai/chat_completion/protocol.py (vllm-project/vllm
+// at commit d5dba2d7b0ab9b98096560c69db7126b54b14d79): top_k, min_p and
+// repetition_penalty are its sampling extras; with logprobs true,
+// return_token_ids makes each choice carry "token_ids" (the completion's
+// token ids) and return_tokens_as_token_ids writes every logprob entry's
+// token as "token_id:N", which older servers without return_token_ids
+// also understand.
+type chatBody struct {
+	Model             string          `json:"model"`
+	Messages          json.RawMessage `json:"messages"`
+	N                 int             `json:"n"`
+	Temperature       float64         `json:"temperature"`
+	TopP              float64         `json:"top_p"`
+	TopK              int             `json:"top_k"`
+	MinP              float64         `json:"min_p"`
+	RepetitionPenalty float64         `json:"repetition_penalty"`
+	PresencePenalty   float64         `json:"presence_penalty"`
+	FrequencyPenalty  float64         `json:"frequency_penalty"`
+	MaxTokens         int             `json:"max_tokens"`
+	Seed              *int64          `json:"seed,omitempty"`
+	Stop              []string        `json:"stop"`
+	LogProbs          bool            `json:"logprobs"`
+	TopLogProbs       *int            `json:"top_logprobs,omitempty"`
+	ReturnTokenIDs    *bool           `json:"return_token_ids,omitempty"`
+	TokensAsIDs       *bool           `json:"return_tokens_as_token_ids,omitempty"`
+	User              string          `json:"user,omitempty"`
+}
+
+// SamplingKeys are the JSON keys of the sampling parameters every request
+// carries (seed only when one is set).
+var SamplingKeys = []string{"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+	"presence_penalty", "frequency_penalty", "max_tokens", "stop", "logprobs"}
+
+// Encode returns the JSON body of r for the model m serves.
+func (m *Client) Encode(r Request) ([]byte, error) {
+	if (len(r.Messages) > 0) == (len(r.Encoded) > 0) {
+		return nil, fmt.Errorf("%s: a request needs its messages, either as Messages or as Encoded (got %d messages and %d encoded bytes)", m.cfg.Model, len(r.Messages), len(r.Encoded))
 	}
-	req.Model = m.cfg.Model
-	// The request without its "messages" key: a nil field at the top
-	// level hides the embedded one.
-	rest, err := json.Marshal(struct {
-		Messages *struct{} `json:"messages,omitempty"`
-		openai.ChatCompletionRequest
-	}{ChatCompletionRequest: req})
+	if err := r.Params.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.cfg.Model, err)
+	}
+	msgs := json.RawMessage(r.Encoded)
+	if len(r.Messages) > 0 {
+		b, err := json.Marshal(r.Messages)
+		if err != nil {
+			return nil, fmt.Errorf("%s: encode messages: %w", m.cfg.Model, err)
+		}
+		msgs = b
+	}
+	p := r.Params
+	b := chatBody{
+		Model: m.cfg.Model, Messages: msgs, N: max(r.N, 1),
+		Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,
+		RepetitionPenalty: p.RepetitionPenalty, PresencePenalty: p.PresencePenalty, FrequencyPenalty: p.FrequencyPenalty,
+		MaxTokens: p.MaxTokens, Seed: p.Seed, Stop: p.Stop, LogProbs: p.LogProbs, User: r.User,
+	}
+	if b.Stop == nil {
+		b.Stop = []string{}
+	}
+	if p.LogProbs {
+		zero, yes := 0, true
+		b.TopLogProbs, b.ReturnTokenIDs, b.TokensAsIDs = &zero, &yes, &yes
+	}
+	out, err := json.Marshal(b)
 	if err != nil {
-		return openai.ChatCompletionResponse{}, fmt.Errorf("%s: encode request: %w", m.cfg.Model, err)
+		return nil, fmt.Errorf("%s: encode request: %w", m.cfg.Model, err)
 	}
-	// {"messages":<messages>,<the other fields>}
-	body := make([]byte, 0, len(messages)+len(rest)+16)
-	body = append(body, `{"messages":`...)
-	body = append(body, messages...)
-	if len(rest) > 2 {
-		body = append(body, ',')
-		body = append(body, rest[1:]...)
-	} else {
-		body = append(body, '}')
+	return out, nil
+}
+
+// Chat sends r, retrying retryable failures, and returns its answers as
+// the server gave them (Sample also makes up for servers that ignore n).
+// Every attempt has its own deadline; ctx bounds the whole call. A 400
+// saying the context length was exceeded is an error that Is
+// ErrContextOverflow and is not retried; other error answers come back as
+// *openai.APIError (or *openai.RequestError for a body that is not an
+// OpenAI error).
+func (m *Client) Chat(ctx context.Context, r Request) ([]Choice, error) {
+	body, err := m.Encode(r)
+	if err != nil {
+		return nil, err
 	}
-	return m.retry(ctx, func(actx context.Context) (openai.ChatCompletionResponse, error) {
-		return m.post(actx, body)
-	})
+	start := time.Now()
+	resp, err := m.retry(ctx, func(actx context.Context) (*chatResponse, error) { return m.post(actx, body) })
+	if err != nil {
+		return nil, err
+	}
+	return resp.choices(time.Since(start)), nil
+}
+
+// chatResponse is the part of a chat completion answer this client reads.
+type chatResponse struct {
+	Choices []struct {
+		Index   int `json:"index"`
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+		Logprobs     *struct {
+			Content []struct {
+				Token   string  `json:"token"`
+				Logprob float64 `json:"logprob"`
+			} `json:"content"`
+		} `json:"logprobs"`
+		// TokenIDs are vLLM's completion token ids (return_token_ids).
+		TokenIDs []int64 `json:"token_ids"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// choices turns the answer into Choices; lat is the request's latency.
+func (r *chatResponse) choices(lat time.Duration) []Choice {
+	out := make([]Choice, 0, len(r.Choices))
+	for _, c := range r.Choices {
+		ch := Choice{PromptTokens: r.Usage.PromptTokens, Latency: lat}
+		if c.Message.Content != nil {
+			ch.Content = *c.Message.Content
+		}
+		if c.FinishReason != nil {
+			ch.FinishReason = *c.FinishReason
+		}
+		var toks []string
+		if c.Logprobs != nil {
+			ch.LogProbs = make([]float64, len(c.Logprobs.Content))
+			toks = make([]string, len(c.Logprobs.Content))
+			for i, lp := range c.Logprobs.Content {
+				ch.LogProbs[i], toks[i] = lp.Logprob, lp.Token
+			}
+		}
+		ch.TokenIDs = tokenIDs(c.TokenIDs, toks)
+		switch {
+		case ch.TokenIDs != nil:
+			ch.CompletionTokens = len(ch.TokenIDs)
+		case len(ch.LogProbs) > 0:
+			ch.CompletionTokens = len(ch.LogProbs)
+		default:
+			// The usage covers the whole request: without per-choice
+			// tokens the completion is split evenly, and marked so.
+			ch.CompletionTokens = r.Usage.CompletionTokens / max(len(r.Choices), 1)
+			ch.CompletionTokensEstimated = true
+		}
+		if len(ch.LogProbs) == 0 {
+			ch.LogProbs = nil
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// tokenIDs returns a choice's completion token ids: the server's
+// token_ids when they fit int32 and, with log-probabilities, are as many
+// as those; else the ids written into the logprob tokens ("token_id:N",
+// return_tokens_as_token_ids); else nil.
+func tokenIDs(ids []int64, toks []string) []int32 {
+	if len(ids) > 0 && (len(toks) == 0 || len(toks) == len(ids)) {
+		out := make([]int32, len(ids))
+		ok := true
+		for i, id := range ids {
+			if id < 0 || id > math.MaxInt32 {
+				ok = false
+				break
+			}
+			out[i] = int32(id)
+		}
+		if ok {
+			return out
+		}
+	}
+	if len(toks) == 0 {
+		return nil
+	}
+	out := make([]int32, len(toks))
+	for i, t := range toks {
+		id, ok := ParseTokenID(t)
+		if !ok {
+			return nil
+		}
+		out[i] = id
+	}
+	return out
+}
+
+// ParseTokenID reads a logprob token written as "token_id:N" (vLLM's
+// return_tokens_as_token_ids), N a non-negative decimal that fits int32.
+func ParseTokenID(tok string) (int32, bool) {
+	s, ok := strings.CutPrefix(tok, "token_id:")
+	if !ok || s == "" || len(s) > 10 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// ErrContextOverflow is what a request that outgrew the model's context
+// length fails with (test with errors.Is); retrying cannot help.
+var ErrContextOverflow = errors.New("the request exceeds the model's context length")
+
+// ContextOverflowError is a 400 answer saying the context length was
+// exceeded; it Is ErrContextOverflow. Message is the server's.
+type ContextOverflowError struct {
+	Message string
+}
+
+func (e *ContextOverflowError) Error() string {
+	return "context length exceeded (HTTP 400): " + e.Message
+}
+
+// Is reports whether target is ErrContextOverflow.
+func (e *ContextOverflowError) Is(target error) bool { return target == ErrContextOverflow }
+
+// contextOverflow reports whether a 400's message says the prompt and
+// completion do not fit the model's context. vLLM's wordings: "This
+// model's maximum context length is N tokens. However, you requested ..."
+// (vllm/entrypoints/openai/serving_engine.py, older releases); "You passed
+// N input tokens and requested M output tokens. However, the model's
+// context length is only T tokens, ..." (vllm/renderers/params.py at
+// commit 017638d70159114c71e4c28cc95f54c3f7699079); "The decoder prompt
+// (length N) is longer than the maximum model length of M"
+// (vllm/v1/engine).
+func contextOverflow(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"maximum context length", "context length is only", "longer than the maximum model length", "context_length_exceeded"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfterError is a 429 or 503 answer with a Retry-After header.
+type retryAfterError struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// MaxRetryAfter bounds the wait a Retry-After header can ask for.
+const MaxRetryAfter = 60 * time.Second
+
+// parseRetryAfter reads a Retry-After value: seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s < 0 {
+			return 0, false
+		}
+		if s > int64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter, true
+		}
+		return time.Duration(s) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
 }
 
 // post sends one encoded chat completion request.
-func (m *Client) post(ctx context.Context, body []byte) (openai.ChatCompletionResponse, error) {
-	var out openai.ChatCompletionResponse
+func (m *Client) post(ctx context.Context, body []byte) (*chatResponse, error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set("Authorization", "Bearer "+m.key)
 	resp, err := m.hc.Do(hreq)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	if resp.StatusCode >= 400 {
+		var answer error
 		var er openai.ErrorResponse
 		if json.Unmarshal(data, &er) == nil && er.Error != nil {
 			er.Error.HTTPStatusCode, er.Error.HTTPStatus = resp.StatusCode, resp.Status
-			return out, er.Error
+			answer = er.Error
+			if resp.StatusCode == http.StatusBadRequest && contextOverflow(er.Error.Message) {
+				return nil, &ContextOverflowError{Message: er.Error.Message}
+			}
+		} else {
+			if resp.StatusCode == http.StatusBadRequest && contextOverflow(string(data)) {
+				return nil, &ContextOverflowError{Message: strings.TrimSpace(string(data))}
+			}
+			answer = &openai.RequestError{HTTPStatus: resp.Status, HTTPStatusCode: resp.StatusCode, Err: fmt.Errorf("error answer: %.200q", data), Body: data}
 		}
-		return out, &openai.RequestError{HTTPStatus: resp.Status, HTTPStatusCode: resp.StatusCode, Err: fmt.Errorf("error answer: %.200q", data), Body: data}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				return nil, &retryAfterError{err: answer, wait: d}
+			}
+		}
+		return nil, answer
 	}
+	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
-		return out, fmt.Errorf("%s: decode answer: %w", m.cfg.Model, err)
+		return nil, fmt.Errorf("%s: decode answer: %w", m.cfg.Model, err)
 	}
-	return out, nil
+	return &out, nil
 }
 
 // maxAnswerBytes bounds an answer read by post.
@@ -207,7 +497,7 @@ const maxAnswerBytes = 64 << 20
 // retry runs attempt until it succeeds, fails in a way that retrying
 // cannot fix, or Attempts are used up, with a deadline per attempt and
 // backoff with jitter between attempts.
-func (m *Client) retry(ctx context.Context, attempt func(context.Context) (openai.ChatCompletionResponse, error)) (openai.ChatCompletionResponse, error) {
+func (m *Client) retry(ctx context.Context, attempt func(context.Context) (*chatResponse, error)) (*chatResponse, error) {
 	var last error
 	for n := 1; n <= m.cfg.Attempts; n++ {
 		actx, cancel := context.WithTimeout(ctx, m.cfg.AttemptTimeout)
@@ -217,19 +507,28 @@ func (m *Client) retry(ctx context.Context, attempt func(context.Context) (opena
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return resp, fmt.Errorf("%s: %w", m.cfg.Model, ctx.Err())
+			return nil, fmt.Errorf("%s: %w", m.cfg.Model, ctx.Err())
 		}
 		last = err
 		if !retryable(err, actx) || n == m.cfg.Attempts {
 			break
 		}
 		wait := m.backoff(n)
+		var ra *retryAfterError
+		if errors.As(err, &ra) {
+			// The server said when to come back: its wait, bounded by
+			// MaxRetryAfter and by what is left of ctx.
+			wait = min(ra.wait, MaxRetryAfter)
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+				wait = max(time.Until(dl), 0)
+			}
+		}
 		m.log.Warn("model call failed; retrying", "attempt", n, "wait", wait, "err", err)
-		if err := clock.Sleep(ctx, wait); err != nil {
-			return openai.ChatCompletionResponse{}, fmt.Errorf("%s: %w", m.cfg.Model, err)
+		if err := m.sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.cfg.Model, err)
 		}
 	}
-	return openai.ChatCompletionResponse{}, fmt.Errorf("%s at %s: %w", m.cfg.Model, m.cfg.BaseURL, last)
+	return nil, fmt.Errorf("%s at %s: %w", m.cfg.Model, m.cfg.BaseURL, last)
 }
 
 func (m *Client) backoff(attempt int) time.Duration {
@@ -242,6 +541,9 @@ func (m *Client) backoff(attempt int) time.Duration {
 
 // retryable reports whether a failed attempt may succeed when repeated.
 func retryable(err error, attemptCtx context.Context) bool {
+	if errors.Is(err, ErrContextOverflow) {
+		return false
+	}
 	var api *openai.APIError
 	if errors.As(err, &api) {
 		return api.HTTPStatusCode == http.StatusTooManyRequests || api.HTTPStatusCode >= 500
@@ -259,18 +561,15 @@ func retryable(err error, attemptCtx context.Context) bool {
 
 // Sample asks for n answers to msgs in one request; when the server
 // returns fewer (some ignore n), the rest are requested concurrently, one
-// per request.
+// per request (each with its own seed when p has one).
 func (m *Client) Sample(ctx context.Context, msgs []openai.ChatCompletionMessage, n int, p Params) ([]Choice, error) {
 	if n < 1 {
 		n = 1
 	}
-	req := request(msgs, n, p)
-	start := time.Now()
-	resp, err := m.Complete(ctx, req)
+	out, err := m.Chat(ctx, Request{Messages: msgs, N: n, Params: p})
 	if err != nil {
 		return nil, err
 	}
-	out := choices(resp, time.Since(start))
 	if len(out) >= n {
 		return out[:n], nil
 	}
@@ -283,18 +582,12 @@ func (m *Client) Sample(ctx context.Context, msgs []openai.ChatCompletionMessage
 		wg.Add(1)
 		go func() { // owned: waited for below
 			defer wg.Done()
-			r := request(msgs, 1, p)
+			q := p
 			if p.Seed != nil {
-				s := int(*p.Seed) + len(out) + i
-				r.Seed = &s
+				s := *p.Seed + int64(len(out)+i)
+				q.Seed = &s
 			}
-			t0 := time.Now()
-			resp, err := m.Complete(ctx, r)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			extra[i] = choices(resp, time.Since(t0))
+			extra[i], errs[i] = m.Chat(ctx, Request{Messages: msgs, N: 1, Params: q})
 		}()
 	}
 	wg.Wait()
@@ -308,46 +601,6 @@ func (m *Client) Sample(ctx context.Context, msgs []openai.ChatCompletionMessage
 		out = append(out, e[0])
 	}
 	return out, nil
-}
-
-func request(msgs []openai.ChatCompletionMessage, n int, p Params) openai.ChatCompletionRequest {
-	r := openai.ChatCompletionRequest{
-		Messages:    msgs,
-		N:           n,
-		Temperature: float32(p.Temperature),
-		TopP:        float32(p.TopP),
-		MaxTokens:   p.MaxTokens,
-		LogProbs:    p.LogProbs,
-		Stop:        p.Stop,
-	}
-	if p.Seed != nil {
-		s := int(*p.Seed)
-		r.Seed = &s
-	}
-	return r
-}
-
-func choices(resp openai.ChatCompletionResponse, lat time.Duration) []Choice {
-	out := make([]Choice, 0, len(resp.Choices))
-	n := max(len(resp.Choices), 1)
-	for _, c := range resp.Choices {
-		ch := Choice{
-			Content:      c.Message.Content,
-			FinishReason: string(c.FinishReason),
-			// Usage covers the whole request: the prompt is shared, the
-			// completion tokens are split evenly when not reported per choice.
-			PromptTokens:     resp.Usage.PromptTokens,
-			CompletionTokens: resp.Usage.CompletionTokens / n,
-			Latency:          lat,
-		}
-		if c.LogProbs != nil {
-			for _, lp := range c.LogProbs.Content {
-				ch.LogProbs = append(ch.LogProbs, lp.LogProb)
-			}
-		}
-		out = append(out, ch)
-	}
-	return out
 }
 
 // DataURI encodes a PNG as a data URI, the way chat messages carry images.

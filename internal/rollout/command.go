@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/sched"
@@ -53,6 +54,9 @@ type Options struct {
 	TimeScale float64 // with Sim: wall time per simulated second
 	Planner   model.Config
 	Executor  model.Config
+	// PlannerSampling and ExecutorSampling are sent with every request
+	// to the two models (zero: the agent's defaults).
+	PlannerSampling, ExecutorSampling traj.Sampling
 	// PlannerCoords and ExecutorCoords are the coordinate spaces the two
 	// models write points in (uitars.ParseCoords; empty: grid1000 for the
 	// planner, pixels-resized for the executor). With Sim, the simulated
@@ -76,6 +80,10 @@ type Options struct {
 	// reset, health check, stop); zero fields keep vmpool's defaults. A
 	// --pool file sets its own timeouts.
 	SimTimeouts vmpool.Timeouts
+
+	// simRequests, with Sim, sees the body of every request to the
+	// simulated models (tests check what was sent).
+	simRequests func(kind string, body []byte)
 }
 
 // DefaultTimeScale is the simulator's default wall time per simulated
@@ -172,7 +180,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	}
 	cfg := Config{
 		App: o.App, Group: o.Group, Samples: o.Samples, Run: o.Run,
-		Planner: o.Planner, Executor: o.Executor, PlannerCoords: pc, ExecutorCoords: ec, Prompts: o.Prompts,
+		Planner: o.Planner, Executor: o.Executor, PlannerSampling: o.PlannerSampling, ExecutorSampling: o.ExecutorSampling, PlannerCoords: pc, ExecutorCoords: ec, Prompts: o.Prompts,
 		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest,
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
@@ -228,7 +236,11 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		}
 	}
 	for _, w := range warningsOf(sum) {
-		log.Warn("executor answers look wrong", "warning", w)
+		msg := "executor answers look wrong"
+		if strings.Contains(w, "identical plans") {
+			msg = "planner plans look wrong"
+		}
+		log.Warn(msg, "warning", w)
 	}
 	return sum, err
 }
@@ -269,6 +281,7 @@ func startSim(ctx context.Context, o Options, pc, ec traj.Coords, log *slog.Logg
 	if wc.Models.Executor.Coords == (traj.Coords{}) {
 		wc.Models.Executor.Coords = ec
 	}
+	wc.Models.OnRequest = o.simRequests
 	world, err := sim.StartWorld(ctx, wc)
 	if err != nil {
 		return nil, err
@@ -335,12 +348,15 @@ recorded in every trajectory, and re-running a --run name with another checkpoin
 // Command is the rollout command with its subcommands, for service.Main.
 func Command() service.Command {
 	var o Options
-	var schedule string
+	var schedule, samplingFile string
 	var seed int64
+	var flags *service.Flags
+	planner, executor := &samplingFlags{kind: "planner"}, &samplingFlags{kind: "executor"}
 	return service.Command{
 		Name: "rollout", Summary: "run the agent on an app's tasks and publish trajectories", Usage: usage,
 		Common: true,
 		Flags: func(fs *service.Flags) {
+			flags = fs
 			fs.String(&o.App, "app", "CODAPIPE_APP", "", "application whose tasks to run (e.g. ChimeraX)")
 			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", 8, "G: plans per step besides the executed one (each step samples G+1)")
 			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", 1, "K: episodes per task")
@@ -355,6 +371,9 @@ func Command() service.Command {
 			fs.String(&o.Executor.Model, "executor-model", "CODAPIPE_EXECUTOR_MODEL", "", "executor model name")
 			fs.String(&o.Executor.APIKey, "executor-key", "CODAPIPE_EXECUTOR_KEY", "", "executor API key")
 			fs.String(&o.Executor.Checkpoint, "executor-checkpoint", "CODAPIPE_EXECUTOR_CHECKPOINT", "", "executor checkpoint tag recorded in trajectories (default: the root the executor endpoint's /v1/models reports, if any)")
+			fs.String(&samplingFile, "sampling", "CODAPIPE_SAMPLING", "", "JSON file with the planner's and executor's sampling parameters, {\"planner\":{...},\"executor\":{...}} (docs/operations.md); the --planner-* and --executor-* sampling flags override it")
+			planner.register(fs, agent.DefaultPlannerSampling())
+			executor.register(fs, agent.DefaultExecutorSampling())
 			fs.String(&o.PlannerCoords, "planner-coords", "CODAPIPE_PLANNER_COORDS", "grid1000", "coordinate space of the planner's points: grid1000, pixels-resized[:factor=28,min_pixels=3136,max_pixels=12845056], pixels-screen or unit (docs/actions.md)")
 			fs.String(&o.ExecutorCoords, "executor-coords", "CODAPIPE_EXECUTOR_COORDS", "pixels-resized", "coordinate space of the executor's points (UI-TARS-1.5: pixels-resized; UI-TARS-1.0: grid1000; docs/actions.md)")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")
@@ -369,6 +388,16 @@ func Command() service.Command {
 			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", DefaultTimeScale, "with --sim: wall time per simulated second (0.01: 100x faster than real time)")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
+			file, err := LoadSampling(samplingFile)
+			if err != nil {
+				return service.Usage(err)
+			}
+			if o.PlannerSampling, err = planner.over(flags, file.Planner); err != nil {
+				return err
+			}
+			if o.ExecutorSampling, err = executor.over(flags, file.Executor); err != nil {
+				return err
+			}
 			o.Schedule = sched.Mode(schedule)
 			if seed != 0 {
 				o.Seed = &seed

@@ -44,7 +44,11 @@ type Config struct {
 	// ExecutorCoords the coordinate spaces they write points in.
 	Planner, Executor             model.Config
 	PlannerCoords, ExecutorCoords traj.Coords
-	Prompts                       string // prompt template folder; empty: ours
+	// PlannerSampling and ExecutorSampling are sent with every request
+	// to the two models; zero means the agent's defaults. The planner
+	// always asks for log-probabilities and token ids.
+	PlannerSampling, ExecutorSampling traj.Sampling
+	Prompts                           string // prompt template folder; empty: ours
 	// Sleep and RequestSeed go to the agent (agent.Config).
 	Sleep       func(ctx context.Context, d time.Duration) error
 	RequestSeed *int64
@@ -213,6 +217,7 @@ func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *prompt.Set, error) {
 	ag, err := agent.New(agent.Config{
 		Planner: planner, Executor: executor, Prompts: prompts, Store: cfg.Store, Group: cfg.Group, Run: cfg.Run, Log: log,
 		PlannerCoords: cfg.PlannerCoords, ExecutorCoords: cfg.ExecutorCoords,
+		PlannerParams: plannerParams(cfg.PlannerSampling), ExecutorParams: model.Params{Sampling: cfg.ExecutorSampling},
 		Sleep: cfg.Sleep, RequestSeed: cfg.RequestSeed, DownloadInGuest: cfg.DownloadInGuest, Metrics: agent.NewMetrics(cfg.Metrics),
 	})
 	return ag, prompts, err
@@ -273,4 +278,13 @@ func streamCount(ctx context.Context, b *bus.Bus, subject string) (uint64, error
 		return 0, err
 	}
 	return info.State.Subjects[subject], nil
+}
+
+// plannerParams are the planner's request parameters: s (zero: the
+// agent's defaults) with log-probabilities and token ids.
+func plannerParams(s traj.Sampling) model.Params {
+	if (model.Params{Sampling: s}).IsZero() {
+		s = agent.DefaultPlannerSampling()
+	}
+	return model.Params{Sampling: s, LogProbs: true}
 }

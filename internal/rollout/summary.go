@@ -63,6 +63,13 @@ type Summary struct {
 	Grounding       ledger.Grounding `json:"grounding"`
 	UnparsedShare   float64          `json:"unparsed_share"`
 	OutOfRangeShare float64          `json:"out_of_range_share"`
+	// Plans counts how varied the planner's plans were over the run;
+	// IdenticalPlansShare is the share of sampled steps whose G+1 plans
+	// were all the same text, VariedGroupsShare the share of groups
+	// (plans 1..G, G >= 2) with at least two different plans.
+	Plans               ledger.PlanVariety `json:"plans"`
+	IdenticalPlansShare float64            `json:"identical_plans_share"`
+	VariedGroupsShare   float64            `json:"varied_groups_share"`
 	// Warnings say what looks wrong with the run's data (printed loudly).
 	Warnings []string `json:"warnings"`
 }
@@ -78,6 +85,7 @@ func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]le
 	add := func(task string, r ledger.Record) {
 		s.Outcomes[string(r.Outcome)]++
 		s.Grounding.Add(r.Grounding)
+		s.Plans.Add(r.Plans)
 		a := perTask[task]
 		if a == nil {
 			a = &agg{}
@@ -144,6 +152,13 @@ func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]le
 	ec := uitars.WithDefaults(cfg.ExecutorCoords)
 	s.ExecutorCoords = uitars.CoordsString(ec)
 	s.Warnings = append([]string{}, groundingWarnings(s.Grounding, ec)...)
+	if p := s.Plans; p.Sampled > 0 {
+		s.IdenticalPlansShare = float64(p.Identical) / float64(p.Sampled)
+	}
+	if p := s.Plans; p.Groups > 0 {
+		s.VariedGroupsShare = float64(p.Varied) / float64(p.Groups)
+	}
+	s.Warnings = append(s.Warnings, planWarnings(s.Plans, s.IdenticalPlansShare)...)
 	for _, q := range ps.QuarantinedVMs {
 		s.Quarantined = append(s.Quarantined, q.VM+": "+q.Reason)
 	}
@@ -185,6 +200,10 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if s.LeaseFailures > 0 {
 		row("episodes without a VM", "%d (every VM quarantined)", s.LeaseFailures)
+	}
+	if p := s.Plans; p.Sampled > 0 {
+		row("plans", "%.1f%% of %d steps with all G+1 plans identical; %.1f%% of %d groups with two or more different plans",
+			100*s.IdenticalPlansShare, p.Sampled, 100*s.VariedGroupsShare, p.Groups)
 	}
 	if g := s.Grounding; g.Grounded > 0 {
 		row("executor answers", "%d grounded in %s: %.1f%% unparsed, %.1f%% out of range", g.Grounded, s.ExecutorCoords,
@@ -247,4 +266,20 @@ func (p *progress) finish() {
 		fmt.Fprintln(p.w)
 	}
 	p.finalized = true
+}
+
+// IdenticalPlansWarnAt is the share of sampled steps with all plans
+// identical above which the summary warns.
+const IdenticalPlansWarnAt = 0.5
+
+// planWarnings warns when most steps sampled identical plans: their
+// groups have no variance and all their advantages are 0.
+func planWarnings(p ledger.PlanVariety, share float64) []string {
+	if p.Sampled == 0 || share <= IdenticalPlansWarnAt {
+		return nil
+	}
+	return []string{fmt.Sprintf("%.0f%% of %d steps sampled G+1 identical plans: their groups have no variance and every advantage is 0. "+
+		"The likely cause is greedy sampling: --planner-top-k 1 or --planner-temperature 0, or a server that fills parameters a request "+
+		"leaves out from the model's generation_config.json (vLLM's default; Qwen2.5-VL's sets top_k 1). Check the planner's sampling in the trajectories (models.planner.sampling).",
+		100*share, p.Sampled)}
 }

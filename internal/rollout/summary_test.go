@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/ledger"
@@ -59,5 +60,52 @@ func TestSummarySplitsLeaseAndPublishFailures(t *testing.T) {
 	s := summarize(Config{App: "X", Samples: 3, Tasks: []scienceboard.Task{*a}}, results, nil, 0, vmpool.Stats{})
 	if s.PublishFailures != 1 || s.LeaseFailures != 2 {
 		t.Fatalf("publish failures %d, lease failures %d; want 1 and 2", s.PublishFailures, s.LeaseFailures)
+	}
+}
+
+// The summary reports the share of steps whose G+1 plans are all the same
+// text and of groups with two or more different plans, and warns, naming
+// greedy sampling, when most steps sampled identical plans. A
+// context_overflow episode is an ordinary failed episode: scored, not an
+// environment error.
+func TestSummaryPlanVariety(t *testing.T) {
+	step := func(plans ...string) traj.Step {
+		s := traj.Step{}
+		for i, p := range plans {
+			s.Candidates = append(s.Candidates, traj.Candidate{Index: i, Plan: p})
+		}
+		return s
+	}
+	task := &scienceboard.Task{ID: "A", Steps: 5}
+	for _, tc := range []struct {
+		name                     string
+		steps                    []traj.Step
+		identical, varied, warn  bool
+		identicalShare, varShare float64
+	}{
+		{"varied", []traj.Step{step("a", "b", "c"), step("a", "a", "b"), step("x", "x", "x")}, false, false, false, 1.0 / 3, 2.0 / 3},
+		{"collapsed", []traj.Step{step("a", "a", "a"), step("b", "b", "b"), step("c", "d", "d")}, false, false, true, 2.0 / 3, 0},
+		{"G = 0 samples nothing", []traj.Step{step("a"), step("b")}, false, false, false, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &traj.Trajectory{ID: "1", Outcome: traj.Outcome{Kind: traj.OutcomeContextOverflow, Reason: "This model's maximum context length is 10 tokens."},
+				Eval: &traj.EvalResult{Checks: []traj.CheckResult{{Type: "x"}}}, Steps: tc.steps}
+			s := summarize(Config{App: "X", Samples: 1, Tasks: []scienceboard.Task{*task}}, []sched.Result{{Job: sched.Job{Task: task}, Attempts: 1, Trajectory: tr}}, nil, 0, vmpool.Stats{})
+			if s.IdenticalPlansShare != tc.identicalShare || s.VariedGroupsShare != tc.varShare {
+				t.Errorf("identical share %v, varied groups share %v; want %v, %v", s.IdenticalPlansShare, s.VariedGroupsShare, tc.identicalShare, tc.varShare)
+			}
+			warned := false
+			for _, w := range s.Warnings {
+				if strings.Contains(w, "identical plans") && strings.Contains(w, "top-k 1") {
+					warned = true
+				}
+			}
+			if warned != tc.warn {
+				t.Errorf("warned %v, want %v: %q", warned, tc.warn, s.Warnings)
+			}
+			if s.EnvErrors != 0 || s.Outcomes[string(traj.OutcomeContextOverflow)] != 1 || s.Rate != 0 || s.Unscored != 0 {
+				t.Errorf("a context overflow must count as a scored failure: %+v", s)
+			}
+		})
 	}
 }

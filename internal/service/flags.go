@@ -21,6 +21,7 @@ type Flags struct {
 	*flag.FlagSet
 	envErrs []error
 	lookup  func(string) (string, bool)
+	fromEnv map[string]bool // flags whose value came from their variable
 }
 
 // NewFlags returns an empty flag set for a command.
@@ -44,9 +45,33 @@ func (f *Flags) env(env string) (string, bool) {
 	return v, ok && v != ""
 }
 
+// Given reports whether the flag name was set, on the command line or by
+// its environment variable (rather than left at its default): a value
+// that overrides a configuration file.
+func (f *Flags) Given(name string) bool {
+	if f.fromEnv[name] {
+		return true
+	}
+	given := false
+	f.Visit(func(fl *flag.Flag) {
+		if fl.Name == name {
+			given = true
+		}
+	})
+	return given
+}
+
+func (f *Flags) markEnv(name string) {
+	if f.fromEnv == nil {
+		f.fromEnv = map[string]bool{}
+	}
+	f.fromEnv[name] = true
+}
+
 // String defines a string flag with an environment fallback.
 func (f *Flags) String(p *string, name, env, def, usage string) {
 	if v, ok := f.env(env); ok {
+		f.markEnv(name)
 		def = v
 	}
 	f.StringVar(p, name, def, withEnv(usage, env))
@@ -60,6 +85,7 @@ func (f *Flags) Bool(p *bool, name, env string, def bool, usage string) {
 			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want true or false", env, v))
 		} else {
 			def = b
+			f.markEnv(name)
 		}
 	}
 	f.BoolVar(p, name, def, withEnv(usage, env))
@@ -73,6 +99,7 @@ func (f *Flags) Int(p *int, name, env string, def int, usage string) {
 			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want an integer", env, v))
 		} else {
 			def = n
+			f.markEnv(name)
 		}
 	}
 	f.IntVar(p, name, def, withEnv(usage, env))
@@ -86,6 +113,7 @@ func (f *Flags) Duration(p *time.Duration, name, env string, def time.Duration, 
 			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want a duration such as 90s or 2h", env, v))
 		} else {
 			def = d
+			f.markEnv(name)
 		}
 	}
 	f.DurationVar(p, name, def, withEnv(usage, env))
@@ -122,6 +150,7 @@ func (f *Flags) Int64(p *int64, name, env string, def int64, usage string) {
 			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want an integer", env, v))
 		} else {
 			def = n
+			f.markEnv(name)
 		}
 	}
 	f.Int64Var(p, name, def, withEnv(usage, env))
@@ -135,6 +164,7 @@ func (f *Flags) Float64(p *float64, name, env string, def float64, usage string)
 			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want a number", env, v))
 		} else {
 			def = x
+			f.markEnv(name)
 		}
 	}
 	f.Float64Var(p, name, def, withEnv(usage, env))
@@ -167,6 +197,7 @@ func (l *stringList) Set(v string) error {
 func (f *Flags) Strings(p *[]string, name, env, usage string) {
 	*p = nil
 	if v, ok := f.env(env); ok {
+		f.markEnv(name)
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				*p = append(*p, s)

@@ -150,3 +150,37 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatal("bad address accepted")
 	}
 }
+
+// TestFlagsGiven: a flag is given when set on the command line or by its
+// variable (a valid, non-empty value), not when left at its default.
+func TestFlagsGiven(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want map[string]bool
+	}{
+		{"defaults", nil, nil, map[string]bool{"a": false, "b": false, "c": false, "d": false}},
+		{"env", map[string]string{"A": "x", "B": "3", "C": "0.5", "D": "p,q"}, nil, map[string]bool{"a": true, "b": true, "c": true, "d": true}},
+		{"invalid or empty env", map[string]string{"B": "three", "A": ""}, nil, map[string]bool{"a": false, "b": false}},
+		{"flags", nil, []string{"--b", "2", "--d", "p"}, map[string]bool{"a": false, "b": true, "c": false, "d": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFlags(tc.env)
+			var a string
+			var b int
+			var c float64
+			var d []string
+			f.String(&a, "a", "A", "", "")
+			f.Int(&b, "b", "B", 1, "")
+			f.Float64(&c, "c", "C", 1, "")
+			f.Strings(&d, "d", "D", "")
+			_ = f.Parse(tc.args) // an invalid variable is an error here; Given still answers
+			for name, want := range tc.want {
+				if got := f.Given(name); got != want {
+					t.Errorf("Given(%q) = %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ type Vote struct {
 	Resolution  string  `json:"resolution"` // screenshot size sent, "WxH"
 	Temperature float64 `json:"temperature"`
 	TopP        float64 `json:"top_p"`
+	// Sampling are all the sampling parameters the vote's calls sent
+	// (Temperature and TopP among them; each call has its own seed, so
+	// Seed is nil); absent in documents written before they were recorded.
+	Sampling *Sampling `json:"sampling,omitempty"`
 	// Verdict is nil when the call failed or its answer could not be
 	// parsed; Error says which.
 	Verdict   *Verdict `json:"verdict,omitempty"`

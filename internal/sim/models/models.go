@@ -75,6 +75,13 @@ type Config struct {
 	Planner  PlannerConfig  `json:"planner"`
 	Executor ExecutorConfig `json:"executor"`
 	Judge    JudgeConfig    `json:"judge"`
+
+	// OnRequest, when set, is called with the endpoint kind ("planner",
+	// "executor" or "judge") and the raw body of every chat request
+	// before it is answered (tests check what clients send). The body is
+	// only valid during the call: copy what is kept. Not part of the JSON
+	// form.
+	OnRequest func(kind string, body []byte) `json:"-"`
 }
 
 // EndpointConfig is what every simulated endpoint has.
@@ -92,6 +99,37 @@ type EndpointConfig struct {
 	// some OpenAI-compatible servers do (clients must fall back to n
 	// requests).
 	IgnoreN bool `json:"ignore_n,omitempty"`
+	// Generation is the model's generation config: the values of the
+	// sampling parameters a request leaves out, as vLLM takes them from
+	// the model's generation_config.json (its default --generation-config
+	// auto). Nil (or JSON null) leaves nothing to fill: an omitted
+	// parameter is then neutral (temperature 1, top_k off).
+	Generation *GenerationConfig `json:"generation_config,omitempty"`
+	// MaxModelLen, when > 0, is the model's context length: a request
+	// whose prompt tokens plus max_tokens exceed it is answered 400 with
+	// vLLM's context-length message. 0 (the default) is unlimited.
+	MaxModelLen int `json:"max_model_len,omitempty"`
+}
+
+// GenerationConfig are a model's default sampling parameters (the
+// sampling keys of a Hugging Face generation_config.json); nil fields are
+// not set.
+type GenerationConfig struct {
+	Temperature       *float64 `json:"temperature,omitempty"`
+	TopP              *float64 `json:"top_p,omitempty"`
+	TopK              *int     `json:"top_k,omitempty"`
+	MinP              *float64 `json:"min_p,omitempty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty,omitempty"`
+}
+
+// QwenVLGenerationConfig is the simulated planner's generation config,
+// the sampling keys of Qwen2.5-VL-7B-Instruct's generation_config.json:
+// top_k 1 (greedy whatever the temperature), temperature 1e-06,
+// repetition_penalty 1.05. A planner request that leaves top_k out
+// therefore gets G+1 identical plans, as from vLLM.
+func QwenVLGenerationConfig() *GenerationConfig {
+	k, t, rp := 1, 1e-6, 1.05
+	return &GenerationConfig{TopK: &k, Temperature: &t, RepetitionPenalty: &rp}
 }
 
 // PlannerConfig configures the simulated planner.
@@ -179,7 +217,7 @@ func DefaultConfig() Config {
 		Created:         DefaultCreated,
 		MaxRequestBytes: DefaultMaxRequestBytes,
 		Planner: PlannerConfig{
-			EndpointConfig: EndpointConfig{Model: DefaultPlannerModel, Root: DefaultPlannerCheckpoint},
+			EndpointConfig: EndpointConfig{Model: DefaultPlannerModel, Root: DefaultPlannerCheckpoint, Generation: QwenVLGenerationConfig()},
 			DefaultSkill:   0.6,
 		},
 		Executor: ExecutorConfig{
@@ -229,6 +267,20 @@ func (c Config) Validate() error {
 		}
 		if p := e.ep.Faults.HangProb + e.ep.Faults.ErrorProb; p > 1 {
 			add(fmt.Errorf("%s.faults: hang_prob + error_prob = %v, want <= 1", e.name, p))
+		}
+		if e.ep.MaxModelLen < 0 {
+			add(fmt.Errorf("%s.max_model_len = %d, want >= 0 (0: unlimited)", e.name, e.ep.MaxModelLen))
+		}
+		if g := e.ep.Generation; g != nil {
+			if g.Temperature != nil && !(*g.Temperature >= 0 && *g.Temperature <= 2) {
+				add(fmt.Errorf("%s.generation_config.temperature = %v, want [0,2]", e.name, *g.Temperature))
+			}
+			if g.TopP != nil && !(*g.TopP > 0 && *g.TopP <= 1) {
+				add(fmt.Errorf("%s.generation_config.top_p = %v, want (0,1]", e.name, *g.TopP))
+			}
+			if g.TopK != nil && *g.TopK < -1 {
+				add(fmt.Errorf("%s.generation_config.top_k = %d, want -1, 0 or a positive count", e.name, *g.TopK))
+			}
 		}
 		if e.ep.Model != "" {
 			if other, dup := models[e.ep.Model]; dup {

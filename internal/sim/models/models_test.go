@@ -109,10 +109,14 @@ func startWith(t testing.TB, m *Endpoints) *testModels {
 	return tm
 }
 
-// fastConfig is the default configuration without latency.
+// fastConfig is the default configuration without latency and without
+// the planner's generation config: go-openai cannot send top_k, so with
+// the default (Qwen2.5-VL's top_k 1) every planner request of these
+// tests would be greedy. TestModelsGenerationConfig covers the defaults.
 func fastConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Clock = fault.Clock{Scale: 0}
+	cfg.Planner.Generation = nil
 	return cfg
 }
 

@@ -46,6 +46,15 @@ type wireRequest struct {
 	TopLogprobs         *int            `json:"top_logprobs"`
 	Stop                json.RawMessage `json:"stop"`
 	Stream              bool            `json:"stream"`
+	// vLLM's sampling extras and token-id options (ChatCompletionRequest
+	// in vllm/entrypoints/openai/chat_completion/protocol.py).
+	TopK                   *int     `json:"top_k"`
+	MinP                   *float64 `json:"min_p"`
+	RepetitionPenalty      *float64 `json:"repetition_penalty"`
+	PresencePenalty        *float64 `json:"presence_penalty"`
+	FrequencyPenalty       *float64 `json:"frequency_penalty"`
+	ReturnTokenIDs         *bool    `json:"return_token_ids"`
+	ReturnTokensAsTokenIDs *bool    `json:"return_tokens_as_token_ids"`
 }
 
 type wireMessage struct {
@@ -101,6 +110,8 @@ type wireResponse struct {
 	Choices           []wireChoice `json:"choices"`
 	Usage             wireUsage    `json:"usage"`
 	SystemFingerprint string       `json:"system_fingerprint"`
+	// PromptTokenIDs: vLLM's prompt token ids, with return_token_ids.
+	PromptTokenIDs []int `json:"prompt_token_ids,omitempty"`
 }
 
 type wireChoice struct {
@@ -108,6 +119,8 @@ type wireChoice struct {
 	Message      wireAnswer    `json:"message"`
 	Logprobs     *wireLogprobs `json:"logprobs"`
 	FinishReason string        `json:"finish_reason"`
+	// TokenIDs: vLLM's completion token ids, with return_token_ids.
+	TokenIDs []int `json:"token_ids,omitempty"`
 }
 
 type wireAnswer struct {
@@ -207,7 +220,12 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 type chatCall struct {
 	msgs         []callMessage
 	n            int
-	temp         float64 // 1 when not given
+	temp         float64 // 1 when not given (after the generation config)
+	topK         int     // 0 or -1: off (after the generation config)
+	tempSet      bool    // the request gave temperature
+	topKSet      bool    // the request gave top_k
+	tokenIDs     bool    // return_token_ids
+	tokensAsIDs  bool    // return_tokens_as_token_ids
 	maxTokens    int     // 0: unlimited
 	seed         *int64
 	logprobs     bool
@@ -303,8 +321,34 @@ func parseCall(body []byte, cache *msgCache) (*chatCall, *wireRequest, *apiError
 		if !(t >= 0 && t <= 2) {
 			return nil, nil, badRequest("temperature", "must be in [0, 2], got %v", t)
 		}
-		c.temp = t
+		c.temp, c.tempSet = t, true
 	}
+	if req.TopK != nil {
+		if k := *req.TopK; k < -1 {
+			return nil, nil, badRequest("top_k", "must be -1 (disable), 0 (disable) or at least 1, got %d", k)
+		}
+		c.topK, c.topKSet = *req.TopK, true
+	}
+	if req.MinP != nil {
+		if p := *req.MinP; !(p >= 0 && p <= 1) {
+			return nil, nil, badRequest("min_p", "must be in [0, 1], got %v", p)
+		}
+	}
+	if req.RepetitionPenalty != nil {
+		if p := *req.RepetitionPenalty; !(p > 0 && p <= 2) {
+			return nil, nil, badRequest("repetition_penalty", "must be in (0, 2], got %v", p)
+		}
+	}
+	for _, pen := range []struct {
+		name string
+		v    *float64
+	}{{"presence_penalty", req.PresencePenalty}, {"frequency_penalty", req.FrequencyPenalty}} {
+		if pen.v != nil && !(*pen.v >= -2 && *pen.v <= 2) {
+			return nil, nil, badRequest(pen.name, "must be in [-2, 2], got %v", *pen.v)
+		}
+	}
+	c.tokenIDs = req.ReturnTokenIDs != nil && *req.ReturnTokenIDs
+	c.tokensAsIDs = req.ReturnTokensAsTokenIDs != nil && *req.ReturnTokensAsTokenIDs
 	if req.TopP != nil {
 		if p := *req.TopP; !(p > 0 && p <= 1) {
 			return nil, nil, badRequest("top_p", "must be in (0, 1], got %v", p)
@@ -549,6 +593,11 @@ type endpoint struct {
 	answer answerFunc
 	// ignoreN: one choice whatever n asks (EndpointConfig.IgnoreN).
 	ignoreN bool
+	// gen fills the sampling parameters a request leaves out
+	// (EndpointConfig.Generation); maxModelLen is the context length
+	// (EndpointConfig.MaxModelLen, 0: unlimited).
+	gen         *GenerationConfig
+	maxModelLen int
 
 	msgs msgCache // parsed messages of recent calls
 
@@ -558,7 +607,8 @@ type endpoint struct {
 }
 
 func newEndpoint(m *Endpoints, kind string, ec EndpointConfig, answer answerFunc) *endpoint {
-	return &endpoint{m: m, kind: kind, model: ec.Model, root: cmp.Or(ec.Root, ec.Model), faults: ec.Faults, answer: answer, ignoreN: ec.IgnoreN, seen: map[[16]byte]uint64{}}
+	return &endpoint{m: m, kind: kind, model: ec.Model, root: cmp.Or(ec.Root, ec.Model), faults: ec.Faults, answer: answer, ignoreN: ec.IgnoreN,
+		gen: ec.Generation, maxModelLen: ec.MaxModelLen, seen: map[[16]byte]uint64{}}
 }
 
 // stream derives an independent random stream from the configuration
@@ -637,9 +687,29 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, badRequest("", "reading the request body: %v", err))
 		return
 	}
+	if f := e.m.cfg.OnRequest; f != nil {
+		f(e.kind, body)
+	}
 	call, req, aerr := parseCall(body, &e.msgs)
 	if aerr != nil {
 		writeAPIError(w, aerr)
+		return
+	}
+	// What the request left out comes from the model's generation
+	// config, as in vLLM.
+	if g := e.gen; g != nil {
+		if !call.tempSet && g.Temperature != nil {
+			call.temp = *g.Temperature
+		}
+		if !call.topKSet && g.TopK != nil {
+			call.topK = *g.TopK
+		}
+	}
+	if n := e.maxModelLen; n > 0 && call.promptTokens+call.maxTokens > n {
+		// vLLM's wording (vllm/entrypoints/openai/serving_engine.py).
+		writeAPIError(w, &apiError{status: http.StatusBadRequest, typ: "BadRequestError", code: "400",
+			msg: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+				n, call.promptTokens+call.maxTokens, call.promptTokens, call.maxTokens)})
 		return
 	}
 	if e.ignoreN {
@@ -688,13 +758,21 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 			msg: fmt.Sprintf("simulated %s failure (injected fault)", e.kind)})
 		return
 	case fault.RateLimit:
-		w.Header().Set("Retry-After", "1")
+		// One simulated second, in whole wall seconds (0 on a fast
+		// clock: the client retries at once, as the simulated time says).
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Round(e.m.cfg.Clock.Real(time.Second).Seconds()))))
 		writeAPIError(w, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded",
 			msg: fmt.Sprintf("simulated %s rate limit (injected fault)", e.kind)})
 		return
 	}
 
-	greedy := call.temp <= GreedyTemperature
+	// Greedy decoding: a temperature of (about) 0 or top_k 1; then every
+	// choice is the same and the answer is the likeliest one.
+	greedy := call.temp <= GreedyTemperature || call.topK == 1
+	temp := call.temp
+	if greedy {
+		temp = 0
+	}
 	var base []any
 	switch {
 	case greedy:
@@ -724,7 +802,7 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 			choiceIdx = 0 // greedy decoding: every choice is the same
 		}
 		parts := append(append([]any{}, base...), "choice", choiceIdx)
-		text := e.answer(call, e.stream(parts...), call.temp)
+		text := e.answer(call, e.stream(parts...), temp)
 		finish := "stop"
 		text = applyStop(text, call.stop)
 		toks := splitTokens(text)
@@ -735,12 +813,21 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 		}
 		ch := wireChoice{Index: i, Message: wireAnswer{Role: "assistant", Content: text}, FinishReason: finish}
 		if call.logprobs {
-			ch.Logprobs = fakeLogprobs(toks, call.topLogprobs, e.stream(append(parts, "logprobs")...))
+			ch.Logprobs = fakeLogprobs(toks, call.topLogprobs, call.tokensAsIDs, e.stream(append(parts, "logprobs")...))
+		}
+		if call.tokenIDs {
+			ch.TokenIDs = make([]int, len(toks))
+			for k, t := range toks {
+				ch.TokenIDs[k] = tokenID(t)
+			}
 		}
 		resp.Choices = append(resp.Choices, ch)
 		completion += len(toks)
 	}
 	resp.Usage = wireUsage{PromptTokens: call.promptTokens, CompletionTokens: completion, TotalTokens: call.promptTokens + completion}
+	if call.tokenIDs {
+		resp.PromptTokenIDs = promptTokenIDs(call.content, call.promptTokens)
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -795,16 +882,43 @@ func byteInts(s string) []int {
 	return out
 }
 
+// SimVocab is the size of the simulated tokenizer's vocabulary (Qwen2's
+// regular tokens): simulated token ids are below it.
+const SimVocab = 151643
+
+// tokenID is the simulated id of a simulated token: the same text has
+// the same id.
+func tokenID(tok string) int {
+	h := sha256.Sum256([]byte(tok))
+	return int(binary.LittleEndian.Uint64(h[:8]) % SimVocab)
+}
+
+// promptTokenIDs are n plausible prompt token ids derived from the
+// messages' hash.
+func promptTokenIDs(content [32]byte, n int) []int {
+	r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(content[:8]), binary.LittleEndian.Uint64(content[8:16])))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = r.IntN(SimVocab)
+	}
+	return out
+}
+
 // fakeLogprobs returns deterministic, plausible log-probabilities (all
-// ≤ 0; the sampled token is the most likely one).
-func fakeLogprobs(toks []string, top int, r *rand.Rand) *wireLogprobs {
+// ≤ 0; the sampled token is the most likely one). With asIDs each token
+// is written "token_id:N", as vLLM's return_tokens_as_token_ids does.
+func fakeLogprobs(toks []string, top int, asIDs bool, r *rand.Rand) *wireLogprobs {
 	lp := &wireLogprobs{Content: make([]wireTokenLogprob, 0, len(toks))}
 	for _, t := range toks {
 		u := r.Float64()
 		v := -u * u * u * 3 // mostly confident, sometimes not
-		e := wireTokenLogprob{Token: t, Logprob: v, Bytes: byteInts(t), TopLogprobs: []wireTopProb{}}
+		bs := byteInts(t)   // the token's own bytes, whatever it is written as
+		if asIDs {
+			t = fmt.Sprintf("token_id:%d", tokenID(t))
+		}
+		e := wireTokenLogprob{Token: t, Logprob: v, Bytes: bs, TopLogprobs: []wireTopProb{}}
 		if top > 0 {
-			e.TopLogprobs = append(e.TopLogprobs, wireTopProb{Token: t, Logprob: v, Bytes: byteInts(t)})
+			e.TopLogprobs = append(e.TopLogprobs, wireTopProb{Token: t, Logprob: v, Bytes: bs})
 			last := v
 			for k := 1; k < top; k++ {
 				last -= 0.5 + 3*r.Float64()

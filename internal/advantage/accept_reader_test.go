@@ -361,41 +361,31 @@ func checkImages(t *testing.T, ctx context.Context, store *blob.Store, rows []sh
 }
 
 // checkTokenColumns checks the token-level columns of the rows the reader
-// read (acceptance 2 of issue 22): a row with completion_token_ids has
-// logprobs of the same, non-zero length, a finish_reason and its own
-// completion_tokens; a row without them comes from a candidate the
-// endpoint gave none for, and the manifest counts both kinds. Once the
-// simulated planner records token ids for every candidate, every row must
-// have them.
+// read (acceptance 2 of issue 22): the simulated planner gives token ids
+// and log-probabilities for every plan, as vLLM does when asked, so every
+// candidate of the corpus records them and every row has
+// completion_token_ids and logprobs of the same, non-zero length, a
+// finish_reason and its own completion_tokens; the manifest says the
+// token data is complete.
 func checkTokenColumns(t *testing.T, rows []shard.Row, m shard.Manifest, judged []*traj.Judged) {
 	t.Helper()
-	all := true // every candidate of the corpus has token ids
 	for _, jd := range judged {
 		for _, st := range jd.Trajectory.Steps {
 			for _, c := range st.Candidates {
-				all = all && len(c.PlanTokenIDs) > 0
+				if len(c.PlanTokenIDs) == 0 {
+					t.Fatalf("trajectory %s step %d candidate %d recorded no token ids", jd.Trajectory.ID, st.Index, c.Index)
+				}
 			}
 		}
 	}
-	var with int64
 	for _, r := range rows {
-		if r.CompletionTokenIDs == nil {
-			if all {
-				t.Errorf("%s step %d candidate %d: no completion_token_ids, though the trajectory recorded them", r.TrajectoryID, r.Step, r.Candidate)
-			}
-			continue
-		}
-		with++
-		if n := len(r.CompletionTokenIDs); n == 0 || len(r.LogProbs) != n || r.FinishReason == "" || r.CompletionTokens == nil || int(*r.CompletionTokens) != n {
+		n := len(r.CompletionTokenIDs)
+		if n == 0 || len(r.LogProbs) != n || r.FinishReason == "" || r.CompletionTokens == nil || int(*r.CompletionTokens) != n {
 			t.Errorf("%s step %d candidate %d: %d token ids, %d logprobs, finish_reason %q, completion_tokens %v",
 				r.TrajectoryID, r.Step, r.Candidate, n, len(r.LogProbs), r.FinishReason, r.CompletionTokens)
 		}
 	}
-	td := m.TokenData
-	if td.RowsWithTokenIDs != with || td.RowsWithoutTokenIDs != int64(len(rows))-with || td.Complete != (with == int64(len(rows))) {
-		t.Errorf("manifest token_data %+v; the rows have %d of %d with token ids", td, with, len(rows))
-	}
-	if !all {
-		t.Logf("the simulated corpus records no token ids for some candidates: %d of %d rows have them", with, len(rows))
+	if td := m.TokenData; td.RowsWithTokenIDs != int64(len(rows)) || td.RowsWithoutTokenIDs != 0 || !td.Complete {
+		t.Errorf("manifest token_data %+v; want all %d rows with token ids, complete", td, len(rows))
 	}
 }

@@ -83,7 +83,7 @@ func ShareGPT(msgs []openai.ChatCompletionMessage, target string) (out []Message
 			want = RoleAssistant
 		}
 		if m.Role != want {
-			return nil, nil, fmt.Errorf("the planner's message %d is a %s message where a sharegpt sample needs a %s message (prompt sets stored before layouts were named show the history as assistant turns)", i, m.Role, want)
+			return nil, nil, fmt.Errorf("the planner's message %d has role %q where a sharegpt sample needs %q (prompt sets stored before layouts were named show the history as assistant turns)", i, m.Role, want)
 		}
 		var text strings.Builder
 		if len(m.MultiContent) == 0 {

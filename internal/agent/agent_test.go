@@ -422,16 +422,16 @@ func normalized(t *testing.T, msgs []openai.ChatCompletionMessage) string {
 	return string(b)
 }
 
-// Acceptance (advantage issue, item 2): a simulated rollout records the
-// hash of its prompt set, and for every step of every trajectory the
-// planner's messages rendered again from the trajectory, the prompt set
-// fetched by that hash and the screenshots in the blob store are
-// identical to what the planner endpoint received (images by hash).
-func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
+// startCapturedWorld starts a world of one VM whose agent asks for G+1 =
+// group+1 plans from a planner of the given skill, with every planner
+// request captured on the wire and the prompt set stored in the blob
+// store (so trajectories can be rendered again from it).
+func startCapturedWorld(t *testing.T, group int, skill float64) (*world, *capture, *blob.Store) {
+	t.Helper()
 	var capt *capture
 	var store *blob.Store
-	w := startWorldWith(t, 1, 3, func(wc *sim.WorldConfig) {
-		wc.Models.Planner.DefaultSkill, wc.Models.Planner.Skill = 0.6, nil
+	w := startWorldWith(t, 1, group, func(wc *sim.WorldConfig) {
+		wc.Models.Planner.DefaultSkill, wc.Models.Planner.Skill = skill, nil
 	}, func(c *agent.Config) {
 		var u string
 		capt, u = startCapture(t, c.Planner.Config().BaseURL)
@@ -447,6 +447,16 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	return w, capt, store
+}
+
+// Acceptance (advantage issue, item 2): a simulated rollout records the
+// hash of its prompt set, and for every step of every trajectory the
+// planner's messages rendered again from the trajectory, the prompt set
+// fetched by that hash and the screenshots in the blob store are
+// identical to what the planner endpoint received (images by hash).
+func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
+	w, capt, store := startCapturedWorld(t, 3, 0.6)
 	tasks, err := simtasks.All()
 	if err != nil {
 		t.Fatal(err)

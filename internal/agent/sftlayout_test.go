@@ -9,12 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/agent"
-	"github.com/codapipe/codapipe/internal/blob"
-	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/sft"
-	"github.com/codapipe/codapipe/internal/sim"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -30,25 +26,7 @@ import (
 // parts concatenated, each image an <image> and its SHA-256), so the test
 // does not lean on sft.ShareGPT to check sft.ShareGPT.
 func TestAcceptServedLayoutIsTheSFTLayout(t *testing.T) {
-	var capt *capture
-	var store *blob.Store
-	w := startWorldWith(t, 1, 2, func(wc *sim.WorldConfig) {
-		wc.Models.Planner.DefaultSkill, wc.Models.Planner.Skill = 0.8, nil
-	}, func(c *agent.Config) {
-		var u string
-		capt, u = startCapture(t, c.Planner.Config().BaseURL)
-		mc := c.Planner.Config()
-		mc.BaseURL = u
-		p, err := model.New(mc, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Planner = p
-		store = c.Store.(*blob.Store)
-		if err := prompt.Store(context.Background(), store, c.Prompts); err != nil {
-			t.Fatal(err)
-		}
-	})
+	w, capt, store := startCapturedWorld(t, 2, 0.8)
 	tasks, err := simtasks.All()
 	if err != nil {
 		t.Fatal(err)

@@ -562,8 +562,8 @@ func (s *Summary) Print(w io.Writer) {
 			fmt.Fprintf(w, "  FAILED: %s\n", a.Err)
 		}
 		if r := a.Rollout; r != nil {
-			fmt.Fprintf(w, "  trajectories: %d (%s); success %.1f%%, Average@%d %.3f, Pass@%d %.3f; identical-plan share %.1f%%\n",
-				r.Episodes+r.Skipped, counts(r.Outcomes), 100*r.Rate, r.Samples, r.AverageAtK, r.Samples, r.PassAtK, 100*r.IdenticalPlansShare)
+			fmt.Fprintf(w, "  trajectories: %d (%s); success %.1f%%, Average@%d %.3f, Pass@%d %.3f\n",
+				r.Episodes+r.Skipped, counts(r.Outcomes), 100*r.Rate, r.Samples, r.AverageAtK, r.Samples, r.PassAtK)
 		}
 		if f := a.Judge; f != nil {
 			dec := map[string]int{}
@@ -578,8 +578,13 @@ func (s *Summary) Print(w io.Writer) {
 			if sh.Groups > 0 {
 				zv = float64(sh.ZeroVariance) / float64(sh.Groups)
 			}
-			fmt.Fprintf(w, "  shard rows: %d in %d groups of %d trajectories; zero-variance share %.1f%%; %d files in %s\n",
-				sh.Rows, sh.Groups, sh.Trajectories, 100*zv, sh.Files, sh.Dir)
+			identical := "n/a"
+			if a.Rollout != nil {
+				identical = fmt.Sprintf("%.1f%%", 100*a.Rollout.IdenticalPlansShare)
+			}
+			fmt.Fprintf(w, "  shard rows: %d in %d groups of %d trajectories; zero-variance share %.1f%%; identical-plan share %s (steps whose plans were all the same)\n",
+				sh.Rows, sh.Groups, sh.Trajectories, 100*zv, identical)
+			fmt.Fprintf(w, "  shards: %d files in %s\n", sh.Files, sh.Dir)
 		}
 	}
 	if t := s.SFT; t != nil {
@@ -587,11 +592,8 @@ func (s *Summary) Print(w io.Writer) {
 		if !t.Changed {
 			change = "unchanged"
 		}
-		dec := map[string]int{}
-		for k, v := range t.Samples {
-			dec[k] = v
-		}
-		fmt.Fprintf(w, "\nSFT set: %d samples (%s) of %d trajectories, %s: %s\n", sum(t.Samples), counts(dec), t.Trajectories, change, t.Dir)
+		fmt.Fprintf(w, "\nSFT set: %d samples (train %d, val %d) of %d trajectories, %s: %s\n",
+			sum(t.Samples), t.Samples["train"], t.Samples["val"], t.Trajectories, change, t.Dir)
 	}
 	if s.Exported != "" {
 		fmt.Fprintf(w, "exported to %s\n", s.Exported)

@@ -77,25 +77,44 @@ fuzz:
 	  done; \
 	done; echo "fuzz: $$n targets ran, no finding"
 
-## demo: the main job end to end on the embedded defaults, on the SIMULATOR
-## (simulated VMs and models): embedded NATS and the local blob store under
-## ./.codapipe. rollout prints its summary (Average@K, Pass@K) and the
-## trajectory count; judge judges them (unanimous@4 with a low-resolution
-## first vote) and judge report prints decisions and precision/recall;
-## advantage writes the GRPO rows as Arrow shards under ./.codapipe/shards;
-## sftpack builds the SFT dataset of the clean successes in ./.codapipe/sft.
+## demo: the whole pipeline on the embedded defaults, on the SIMULATOR
+## (simulated VMs and models), as the nightly job runs it (cmd/nightly,
+## one app): embedded NATS and the local blob store under ./.codapipe;
+## rollout runs ChimeraX's tasks with a judge worker (unanimous@4, a
+## low-resolution first vote) and an advantage worker beside it, both
+## drained after it; the GRPO rows go to one Arrow shard set under
+## ./.codapipe/shards, read back at the end by the independent reader
+## (tools/reader); sftpack builds the SFT set of the clean successes in
+## ./.codapipe/sft/<night>. It ends with one closing summary.
 # Logs are the human text format (one line per event) even when the output
 # is not a terminal (CI logs); CODAPIPE_LOG_FORMAT=json make demo for JSON.
-# advantage takes this demo's run only (--runs): a new shard set needs a
-# selection (docs/advantage.md).
+# The run report: DEMO_REPORT is written by `rollout report` when the rollout
+# binary has that subcommand (checked with `rollout report --help`); until
+# then the demo says it is not there.
+DEMO_DATA   := ./.codapipe
+DEMO_APP    ?= ChimeraX
 demo: export CODAPIPE_LOG_FORMAT ?= text
-demo: DEMO_RUN := demo-$(shell date -u +%Y%m%d-%H%M%S)
-demo: build
-	$(BIN)/rollout --sim --app ChimeraX --group 8 --samples 4 --run $(DEMO_RUN)
-	$(BIN)/judge --sim --drain --lowres 640x400
-	$(BIN)/judge report
-	$(BIN)/advantage --drain --runs $(DEMO_RUN)
-	$(BIN)/sftpack build --out ./.codapipe/sft
+demo: DEMO_NIGHT := demo-$(shell date -u +%Y%m%d-%H%M%S)
+demo: DEMO_RUN = $(DEMO_NIGHT)-$(shell echo '$(DEMO_APP)' | tr 'A-Z' 'a-z' | tr -d ' ')
+demo: DEMO_OUT = $(DEMO_DATA)/nightly/$(DEMO_NIGHT)
+demo: DEMO_REPORT = $(DEMO_DATA)/report/$(DEMO_RUN).html
+# DEMO_COUNT counts the files and rows the reader printed (one JSON line a file).
+demo: export DEMO_COUNT := let n = 0, rows = 0; require("readline").createInterface({ input: process.stdin }).on("line", l => { const d = JSON.parse(l); n++; rows += d.num_rows; }).on("close", () => console.log(`reader: read back $${n} shard files, $${rows} rows (tools/reader/read.mjs: apache-arrow, independent of the Go writer)`));
+demo: build tools/reader/node_modules/.installed
+	@mkdir -p $(DEMO_OUT)
+	@start=$$(date +%s); set -eo pipefail; \
+	$(BIN)/nightly --sim --data $(DEMO_DATA) --apps $(DEMO_APP) --group 8 --samples 4 --night $(DEMO_NIGHT) \
+	  --judge-args '--lowres 640x400' > $(DEMO_OUT)/summary.txt || { cat $(DEMO_OUT)/summary.txt; exit 1; }; \
+	{ echo; echo "== the shards, read back by the independent reader (node tools/reader/read.mjs FILE...)"; } >&2; \
+	files=$$(node -e 'for (const f of require(process.argv[1]).shard_files) console.log(f)' $(abspath $(DEMO_OUT))/summary.json); \
+	if [ -n "$$files" ]; then node tools/reader/read.mjs $$files | node -e "$$DEMO_COUNT" \
+	  >> $(DEMO_OUT)/summary.txt; else echo "reader: no shard files to read" >> $(DEMO_OUT)/summary.txt; fi; \
+	if $(BIN)/rollout report --help >/dev/null 2>&1; then \
+	  mkdir -p $(dir $(DEMO_REPORT)); \
+	  $(BIN)/rollout report --data $(DEMO_DATA) --run $(DEMO_RUN) --out $(DEMO_REPORT) >&2 && echo "report: $(DEMO_REPORT)" >> $(DEMO_OUT)/summary.txt; \
+	else echo "report: not written (this build's rollout has no report subcommand)" >> $(DEMO_OUT)/summary.txt; fi; \
+	echo "demo: $$(( $$(date +%s) - start ))s" >> $(DEMO_OUT)/summary.txt; \
+	echo; echo "================ closing summary ================"; cat $(DEMO_OUT)/summary.txt
 
 clean:
 	rm -rf $(BIN) $(TOOLS) tools/reader/node_modules

@@ -161,8 +161,10 @@ func (c *Config) defaults() error {
 
 // Stats counts what Serve did.
 type Stats struct {
-	Messages int `json:"messages"` // judged trajectories taken in by this process
-	Skipped  int `json:"skipped"`  // already committed (a redelivery)
+	// Set is the shard set's id: its folder under --out.
+	Set      string `json:"set"`
+	Messages int    `json:"messages"` // judged trajectories taken in by this process
+	Skipped  int    `json:"skipped"`  // already committed (a redelivery)
 	// Unselected counts judged trajectories outside the set's selection:
 	// acknowledged, not written.
 	Unselected   int    `json:"outside_selection"`
@@ -228,7 +230,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	defer w.Close()
 	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.EmbedImages), st: st,
 		start: time.Now(), flushing: map[string]bool{}, sel: selector{sel}}
-	s.stats.Selection = &sel
+	s.stats.Selection, s.stats.Set = &sel, set
 	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)
 	s.co.onCommit = func(c Commit, d time.Duration) {
 		cfg.Metrics.committed(c, d)

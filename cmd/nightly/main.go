@@ -1,0 +1,13 @@
+// Command nightly runs the nightly specialization job: for each app a
+// rollout run judged and made into a shard set, then the SFT set of the
+// night's runs and its export.
+package main
+
+import (
+	"os"
+
+	"github.com/codapipe/codapipe/internal/nightly"
+	"github.com/codapipe/codapipe/internal/service"
+)
+
+func main() { os.Exit(service.Main(nightly.Command(), os.Args[1:], os.Stdout, os.Stderr)) }

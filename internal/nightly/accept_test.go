@@ -1,0 +1,214 @@
+package nightly
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/pipetest"
+	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/sft"
+	"github.com/codapipe/codapipe/internal/shard"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// TestAcceptNightlyTwice runs a two-app night on the simulator, with the
+// workers beside the rollouts, and then the same night again: the second
+// invocation does no new work, and the counts agree across the stages —
+// every trajectory judged once, every judged trajectory's rows in the one
+// shard set of its run (a clean success's steps, G rows each; nothing of
+// the others), every clean success in the SFT set once with its steps.
+func TestAcceptNightlyTwice(t *testing.T) {
+	const group, samples, perApp = 2, 2, 2 // perApp: the tasks of each app below
+	apps := []string{"ChimeraX", "KAlgebra"}
+	dir := t.TempDir()
+	tasks := filepath.Join(t.TempDir(), "tasks")
+	// Tasks with clean successes in the simulator's defaults (seed 1).
+	names := []string{"ChimeraX/S03", "ChimeraX/S12", "KAlgebra/S01", "KAlgebra/S02"}
+	if raceEnabled {
+		apps, names = apps[:1], names[:perApp]
+	}
+	if err := simtasks.Write(tasks, names...); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Apps: apps, Night: "2026-11-26", Group: group, Samples: samples, Sim: true, VMs: 4, Seed: 1,
+		TimeScale: 0.0005, Workers: true, RolloutArgs: "--tasks " + tasks, JudgeArgs: "--max-frames 4"}
+	night := func() *Summary {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		common := &service.Common{DataDir: dir, LogLevel: "warn", LogFormat: "text"}
+		common.NATS.Timeout = 10 * time.Second
+		env := service.NewEnv("nightly", common, slog.New(slog.DiscardHandler), io.Discard, io.Discard)
+		defer env.Close()
+		s, err := Execute(ctx, env, o)
+		if err != nil {
+			t.Fatalf("night: %v", err)
+		}
+		return s
+	}
+
+	first := night()
+	want := perApp * samples
+	for _, a := range first.Apps {
+		if a.New.Episodes != want || a.New.Judgements != want {
+			t.Errorf("%s: first night: %d episodes, %d judgements, want %d each", a.App, a.New.Episodes, a.New.Judgements, want)
+		}
+	}
+	if first.SFT == nil || !first.SFT.Changed {
+		t.Fatalf("first night: SFT set %+v, want one built", first.SFT)
+	}
+
+	second := night()
+	if second.New != (Work{}) {
+		t.Errorf("second night did new work: %+v", second.New)
+	}
+	if second.SFT == nil || second.SFT.Changed {
+		t.Errorf("second night: SFT set %+v, want the same manifest as the first", second.SFT)
+	}
+	for i, a := range second.Apps {
+		if a.Shards == nil || first.Apps[i].Shards == nil || *a.Shards != *first.Apps[i].Shards {
+			t.Errorf("%s: shard set %+v after the second night, %+v after the first", a.App, a.Shards, first.Apps[i].Shards)
+		}
+	}
+
+	// The stages' counts agree, read back from the streams and the files.
+	raw, judged := readStreams(t, dir)
+	runs := map[string]string{} // run → shard set folder
+	for _, a := range second.Apps {
+		runs[a.Run] = a.Shards.Dir
+	}
+	ids := map[string]*traj.Trajectory{}
+	for _, tr := range raw {
+		if _, ok := runs[tr.Run]; !ok {
+			t.Errorf("raw trajectory of run %q, not the night's", tr.Run)
+		}
+		ids[tr.ID] = tr
+	}
+	if len(raw) != len(apps)*want || len(ids) != len(raw) {
+		t.Errorf("%d raw trajectories (%d ids), want %d", len(raw), len(ids), len(apps)*want)
+	}
+	judgedOnce := map[string]*traj.Judged{}
+	for _, jd := range judged {
+		if judgedOnce[jd.Trajectory.ID] != nil {
+			t.Errorf("trajectory %s judged twice", jd.Trajectory.ID)
+		}
+		judgedOnce[jd.Trajectory.ID] = jd
+	}
+	for id := range ids {
+		if judgedOnce[id] == nil {
+			t.Errorf("trajectory %s not judged", id)
+		}
+	}
+
+	// Rows: every row in its run's set, a clean success's steps × G.
+	rows := map[string]int{} // trajectory → rows
+	sets, err := filepath.Glob(filepath.Join(dir, "shards", "*", shard.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) != len(apps) {
+		t.Errorf("%d shard sets, want one per app (%d)", len(sets), len(apps))
+	}
+	for _, mf := range sets {
+		setDir := filepath.Dir(mf)
+		var m shard.Manifest
+		if err := readJSON(mf, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range m.Files {
+			err := shard.ReadFile(context.Background(), filepath.Join(setDir, f.Path), m.Format, func(r *shard.Row) error {
+				if runs[r.Run] != setDir {
+					t.Errorf("row of run %s in set %s, want its run's set %s", r.Run, setDir, runs[r.Run])
+				}
+				rows[r.TrajectoryID]++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clean, cleanSteps := 0, 0
+	for id, jd := range judgedOnce {
+		want := 0
+		if jd.Judgement.Decision == traj.CleanSuccess {
+			clean++
+			cleanSteps += len(jd.Trajectory.Steps)
+			want = len(jd.Trajectory.Steps) * group
+		}
+		if rows[id] != want {
+			t.Errorf("trajectory %s (%s, %d steps): %d rows, want %d", id, jd.Judgement.Decision, len(jd.Trajectory.Steps), rows[id], want)
+		}
+	}
+
+	// SFT: the night's runs only, every clean success once with its steps.
+	m, err := sft.ReadManifest(second.SFT.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := range m.Runs {
+		if _, ok := runs[run]; !ok {
+			t.Errorf("SFT set holds run %q, not the night's", run)
+		}
+	}
+	samplesN := 0
+	for _, sp := range m.Splits {
+		samplesN += sp.Samples
+	}
+	if got := m.Counts.Decisions[string(traj.CleanSuccess)]; got != clean {
+		t.Errorf("SFT set saw %d clean successes, the judged stream has %d", got, clean)
+	}
+	if m.Counts.Duplicates == 0 && m.Counts.Skipped == 0 && samplesN != cleanSteps {
+		t.Errorf("SFT set: %d samples, the clean successes have %d steps", samplesN, cleanSteps)
+	}
+	if samplesN > cleanSteps {
+		t.Errorf("SFT set: %d samples, more than the clean successes' %d steps", samplesN, cleanSteps)
+	}
+	t.Logf("%d trajectories, %d clean successes (%d steps), %d SFT samples, rows %d+%d", len(raw), clean, cleanSteps, samplesN, first.New.Rows, second.New.Rows)
+}
+
+// readStreams reads the raw and judged trajectories back.
+func readStreams(t *testing.T, dir string) ([]*traj.Trajectory, []*traj.Judged) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := service.NewEnv("test", &service.Common{DataDir: dir}, slog.New(slog.DiscardHandler), nil, nil)
+	defer env.Close()
+	b, err := env.Bus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []*traj.Trajectory
+	msgs, err := pipetest.ReadStream(ctx, b, bus.Raw, bus.AllSubjects(bus.Raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		tr, err := traj.DecodeTrajectory(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, tr)
+	}
+	var judged []*traj.Judged
+	if msgs, err = pipetest.ReadStream(ctx, b, bus.Judged, bus.AllSubjects(bus.Judged)); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		jd, err := traj.DecodeJudged(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judged = append(judged, jd)
+	}
+	slices.SortFunc(judged, func(a, b *traj.Judged) int { return strings.Compare(a.Trajectory.ID, b.Trajectory.ID) })
+	return raw, judged
+}

@@ -1,0 +1,66 @@
+package nightly
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/miniotest"
+	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/sft"
+	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
+)
+
+// TestAcceptNightlyExport: with --export, the night's SFT set ends up in
+// the bucket (every file with its SHA-256, the manifest too), and the
+// summary says where.
+func TestAcceptNightlyExport(t *testing.T) {
+	srv := miniotest.Start(t)
+	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
+	t.Setenv("AWS_REGION", miniotest.Region)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	dir := t.TempDir()
+	tasks := filepath.Join(t.TempDir(), "tasks")
+	if err := simtasks.Write(tasks, "ChimeraX/S03", "ChimeraX/S12"); err != nil {
+		t.Fatal(err)
+	}
+	dst := srv.URL("sft/night")
+	o := Options{Apps: []string{"ChimeraX"}, Night: "export", Group: 1, Samples: 2, Sim: true, VMs: 2, Seed: 1,
+		TimeScale: 0.0005, Workers: true, RolloutArgs: "--tasks " + tasks, Export: dst}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	common := &service.Common{DataDir: dir, LogLevel: "warn", LogFormat: "text"}
+	env := service.NewEnv("nightly", common, slog.New(slog.DiscardHandler), io.Discard, io.Discard)
+	defer env.Close()
+	s, err := Execute(ctx, env, o)
+	if err != nil {
+		t.Fatalf("night: %v", err)
+	}
+	if s.Exported != dst || s.SFT == nil {
+		t.Fatalf("summary: exported %q, SFT %+v; want %q and a set", s.Exported, s.SFT, dst)
+	}
+	m, err := sft.ReadManifest(s.SFT.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := blob.OpenBucket(ctx, dst, srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(slices.Clone(m.Files), sft.File{Path: sft.ManifestName}) {
+		info, err := b.Stat(ctx, f.Path)
+		if err != nil {
+			t.Errorf("%s: %v", f.Path, err)
+			continue
+		}
+		if f.SHA256 != "" && (info.Size != f.Bytes || info.SHA256 != f.SHA256) {
+			t.Errorf("%s: %d bytes, SHA-256 %s; want %d, %s", f.Path, info.Size, info.SHA256, f.Bytes, f.SHA256)
+		}
+	}
+}

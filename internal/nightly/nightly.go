@@ -1,0 +1,638 @@
+// Package nightly is the nightly specialization job as one command: for
+// each app of a list, a named rollout run against the planner checkpoint
+// with judge and advantage working beside it and then drained, one shard
+// set per app, and at the end the SFT set of the night's runs, exported
+// when a bucket is configured. The stages run in this process as their
+// commands run them (service.MainContext with their flags), sharing one
+// NATS server: the embedded one this process starts in the data
+// directory, or --nats. Re-running a night finishes what is missing: the
+// rollout resumes from the run ledger, judge and advantage drain their
+// durable consumers, and the SFT build is deterministic.
+package nightly
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/advantage"
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/judge"
+	"github.com/codapipe/codapipe/internal/judge/report"
+	"github.com/codapipe/codapipe/internal/rollout"
+	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/sft"
+	"github.com/codapipe/codapipe/internal/shard"
+)
+
+// Options are a night as the command line gives it.
+type Options struct {
+	Apps  []string // applications, one rollout run and one shard set each
+	Night string   // the night's name (default today's UTC date)
+	// Group and Samples are rollout's G and K.
+	Group, Samples int
+	// Sim runs every stage on the SIMULATOR, with VMs simulated
+	// machines, Seed and TimeScale.
+	Sim       bool
+	VMs       int
+	Seed      int64
+	TimeScale float64
+	// Workers runs a judge and an advantage worker beside each rollout
+	// (as in production); without it they only drain after it.
+	Workers bool
+	Shards  string   // advantage --out ("" its default, <data>/shards)
+	SFTOut  string   // SFT dataset folder ("" <data>/sft/<night>)
+	SFTRuns []string // more runs (names or globs) for the SFT set
+	Export  string   // s3://bucket/prefix to export the SFT set to ("" none)
+	Summary string   // the night's summary as JSON ("" <data>/nightly/<night>/summary.json)
+	// Extra arguments of each stage, split on spaces.
+	RolloutArgs, JudgeArgs, AdvantageArgs, SFTArgs string
+}
+
+// ErrStage is matched by the error of a night in which a stage failed.
+var ErrStage = errors.New("nightly: a stage failed")
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// RunName is the rollout run of app in night: "<night>-<app>", the app
+// lower-cased as a subject token.
+func RunName(night, app string) string {
+	return night + "-" + strings.ToLower(bus.AppToken(app))
+}
+
+func (o *Options) check() error {
+	var apps []string
+	for _, a := range o.Apps {
+		for _, s := range strings.Split(a, ",") {
+			if s = strings.TrimSpace(s); s != "" && !slices.Contains(apps, s) {
+				apps = append(apps, s)
+			}
+		}
+	}
+	o.Apps = apps
+	if len(o.Apps) == 0 {
+		return service.Usage(errors.New("no apps: give --apps APP[,APP] (e.g. ChimeraX,KAlgebra)"))
+	}
+	if o.Night == "" {
+		o.Night = time.Now().UTC().Format(time.DateOnly)
+	}
+	if !nameRE.MatchString(o.Night) {
+		return service.Usage(fmt.Errorf("--night %q: want letters, digits, '.', '_' and '-' (e.g. 2026-11-26)", o.Night))
+	}
+	if o.Samples < 1 {
+		return service.Usage(fmt.Errorf("--samples %d: want K >= 1", o.Samples))
+	}
+	if o.Export != "" && !strings.HasPrefix(o.Export, "s3://") {
+		return service.Usage(fmt.Errorf("--export %q: want s3://bucket/prefix", o.Export))
+	}
+	return nil
+}
+
+// Summary is what a night did.
+type Summary struct {
+	Night       string    `json:"night"`
+	Started     time.Time `json:"started"`
+	WallSeconds float64   `json:"wall_seconds"`
+	OK          bool      `json:"ok"`
+	Errors      []string  `json:"errors"`
+	// New counts the work this invocation did, over all apps: episodes
+	// run, trajectories judged, shard rows written.
+	New  Work  `json:"new"`
+	Apps []App `json:"apps"`
+	SFT  *SFT  `json:"sft,omitempty"`
+	// Exported is where the SFT set was exported to ("" not configured
+	// or not done).
+	Exported string `json:"exported,omitempty"`
+	// ShardFiles are the local paths of the night's shard files (none when
+	// the shards go to a bucket).
+	ShardFiles []string `json:"shard_files"`
+	// SummaryFile is where this summary is written as JSON.
+	SummaryFile string `json:"summary_file"`
+}
+
+// Work counts what one invocation did.
+type Work struct {
+	Episodes   int `json:"episodes"`
+	Judgements int `json:"judgements"`
+	Rows       int `json:"rows"`
+}
+
+// App is one app's part of the night.
+type App struct {
+	App string `json:"app"`
+	Run string `json:"run"`
+	Err string `json:"error,omitempty"`
+	// Rollout is rollout's summary of the whole run.
+	Rollout *rollout.Summary `json:"rollout,omitempty"`
+	// Judge is the judge report of the run (every judgement archived).
+	Judge *report.Figures `json:"judge,omitempty"`
+	// Shards is the run's shard set (its manifest's counts).
+	Shards *Shards `json:"shards,omitempty"`
+	New    Work    `json:"new"`
+}
+
+// Shards is one app's shard set.
+type Shards struct {
+	Set          string `json:"set"`
+	Dir          string `json:"dir"` // the set's folder or bucket prefix
+	Rows         int    `json:"rows"`
+	Trajectories int    `json:"trajectories"`
+	Groups       int    `json:"groups"`
+	ZeroVariance int    `json:"zero_variance_groups"`
+	Files        int    `json:"files"`
+}
+
+// SFT is the night's SFT set.
+type SFT struct {
+	Dir          string         `json:"dir"`
+	Runs         []string       `json:"runs"`
+	Trajectories int            `json:"trajectories"`
+	Samples      map[string]int `json:"samples"` // by split
+	// Changed is false when the build wrote the same manifest as the one
+	// already there (a re-run with nothing new).
+	Changed bool `json:"changed"`
+}
+
+// job is one night being run.
+type job struct {
+	o      Options
+	env    *service.Env
+	log    *slog.Logger
+	common []string // the common flags every stage gets
+	dir    string   // <data>/nightly/<night>: the stages' summaries
+	out    io.Writer
+}
+
+// Execute runs the night: every app, then the SFT set and its export. It
+// returns the summary (also on error) and ErrStage when a stage failed.
+func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	j := &job{o: o, env: env, log: env.Log.With("night", o.Night), out: &lockedWriter{w: env.Stderr},
+		dir: filepath.Join(env.Common.DataDir, "nightly", o.Night)}
+	if err := os.MkdirAll(j.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("nightly: %w", err)
+	}
+	// One NATS server for every stage: the embedded one, started here.
+	b, err := env.Bus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j.common = commonArgs(env.Common, b.URL())
+
+	s := &Summary{Night: o.Night, Started: start.UTC(), Errors: []string{}, ShardFiles: []string{}}
+	s.SummaryFile = o.Summary
+	if s.SummaryFile == "" {
+		s.SummaryFile = filepath.Join(j.dir, "summary.json")
+	}
+	var runs []string
+	for _, app := range o.Apps {
+		a := j.app(ctx, app)
+		s.Apps = append(s.Apps, a)
+		runs = append(runs, a.Run)
+		s.New.Episodes += a.New.Episodes
+		s.New.Judgements += a.New.Judgements
+		s.New.Rows += a.New.Rows
+		if a.Err != "" {
+			s.Errors = append(s.Errors, app+": "+a.Err)
+		}
+		if a.Shards != nil && isLocal(a.Shards.Dir) {
+			s.ShardFiles = append(s.ShardFiles, shardFiles(a.Shards.Dir)...)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(s.Errors) == 0 && ctx.Err() == nil {
+		sftSum, err := j.sft(ctx, append(runs, o.SFTRuns...))
+		s.SFT = sftSum
+		if err != nil {
+			s.Errors = append(s.Errors, "sftpack: "+err.Error())
+		} else if o.Export != "" {
+			if err := j.stage(ctx, "sftpack export", sft.Command(), []string{"export", sftSum.Dir, o.Export}, false); err != nil {
+				s.Errors = append(s.Errors, "sftpack export: "+err.Error())
+			} else {
+				s.Exported = o.Export
+			}
+		}
+	} else if len(s.Errors) > 0 {
+		s.Errors = append(s.Errors, "sftpack: not built: an app's stages failed (re-run the night to finish them)")
+	}
+	if ctx.Err() != nil {
+		s.Errors = append(s.Errors, "interrupted: "+ctx.Err().Error())
+	}
+	s.OK = len(s.Errors) == 0
+	s.WallSeconds = time.Since(start).Seconds()
+	werr := writeJSON(s.SummaryFile, s)
+	if !s.OK {
+		return s, errors.Join(fmt.Errorf("%w: %s", ErrStage, strings.Join(s.Errors, "; ")), werr)
+	}
+	return s, werr
+}
+
+// commonArgs are the common flags of the stages: this process's, on the
+// NATS server at url (the embedded one; "" keeps --nats).
+func commonArgs(c *service.Common, url string) []string {
+	args := []string{"--data", c.DataDir, "--replicas", strconv.Itoa(max(c.Replicas, 1))}
+	if url == "" {
+		url = c.NATS.URL
+	}
+	add := func(flag, v string) {
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	add("--log-level", c.LogLevel)
+	add("--log-format", c.LogFormat)
+	if c.NATS.Timeout > 0 {
+		add("--nats-timeout", c.NATS.Timeout.String())
+	}
+	add("--nats", url)
+	add("--nats-user", c.NATS.User)
+	add("--nats-password", c.NATS.Password)
+	add("--nats-token", c.NATS.Token)
+	add("--nats-creds", c.NATS.CredsFile)
+	add("--nats-ca", c.NATS.TLSCA)
+	add("--nats-cert", c.NATS.TLSCert)
+	add("--nats-key", c.NATS.TLSKey)
+	add("--store", c.Store)
+	if c.UpdateTopology {
+		args = append(args, "--update-topology")
+	}
+	return args
+}
+
+// stage runs one command as its main function does, with the common
+// flags unless bare (sftpack export has none). args start with the
+// subcommand's name, if any.
+func (j *job) stage(ctx context.Context, name string, cmd service.Command, args []string, common bool) error {
+	if common {
+		var sub []string
+		if len(args) > 0 && len(cmd.Sub) > 0 && !strings.HasPrefix(args[0], "-") {
+			sub, args = args[:1], args[1:]
+		}
+		args = append(append(sub, j.common...), args...)
+	}
+	j.log.Info("stage", "stage", name)
+	tail := &lastLines{b: &bytes.Buffer{}}
+	code := service.MainContext(ctx, cmd, args, j.out, io.MultiWriter(j.out, tail))
+	if code != 0 {
+		msg := strings.TrimSpace(tail.b.String())
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		return fmt.Errorf("%s: exit %d: %s", name, code, msg)
+	}
+	return nil
+}
+
+// lockedWriter serializes the writes of the stages running at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// lastLines keeps the tail of a stage's error output for its error.
+type lastLines struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lastLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	if l.b.Len() > 4096 {
+		tail := slices.Clone(l.b.Bytes()[l.b.Len()-2048:])
+		l.b.Reset()
+		l.b.Write(tail)
+	}
+	return len(p), nil
+}
+
+func (j *job) simArgs(withVMs bool) []string {
+	if !j.o.Sim {
+		return nil
+	}
+	args := []string{"--sim", "--time-scale", strconv.FormatFloat(j.o.TimeScale, 'g', -1, 64)}
+	if j.o.Seed != 0 {
+		args = append(args, "--seed", strconv.FormatInt(j.o.Seed, 10))
+	}
+	if withVMs {
+		args = append(args, "--vms", strconv.Itoa(max(j.o.VMs, 1)))
+	}
+	return args
+}
+
+// app runs one app's part of the night.
+func (j *job) app(ctx context.Context, app string) App {
+	a := App{App: app, Run: RunName(j.o.Night, app)}
+	log := j.log.With("app", app, "run", a.Run)
+	file := func(stage string) string {
+		p := filepath.Join(j.dir, a.Run+"."+stage+".json")
+		_ = os.Remove(p) // never read an earlier invocation's
+		return p
+	}
+	judgeArgs := func(summary string) []string {
+		return append(append([]string{"--summary", summary}, j.simArgs(false)...), strings.Fields(j.o.JudgeArgs)...)
+	}
+	advArgs := func(summary string) []string {
+		args := []string{"--runs", a.Run, "--summary", summary}
+		if j.o.Shards != "" {
+			args = append(args, "--out", j.o.Shards)
+		}
+		return append(args, strings.Fields(j.o.AdvantageArgs)...)
+	}
+	var summaries struct{ judge, adv []string }
+	fail := func(err error) App {
+		a.Err = err.Error()
+		log.Error("app failed", "err", err)
+		return a
+	}
+
+	// Judge and advantage work beside the rollout, as in production; they
+	// are stopped (their in-flight messages finished) and waited for
+	// before the drains.
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if j.o.Workers {
+		jf, af := file("judge-worker"), file("advantage-worker")
+		summaries.judge, summaries.adv = append(summaries.judge, jf), append(summaries.adv, af)
+		for _, w := range []struct {
+			name string
+			cmd  service.Command
+			args []string
+		}{
+			{"judge worker", judge.Command(), judgeArgs(jf)},
+			{"advantage worker", advantage.Command(), advArgs(af)},
+		} {
+			wg.Add(1)
+			go func() { // owned by app: stopped and waited for below
+				defer wg.Done()
+				if err := j.stage(wctx, w.name, w.cmd, w.args, true); err != nil && wctx.Err() == nil {
+					log.Warn("worker stopped; the drain after the rollout finishes its work", "worker", w.name, "err", err)
+				}
+			}()
+		}
+	}
+	rf := file("rollout")
+	rargs := []string{"--app", app, "--run", a.Run, "--group", strconv.Itoa(j.o.Group), "--samples", strconv.Itoa(j.o.Samples), "--summary", rf}
+	rargs = append(append(rargs, j.simArgs(true)...), strings.Fields(j.o.RolloutArgs)...)
+	rerr := j.stage(ctx, "rollout", rollout.Command(), rargs, true)
+	stopWorkers()
+	wg.Wait()
+	var rs rollout.Summary
+	if err := readJSON(rf, &rs); err == nil {
+		a.Rollout = &rs
+		a.New.Episodes = rs.Episodes
+	} else if rerr == nil {
+		return fail(fmt.Errorf("rollout summary: %w", err))
+	}
+	if rerr != nil {
+		return fail(rerr)
+	}
+
+	jf := file("judge")
+	summaries.judge = append(summaries.judge, jf)
+	if err := j.stage(ctx, "judge --drain", judge.Command(), append([]string{"--drain"}, judgeArgs(jf)...), true); err != nil {
+		return fail(err)
+	}
+	af := file("advantage")
+	summaries.adv = append(summaries.adv, af)
+	if err := j.stage(ctx, "advantage --drain", advantage.Command(), append([]string{"--drain"}, advArgs(af)...), true); err != nil {
+		return fail(err)
+	}
+	for _, f := range summaries.judge {
+		var st judge.Stats
+		if readJSON(f, &st) == nil {
+			a.New.Judgements += st.Trajectories()
+		}
+	}
+	var set string
+	for _, f := range summaries.adv {
+		var st advantage.Stats
+		if readJSON(f, &st) == nil {
+			a.New.Rows += st.Counts.Rows
+			if st.Set != "" {
+				set = st.Set
+			}
+		}
+	}
+
+	store, err := j.env.Store(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	rep, err := report.Build(ctx, store, report.Config{Run: a.Run})
+	if err != nil {
+		return fail(fmt.Errorf("judge report of %s: %w", a.Run, err))
+	}
+	a.Judge = &rep.Overall
+	if set != "" {
+		a.Shards = j.shards(set)
+	}
+	log.Info("app done", "episodes", a.New.Episodes, "judgements", a.New.Judgements, "rows", a.New.Rows)
+	return a
+}
+
+// shards reads the manifest of the set (from a local --out).
+func (j *job) shards(set string) *Shards {
+	out := j.o.Shards
+	if out == "" {
+		out = filepath.Join(j.env.Common.DataDir, "shards")
+	}
+	sh := &Shards{Set: set, Dir: strings.TrimRight(out, "/") + "/" + set}
+	if !isLocal(out) {
+		return sh
+	}
+	sh.Dir = filepath.Join(out, set)
+	var m shard.Manifest
+	if err := readJSON(filepath.Join(sh.Dir, shard.ManifestName), &m); err != nil {
+		j.log.Warn("shard manifest not read", "set", set, "err", err)
+		return sh
+	}
+	sh.Rows, sh.Trajectories, sh.Groups, sh.ZeroVariance, sh.Files = m.Counts.Rows, m.Counts.Trajectories, m.Counts.Groups, m.Counts.ZeroVarianceGroups, len(m.Files)
+	return sh
+}
+
+func isLocal(out string) bool {
+	return !strings.Contains(out, "://") || strings.HasPrefix(out, "file://")
+}
+
+// shardFiles lists the files of the set in dir, as its manifest does.
+func shardFiles(dir string) []string {
+	dir = strings.TrimPrefix(dir, "file://")
+	var m shard.Manifest
+	if readJSON(filepath.Join(dir, shard.ManifestName), &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range m.Files {
+		out = append(out, filepath.Join(dir, filepath.FromSlash(f.Path)))
+	}
+	return out
+}
+
+// sft builds the SFT set of runs into its folder.
+func (j *job) sft(ctx context.Context, runs []string) (*SFT, error) {
+	dir := j.o.SFTOut
+	if dir == "" {
+		dir = filepath.Join(j.env.Common.DataDir, "sft", j.o.Night)
+	}
+	manifest := filepath.Join(dir, "manifest.json")
+	before, _ := os.ReadFile(manifest)
+	f := filepath.Join(j.dir, "sftpack.json")
+	_ = os.Remove(f)
+	args := []string{"build", "--runs", strings.Join(runs, ","), "--out", dir, "--summary", f}
+	if err := j.stage(ctx, "sftpack build", sft.Command(), append(args, strings.Fields(j.o.SFTArgs)...), true); err != nil {
+		return nil, err
+	}
+	m, err := sft.ReadManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sftpack manifest: %w", err)
+	}
+	after, _ := os.ReadFile(manifest)
+	s := &SFT{Dir: dir, Runs: runs, Samples: map[string]int{}, Changed: !bytes.Equal(before, after)}
+	for split, info := range m.Splits {
+		s.Samples[split] = info.Samples
+	}
+	for _, c := range m.Runs {
+		s.Trajectories += c.Trajectories
+	}
+	return s, nil
+}
+
+func readJSON(path string, v any) error {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("nightly summary: %w", err)
+	}
+	if err := os.WriteFile(path, append(body, '\n'), 0o644); err != nil {
+		return fmt.Errorf("nightly summary: %w", err)
+	}
+	return nil
+}
+
+// Print writes the summary as text: the closing summary of a night.
+func (s *Summary) Print(w io.Writer) {
+	status := "done"
+	if !s.OK {
+		status = "FAILED"
+	}
+	fmt.Fprintf(w, "night %s: %s in %.0fs; this invocation: %d new episodes, %d new judgements, %d new shard rows\n",
+		s.Night, status, s.WallSeconds, s.New.Episodes, s.New.Judgements, s.New.Rows)
+	for _, a := range s.Apps {
+		fmt.Fprintf(w, "\n%s (run %s)\n", a.App, a.Run)
+		if a.Err != "" {
+			fmt.Fprintf(w, "  FAILED: %s\n", a.Err)
+		}
+		if r := a.Rollout; r != nil {
+			fmt.Fprintf(w, "  trajectories: %d (%s); success %.1f%%, Average@%d %.3f, Pass@%d %.3f\n",
+				r.Episodes+r.Skipped, counts(r.Outcomes), 100*r.Rate, r.Samples, r.AverageAtK, r.Samples, r.PassAtK)
+		}
+		if f := a.Judge; f != nil {
+			dec := map[string]int{}
+			for d, n := range f.Decisions {
+				dec[string(d)] = n
+			}
+			fmt.Fprintf(w, "  judgements: %d (%s); %.2f calls per trajectory; precision %s, recall %s against the evaluator (%d evaluated)\n",
+				f.Trajectories, counts(dec), f.CallsPerTrajectory, ratio(f.Precision), ratio(f.Recall), f.Evaluated)
+		}
+		if sh := a.Shards; sh != nil {
+			zv := 0.0
+			if sh.Groups > 0 {
+				zv = float64(sh.ZeroVariance) / float64(sh.Groups)
+			}
+			identical := "n/a"
+			if a.Rollout != nil {
+				identical = fmt.Sprintf("%.1f%%", 100*a.Rollout.IdenticalPlansShare)
+			}
+			fmt.Fprintf(w, "  shard rows: %d in %d groups of %d trajectories; zero-variance share %.1f%%; identical-plan share %s (steps whose plans were all the same)\n",
+				sh.Rows, sh.Groups, sh.Trajectories, 100*zv, identical)
+			fmt.Fprintf(w, "  shards: %d files in %s\n", sh.Files, sh.Dir)
+		}
+	}
+	if t := s.SFT; t != nil {
+		change := "rebuilt"
+		if !t.Changed {
+			change = "unchanged"
+		}
+		fmt.Fprintf(w, "\nSFT set: %d samples (train %d, val %d) of %d trajectories, %s: %s\n",
+			sum(t.Samples), t.Samples["train"], t.Samples["val"], t.Trajectories, change, t.Dir)
+	}
+	if s.Exported != "" {
+		fmt.Fprintf(w, "exported to %s\n", s.Exported)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintf(w, "ERROR: %s\n", e)
+	}
+	fmt.Fprintf(w, "summary: %s\n", s.SummaryFile)
+}
+
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k, n := range m {
+		if n > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func ratio(p *float64) string {
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}

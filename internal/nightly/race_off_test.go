@@ -1,0 +1,5 @@
+//go:build !race
+
+package nightly
+
+const raceEnabled = false

@@ -9,7 +9,7 @@ SHELL   := /bin/bash
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 TOOLS   := $(CURDIR)/.bin
 
-.PHONY: all build test lint vet bench fuzz demo clean tools
+.PHONY: all build test lint vet bench fuzz demo clean tools report-png
 
 all: build
 
@@ -96,6 +96,26 @@ demo: build
 	$(BIN)/judge report
 	$(BIN)/advantage --drain --runs $(DEMO_RUN)
 	$(BIN)/sftpack build --out ./.codapipe/sft
+
+## report-png: render a run report page in headless Chromium to a PNG for a
+## person to look at (not part of make test). RUN=NAME writes the page of
+## that run first (rollout report --out); without RUN it renders the page
+## already at REPORT_HTML (the demo's). Installs Debian's chromium with
+## apt-get (root) when /usr/bin/chromium is missing.
+REPORT_HTML ?= ./.codapipe/report.html
+REPORT_PNG  ?= ./.codapipe/report.png
+CHROMIUM    ?= /usr/bin/chromium
+report-png: build
+	@if [ -n "$(RUN)" ]; then $(BIN)/rollout report --run '$(RUN)' --out '$(REPORT_HTML)'; fi
+	@test -f '$(REPORT_HTML)' || { echo "report-png: no $(REPORT_HTML): give RUN=NAME (a rollout --run) or run make demo first" >&2; exit 2; }
+	@if [ ! -x $(CHROMIUM) ]; then echo "report-png: installing Debian's chromium (apt-get)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi
+	@profile=$$(mktemp -d); trap 'rm -rf "$$profile"' EXIT; \
+	  timeout 120 $(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	    --disable-background-networking --disable-component-update --disable-sync \
+	    --user-data-dir="$$profile" --screenshot='$(REPORT_PNG)' --window-size=1280,4000 \
+	    "file://$$(realpath '$(REPORT_HTML)')" 2>/dev/null
+	@test -s '$(REPORT_PNG)' && echo "report-png: $(REPORT_PNG) ($(REPORT_HTML))"
 
 clean:
 	rm -rf $(BIN) $(TOOLS) tools/reader/node_modules

@@ -83,7 +83,7 @@ func (r *Report) WriteHTMLFile(path string, now time.Time) (err error) {
 
 // plots renders the page's plots by name.
 func (r *Report) plots(out map[string]template.HTML) error {
-	const w, h = 16 * vg.Centimeter, 9 * vg.Centimeter
+	const w, h = 13 * vg.Centimeter, 7 * vg.Centimeter
 	add := func(name string, p *plot.Plot, err error, pw, ph vg.Length) error {
 		if err != nil {
 			return err
@@ -128,8 +128,8 @@ func (r *Report) plots(out map[string]template.HTML) error {
 		return err
 	}
 	if len(r.VMs.PerVM) > 0 {
-		gh := vg.Length(2.5+0.8*float64(len(r.VMs.PerVM))) * vg.Centimeter
-		if err := add("gantt", ganttPlot(r.VMs), nil, 24*vg.Centimeter, max(gh, 7*vg.Centimeter)); err != nil {
+		gh := vg.Length(4.5+0.7*float64(len(r.VMs.PerVM))) * vg.Centimeter
+		if err := add("gantt", ganttPlot(r.VMs), nil, 26*vg.Centimeter, min(gh, 30*vg.Centimeter)); err != nil {
 			return err
 		}
 	}
@@ -141,7 +141,7 @@ func (r *Report) plots(out map[string]template.HTML) error {
 		{l.Observe.P95, l.Plan.P95, l.Ground.P95, l.Exec.P95},
 	}
 	if r.Judge != nil {
-		stages = append(stages, "judge (per trajectory)")
+		stages = append(stages, "judge")
 		lat[0], lat[1], lat[2] = append(lat[0], l.Judge.Mean), append(lat[1], l.Judge.P50), append(lat[2], l.Judge.P95)
 	}
 	p, err = groupedBars("Latency per stage", "milliseconds", stages, []string{"mean", "p50", "p95"}, lat)
@@ -151,8 +151,13 @@ func (r *Report) plots(out map[string]template.HTML) error {
 	if r.Judge != nil {
 		var dn []string
 		var dv []float64
+		short := map[traj.Decision]string{traj.CleanSuccess: "clean", traj.RedundantSuccess: "redundant", traj.NotJudged: "not judged"}
 		for _, d := range traj.Decisions {
-			dn, dv = append(dn, string(d)), append(dv, float64(r.Judge.Overall.Decisions[d]))
+			name := string(d)
+			if s, ok := short[d]; ok {
+				name = s
+			}
+			dn, dv = append(dn, name), append(dv, float64(r.Judge.Overall.Decisions[d]))
 		}
 		p, err = groupedBars("Judge decisions", "trajectories", dn, []string{"trajectories"}, [][]float64{dv})
 		if err := add("decisions", p, err, w, h); err != nil {
@@ -236,7 +241,7 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.7em; text-align: right; }
 th { background: #f3f3f3; }
 td:first-child, th:first-child { text-align: left; }
 .plot svg { max-width: 100%; height: auto; }
-.plots { display: flex; flex-wrap: wrap; gap: 1em; }
+.plots { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
 .note { color: #7a5200; background: #fff8e5; padding: 0.4em 0.7em; border-left: 3px solid #e0a000; margin: 0.3em 0; }
 .kpi { display: inline-block; margin: 0.3em 1.5em 0.3em 0; }
 .kpi b { font-size: 1.4em; display: block; }
@@ -265,16 +270,15 @@ td:first-child, th:first-child { text-align: left; }
 <div class="plot">{{index .Plots "success"}}</div>
 {{with .R.Baseline}}
 <h2>Against baseline {{.Baseline}}</h2>
-<table id="baseline">
+<div class="plots"><table id="baseline">
 <tr><th>app</th><th>baseline success</th><th>success</th><th>Δ success</th><th>baseline Average@{{$.R.Samples}}</th><th>Average@{{$.R.Samples}}</th><th>Δ Average@{{$.R.Samples}}</th></tr>
 {{range .Apps}}<tr><td>{{.App}}</td><td>{{pctp .BaselineRate}}</td><td>{{pctp .Rate}}</td><td>{{dpct .RateDelta}}</td><td>{{pctp .BaselineAverage}}</td><td>{{pctp .AverageAtK}}</td><td>{{dpct .AverageDelta}}</td></tr>
 {{end}}{{with .Overall}}<tr><th>overall</th><th>{{pctp .BaselineRate}}</th><th>{{pctp .Rate}}</th><th>{{dpct .RateDelta}}</th><th>{{pctp .BaselineAverage}}</th><th>{{pctp .AverageAtK}}</th><th>{{dpct .AverageDelta}}</th></tr>{{end}}
 </table>
-<div class="plot">{{index $.Plots "baseline"}}</div>
+<div class="plot">{{index $.Plots "baseline"}}</div></div>
 {{end}}
 <h2>Episodes</h2>
 <div class="plots">
-<div>
 <table id="outcomes">
 <tr><th>outcome</th><th>episodes</th></tr>
 {{range .Outcomes}}<tr><td>{{.Name}}</td><td>{{.N}}</td></tr>
@@ -284,7 +288,7 @@ td:first-child, th:first-child { text-align: left; }
 {{range .R.Steps}}<tr><td>{{.Value}}</td><td>{{.N}}</td></tr>
 {{end}}</table>
 </div>
-<div class="plot">{{index .Plots "outcomes"}}</div>
+<div class="plots"><div class="plot">{{index .Plots "outcomes"}}</div>
 <div class="plot">{{index .Plots "steps"}}</div>
 </div>
 <h2>VM utilisation</h2>
@@ -304,6 +308,7 @@ td:first-child, th:first-child { text-align: left; }
 <h2>Judge</h2>
 {{with .R.Judge}}{{$o := .Overall}}
 <p class="meta">judge version {{.Version}} ({{.Judge.Policy}})</p>
+<div class="plots"><div>
 <table id="decisions">
 <tr><th>decision</th><th>trajectories</th></tr>
 {{range $.Decisions}}<tr><td>{{.Name}}</td><td>{{.N}}</td></tr>
@@ -317,8 +322,9 @@ td:first-child, th:first-child { text-align: left; }
 <tr><td>recall</td><td>{{pctp $o.Recall}}</td></tr>
 <tr><td>F1</td><td>{{pctp $o.F1}}</td></tr>
 </table>
+</div>
+<div class="plot">{{index $.Plots "decisions"}}</div></div>
 <p class="meta">precision/recall: the judge's clean success against the task evaluator's pass, on the trajectories the evaluator could check.</p>
-<div class="plot">{{index $.Plots "decisions"}}</div>
 {{else}}<p>No judgement of the run in the judged archive.</p>{{end}}
 <h2>Rewards and advantages</h2>
 {{with .R.Shards}}
@@ -332,7 +338,7 @@ td:first-child, th:first-child { text-align: left; }
 <div class="plots"><div class="plot">{{index $.Plots "rewards"}}</div><div class="plot">{{index $.Plots "advantages"}}</div></div>
 {{else}}<p>No shard set lists the run.</p>{{end}}
 <h2>Latency per stage</h2>
-<table id="latency">
+<div class="plots"><table id="latency">
 <tr><th>stage</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th></tr>
 {{with .R.Latency}}<tr><td>observe</td><td>{{ms .Observe.Mean}}</td><td>{{ms .Observe.P50}}</td><td>{{ms .Observe.P95}}</td></tr>
 <tr><td>plan</td><td>{{ms .Plan.Mean}}</td><td>{{ms .Plan.P50}}</td><td>{{ms .Plan.P95}}</td></tr>
@@ -340,7 +346,7 @@ td:first-child, th:first-child { text-align: left; }
 <tr><td>exec</td><td>{{ms .Exec.Mean}}</td><td>{{ms .Exec.P50}}</td><td>{{ms .Exec.P95}}</td></tr>
 {{end}}{{if .R.Judge}}<tr><td>judge (per trajectory)</td><td>{{ms .R.Latency.Judge.Mean}}</td><td>{{ms .R.Latency.Judge.P50}}</td><td>{{ms .R.Latency.Judge.P95}}</td></tr>{{end}}
 </table>
-<div class="plot">{{index .Plots "latency"}}</div>
+<div class="plot">{{index .Plots "latency"}}</div></div>
 </body>
 </html>
 `

@@ -80,9 +80,19 @@ func groupedBars(title, ylabel string, names []string, labels []string, values [
 			p.Legend.Add(labels[i], b)
 		}
 	}
-	p.Legend.Top = true
 	p.NominalX(names...)
 	p.Y.Min = 0
+	if len(values) > 1 {
+		// Room above the bars for the legend (one line per series).
+		top := 0.0
+		for _, vs := range values {
+			for _, v := range vs {
+				top = max(top, v)
+			}
+		}
+		p.Legend.Top = true
+		p.Y.Max = max(top, 1e-9) * (1.15 + 0.12*float64(len(values)))
+	}
 	return p, nil
 }
 
@@ -128,7 +138,8 @@ func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
 }
 
 func (g *gantt) DataRange() (xmin, xmax, ymin, ymax float64) {
-	return 0, max(g.use.End.Sub(g.use.Start).Seconds(), 1), -0.5, float64(len(g.row)) - 0.5
+	// The rows, and room above them for the legend.
+	return 0, max(g.use.End.Sub(g.use.Start).Seconds(), 1), -0.5, float64(len(g.row)) + 1.5
 }
 
 // legendBox is a legend entry of a given colour.

@@ -39,7 +39,7 @@ as JSON; without either, a few lines of text.`,
 			fs.String(&cfg.Baseline, "baseline", "", "", "an earlier run to compare with: per-app success and Average@K side by side, with deltas")
 			fs.Bool(&cfg.JSON, "json", "", false, "print the figures as one JSON document")
 			fs.String(&cfg.Out, "out", "", "", "write the report as a self-contained HTML page to this file")
-			fs.String(&cfg.Shards, "shards", "CODAPIPE_SHARDS", "", "local folder of shard sets to read the run's rows from (default <data>/shards)")
+			fs.String(&cfg.Shards, "shards", "CODAPIPE_SHARDS", "", "local folder of shard sets to read the run's rows from (default <data>/shards; an s3:// URL is not read)")
 		},
 		Run: func(ctx context.Context, env *service.Env) error { return Report(ctx, env, cfg) },
 	}

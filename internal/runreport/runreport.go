@@ -39,7 +39,8 @@ type Sources struct {
 	Topology bus.Topology
 	Store    *blob.Store
 	// ShardsDir is a local folder holding shard sets (each a folder with a
-	// manifest.json, at any depth); empty or missing: no shard figures.
+	// manifest.json, at any depth); empty or missing: no shard figures. A
+	// URL (s3://…) is not read: the report notes it.
 	ShardsDir string
 }
 
@@ -244,13 +245,15 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 			r.Notes = append(r.Notes, "no judgement of the run in the judged archive: run judge to see decisions and precision/recall.")
 		}
 	}
-	sh, err := shardFigures(ctx, src.ShardsDir, cfg.Run)
-	if err != nil {
+	var sh *ShardFigures
+	if strings.Contains(src.ShardsDir, "://") {
+		r.Notes = append(r.Notes, fmt.Sprintf("shard sets in an object store (%s) are not read by the report: give --shards a local folder (a copy of the set) for the reward, advantage and zero-variance figures.", src.ShardsDir))
+	} else if sh, err = shardFigures(ctx, src.ShardsDir, cfg.Run); err != nil {
 		return nil, fmt.Errorf("run report: %w", err)
 	}
 	if sh != nil {
 		r.Shards = sh
-	} else {
+	} else if !strings.Contains(src.ShardsDir, "://") {
 		r.Notes = append(r.Notes, fmt.Sprintf("no shard set under %q lists the run: no reward, advantage or zero-variance figures (run advantage --runs %s).", src.ShardsDir, cfg.Run))
 	}
 

@@ -9,7 +9,7 @@ SHELL   := /bin/bash
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 TOOLS   := $(CURDIR)/.bin
 
-.PHONY: all build test lint vet bench fuzz demo clean tools
+.PHONY: all build test lint vet bench fuzz demo clean tools report-png
 
 all: build
 
@@ -88,10 +88,11 @@ fuzz:
 ## ./.codapipe/sft/<night>. It ends with one closing summary.
 # Logs are the human text format (one line per event) even when the output
 # is not a terminal (CI logs); CODAPIPE_LOG_FORMAT=json make demo for JSON.
-# The run report: DEMO_REPORT is written by `rollout report` when the rollout
-# binary has that subcommand (checked with `rollout report --help`); until
-# then the demo says it is not there.
+# The run report: `rollout report` writes DEMO_REPORT, and the demo copies
+# it to REPORT_HTML (the latest demo's page, what make report-png renders).
 DEMO_DATA   := ./.codapipe
+REPORT_HTML ?= $(DEMO_DATA)/report.html
+REPORT_PNG  ?= $(DEMO_DATA)/report.png
 DEMO_APP    ?= ChimeraX
 demo: export CODAPIPE_LOG_FORMAT ?= text
 demo: DEMO_NIGHT := demo-$(shell date -u +%Y%m%d-%H%M%S)
@@ -109,12 +110,30 @@ demo: build tools/reader/node_modules/.installed
 	files=$$(node -e 'for (const f of require(process.argv[1]).shard_files) console.log(f)' $(abspath $(DEMO_OUT))/summary.json); \
 	if [ -n "$$files" ]; then node tools/reader/read.mjs $$files | node -e "$$DEMO_COUNT" \
 	  >> $(DEMO_OUT)/summary.txt; else echo "reader: no shard files to read" >> $(DEMO_OUT)/summary.txt; fi; \
-	if $(BIN)/rollout report --help >/dev/null 2>&1; then \
-	  mkdir -p $(dir $(DEMO_REPORT)); \
-	  $(BIN)/rollout report --data $(DEMO_DATA) --run $(DEMO_RUN) --out $(DEMO_REPORT) >&2 && echo "report: $(DEMO_REPORT)" >> $(DEMO_OUT)/summary.txt; \
-	else echo "report: not written (this build's rollout has no report subcommand)" >> $(DEMO_OUT)/summary.txt; fi; \
+	mkdir -p $(dir $(DEMO_REPORT)); \
+	$(BIN)/rollout report --data $(DEMO_DATA) --run $(DEMO_RUN) --out $(DEMO_REPORT) >&2; \
+	cp $(DEMO_REPORT) $(REPORT_HTML); \
+	echo "report: $(DEMO_REPORT) (also $(REPORT_HTML), which make report-png renders)" >> $(DEMO_OUT)/summary.txt; \
 	echo "demo: $$(( $$(date +%s) - start ))s" >> $(DEMO_OUT)/summary.txt; \
 	echo; echo "================ closing summary ================"; cat $(DEMO_OUT)/summary.txt
+
+## report-png: render a run report page in headless Chromium to a PNG for a
+## person to look at (not part of make test). RUN=NAME writes the page of
+## that run first (rollout report --out); without RUN it renders the page
+## already at REPORT_HTML (the demo's). Installs Debian's chromium with
+## apt-get (root) when /usr/bin/chromium is missing.
+CHROMIUM    ?= /usr/bin/chromium
+report-png: build
+	@if [ -n "$(RUN)" ]; then $(BIN)/rollout report --run '$(RUN)' --out '$(REPORT_HTML)'; fi
+	@test -f '$(REPORT_HTML)' || { echo "report-png: no $(REPORT_HTML): give RUN=NAME (a rollout --run) or run make demo first" >&2; exit 2; }
+	@if [ ! -x $(CHROMIUM) ]; then echo "report-png: installing Debian's chromium (apt-get)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi
+	@profile=$$(mktemp -d); trap 'rm -rf "$$profile"' EXIT; \
+	  timeout 120 $(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	    --disable-background-networking --disable-component-update --disable-sync \
+	    --user-data-dir="$$profile" --screenshot='$(REPORT_PNG)' --window-size=1280,4000 \
+	    "file://$$(realpath '$(REPORT_HTML)')" 2>/dev/null
+	@test -s '$(REPORT_PNG)' && echo "report-png: $(REPORT_PNG) ($(REPORT_HTML))"
 
 clean:
 	rm -rf $(BIN) $(TOOLS) tools/reader/node_modules

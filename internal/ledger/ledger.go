@@ -335,3 +335,99 @@ func (g *Grounding) Add(o Grounding) {
 	g.MaxX, g.MaxY = max(g.MaxX, o.MaxX), max(g.MaxY, o.MaxY)
 	g.ExtW, g.ExtH = max(g.ExtW, o.ExtW), max(g.ExtH, o.ExtH)
 }
+
+// Scores are a run's outcome figures computed from its episode records by
+// Tally: the one place the success rate, Average@K and Pass@K are defined.
+type Scores struct {
+	// Episodes counts every record; EnvErrors those ended by an environment
+	// error, Unscored those the evaluator could not score. Neither counts
+	// in Rate, AverageAtK or PassAtK; env errors do not count in MeanSteps.
+	Episodes  int `json:"episodes"`
+	EnvErrors int `json:"env_errors"`
+	Unscored  int `json:"unscored"`
+	// Successes are the scored episodes the evaluator passed; Rate divides
+	// them by the scored episodes.
+	Successes int     `json:"successes"`
+	Rate      float64 `json:"success_rate"`
+	// AverageAtK is the mean over tasks of the success fraction of their
+	// scored samples; PassAtK the fraction of those tasks with at least
+	// one success. ScoredTasks is the number of tasks averaged over.
+	AverageAtK  float64 `json:"average_at_k"`
+	PassAtK     float64 `json:"pass_at_k"`
+	ScoredTasks int     `json:"scored_tasks"`
+	// MeanSteps is the mean step count of the episodes that did not end
+	// by an environment error.
+	MeanSteps float64 `json:"mean_steps"`
+	// Outcomes counts the records by outcome kind.
+	Outcomes map[string]int `json:"outcomes"`
+}
+
+// Tally accumulates episode records into Scores. The zero value is ready.
+type Tally struct {
+	s       Scores
+	perTask map[string]*taskTally
+	steps   int
+	valid   int
+}
+
+type taskTally struct{ ok, n int }
+
+// Add counts one episode record of task.
+func (t *Tally) Add(task string, r Record) {
+	if t.perTask == nil {
+		t.perTask = map[string]*taskTally{}
+		t.s.Outcomes = map[string]int{}
+	}
+	t.s.Episodes++
+	t.s.Outcomes[string(r.Outcome)]++
+	a := t.perTask[task]
+	if a == nil {
+		a = &taskTally{}
+		t.perTask[task] = a
+	}
+	if r.Outcome == traj.OutcomeEnvError {
+		t.s.EnvErrors++
+		return
+	}
+	t.valid++
+	t.steps += r.Steps
+	if r.Unscored {
+		t.s.Unscored++
+		return
+	}
+	a.n++
+	if r.Passed {
+		a.ok++
+		t.s.Successes++
+	}
+}
+
+// Scores returns the figures of the records added so far.
+func (t *Tally) Scores() Scores {
+	s := t.s
+	s.Outcomes = make(map[string]int, len(t.s.Outcomes))
+	for k, v := range t.s.Outcomes {
+		s.Outcomes[k] = v
+	}
+	if t.valid > 0 {
+		s.MeanSteps = float64(t.steps) / float64(t.valid)
+	}
+	if n := t.valid - s.Unscored; n > 0 {
+		s.Rate = float64(s.Successes) / float64(n)
+	}
+	for _, a := range t.perTask {
+		if a.n == 0 {
+			continue
+		}
+		s.ScoredTasks++
+		s.AverageAtK += float64(a.ok) / float64(a.n)
+		if a.ok > 0 {
+			s.PassAtK++
+		}
+	}
+	if s.ScoredTasks > 0 {
+		s.AverageAtK /= float64(s.ScoredTasks)
+		s.PassAtK /= float64(s.ScoredTasks)
+	}
+	return s
+}

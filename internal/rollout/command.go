@@ -3,8 +3,9 @@
 // (internal/sched), published on the bus and recorded in a ledger for
 // resuming, with a summary. Run is the library (everything resolved);
 // Execute and Command are the command layer, which also starts the
-// SIMULATOR for --sim. The "tasks" subcommand lists ScienceBoard tasks and
-// "sim" serves the simulator alone.
+// SIMULATOR for --sim. The "tasks" subcommand lists ScienceBoard tasks,
+// "sim" serves the simulator alone and "report" reports on a run
+// (internal/runreport).
 package rollout
 
 import (
@@ -333,6 +334,8 @@ Usage:
           [--nats URL] [--store URL] [--run NAME] [--sim] [--summary FILE]
   rollout tasks --tasks DIR [--app APP] [--json]   list the tasks of a ScienceBoard task folder
   rollout sim [--vms N] [--seed S]                 start the SIMULATOR alone and print its addresses
+  rollout report --run NAME [--baseline RUN] [--json] [--out FILE.html]
+                                                   a run's figures and plots (JSON or an HTML page)
 
 Runs K samples of every task of APP over the VM pool with a dynamic queue, longest step limit
 first: every free VM takes the next episode. Each step asks the planner for G+1 plans; plan 0 is
@@ -409,7 +412,7 @@ func Command() service.Command {
 			}
 			return err
 		},
-		Sub: []service.Command{tasksCommand(), simCommand()},
+		Sub: []service.Command{tasksCommand(), simCommand(), reportCommand()},
 	}
 }
 

@@ -27,6 +27,7 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 		{Command(), []string{"flags: common", "flags: rollout"}},
 		{tasksCommand(), []string{"flags: rollout tasks"}},
 		{simCommand(), []string{"flags: rollout sim"}},
+		{reportCommand(), []string{"flags: common", "flags: rollout report"}},
 		{judge.Command(), []string{"flags: common", "flags: consumer", "flags: judge"}},
 		{judge.Command().Sub[0], []string{"flags: common", "flags: judge report"}},
 	}

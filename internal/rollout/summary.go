@@ -13,7 +13,6 @@ import (
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
@@ -79,33 +78,11 @@ type Summary struct {
 func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]ledger.Record, wall time.Duration, ps vmpool.Stats) *Summary {
 	s := &Summary{Run: cfg.Run, App: cfg.App, Tasks: len(cfg.Tasks), Samples: cfg.Samples, Group: cfg.Group, Skipped: len(done),
 		Outcomes: map[string]int{}, WallSeconds: wall.Seconds(), Utilisation: ps.Utilisation, Quarantined: []string{}}
-	type agg struct{ ok, n int }
-	perTask := map[string]*agg{}
-	steps, valid := 0, 0
+	var tally ledger.Tally
 	add := func(task string, r ledger.Record) {
-		s.Outcomes[string(r.Outcome)]++
 		s.Grounding.Add(r.Grounding)
 		s.Plans.Add(r.Plans)
-		a := perTask[task]
-		if a == nil {
-			a = &agg{}
-			perTask[task] = a
-		}
-		if r.Outcome == traj.OutcomeEnvError {
-			s.EnvErrors++
-			return
-		}
-		valid++
-		steps += r.Steps
-		if r.Unscored {
-			s.Unscored++
-			return
-		}
-		a.n++
-		if r.Passed {
-			a.ok++
-			s.Success++
-		}
+		tally.Add(task, r)
 	}
 	for k, r := range done {
 		add(k.Task, r)
@@ -124,27 +101,9 @@ func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]le
 		s.Episodes++
 		add(r.Job.Task.ID, ledger.RecordOf(r.Trajectory))
 	}
-	if valid > 0 {
-		s.MeanSteps = float64(steps) / float64(valid)
-	}
-	if n := valid - s.Unscored; n > 0 {
-		s.Rate = float64(s.Success) / float64(n)
-	}
-	scored := 0
-	for _, a := range perTask {
-		if a.n == 0 {
-			continue
-		}
-		scored++
-		s.AverageAtK += float64(a.ok) / float64(a.n)
-		if a.ok > 0 {
-			s.PassAtK++
-		}
-	}
-	if scored > 0 {
-		s.AverageAtK /= float64(scored)
-		s.PassAtK /= float64(scored)
-	}
+	sc := tally.Scores()
+	s.Outcomes, s.EnvErrors, s.Unscored, s.Success = sc.Outcomes, sc.EnvErrors, sc.Unscored, sc.Successes
+	s.Rate, s.AverageAtK, s.PassAtK, s.MeanSteps = sc.Rate, sc.AverageAtK, sc.PassAtK, sc.MeanSteps
 	if g := s.Grounding; g.Grounded > 0 {
 		s.UnparsedShare = float64(g.Unparsed) / float64(g.Grounded)
 		s.OutOfRangeShare = float64(g.OutOfRange) / float64(g.Grounded)

@@ -134,15 +134,7 @@ func (a *acc) figures() Figures {
 	if judged := f.Trajectories - f.Decisions[traj.NotJudged]; judged > 0 {
 		f.CallsPerTrajectory = float64(f.Calls) / float64(judged)
 	}
-	if len(a.lat) > 0 {
-		s := slices.Clone(a.lat)
-		slices.Sort(s)
-		sum := 0.0
-		for _, x := range s {
-			sum += x
-		}
-		f.LatencyMS = Latency{Mean: sum / float64(len(s)), P50: quantile(s, 0.5), P95: quantile(s, 0.95)}
-	}
+	f.LatencyMS = LatencyOf(a.lat)
 	f.Precision = ratio(f.TP, f.TP+f.FP)
 	f.Recall = ratio(f.TP, f.TP+f.FN)
 	if f.Precision != nil && f.Recall != nil && *f.Precision+*f.Recall > 0 {
@@ -153,6 +145,21 @@ func (a *acc) figures() Figures {
 		f.F1 = &zero
 	}
 	return f
+}
+
+// LatencyOf summarises durations in milliseconds: their mean, median and
+// 95th percentile (linear interpolation); zero for none.
+func LatencyOf(ms []float64) Latency {
+	if len(ms) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	return Latency{Mean: sum / float64(len(s)), P50: quantile(s, 0.5), P95: quantile(s, 0.95)}
 }
 
 // quantile of sorted s by linear interpolation.

@@ -1,0 +1,168 @@
+package runreport
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Colours of the plots (one palette for the whole page).
+var (
+	blue   = color.RGBA{R: 0x3b, G: 0x6e, B: 0xa8, A: 0xff}
+	orange = color.RGBA{R: 0xe0, G: 0x8a, B: 0x2c, A: 0xff}
+	green  = color.RGBA{R: 0x4c, G: 0x9a, B: 0x52, A: 0xff}
+	red    = color.RGBA{R: 0xc4, G: 0x3c, B: 0x3c, A: 0xff}
+	grey   = color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}
+	purple = color.RGBA{R: 0x7a, G: 0x5c, B: 0xa8, A: 0xff}
+	series = []color.Color{blue, orange, green, purple, red}
+)
+
+// outcomeColour colours an episode on the VM timeline.
+func outcomeColour(e Episode) color.Color {
+	switch {
+	case e.Outcome == traj.OutcomeEnvError:
+		return red
+	case e.Passed:
+		return green
+	case e.Outcome == traj.OutcomeFinished || e.Outcome == traj.OutcomeAnswered:
+		return orange
+	}
+	return grey
+}
+
+// svg renders p as an inline SVG element (no XML declaration, fonts named
+// not embedded).
+func svg(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
+	c := vgsvg.NewWith(vgsvg.UseWH(w, h))
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", fmt.Errorf("render plot %q: %w", p.Title.Text, err)
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return template.HTML(s), nil //nolint:gosec // made by vgsvg from our own figures
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// groupedBars plots one bar per name for each series, side by side.
+func groupedBars(title, ylabel string, names []string, labels []string, values [][]float64) (*plot.Plot, error) {
+	p := newPlot(title, "", ylabel)
+	w := vg.Points(min(60, 240/float64(max(len(names), 1))) / float64(max(len(values), 1)))
+	for i, vs := range values {
+		b, err := plotter.NewBarChart(plotter.Values(vs), w)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", title, err)
+		}
+		b.Color = series[i%len(series)]
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(float64(i)-float64(len(values)-1)/2)
+		p.Add(b)
+		if len(values) > 1 {
+			p.Legend.Add(labels[i], b)
+		}
+	}
+	p.NominalX(names...)
+	p.Y.Min = 0
+	if len(values) > 1 {
+		// Room above the bars for the legend (one line per series).
+		top := 0.0
+		for _, vs := range values {
+			for _, v := range vs {
+				top = max(top, v)
+			}
+		}
+		p.Legend.Top = true
+		p.Y.Max = max(top, 1e-9) * (1.15 + 0.12*float64(len(values)))
+	}
+	return p, nil
+}
+
+// histogram plots pre-binned counts.
+func histogram(title, xlabel string, h Histogram, fill color.Color) *plot.Plot {
+	p := newPlot(title, xlabel, "rows")
+	n := len(h.Counts)
+	width := (h.Max - h.Min) / float64(max(n, 1))
+	if width == 0 {
+		width = 1
+	}
+	hist := &plotter.Histogram{Width: width, FillColor: fill, LineStyle: plotter.DefaultLineStyle}
+	for i, c := range h.Counts {
+		lo := h.Min + float64(i)*width
+		hist.Bins = append(hist.Bins, plotter.HistogramBin{Min: lo, Max: lo + width, Weight: float64(c)})
+	}
+	p.Add(hist)
+	return p
+}
+
+// gantt draws the episodes of each VM as bars on a time axis (seconds
+// from the run's first start).
+type gantt struct {
+	use VMUse
+	row map[string]int
+}
+
+func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
+	tx, ty := plt.Transforms(&c)
+	for _, e := range g.use.Episodes {
+		if e.Start.IsZero() || !e.End.After(e.Start) {
+			continue
+		}
+		y := float64(g.row[e.VM])
+		x0, x1 := e.Start.Sub(g.use.Start).Seconds(), e.End.Sub(g.use.Start).Seconds()
+		pts := []vg.Point{
+			{X: tx(x0), Y: ty(y - 0.35)}, {X: tx(x1), Y: ty(y - 0.35)},
+			{X: tx(x1), Y: ty(y + 0.35)}, {X: tx(x0), Y: ty(y + 0.35)},
+		}
+		c.FillPolygon(outcomeColour(e), c.ClipPolygonXY(pts))
+		c.StrokeLines(draw.LineStyle{Color: color.White, Width: vg.Points(0.5)}, c.ClipLinesXY(append(pts, pts[0]))...)
+	}
+}
+
+func (g *gantt) DataRange() (xmin, xmax, ymin, ymax float64) {
+	// The rows, and room above them for the legend.
+	return 0, max(g.use.End.Sub(g.use.Start).Seconds(), 1), -0.5, float64(len(g.row)) + 1.5
+}
+
+// legendBox is a legend entry of a given colour.
+type legendBox struct{ c color.Color }
+
+func (l legendBox) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(l.c, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+func ganttPlot(use VMUse) *plot.Plot {
+	p := newPlot("Episodes per VM over time", "seconds since the run's first episode started", "")
+	g := &gantt{use: use, row: map[string]int{}}
+	names := make([]string, len(use.PerVM))
+	for i, v := range use.PerVM {
+		g.row[v.VM] = i
+		names[i] = v.VM
+	}
+	p.Add(g)
+	p.NominalY(names...)
+	p.Legend.Top = true
+	p.Legend.Add("passed", legendBox{green})
+	p.Legend.Add("finished, not passed", legendBox{orange})
+	p.Legend.Add("failed / step limit / other", legendBox{grey})
+	p.Legend.Add("environment error (fault)", legendBox{red})
+	return p
+}

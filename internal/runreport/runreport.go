@@ -1,0 +1,619 @@
+// Package runreport is `rollout report`: the figures of one rollout run —
+// success by app with Average@K and Pass@K, steps, outcomes, VM use over
+// time, plan variety, per-stage latency, the judge's decisions and its
+// precision and recall, and the reward and advantage distributions of the
+// run's shard rows — read from the trajectories stream, the run ledger, the
+// judged archive and the shard sets, as JSON or as one self-contained HTML
+// page with plots.
+//
+// It computes nothing a stage already defines: the outcome figures are
+// ledger.Tally's (the rollout summary's), plan variety is
+// ledger.PlanVarietyOf's, and the judge figures are internal/judge/report's.
+package runreport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
+	judgereport "github.com/codapipe/codapipe/internal/judge/report"
+	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Sources are where a report reads from.
+type Sources struct {
+	Bus      *bus.Bus
+	Topology bus.Topology
+	Store    *blob.Store
+	// ShardsDir is a local folder holding shard sets (each a folder with a
+	// manifest.json, at any depth); empty or missing: no shard figures. A
+	// URL (s3://…) is not read: the report notes it.
+	ShardsDir string
+}
+
+// Config selects the run and its comparison.
+type Config struct {
+	Run      string // the run to report on (rollout --run)
+	Baseline string // an earlier run to compare with ("" none)
+}
+
+// Report is the figures of one run. Shares and rates are fractions in
+// [0, 1]; latencies are in milliseconds.
+type Report struct {
+	Run string `json:"run"`
+	// Apps are the run's applications; Checkpoints the planner checkpoints
+	// its trajectories recorded (one for a well-formed run).
+	Apps        []string `json:"apps"`
+	Checkpoints []string `json:"planner_checkpoints"`
+	// Samples is K and Group G, as the trajectories record them (the
+	// largest seen).
+	Samples int `json:"samples"`
+	Group   int `json:"group"`
+	// Trajectories are the run's trajectories on the stream;
+	// LedgerEpisodes the episodes the run ledger records as published.
+	Trajectories   int `json:"trajectories"`
+	LedgerEpisodes int `json:"ledger_episodes"`
+	// Overall and ByApp are ledger.Tally's figures over the trajectories'
+	// records (ledger.RecordOf): the rollout summary's formula.
+	Overall ledger.Scores `json:"overall"`
+	ByApp   []AppScores   `json:"by_app"`
+	// Steps is the distribution of step counts of the episodes that did
+	// not end by an environment error.
+	Steps []Count `json:"steps_histogram"`
+	// VMs is how the run used its VMs over time.
+	VMs VMUse `json:"vms"`
+	// Plans counts how varied the planner's plans were
+	// (ledger.PlanVarietyOf); IdenticalPlansShare is Identical/Sampled and
+	// VariedGroupsShare Varied/Groups, as in the rollout summary.
+	Plans               ledger.PlanVariety `json:"plans"`
+	IdenticalPlansShare float64            `json:"identical_plans_share"`
+	VariedGroupsShare   float64            `json:"varied_groups_share"`
+	// Latency is per step stage (from the steps' timings) and per judged
+	// trajectory.
+	Latency StageLatency `json:"latency_ms"`
+	// Judge is `judge report --run` on the judged archive; nil when none of
+	// the run's trajectories is archived.
+	Judge *judgereport.Report `json:"judge"`
+	// Shards are the run's rows in the shard sets found; nil when none.
+	Shards *ShardFigures `json:"shards"`
+	// Baseline compares the run with --baseline; nil without one.
+	Baseline *Comparison `json:"baseline,omitempty"`
+	// Notes say what the report could not show and why.
+	Notes []string `json:"notes"`
+}
+
+// AppScores are one application's figures.
+type AppScores struct {
+	App string `json:"app"`
+	ledger.Scores
+}
+
+// Count is how many times a value occurred.
+type Count struct {
+	Value int `json:"value"`
+	N     int `json:"n"`
+}
+
+// VMUse is the run's VM use: one Episode per trajectory, and per VM the
+// time its episodes took. Utilisation is the busy time of all VMs over
+// (End − Start) × number of VMs.
+type VMUse struct {
+	Start       time.Time   `json:"start"`
+	End         time.Time   `json:"end"`
+	Utilisation float64     `json:"utilisation"`
+	PerVM       []VMFigures `json:"per_vm"`
+	Episodes    []Episode   `json:"episodes"`
+}
+
+// VMFigures are one VM's episodes, busy time and environment errors (the
+// faults the stream records: episodes ended by the VM, guest or a model
+// endpoint).
+type VMFigures struct {
+	VM          string  `json:"vm"`
+	Episodes    int     `json:"episodes"`
+	BusySeconds float64 `json:"busy_seconds"`
+	Utilisation float64 `json:"utilisation"`
+	EnvErrors   int     `json:"env_errors"`
+}
+
+// Episode is one trajectory on the VM timeline.
+type Episode struct {
+	ID      string           `json:"id"`
+	App     string           `json:"app"`
+	Task    string           `json:"task"`
+	Sample  int              `json:"sample"`
+	VM      string           `json:"vm"`
+	Start   time.Time        `json:"start"`
+	End     time.Time        `json:"end"`
+	Outcome traj.OutcomeKind `json:"outcome"`
+	Passed  bool             `json:"passed"`
+}
+
+// StageLatency summarises the steps' timings per stage and the judge's
+// time per trajectory (judge report's latency; zero without judgements).
+type StageLatency struct {
+	Observe judgereport.Latency `json:"observe"`
+	Plan    judgereport.Latency `json:"plan"`
+	Ground  judgereport.Latency `json:"ground"`
+	Exec    judgereport.Latency `json:"exec"`
+	Judge   judgereport.Latency `json:"judge"`
+}
+
+// ShardFigures are the run's rows in the shard sets whose manifest lists
+// the run.
+type ShardFigures struct {
+	Sets   []string `json:"sets"` // folders of the sets, relative to Sources.ShardsDir
+	Rows   int      `json:"rows"`
+	Groups int      `json:"groups"`
+	// ZeroVarianceGroups are the run's groups written with zero variance
+	// (every advantage 0); ZeroVarianceShare divides them by Groups.
+	// Groups a set dropped have no rows and are not counted here.
+	ZeroVarianceGroups int     `json:"zero_variance_groups"`
+	ZeroVarianceShare  float64 `json:"zero_variance_share"`
+	// Rewards and Advantages are the rows' values, binned.
+	Rewards    Histogram `json:"rewards"`
+	Advantages Histogram `json:"advantages"`
+}
+
+// Histogram is values binned in equal-width bins from Min to Max.
+type Histogram struct {
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Counts []int   `json:"counts"`
+	values []float64
+}
+
+// Comparison is the run beside a baseline run, per app and overall.
+type Comparison struct {
+	Baseline string     `json:"baseline"`
+	Apps     []AppDelta `json:"apps"`
+	Overall  AppDelta   `json:"overall"`
+}
+
+// AppDelta is one app's success rate and Average@K in the run and the
+// baseline, and their differences (run − baseline). A side without
+// scored episodes of the app has nil figures and no delta.
+type AppDelta struct {
+	App             string   `json:"app"`
+	Rate            *float64 `json:"success_rate"`
+	BaselineRate    *float64 `json:"baseline_success_rate"`
+	RateDelta       *float64 `json:"success_rate_delta"`
+	AverageAtK      *float64 `json:"average_at_k"`
+	BaselineAverage *float64 `json:"baseline_average_at_k"`
+	AverageDelta    *float64 `json:"average_at_k_delta"`
+}
+
+// HistogramBins is the number of bins of the reward and advantage
+// histograms.
+const HistogramBins = 20
+
+// ErrNoRun is returned when the stream holds no trajectory of the run.
+var ErrNoRun = errors.New("no trajectories of the run on the stream")
+
+// Build reads the run's data and computes its report.
+func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
+	trs, err := Trajectories(ctx, src.Bus, cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	if len(trs) == 0 {
+		return nil, fmt.Errorf("run report: run %q: %w", cfg.Run, ErrNoRun)
+	}
+	r := &Report{Run: cfg.Run, Trajectories: len(trs), Notes: []string{}}
+	r.figures(trs)
+
+	tasks := map[string]bool{}
+	for _, t := range trs {
+		tasks[t.Task.ID] = true
+	}
+	runs, err := ledger.Open(ctx, src.Bus, src.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("run report: %w", err)
+	}
+	done, err := runs.Done(ctx, cfg.Run, sortedKeys(tasks))
+	if err != nil {
+		return nil, fmt.Errorf("run report: %w", err)
+	}
+	r.LedgerEpisodes = len(done)
+	if r.LedgerEpisodes != r.Trajectories {
+		r.Notes = append(r.Notes, fmt.Sprintf("the run ledger records %d published episodes, the stream holds %d trajectories of the run (a stream past its retention, or a run still going)", r.LedgerEpisodes, r.Trajectories))
+	}
+	r.Notes = append(r.Notes, "VM resets and quarantines are not recorded in the stream or the ledger (only in rollout's metrics and summary): the timeline shows episodes and the environment errors they ended with.")
+
+	if src.Store != nil {
+		jr, err := judgereport.Build(ctx, src.Store, judgereport.Config{Run: cfg.Run})
+		if err != nil {
+			return nil, fmt.Errorf("run report: %w", err)
+		}
+		if jr.Version != "" {
+			r.Judge = jr
+			r.Latency.Judge = jr.Overall.LatencyMS
+		} else {
+			r.Notes = append(r.Notes, "no judgement of the run in the judged archive: run judge to see decisions and precision/recall.")
+		}
+	}
+	var sh *ShardFigures
+	if strings.Contains(src.ShardsDir, "://") {
+		r.Notes = append(r.Notes, fmt.Sprintf("shard sets in an object store (%s) are not read by the report: give --shards a local folder (a copy of the set) for the reward, advantage and zero-variance figures.", src.ShardsDir))
+	} else if sh, err = shardFigures(ctx, src.ShardsDir, cfg.Run); err != nil {
+		return nil, fmt.Errorf("run report: %w", err)
+	}
+	if sh != nil {
+		r.Shards = sh
+	} else if !strings.Contains(src.ShardsDir, "://") {
+		r.Notes = append(r.Notes, fmt.Sprintf("no shard set under %q lists the run: no reward, advantage or zero-variance figures (run advantage --runs %s).", src.ShardsDir, cfg.Run))
+	}
+
+	if cfg.Baseline != "" {
+		base, err := Trajectories(ctx, src.Bus, cfg.Baseline)
+		if err != nil {
+			return nil, err
+		}
+		if len(base) == 0 {
+			return nil, fmt.Errorf("run report: baseline %q: %w", cfg.Baseline, ErrNoRun)
+		}
+		b := &Report{}
+		b.figures(base)
+		r.Baseline = compare(cfg.Baseline, r, b)
+	}
+	return r, nil
+}
+
+// Trajectories reads the run's trajectories from the trajectories stream
+// (every app's subject), sorted by app, task and sample.
+func Trajectories(ctx context.Context, b *bus.Bus, run string) ([]*traj.Trajectory, error) {
+	var out []*traj.Trajectory
+	err := b.Scan(ctx, bus.Raw, bus.AllSubjects(bus.Raw), time.Time{}, func(s bus.Stored) error {
+		body, _, err := b.Get(ctx, bus.Raw, s.Seq)
+		if err != nil {
+			return err
+		}
+		t, err := traj.DecodeTrajectory(body)
+		if err != nil {
+			return fmt.Errorf("trajectory message %d: %w", s.Seq, err)
+		}
+		if t.Run == run {
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run report: read the trajectories of run %q: %w", run, err)
+	}
+	slices.SortFunc(out, func(a, b *traj.Trajectory) int {
+		if a.Task.App != b.Task.App {
+			return compareStrings(a.Task.App, b.Task.App)
+		}
+		if a.Task.ID != b.Task.ID {
+			return compareStrings(a.Task.ID, b.Task.ID)
+		}
+		return a.Sample - b.Sample
+	})
+	return out, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// figures computes everything that comes from the trajectories alone.
+func (r *Report) figures(trs []*traj.Trajectory) {
+	var overall ledger.Tally
+	apps := map[string]*ledger.Tally{}
+	ckpts := map[string]bool{}
+	steps := map[int]int{}
+	var obs, plan, ground, exec []float64
+	perVM := map[string]*VMFigures{}
+	for _, t := range trs {
+		rec := ledger.RecordOf(t)
+		overall.Add(t.Task.ID, rec)
+		a := apps[t.Task.App]
+		if a == nil {
+			a = &ledger.Tally{}
+			apps[t.Task.App] = a
+		}
+		a.Add(t.Task.ID, rec)
+		if c := t.Models.Planner.Checkpoint; c != "" {
+			ckpts[c] = true
+		}
+		r.Samples, r.Group = max(r.Samples, t.Samples), max(r.Group, t.Group)
+		if t.Outcome.Kind != traj.OutcomeEnvError {
+			steps[len(t.Steps)]++
+		}
+		r.Plans.Add(ledger.PlanVarietyOf(t))
+		for _, s := range t.Steps {
+			obs = append(obs, float64(s.Timings.ObserveMS))
+			plan = append(plan, float64(s.Timings.PlanMS))
+			ground = append(ground, float64(s.Timings.GroundMS))
+			exec = append(exec, float64(s.Timings.ExecMS))
+		}
+		ep := Episode{ID: t.ID, App: t.Task.App, Task: t.Task.ID, Sample: t.Sample, VM: t.VM, Start: t.StartedAt, End: t.EndedAt,
+			Outcome: t.Outcome.Kind, Passed: rec.Passed}
+		r.VMs.Episodes = append(r.VMs.Episodes, ep)
+		if !ep.Start.IsZero() && (r.VMs.Start.IsZero() || ep.Start.Before(r.VMs.Start)) {
+			r.VMs.Start = ep.Start
+		}
+		if ep.End.After(r.VMs.End) {
+			r.VMs.End = ep.End
+		}
+		v := perVM[t.VM]
+		if v == nil {
+			v = &VMFigures{VM: t.VM}
+			perVM[t.VM] = v
+		}
+		v.Episodes++
+		if ep.End.After(ep.Start) && !ep.Start.IsZero() {
+			v.BusySeconds += ep.End.Sub(ep.Start).Seconds()
+		}
+		if t.Outcome.Kind == traj.OutcomeEnvError {
+			v.EnvErrors++
+		}
+	}
+	r.Overall = overall.Scores()
+	for _, app := range sortedKeys(apps) {
+		r.Apps = append(r.Apps, app)
+		r.ByApp = append(r.ByApp, AppScores{App: app, Scores: apps[app].Scores()})
+	}
+	r.Checkpoints = sortedKeys(ckpts)
+	for _, n := range sortedKeys(steps) {
+		r.Steps = append(r.Steps, Count{Value: n, N: steps[n]})
+	}
+	if p := r.Plans; p.Sampled > 0 {
+		r.IdenticalPlansShare = float64(p.Identical) / float64(p.Sampled)
+	}
+	if p := r.Plans; p.Groups > 0 {
+		r.VariedGroupsShare = float64(p.Varied) / float64(p.Groups)
+	}
+	r.Latency.Observe = judgereport.LatencyOf(obs)
+	r.Latency.Plan = judgereport.LatencyOf(plan)
+	r.Latency.Ground = judgereport.LatencyOf(ground)
+	r.Latency.Exec = judgereport.LatencyOf(exec)
+	span := r.VMs.End.Sub(r.VMs.Start).Seconds()
+	busy := 0.0
+	for _, vm := range sortedKeys(perVM) {
+		v := perVM[vm]
+		if span > 0 {
+			v.Utilisation = v.BusySeconds / span
+		}
+		busy += v.BusySeconds
+		r.VMs.PerVM = append(r.VMs.PerVM, *v)
+	}
+	if span > 0 && len(perVM) > 0 {
+		r.VMs.Utilisation = busy / (span * float64(len(perVM)))
+	}
+}
+
+func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// shardFigures reads the run's rows from every shard set under dir whose
+// manifest lists the run; nil when there is none.
+func shardFigures(ctx context.Context, dir, run string) (*ShardFigures, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	var manifests []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() && d.Name() == shard.ManifestName {
+			manifests = append(manifests, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find shard sets under %s: %w", dir, err)
+	}
+	sort.Strings(manifests)
+	var f *ShardFigures
+	groups := map[string]bool{} // group id → zero variance
+	for _, path := range manifests {
+		m, err := readManifest(path)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(m.Runs, run) {
+			continue
+		}
+		if f == nil {
+			f = &ShardFigures{Sets: []string{}}
+		}
+		setDir := filepath.Dir(path)
+		rel, err := filepath.Rel(dir, setDir)
+		if err != nil {
+			rel = setDir
+		}
+		f.Sets = append(f.Sets, rel)
+		for _, file := range m.Files {
+			err := shard.ReadFile(ctx, filepath.Join(setDir, filepath.FromSlash(file.Path)), file.Format, func(row *shard.Row) error {
+				if row.Run != run {
+					return nil
+				}
+				f.Rows++
+				f.Rewards.values = append(f.Rewards.values, row.Reward)
+				f.Advantages.values = append(f.Advantages.values, row.Advantage)
+				groups[row.GroupID] = row.ZeroVariance
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("shard set %s: %w", rel, err)
+			}
+		}
+	}
+	if f == nil {
+		return nil, nil
+	}
+	f.Groups = len(groups)
+	for _, zero := range groups {
+		if zero {
+			f.ZeroVarianceGroups++
+		}
+	}
+	if f.Groups > 0 {
+		f.ZeroVarianceShare = float64(f.ZeroVarianceGroups) / float64(f.Groups)
+	}
+	f.Rewards.bin(HistogramBins)
+	f.Advantages.bin(HistogramBins)
+	return f, nil
+}
+
+func readManifest(path string) (shard.Manifest, error) {
+	var m shard.Manifest
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m, fmt.Errorf("read shard manifest: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("shard manifest %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// bin fills Min, Max and Counts from the values.
+func (h *Histogram) bin(n int) {
+	h.Counts = []int{}
+	if len(h.values) == 0 {
+		return
+	}
+	h.Min, h.Max = slices.Min(h.values), slices.Max(h.values)
+	h.Counts = make([]int, n)
+	w := (h.Max - h.Min) / float64(n)
+	for _, v := range h.values {
+		i := 0
+		if w > 0 {
+			i = min(int((v-h.Min)/w), n-1)
+		}
+		h.Counts[i]++
+	}
+}
+
+// compare puts the run's per-app figures beside the baseline's.
+func compare(baseline string, run, base *Report) *Comparison {
+	c := &Comparison{Baseline: baseline}
+	byApp := func(r *Report) map[string]ledger.Scores {
+		m := map[string]ledger.Scores{}
+		for _, a := range r.ByApp {
+			m[a.App] = a.Scores
+		}
+		return m
+	}
+	rm, bm := byApp(run), byApp(base)
+	apps := map[string]bool{}
+	for a := range rm {
+		apps[a] = true
+	}
+	for a := range bm {
+		apps[a] = true
+	}
+	for _, app := range sortedKeys(apps) {
+		rs, rok := rm[app]
+		bs, bok := bm[app]
+		c.Apps = append(c.Apps, delta(app, rs, rok, bs, bok))
+	}
+	c.Overall = delta("overall", run.Overall, true, base.Overall, true)
+	return c
+}
+
+func delta(app string, rs ledger.Scores, rok bool, bs ledger.Scores, bok bool) AppDelta {
+	d := AppDelta{App: app}
+	val := func(ok bool, s ledger.Scores, v float64) *float64 {
+		if !ok || s.ScoredTasks == 0 {
+			return nil
+		}
+		return &v
+	}
+	d.Rate, d.BaselineRate = val(rok, rs, rs.Rate), val(bok, bs, bs.Rate)
+	d.AverageAtK, d.BaselineAverage = val(rok, rs, rs.AverageAtK), val(bok, bs, bs.AverageAtK)
+	if d.Rate != nil && d.BaselineRate != nil {
+		v := *d.Rate - *d.BaselineRate
+		d.RateDelta = &v
+	}
+	if d.AverageAtK != nil && d.BaselineAverage != nil {
+		v := *d.AverageAtK - *d.BaselineAverage
+		d.AverageDelta = &v
+	}
+	return d
+}
+
+// WriteJSON writes the report as one indented JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("run report: write JSON: %w", err)
+	}
+	return nil
+}
+
+// Print writes the headline figures for people: the page and --json have
+// the rest.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "run %s (%s; planner %s): %d trajectories, ledger %d\n", r.Run, strings.Join(r.Apps, ", "),
+		strings.Join(r.Checkpoints, ", "), r.Trajectories, r.LedgerEpisodes)
+	for _, a := range r.ByApp {
+		fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", a.App,
+			100*a.Rate, r.Samples, 100*a.AverageAtK, r.Samples, 100*a.PassAtK, a.MeanSteps)
+	}
+	fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", "overall",
+		100*r.Overall.Rate, r.Samples, 100*r.Overall.AverageAtK, r.Samples, 100*r.Overall.PassAtK, r.Overall.MeanSteps)
+	fmt.Fprintf(w, "  VM utilisation %.1f%%, identical-plan share %.1f%%\n", 100*r.VMs.Utilisation, 100*r.IdenticalPlansShare)
+	if j := r.Judge; j != nil {
+		fmt.Fprintf(w, "  judge: %d judged, %d clean successes, precision %s, recall %s\n", j.Overall.Trajectories,
+			j.Overall.Decisions[traj.CleanSuccess], pct(j.Overall.Precision), pct(j.Overall.Recall))
+	}
+	if s := r.Shards; s != nil {
+		fmt.Fprintf(w, "  shards: %d rows in %d groups, zero-variance share %.1f%%\n", s.Rows, s.Groups, 100*s.ZeroVarianceShare)
+	}
+	if b := r.Baseline; b != nil {
+		for _, d := range append(slices.Clone(b.Apps), b.Overall) {
+			fmt.Fprintf(w, "  vs %s, %-12s success %s → %s (%s), Average@K %s → %s (%s)\n", b.Baseline, d.App,
+				pct(d.BaselineRate), pct(d.Rate), pctDelta(d.RateDelta), pct(d.BaselineAverage), pct(d.AverageAtK), pctDelta(d.AverageDelta))
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100**p)
+}
+
+func pctDelta(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%+.1f pts", 100**p)
+}

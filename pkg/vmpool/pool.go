@@ -195,7 +195,17 @@ func WithGuestOptions(g guest.Options) Option { return func(o *options) { o.gues
 // WithEvents calls fn for every pool event. fn is called in the order the
 // events happen, with the pool's lock held: it must be quick and must not
 // call the Pool (count, record, or hand the event to a channel with room).
-func WithEvents(fn func(Event)) Option { return func(o *options) { o.onEvent = fn } }
+// Several WithEvents options add up: each fn is called, in the order the
+// options were given.
+func WithEvents(fn func(Event)) Option {
+	return func(o *options) {
+		if prev := o.onEvent; prev != nil {
+			o.onEvent = func(ev Event) { prev(ev); fn(ev) }
+			return
+		}
+		o.onEvent = fn
+	}
+}
 
 // Pool leases the VMs of one backend to rollout workers. It is safe for
 // concurrent use. A VM is leased to one caller at a time, and — through a

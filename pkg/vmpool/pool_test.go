@@ -900,3 +900,29 @@ func TestPoolAfterRevert(t *testing.T) {
 		}
 	})
 }
+
+// TestPoolWithEventsAddUp gives two WithEvents options: both see every
+// event, in the same order.
+func TestPoolWithEventsAddUp(t *testing.T) {
+	var first, second pooltest.EventLog
+	p, err := vmpool.NewPool(context.Background(), pooltest.Config(t), newTestBackend(1, t.Name()+":"),
+		vmpool.WithEvents(first.Add), vmpool.WithEvents(second.Add), vmpool.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Lease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.End(vmpool.Healthy); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if first.Count(vmpool.EventLeased, "") != 1 || first.String() != second.String() {
+		t.Errorf("first log:\n%s\nsecond log:\n%s", &first, &second)
+	}
+}

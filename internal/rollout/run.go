@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -97,9 +98,23 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := prompt.Store(ctx, cfg.Store, prompts); err != nil {
 		return nil, err
 	}
-	pool, err := poolfile.NewPool(ctx, cfg.Pool, log, cfg.PoolOptions...)
+	// The pool's VM events of this invocation go to the blob store
+	// (ledger.VMEvents): every vmEventsEvery while it runs, and once more
+	// after the pool has closed, also when the run is stopped.
+	invocation := time.Now()
+	poolOpts := cfg.PoolOptions
+	var rec *vmRecorder
+	if cfg.Store != nil {
+		rec = newVMRecorder(cfg.Store, cfg.Run, invocation, log)
+		poolOpts = append(slices.Clone(poolOpts), vmpool.WithEvents(rec.event))
+	}
+	pool, err := poolfile.NewPool(ctx, cfg.Pool, log, poolOpts...)
 	if err != nil {
 		return nil, err
+	}
+	if rec != nil {
+		defer rec.finish(ctx)
+		defer rec.keep(ctx, vmEventsEvery)()
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

@@ -52,8 +52,13 @@ type Summary struct {
 	LeaseFailures   int      `json:"lease_failures"`
 	Utilisation     float64  `json:"vm_utilisation"`
 	Quarantined     []string `json:"quarantined_vms"`
-	WallSeconds     float64  `json:"wall_seconds"`
-	OnStream        uint64   `json:"trajectories_on_stream"`
+	// VMResets counts this invocation's VM resets (Backend.Reset calls)
+	// and VMFailures its VM failures (failed starts, resets and health
+	// checks, and unhealthy releases): the pool's Stats.
+	VMResets    int64   `json:"vm_resets"`
+	VMFailures  int64   `json:"vm_failures"`
+	WallSeconds float64 `json:"wall_seconds"`
+	OnStream    uint64  `json:"trajectories_on_stream"`
 	// ExecutorCoords is the executor's coordinate space; ledger.Grounding counts
 	// its answers over the run, and UnparsedShare and OutOfRangeShare are
 	// the shares of grounded candidates whose answer did not parse or had
@@ -77,7 +82,8 @@ type Summary struct {
 // the ledger records of earlier invocations (done).
 func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]ledger.Record, wall time.Duration, ps vmpool.Stats) *Summary {
 	s := &Summary{Run: cfg.Run, App: cfg.App, Tasks: len(cfg.Tasks), Samples: cfg.Samples, Group: cfg.Group, Skipped: len(done),
-		Outcomes: map[string]int{}, WallSeconds: wall.Seconds(), Utilisation: ps.Utilisation, Quarantined: []string{}}
+		Outcomes: map[string]int{}, WallSeconds: wall.Seconds(), Utilisation: ps.Utilisation, Quarantined: []string{},
+		VMResets: ps.Resets, VMFailures: ps.Failures}
 	var tally ledger.Tally
 	add := func(task string, r ledger.Record) {
 		s.Grounding.Add(r.Grounding)

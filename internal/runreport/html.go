@@ -129,6 +129,9 @@ func (r *Report) plots(out map[string]template.HTML) error {
 	}
 	if len(r.VMs.PerVM) > 0 {
 		gh := vg.Length(4.5+0.7*float64(len(r.VMs.PerVM))) * vg.Centimeter
+		if r.VMs.EventDocuments > 0 {
+			gh += 1.5 * vg.Centimeter // three more legend entries
+		}
 		if err := add("gantt", ganttPlot(r.VMs), nil, 26*vg.Centimeter, min(gh, 30*vg.Centimeter)); err != nil {
 			return err
 		}
@@ -292,10 +295,10 @@ td:first-child, th:first-child { text-align: left; }
 <div class="plot">{{index .Plots "steps"}}</div>
 </div>
 <h2>VM utilisation</h2>
-<p class="meta">{{if not .R.VMs.Start.IsZero}}from {{ts .R.VMs.Start}} to {{ts .R.VMs.End}} ({{dur .R.VMs.Start .R.VMs.End}}); {{end}}utilisation: the VMs' episode time over the span × VMs.</p>
+<p class="meta">{{if not .R.VMs.Start.IsZero}}from {{ts .R.VMs.Start}} to {{ts .R.VMs.End}} ({{dur .R.VMs.Start .R.VMs.End}}); {{end}}utilisation: the VMs' episode time over the span × VMs.{{if .R.VMs.EventDocuments}} Resets (reverts to the snapshot), failures and quarantines are the pool's, from {{.R.VMs.EventDocuments}} VM events document(s) of the run.{{end}}</p>
 <table id="vms">
-<tr><th>VM</th><th>episodes</th><th>busy s</th><th>utilisation</th><th>env errors</th></tr>
-{{range .R.VMs.PerVM}}<tr><td>{{.VM}}</td><td>{{.Episodes}}</td><td>{{f1 .BusySeconds}}</td><td>{{pct .Utilisation}}</td><td>{{.EnvErrors}}</td></tr>
+<tr><th>VM</th><th>episodes</th><th>busy s</th><th>utilisation</th><th>env errors</th>{{if .R.VMs.EventDocuments}}<th>resets</th><th>reset s</th><th>failures</th><th>quarantined</th>{{end}}</tr>
+{{range .R.VMs.PerVM}}<tr><td>{{.VM}}</td><td>{{.Episodes}}</td><td>{{f1 .BusySeconds}}</td><td>{{pct .Utilisation}}</td><td>{{.EnvErrors}}</td>{{if $.R.VMs.EventDocuments}}<td>{{.Resets}}</td><td>{{f1 .ResetSeconds}}</td><td>{{.Failures}}</td><td>{{.Quarantined}}</td>{{end}}</tr>
 {{end}}</table>
 <div class="plot">{{index .Plots "gantt"}}</div>
 <h2>Plans</h2>

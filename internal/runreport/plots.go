@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -120,8 +121,34 @@ type gantt struct {
 	row map[string]int
 }
 
+// Styles of the VM events on the timeline.
+var (
+	resetColour     = color.RGBA{R: 0x44, G: 0x44, B: 0x44, A: 0xff}
+	failureGlyph    = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(4.5), Shape: draw.CrossGlyph{}}
+	quarantineGlyph = draw.GlyphStyle{Color: purple, Radius: vg.Points(5), Shape: draw.PyramidGlyph{}}
+)
+
 func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
 	tx, ty := plt.Transforms(&c)
+	// Starts and resets: a thin dark bar through the row's middle, drawn
+	// under the episodes; one still going when its document was written
+	// runs to the end of the timeline.
+	for _, s := range g.use.Spans {
+		end := s.End
+		if end.IsZero() {
+			end = g.use.End
+		}
+		if !end.After(s.Start) {
+			continue
+		}
+		y := float64(g.row[s.VM])
+		x0, x1 := s.Start.Sub(g.use.Start).Seconds(), end.Sub(g.use.Start).Seconds()
+		pts := []vg.Point{
+			{X: tx(x0), Y: ty(y - 0.12)}, {X: tx(x1), Y: ty(y - 0.12)},
+			{X: tx(x1), Y: ty(y + 0.12)}, {X: tx(x0), Y: ty(y + 0.12)},
+		}
+		c.FillPolygon(resetColour, c.ClipPolygonXY(pts))
+	}
 	for _, e := range g.use.Episodes {
 		if e.Start.IsZero() || !e.End.After(e.Start) {
 			continue
@@ -135,11 +162,36 @@ func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
 		c.FillPolygon(outcomeColour(e), c.ClipPolygonXY(pts))
 		c.StrokeLines(draw.LineStyle{Color: color.White, Width: vg.Points(0.5)}, c.ClipLinesXY(append(pts, pts[0]))...)
 	}
+	// Failures and quarantines: markers on the row, above the bars.
+	for _, e := range g.use.Events {
+		st := failureGlyph
+		if e.Kind == ledger.VMQuarantined {
+			st = quarantineGlyph
+		}
+		pt := vg.Point{X: tx(e.Time.Sub(g.use.Start).Seconds()), Y: ty(float64(g.row[e.VM]) + 0.2)}
+		if c.Contains(pt) {
+			c.DrawGlyph(st, pt)
+		}
+	}
 }
 
 func (g *gantt) DataRange() (xmin, xmax, ymin, ymax float64) {
-	// The rows, and room above them for the legend.
-	return 0, max(g.use.End.Sub(g.use.Start).Seconds(), 1), -0.5, float64(len(g.row)) + 1.5
+	// The rows, and room above them for the legend; the VMs' first starts
+	// come before the first episode (negative seconds).
+	xmax = max(g.use.End.Sub(g.use.Start).Seconds(), 1)
+	for _, s := range g.use.Spans {
+		xmin = min(xmin, s.Start.Sub(g.use.Start).Seconds())
+		xmax = max(xmax, s.End.Sub(g.use.Start).Seconds())
+	}
+	for _, e := range g.use.Events {
+		xmin = min(xmin, e.Time.Sub(g.use.Start).Seconds())
+		xmax = max(xmax, e.Time.Sub(g.use.Start).Seconds())
+	}
+	ymax = float64(len(g.row)) + 1.5
+	if g.use.EventDocuments > 0 {
+		ymax += 0.3 * float64(len(g.row)) // three more legend entries
+	}
+	return xmin, xmax, -0.5, ymax
 }
 
 // legendBox is a legend entry of a given colour.
@@ -147,6 +199,13 @@ type legendBox struct{ c color.Color }
 
 func (l legendBox) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(l.c, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+// legendGlyph is a legend entry of a marker.
+type legendGlyph struct{ st draw.GlyphStyle }
+
+func (l legendGlyph) Thumbnail(c *draw.Canvas) {
+	c.DrawGlyph(l.st, c.Center())
 }
 
 func ganttPlot(use VMUse) *plot.Plot {
@@ -164,5 +223,10 @@ func ganttPlot(use VMUse) *plot.Plot {
 	p.Legend.Add("finished, not passed", legendBox{orange})
 	p.Legend.Add("failed / step limit / other", legendBox{grey})
 	p.Legend.Add("environment error (fault)", legendBox{red})
+	if use.EventDocuments > 0 {
+		p.Legend.Add("VM start / reset (revert to snapshot)", legendBox{resetColour})
+		p.Legend.Add("VM failure (start, reset, health check or episode)", legendGlyph{failureGlyph})
+		p.Legend.Add("VM quarantined", legendGlyph{quarantineGlyph})
+	}
 	return p
 }

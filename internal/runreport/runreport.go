@@ -116,17 +116,32 @@ type VMUse struct {
 	Utilisation float64     `json:"utilisation"`
 	PerVM       []VMFigures `json:"per_vm"`
 	Episodes    []Episode   `json:"episodes"`
+	// EventDocuments is the number of VM events documents of the run
+	// (ledger.VMEvents, one per rollout invocation that recorded them);
+	// Spans are their start and reset spans and Events their failures and
+	// quarantines, merged (nil without documents).
+	EventDocuments int              `json:"vm_event_documents"`
+	Spans          []ledger.VMSpan  `json:"spans"`
+	Events         []ledger.VMEvent `json:"events"`
 }
 
 // VMFigures are one VM's episodes, busy time and environment errors (the
 // faults the stream records: episodes ended by the VM, guest or a model
-// endpoint).
+// endpoint), and, from the run's VM events documents, its resets (reverts
+// to the snapshot; ResetSeconds counts the ended ones), the pool's
+// failures of it (failed starts, resets and health checks, and unhealthy
+// releases) and how often it was quarantined. The last four are zero
+// without documents (VMUse.EventDocuments).
 type VMFigures struct {
-	VM          string  `json:"vm"`
-	Episodes    int     `json:"episodes"`
-	BusySeconds float64 `json:"busy_seconds"`
-	Utilisation float64 `json:"utilisation"`
-	EnvErrors   int     `json:"env_errors"`
+	VM           string  `json:"vm"`
+	Episodes     int     `json:"episodes"`
+	BusySeconds  float64 `json:"busy_seconds"`
+	Utilisation  float64 `json:"utilisation"`
+	EnvErrors    int     `json:"env_errors"`
+	Resets       int     `json:"resets"`
+	ResetSeconds float64 `json:"reset_seconds"`
+	Failures     int     `json:"failures"`
+	Quarantined  int     `json:"quarantined"`
 }
 
 // Episode is one trajectory on the VM timeline.
@@ -231,9 +246,13 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 	if r.LedgerEpisodes != r.Trajectories {
 		r.Notes = append(r.Notes, fmt.Sprintf("the run ledger records %d published episodes, the stream holds %d trajectories of the run (a stream past its retention, or a run still going)", r.LedgerEpisodes, r.Trajectories))
 	}
-	r.Notes = append(r.Notes, "VM resets and quarantines are not recorded in the stream or the ledger (only in rollout's metrics and summary): the timeline shows episodes and the environment errors they ended with.")
 
 	if src.Store != nil {
+		docs, err := VMEventDocs(ctx, src.Store, cfg.Run)
+		if err != nil {
+			return nil, err
+		}
+		r.addVMEvents(docs)
 		jr, err := judgereport.Build(ctx, src.Store, judgereport.Config{Run: cfg.Run})
 		if err != nil {
 			return nil, fmt.Errorf("run report: %w", err)

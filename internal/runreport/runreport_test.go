@@ -135,11 +135,11 @@ func cli(t *testing.T, cmd service.Command, args ...string) string {
 	return out.String()
 }
 
-// TestReportMatchesStream runs two small simulated runs with the judge
+// TestAcceptReportMatchesStream runs two small simulated runs with the judge
 // (and advantage for the first), then `rollout report` on each: its JSON
 // figures equal those recomputed from the stream, and its HTML page parses,
 // embeds its plots and shows the figures.
-func TestReportMatchesStream(t *testing.T) {
+func TestAcceptReportMatchesStream(t *testing.T) {
 	dir := t.TempDir()
 	run := pipetest.Run(t, dir, runSpec)
 	base := pipetest.Run(t, dir, baseSpec)

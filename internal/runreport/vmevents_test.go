@@ -12,11 +12,11 @@ import (
 	"github.com/codapipe/codapipe/internal/runreport"
 )
 
-// TestReportVMEvents runs a small simulated rollout with --summary, then
+// TestAcceptReportVMEvents runs a small simulated rollout with --summary, then
 // `rollout report`: the run's VM events document is read, and the per-VM
 // resets, failures and quarantines add up to the pool's counts in the
 // rollout summary; the page's VM table and timeline legend show them.
-func TestReportVMEvents(t *testing.T) {
+func TestAcceptReportVMEvents(t *testing.T) {
 	dir := t.TempDir()
 	summary := filepath.Join(t.TempDir(), "summary.json")
 	p := pipetest.Run(t, dir, pipetest.Spec{

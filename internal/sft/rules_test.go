@@ -139,19 +139,7 @@ func TestAcceptShareGPTRules(t *testing.T) {
 		t.Fatalf("%d records checked, the manifest counts %d samples", total, m.Counts.Samples)
 	}
 
-	var info map[string]struct {
-		FileName   string            `json:"file_name"`
-		Formatting string            `json:"formatting"`
-		Columns    map[string]string `json:"columns"`
-		Tags       map[string]string `json:"tags"`
-	}
-	body, err := os.ReadFile(filepath.Join(out, DatasetInfoName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(body, &info); err != nil {
-		t.Fatal(err)
-	}
+	info := readDatasetInfo(t, out)
 	for _, split := range []string{SplitTrain, SplitVal} {
 		d, ok := info[DatasetName(split)]
 		if (m.Splits[split].Samples > 0) != ok {
@@ -232,4 +220,27 @@ func TestShareGPTMapping(t *testing.T) {
 			}
 		})
 	}
+}
+
+// datasetInfoEntry is one dataset of dataset_info.json as LLaMA-Factory
+// reads it.
+type datasetInfoEntry struct {
+	FileName   string            `json:"file_name"`
+	Formatting string            `json:"formatting"`
+	Columns    map[string]string `json:"columns"`
+	Tags       map[string]string `json:"tags"`
+}
+
+// readDatasetInfo reads the dataset_info.json of the dataset in out.
+func readDatasetInfo(t *testing.T, out string) map[string]datasetInfoEntry {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(out, DatasetInfoName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]datasetInfoEntry
+	if err := json.Unmarshal(body, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info
 }

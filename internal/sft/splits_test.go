@@ -1,7 +1,6 @@
 package sft
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -75,19 +74,7 @@ func TestAcceptSplitFiles(t *testing.T) {
 			// dataset_info.json: exactly the present splits, each a valid
 			// sharegpt entry whose file exists and whose records keep the
 			// trainers' rules.
-			var dsInfo map[string]struct {
-				FileName   string            `json:"file_name"`
-				Formatting string            `json:"formatting"`
-				Columns    map[string]string `json:"columns"`
-				Tags       map[string]string `json:"tags"`
-			}
-			body, err := os.ReadFile(filepath.Join(out, DatasetInfoName))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(body, &dsInfo); err != nil {
-				t.Fatal(err)
-			}
+			dsInfo := readDatasetInfo(t, out)
 			var names []string
 			for _, split := range tc.splits {
 				names = append(names, DatasetName(split))

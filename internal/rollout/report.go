@@ -26,9 +26,10 @@ func reportCommand() service.Command {
 		Usage: `Usage: rollout report --run NAME [--baseline RUN] [--json] [--out FILE.html] [--shards DIR]
 
 Reads the run's trajectories from the trajectories stream, its episodes from the run ledger, its
-judgements from the judged archive and its rows from the shard sets that list it, and reports:
-success by app with Average@K and Pass@K (the rollout summary's formula), steps per episode,
-outcomes, VM use over time, plan variety, per-stage latency, the judge's decisions and its
+judgements from the judged archive, its VM starts, resets, failures and quarantines from the
+VM-event documents rollout writes to the blob store (runs/<run>/vm-events/), and its rows from the
+shard sets that list it, and reports: success by app with Average@K and Pass@K (the rollout
+summary's formula), steps per episode, outcomes, VM use over time with resets and faults, plan variety, per-stage latency, the judge's decisions and its
 precision/recall against the evaluator, reward and advantage histograms and the zero-variance
 share. --baseline RUN puts per-app success and Average@K of an earlier run beside the run's.
 --out writes one HTML page with the plots inline (no external assets); --json prints the figures

@@ -71,6 +71,13 @@ type Options struct {
 	EnvRetries int
 	Schedule   sched.Mode
 	Summary    string // write the summary as JSON here
+	// LocalQueue, Lease and PublishRetry: see Config.
+	LocalQueue   bool
+	Lease        time.Duration
+	PublishRetry time.Duration
+	// VMLocks says where the VM locks are: "file" (flock on this host,
+	// the default) or "nats" (a key-value bucket, for VMs shared by hosts).
+	VMLocks string
 	// Progress is where the progress display goes (a terminal gets a bar).
 	Progress io.Writer
 
@@ -185,6 +192,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest,
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
+		LocalQueue:  o.LocalQueue, Lease: o.Lease, PublishRetry: o.PublishRetry,
+		Spool: filepath.Join(env.Common.DataDir, "spool"),
 	}
 
 	// The simulated world provides the VMs and the models.
@@ -384,6 +393,9 @@ func Command() service.Command {
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
+			fs.Bool(&o.LocalQueue, "local-queue", "CODAPIPE_LOCAL_QUEUE", false, "run the episodes from this process's own queue instead of the run's shared work queue on JetStream (coda.work.<run>, which every host on the same --run takes episodes from)")
+			fs.Duration(&o.Lease, "lease", "CODAPIPE_LEASE", DefaultLease, "how long a host holds an episode of the shared queue without renewing it (it renews every third of it) before another host takes it over")
+			fs.Duration(&o.PublishRetry, "publish-retry", "CODAPIPE_PUBLISH_RETRY", bus.DefaultRetryBudget, "how long each publish and ledger write is retried through transient NATS errors before the trajectory goes to the spool (<data>/spool)")
 			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: 1)")
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run on the SIMULATOR: simulated VMs and models (for checking a pipeline, not for training data)")
 			fs.Int(&o.VMs, "vms", "CODAPIPE_VMS", 4, "with --sim: number of simulated VMs")

@@ -228,11 +228,11 @@ func (q *workQueue) claim(ctx context.Context, m jetstream.Msg) (*workClaim, err
 			ErrForeignEpisode, it.Task, it.Sample, len(q.tasks), q.samples, q.run)
 	}
 	job := sched.Job{Task: task, Sample: it.Sample}
-	retaken := false
+	var delivered uint64
 	if md, err := m.Metadata(); err == nil {
-		retaken = md.NumDelivered > 1
+		delivered = md.NumDelivered
 	}
-	c := &workClaim{m: m, job: job, retaken: retaken, budget: q.lease, stop: make(chan struct{}), stopped: make(chan struct{})}
+	c := &workClaim{m: m, job: job, retaken: delivered > 1, budget: q.lease, log: q.log, stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.keep(q.lease/3, q.log)
 	// Another host may have published it and lost its acknowledgement
 	// (a crash between the two, or the server away): not run twice.
@@ -246,8 +246,16 @@ func (q *workQueue) claim(ctx context.Context, m jetstream.Msg) (*workClaim, err
 		}
 		return nil, nil
 	}
+	q.log.Info(msgEpisodeTaken, "task", it.Task, "sample", it.Sample, "delivery", delivered)
 	return c, nil
 }
+
+// Log messages of the shared queue, one per episode taken and done (tests
+// count them).
+const (
+	msgEpisodeTaken = "rollout: episode taken from the shared queue"
+	msgEpisodeDone  = "rollout: episode done on the shared queue"
+)
 
 // workClaim is an episode a host holds: its lease is renewed (in-progress
 // acknowledgements) until Done or Release.
@@ -256,6 +264,7 @@ type workClaim struct {
 	job     sched.Job
 	retaken bool
 	budget  time.Duration
+	log     *slog.Logger
 	once    sync.Once
 	stop    chan struct{}
 	stopped chan struct{}
@@ -296,11 +305,15 @@ func (c *workClaim) Retaken() bool { return c.retaken }
 // queue.
 func (c *workClaim) Done(ctx context.Context) error {
 	c.end()
-	return bus.RetryTransient(ctx, c.budget, func(ctx context.Context) error {
+	err := bus.RetryTransient(ctx, c.budget, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		return c.m.DoubleAck(cctx)
 	}, nil)
+	if err == nil {
+		c.log.Info(msgEpisodeDone, "task", c.job.Task.ID, "sample", c.job.Sample)
+	}
+	return err
 }
 
 // Release gives the episode back at once, for any host.

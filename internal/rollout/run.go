@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	start := time.Now()
 	results, runErr := s.Run(ctx, plan.jobs)
 	prog.finish()
+	log.Debug("rollout: scheduler ended", "err", runErr)
 	// Trajectories spooled during the run go out now if NATS is back.
 	if spoolLeft(cfg.Spool) > 0 && runErr == nil {
 		if n, _, err := flushSpool(context.WithoutCancel(ctx), pub, cfg.Spool, log); n > 0 || err != nil {
@@ -201,6 +202,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if n, err := streamCount(ctx, cfg.Bus, subject); err == nil {
 		sum.OnStream = n
 	}
+	log.Debug("rollout: summarised")
 	if runErr != nil {
 		return sum, runErr
 	}
@@ -397,7 +399,7 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 }
 
 func streamCount(ctx context.Context, b *bus.Bus, subject string) (uint64, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	s, err := b.JetStream().Stream(cctx, bus.StreamName(bus.Raw))
 	if err != nil {

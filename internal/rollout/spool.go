@@ -25,16 +25,16 @@ var errSpooled = fmt.Errorf("%w (spool)", sched.ErrKept)
 // published: everything needed to publish it and record it in the ledger
 // later (a file per trajectory, <spool>/<run token>/<id token>.json).
 type spooled struct {
-	Subject string           `json:"subject"`
-	ID      string           `json:"id"` // trajectory id: the message id
-	Run     string           `json:"run"`
-	Task    string           `json:"task"`
-	Sample  int              `json:"sample"`
-	Header  nats.Header      `json:"header"`
-	Body    []byte           `json:"body"`
-	Record  ledger.Record    `json:"record"`
-	Time    time.Time        `json:"time"`
-	Reason  string           `json:"reason"`
+	Subject string        `json:"subject"`
+	ID      string        `json:"id"` // trajectory id: the message id
+	Run     string        `json:"run"`
+	Task    string        `json:"task"`
+	Sample  int           `json:"sample"`
+	Header  nats.Header   `json:"header"`
+	Body    []byte        `json:"body"`
+	Record  ledger.Record `json:"record"`
+	Time    time.Time     `json:"time"`
+	Reason  string        `json:"reason"`
 }
 
 // spoolPut writes s into dir atomically (a temporary file renamed into

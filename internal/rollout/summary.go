@@ -60,11 +60,11 @@ type Summary struct {
 	// this one ran (in the outcome figures, not in Episodes); Retaken the
 	// episodes this host took over from another (its lease had expired,
 	// or it gave them back).
-	SharedQueue  bool `json:"shared_queue"`
-	ByOtherHosts int  `json:"episodes_by_other_hosts"`
-	Retaken      int  `json:"episodes_taken_over"`
-	Utilisation     float64  `json:"vm_utilisation"`
-	Quarantined     []string `json:"quarantined_vms"`
+	SharedQueue  bool     `json:"shared_queue"`
+	ByOtherHosts int      `json:"episodes_by_other_hosts"`
+	Retaken      int      `json:"episodes_taken_over"`
+	Utilisation  float64  `json:"vm_utilisation"`
+	Quarantined  []string `json:"quarantined_vms"`
 	// VMResets counts this invocation's VM resets (Backend.Reset calls)
 	// and VMFailures its VM failures (failed starts, resets and health
 	// checks, and unhealthy releases): the pool's Stats.

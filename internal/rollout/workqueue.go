@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,7 +140,7 @@ func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start t
 // remaining is the number of the run's episodes on the queue: pending or
 // held by a host.
 func (q *workQueue) remaining(ctx context.Context) (uint64, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, min(10*time.Second, cmp.Or(q.budget, bus.DefaultRetryBudget)))
 	defer cancel()
 	info, err := q.stream.Info(cctx, jetstream.WithSubjectFilter(q.subject))
 	if err != nil {
@@ -154,7 +155,7 @@ func (q *workQueue) remaining(ctx context.Context) (uint64, error) {
 // acknowledged and skipped. It returns sched.ErrDrained once the run has
 // no episode on the queue.
 func (q *workQueue) Take(ctx context.Context) (sched.Claim, error) {
-	failures := 0
+	failures, since := 0, time.Time{}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -172,8 +173,10 @@ func (q *workQueue) Take(ctx context.Context) (sched.Claim, error) {
 			}
 			// The server is away (an election, a restart): keep trying
 			// within the retry budget's worth of polls.
-			failures++
-			if !bus.IsTransient(err) || time.Duration(failures)*q.poll > max(q.budget, bus.DefaultRetryBudget) {
+			if failures++; failures == 1 {
+				since = time.Now()
+			}
+			if !bus.IsTransient(err) || time.Since(since) > cmp.Or(q.budget, bus.DefaultRetryBudget) {
 				return nil, fmt.Errorf("rollout: work queue %s: %w", q.subject, err)
 			}
 			q.log.Warn("rollout: work queue unavailable; retrying", "subject", q.subject, "err", err)
@@ -232,7 +235,7 @@ func (q *workQueue) claim(ctx context.Context, m jetstream.Msg) (*workClaim, err
 	if md, err := m.Metadata(); err == nil {
 		delivered = md.NumDelivered
 	}
-	c := &workClaim{m: m, job: job, retaken: delivered > 1, budget: q.lease, log: q.log, stop: make(chan struct{}), stopped: make(chan struct{})}
+	c := &workClaim{m: m, job: job, retaken: delivered > 1, budget: min(cmp.Or(q.budget, bus.DefaultRetryBudget), q.lease), log: q.log, stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.keep(q.lease/3, q.log)
 	// Another host may have published it and lost its acknowledgement
 	// (a crash between the two, or the server away): not run twice.
@@ -306,7 +309,7 @@ func (c *workClaim) Retaken() bool { return c.retaken }
 func (c *workClaim) Done(ctx context.Context) error {
 	c.end()
 	err := bus.RetryTransient(ctx, c.budget, func(ctx context.Context) error {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, min(10*time.Second, c.budget))
 		defer cancel()
 		return c.m.DoubleAck(cctx)
 	}, nil)

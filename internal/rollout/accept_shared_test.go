@@ -34,13 +34,19 @@ type sharedHost struct {
 
 // startSharedHost starts a rollout process on run with its own simulated
 // VMs (--sim --vms vms) and data directory, sharing NATS and the blob store.
-func startSharedHost(t *testing.T, name, natsURL, dir, tasks, run string, samples, vms int, extra ...string) *sharedHost {
+func startSharedHost(t testing.TB, name, natsURL, dir, tasks, run string, samples, vms int, extra ...string) *sharedHost {
+	t.Helper()
+	return startHost(t, name, natsURL, dir, tasks, run, samples, vms, "0.001", extra...)
+}
+
+// startHost is startSharedHost with the simulator's time scale.
+func startHost(t testing.TB, name, natsURL, dir, tasks, run string, samples, vms int, timeScale string, extra ...string) *sharedHost {
 	t.Helper()
 	h := &sharedHost{name: name, log: filepath.Join(dir, name+".log"), summary: filepath.Join(dir, name+".summary.json"), exited: make(chan error, 1)}
 	args := append([]string{"--app", acceptApp, "--sim", "--vms", strconv.Itoa(vms), "--tasks", tasks,
 		"--samples", strconv.Itoa(samples), "--group", "2", "--run", run, "--seed", "1",
 		"--nats", natsURL, "--data", filepath.Join(dir, name), "--store", filepath.Join(dir, "shared", "blobs"),
-		"--lease", "3s", "--summary", h.summary, "--log-format", "json", "--log-level", "info"}, extra...)
+		"--lease", "3s", "--time-scale", timeScale, "--summary", h.summary, "--log-format", "json", "--log-level", "info"}, extra...)
 	h.cmd = proctest.Command(t, "", args...)
 	f, err := os.Create(h.log)
 	if err != nil {
@@ -56,7 +62,7 @@ func startSharedHost(t *testing.T, name, natsURL, dir, tasks, run string, sample
 }
 
 // wait waits for the host to exit and returns its error.
-func (h *sharedHost) wait(t *testing.T, d time.Duration) error {
+func (h *sharedHost) wait(t testing.TB, d time.Duration) error {
 	t.Helper()
 	select {
 	case err := <-h.exited:
@@ -68,7 +74,7 @@ func (h *sharedHost) wait(t *testing.T, d time.Duration) error {
 }
 
 // episodeLogs counts the host's log records with message msg per episode.
-func (h *sharedHost) episodeLogs(t *testing.T, msg string) map[ledger.EpisodeKey]int {
+func (h *sharedHost) episodeLogs(t testing.TB, msg string) map[ledger.EpisodeKey]int {
 	t.Helper()
 	f, err := os.Open(h.log)
 	if err != nil {
@@ -91,7 +97,7 @@ func (h *sharedHost) episodeLogs(t *testing.T, msg string) map[ledger.EpisodeKey
 	return out
 }
 
-func (h *sharedHost) readSummary(t *testing.T) *Summary {
+func (h *sharedHost) readSummary(t testing.TB) *Summary {
 	t.Helper()
 	var s Summary
 	if err := readJSON(h.summary, &s); err != nil {

@@ -149,9 +149,9 @@ func (q *workQueue) remaining(ctx context.Context) (uint64, error) {
 	return info.State.Subjects[q.subject], nil
 }
 
-// Take returns the next episode of the run, waiting while the queue has
-// none to hand out but hosts still hold some (a dead host's come back when
-// their lease ends). An episode the ledger lists as published is
+// Take returns the next episode of the run, waiting one poll for it; it
+// returns sched.ErrWait when the queue has none to hand out but hosts
+// still hold some (a dead host's come back when their lease ends). An episode the ledger lists as published is
 // acknowledged and skipped. It returns sched.ErrDrained once the run has
 // no episode on the queue.
 func (q *workQueue) Take(ctx context.Context) (sched.Claim, error) {
@@ -187,7 +187,9 @@ func (q *workQueue) Take(ctx context.Context) (sched.Claim, error) {
 		}
 		failures = 0
 		if m == nil {
-			continue // held by other hosts: wait for them or their leases
+			// Held by hosts (this one included): the caller hands its VM
+			// back and asks again.
+			return nil, sched.ErrWait
 		}
 		c, err := q.claim(ctx, m)
 		if err != nil || c != nil {

@@ -68,9 +68,11 @@ type Result struct {
 // queue on JetStream): each job is handed to one taker at a time, under a
 // lease the Claim keeps alive while the job runs.
 type Source interface {
-	// Take waits for the next job. It returns ErrDrained when no job is
-	// left for anyone (none pending, none held by any process), or ctx's
-	// error, or the error that keeps it from taking work.
+	// Take waits a little (one poll) for the next job. It returns
+	// ErrWait when none came but jobs are still held (by this process or
+	// others, whose leases may end), ErrDrained when no job is left for
+	// anyone (none pending, none held by any process), or ctx's error, or
+	// the error that keeps it from taking work.
 	Take(ctx context.Context) (Claim, error)
 }
 
@@ -85,6 +87,11 @@ type Claim interface {
 	// Release gives the job back undone, for any taker.
 	Release(ctx context.Context) error
 }
+
+// ErrWait is returned by Source.Take when no job could be handed out now
+// but some are held and may come back: the taker hands its VM back (a job
+// of this process that is retried may need it) and asks again.
+var ErrWait = errors.New("no job to hand out now; jobs are held")
 
 // ErrDrained is returned by Source.Take when the queue has no job left.
 var ErrDrained = errors.New("the work queue is drained")

@@ -83,6 +83,14 @@ func (s *Scheduler) sharedOne(ctx, takeCtx context.Context, record func(Result))
 		return fmt.Errorf("%w: %w", ErrPoolGaveOut, err)
 	}
 	c, err := s.Source.Take(takeCtx)
+	if errors.Is(err, ErrWait) {
+		// Hand the VM back while nothing is there to take: a job of this
+		// process retried after an environment error may need it, and a
+		// worker that held it while waiting for the queue to drain would
+		// wait for that very job.
+		s.Pool.End(vm, vmpool.Unused)
+		return nil
+	}
 	if err != nil {
 		s.Pool.End(vm, vmpool.Unused)
 		return err

@@ -16,8 +16,9 @@ import (
 )
 
 // memSource is a Source in memory with the shared queue's rules: a job is
-// held by one taker until Done or Release; Take waits while jobs are held
-// and returns ErrDrained once none is pending or held.
+// held by one taker until Done or Release; Take waits one poll while jobs
+// are held (then ErrWait) and returns ErrDrained once none is pending or
+// held.
 type memSource struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -25,6 +26,9 @@ type memSource struct {
 	held     int
 	done     map[benchKey]int
 	released map[benchKey]int
+	// waited, when not nil, is closed the first time a Take finds
+	// nothing pending while jobs are held.
+	waited chan struct{}
 }
 
 func newMemSource(jobs []Job) *memSource {
@@ -34,15 +38,25 @@ func newMemSource(jobs []Job) *memSource {
 }
 
 func (s *memSource) Take(ctx context.Context) (Claim, error) {
-	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
+	// Wait one poll at most, as the JetStream queue's fetch does.
+	poll, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	stop := context.AfterFunc(poll, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.pending) == 0 && s.held > 0 && ctx.Err() == nil {
+	for len(s.pending) == 0 && s.held > 0 && poll.Err() == nil {
 		s.cond.Wait()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if len(s.pending) == 0 && s.held > 0 {
+		if s.waited != nil {
+			close(s.waited)
+			s.waited = nil
+		}
+		return nil, ErrWait
 	}
 	if len(s.pending) == 0 {
 		return nil, ErrDrained
@@ -170,3 +184,44 @@ func TestSharedPoolGaveOut(t *testing.T) {
 		t.Errorf("pending %d, held %d; want every job left on the queue", len(src.pending), src.held)
 	}
 }
+
+// The last job's retry after a VM fault gets a VM although every other
+// worker is waiting for the queue: a waiting worker hands its VM back
+// instead of holding it until the queue drains, which would wait for that
+// very job (the rollout that hung in the chaos test).
+func TestSharedRetryOfTheLastJobGetsAVM(t *testing.T) {
+	pool := simPool(t, 2, nil)
+	jobs := sharedJobs(1)
+	src := newMemSource(jobs)
+	waited := make(chan struct{})
+	src.waited = waited
+	r := &failFirst{fail: map[benchKey]bool{{"T0", 0}: true}, runs: map[benchKey][]string{}}
+	// The failing attempt ends once the other worker waits on the queue.
+	run := runnerFunc(func(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
+		select {
+		case <-waited:
+		case <-ctx.Done():
+		}
+		return r.Run(ctx, ep)
+	})
+	s := &Scheduler{Runner: run, Pool: VMPool(pool), Workers: 2, EnvRetries: 2, Samples: 1, Mode: Dynamic, Source: src,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	results, err := s.Run(ctx, nil)
+	if err != nil {
+		t.Fatalf("Run: %v (the retry waited for a VM held by a worker waiting for the queue)", err)
+	}
+	if len(results) != 1 || src.done[benchKey{"T0", 0}] != 1 {
+		t.Fatalf("%d results, T0 done %d times; want 1 and 1", len(results), src.done[benchKey{"T0", 0}])
+	}
+	got := r.runs[benchKey{"T0", 0}]
+	if len(got) != 2 || got[0] == got[1] {
+		t.Errorf("T0 ran on %v; want a failed attempt and its retry on the other VM", got)
+	}
+}
+
+// runnerFunc makes a function a Runner.
+type runnerFunc func(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error)
+
+func (f runnerFunc) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) { return f(ctx, ep) }

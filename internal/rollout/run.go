@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -336,20 +337,13 @@ type Publisher struct {
 	Log   *slog.Logger
 }
 
-// publish publishes one message, retrying transient errors; the message
-// id makes a retry of a publish that was stored a duplicate no-op.
+// publish publishes one message. Bus.Publish retries transient errors
+// itself (the message id makes a retry of a publish that was stored a
+// duplicate no-op); p.Retry bounds the whole of it, retries included.
 func (p *Publisher) publish(ctx context.Context, subject, id string, body []byte, hdr nats.Header) (bus.PubAck, error) {
-	var ack bus.PubAck
-	err := bus.RetryTransient(ctx, p.Retry, func(ctx context.Context) error {
-		var err error
-		ack, err = p.Bus.Publish(ctx, subject, id, body, hdr)
-		return err
-	}, func(attempt int, err error) {
-		if p.Log != nil && attempt == 1 {
-			p.Log.Warn("rollout: publish failed; retrying", "subject", subject, "id", id, "err", err)
-		}
-	})
-	return ack, err
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(p.Retry, bus.DefaultRetryBudget))
+	defer cancel()
+	return p.Bus.Publish(ctx, subject, id, body, hdr)
 }
 
 // Publish validates and publishes a trajectory, then records it in the

@@ -120,12 +120,10 @@ func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start t
 		hdr.Set(HeaderTask, j.Task.ID)
 		hdr.Set(HeaderSample, strconv.Itoa(j.Sample))
 		id := traj.EpisodeID(start, cfg.Run, j.Task.ID, j.Sample)
-		var ack bus.PubAck
-		err := bus.RetryTransient(ctx, q.budget, func(ctx context.Context) error {
-			var err error
-			ack, err = cfg.Bus.Publish(ctx, q.subject, id, body, hdr)
-			return err
-		}, nil)
+		// Bus.Publish retries transient errors; the budget bounds it.
+		pctx, cancel := context.WithTimeout(ctx, cmp.Or(q.budget, bus.DefaultRetryBudget))
+		ack, err := cfg.Bus.Publish(pctx, q.subject, id, body, hdr)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("rollout: enqueue %s/%d of run %q: %w", j.Task.ID, j.Sample, cfg.Run, err)
 		}

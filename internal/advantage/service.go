@@ -214,7 +214,15 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 		return Stats{}, err
 	}
 	defer func() { stopWatch(); waitWatch() }()
-	sel, err := st.selection(ctx, cfg.Bus, cfg.Durable, cfg.Select, time.Now())
+	// Read or record the set's selection, through a cluster's elections
+	// (a Create that was stored is read back on the next try).
+	var sel shard.Selection
+	now := time.Now()
+	err = bus.RetryTransient(ctx, 0, func(ctx context.Context) error {
+		var err error
+		sel, err = st.selection(ctx, cfg.Bus, cfg.Durable, cfg.Select, now)
+		return err
+	}, func(attempt int, err error) { cfg.Log.Warn("advantage: selection: transient error; retrying", "attempt", attempt, "err", err) })
 	if err != nil {
 		return Stats{}, err
 	}

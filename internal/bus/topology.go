@@ -126,7 +126,8 @@ func (t Topology) StreamConfig(k Kind) jetstream.StreamConfig {
 	}
 }
 
-// EnsureTopology creates the four streams where they are missing. A stream
+// EnsureTopology creates the four streams where they are missing,
+// retrying transient errors (a fresh cluster electing its leaders). A stream
 // that exists is left as it is — an operator may have given it more
 // replicas or another max age — unless t.Update is set, which updates it to
 // this configuration. It logs what it did with each stream (at debug), and
@@ -135,7 +136,12 @@ func (b *Bus) EnsureTopology(ctx context.Context, t Topology) error {
 	var created []string
 	for _, k := range Kinds {
 		cfg := t.StreamConfig(k)
-		made, err := b.ensureStream(ctx, t, cfg)
+		var made bool
+		err := b.retry(ctx, "ensure", func(ctx context.Context) error {
+			var err error
+			made, err = b.ensureStream(ctx, t, cfg)
+			return err
+		}, "stream", cfg.Name)
 		if err != nil {
 			return fmt.Errorf("bus: ensure stream %s: %w", StreamName(k), err)
 		}
@@ -182,6 +188,20 @@ func (b *Bus) ensureStream(ctx context.Context, t Topology, cfg jetstream.Stream
 // unless t.Update is set, which updates it to cfg (with t.Replicas).
 func (b *Bus) EnsureKeyValue(ctx context.Context, t Topology, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	cfg.Replicas = max(t.Replicas, 1)
+	var kv jetstream.KeyValue
+	err := b.retry(ctx, "ensure", func(ctx context.Context) error {
+		var err error
+		kv, err = b.ensureKeyValue(ctx, t, cfg)
+		return err
+	}, "bucket", cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("bus: ensure key-value bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// ensureKeyValue is one attempt of EnsureKeyValue.
+func (b *Bus) ensureKeyValue(ctx context.Context, t Topology, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	cctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	kv, err := b.js.KeyValue(cctx, cfg.Bucket)
@@ -196,10 +216,7 @@ func (b *Bus) EnsureKeyValue(ctx context.Context, t Topology, cfg jetstream.KeyV
 	case err == nil && t.Update:
 		kv, err = b.js.UpdateKeyValue(cctx, cfg)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("bus: ensure key-value bucket %s: %w", cfg.Bucket, err)
-	}
-	return kv, nil
+	return kv, err
 }
 
 // KeyToken escapes a name into one token of a key-value key (and a safe

@@ -7,6 +7,9 @@ SHELL   := /bin/bash
 # MinIO is a test tool (AGPL): built from the Go module proxy into the ignored
 # .bin/, never a dependency in go.mod. Pinned.
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+# nats-server for the multi-process cluster tests (internal/natstest
+# StartCluster): the version go.mod embeds, built the same way. Pinned.
+NATS_VERSION := v2.15.2
 TOOLS   := $(CURDIR)/.bin
 
 .PHONY: all build test lint vet bench fuzz demo clean tools report-png
@@ -17,9 +20,9 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-## tools: install the pinned test tools into .bin (MinIO; 2-3 minutes the first time)
+## tools: install the pinned test tools into .bin (MinIO, nats-server; 2-3 minutes the first time)
 ## and the independent Arrow/Parquet reader's npm packages into tools/reader/node_modules
-tools: $(TOOLS)/minio tools/reader/node_modules/.installed
+tools: $(TOOLS)/minio $(TOOLS)/nats-server tools/reader/node_modules/.installed
 
 tools/reader/node_modules/.installed: tools/reader/package.json tools/reader/package-lock.json
 	@echo "installing the independent shard reader (pinned versions, lock file; npm install in tools/reader)"
@@ -30,6 +33,11 @@ $(TOOLS)/minio:
 	@mkdir -p $(TOOLS)
 	@echo "building MinIO $(MINIO_VERSION) into .bin/ (test tool, first time only)"
 	GOBIN=$(TOOLS) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+
+$(TOOLS)/nats-server:
+	@mkdir -p $(TOOLS)
+	@echo "building nats-server $(NATS_VERSION) into .bin/ (test tool, first time only)"
+	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_VERSION)
 
 ## test: lint (gofmt + vet), then every test with the race detector but the
 ## acceptance tests, then the acceptance tests without it

@@ -15,7 +15,7 @@ import (
 // default topology (one replica, 30 days) leaves a stream the operator
 // changed exactly as it is, and --update-topology applies ours.
 func TestEnsureTopologyLeavesOperatorStreams(t *testing.T) {
-	cl := natstest.StartCluster(t, 3)
+	cl := natstest.StartEmbeddedCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, err := bus.Open(ctx, bus.Config{URL: cl.URL(), Timeout: 10 * time.Second})

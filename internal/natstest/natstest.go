@@ -1,6 +1,10 @@
-// Package natstest starts a real NATS server with JetStream for a test: an
-// embedded nats-server on a random loopback port with its file store in
-// t.TempDir(), shut down when the test ends.
+// Package natstest starts real NATS servers with JetStream for tests.
+//
+// Start runs an embedded nats-server on a random loopback port with its file store in
+// t.TempDir(), shut down when the test ends; StartEmbeddedCluster runs several embedded servers
+// as one cluster in the test's process. StartCluster (cluster.go) runs an n-node JetStream
+// cluster of separate nats-server processes, which a test can kill (SIGKILL), stop and restart
+// one node at a time: the harness of the node-failure tests.
 package natstest
 
 import (
@@ -82,18 +86,19 @@ func (s *Server) Restart() {
 	s.start()
 }
 
-// Cluster is a running in-process JetStream cluster of several servers.
-type Cluster struct {
+// EmbeddedCluster is a running in-process JetStream cluster of several servers.
+type EmbeddedCluster struct {
 	servers []*server.Server
 }
 
-// StartCluster starts a JetStream cluster of n servers on loopback (random
-// client and route ports, file stores in t.TempDir()), waits until it has
-// elected a meta leader, and registers its shutdown. It is what a test
-// needs to check replicated streams: a single server cannot hold them.
-func StartCluster(t testing.TB, n int) *Cluster {
+// StartEmbeddedCluster starts a JetStream cluster of n embedded servers on
+// loopback (random client and route ports, file stores in t.TempDir()),
+// waits until it has elected a meta leader, and registers its shutdown. It
+// is what a test needs to check replicated streams without the nats-server
+// binary; StartCluster runs separate processes that can be killed.
+func StartEmbeddedCluster(t testing.TB, n int) *EmbeddedCluster {
 	t.Helper()
-	c := &Cluster{}
+	c := &EmbeddedCluster{}
 	t.Cleanup(c.Shutdown)
 	// Route ports are chosen up front so every server can list all the
 	// others (a clustered JetStream server opens its ports only once it
@@ -148,7 +153,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 }
 
 // URL is a comma-separated list of the servers' client URLs.
-func (c *Cluster) URL() string {
+func (c *EmbeddedCluster) URL() string {
 	urls := make([]string, len(c.servers))
 	for i, s := range c.servers {
 		urls[i] = s.ClientURL()
@@ -157,7 +162,7 @@ func (c *Cluster) URL() string {
 }
 
 // Shutdown stops every server; calling it twice is fine.
-func (c *Cluster) Shutdown() {
+func (c *EmbeddedCluster) Shutdown() {
 	for _, s := range c.servers {
 		s.Shutdown()
 	}

@@ -67,11 +67,11 @@ func sizeOf(name string) size {
 // simConfig is the fault mix (SIMULATOR, docs/simulator.md): per guest
 // protocol call a hang that ends after 30 simulated seconds, an HTTP 500
 // and a VM death (the connection reset until the pool reverts it), about
-// 5 % of the episodes meeting one (an episode makes 20–60 calls); 10 %
+// 5 % of the episodes meeting one (an episode makes about 18 calls); 10 %
 // malformed planner answers; 20 % HTTP 500 from the judge endpoint.
 const simConfig = `{
-  "guest": {"faults": {"hang_prob": 0.0005, "hang_for": 30000000000, "error_prob": 0.0007},
-            "die_prob": 0.0005, "death_mode": "reset"},
+  "guest": {"faults": {"hang_prob": 0.001, "hang_for": 30000000000, "error_prob": 0.001},
+            "die_prob": 0.0008, "death_mode": "reset"},
   "models": {"planner": {"faults": {"malformed_prob": 0.1}},
              "judge": {"faults": {"error_prob": 0.2}}}
 }`
@@ -204,8 +204,17 @@ func TestAcceptChaos(t *testing.T) {
 	kills := map[string]int{}
 	nodeKills := 0
 	minioOutages := 0
+	// The chaos begins once every long-lived worker serves its metrics
+	// (a start-up that failed has been restarted by then), and settle
+	// later.
+	for _, p := range append(slices.Clone(judges), advs...) {
+		if !poll(ctx, time.Minute, func() bool { return len(p.lastStart()) > 0 }) {
+			t.Fatalf("%s: no metrics within a minute of its start: %s", p.name, strings.Join(p.failures, "; "))
+		}
+	}
 	sleep(ctx, sz.settle)
 	chaosStart := time.Now()
+	t.Logf("chaos %5.1fs: workers up", time.Since(start).Seconds())
 	for _, ev := range events {
 		gap := time.Duration((sz.gap[0] + rng.Float64()*(sz.gap[1]-sz.gap[0])) * float64(time.Second))
 		sleep(ctx, gap)

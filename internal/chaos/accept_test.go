@@ -59,7 +59,7 @@ func sizeOf(name string) size {
 			vmsPerApp: 4, group: 2, timeScale: 0.001, kills: 6, gap: [2]float64{4, 12}, settle: 5 * time.Second,
 			idleWithin: 10 * time.Minute}
 	}
-	return size{name: "short", apps: []appRun{{"KAlgebra", 5}, {"ChimeraX", 5}},
+	return size{name: "short", apps: []appRun{{"KAlgebra", 4}, {"ChimeraX", 4}},
 		vmsPerApp: 4, group: 2, timeScale: 0.001, kills: 2, gap: [2]float64{2, 4.5}, settle: 3 * time.Second,
 		idleWithin: 3 * time.Minute}
 }
@@ -70,8 +70,8 @@ func sizeOf(name string) size {
 // 5 % of the episodes meeting one (an episode makes about 18 calls); 10 %
 // malformed planner answers; 20 % HTTP 500 from the judge endpoint.
 const simConfig = `{
-  "guest": {"faults": {"hang_prob": 0.001, "hang_for": 30000000000, "error_prob": 0.001},
-            "die_prob": 0.0008, "death_mode": "reset"},
+  "guest": {"faults": {"hang_prob": 0.0025, "hang_for": 30000000000, "error_prob": 0.0025},
+            "die_prob": 0.002, "death_mode": "reset"},
   "models": {"planner": {"faults": {"malformed_prob": 0.1}},
              "judge": {"faults": {"error_prob": 0.2}}}
 }`
@@ -120,8 +120,10 @@ func TestAcceptChaos(t *testing.T) {
 
 	h := &harness{t: t, sz: sz, dir: t.TempDir()}
 	h.build()
+	t.Logf("chaos %5.1fs: binaries built", time.Since(start).Seconds())
 	h.cluster = natstest.StartCluster(t, 3)
 	h.minio = miniotest.Start(t)
+	t.Logf("chaos %5.1fs: NATS cluster and MinIO up", time.Since(start).Seconds())
 	h.storeURL = h.minio.URL("blobs")
 	h.env = append(os.Environ(),
 		"AWS_ENDPOINT_URL="+h.minio.Endpoint, "AWS_ACCESS_KEY_ID="+h.minio.AccessKey,
@@ -208,8 +210,12 @@ func TestAcceptChaos(t *testing.T) {
 	// (a start-up that failed has been restarted by then), and settle
 	// later.
 	for _, p := range append(slices.Clone(judges), advs...) {
-		if !poll(ctx, time.Minute, func() bool { return len(p.lastStart()) > 0 }) {
-			t.Fatalf("%s: no metrics within a minute of its start: %s", p.name, strings.Join(p.failures, "; "))
+		up := func() bool { // the latest start has served metrics for 3 s
+			ss := p.lastStart()
+			return len(ss) > 0 && time.Since(ss[0].Time) > 3*time.Second
+		}
+		if !poll(ctx, 2*time.Minute, up) {
+			t.Fatalf("%s: not up within two minutes: %s", p.name, strings.Join(p.failures, "; "))
 		}
 	}
 	sleep(ctx, sz.settle)
@@ -691,12 +697,16 @@ const (
 // checkLeaks: the witnesses, up through the whole run, end with about the
 // goroutines and open files they started with.
 func (h *harness) checkLeaks(witnesses []*proc, chaosStart time.Time) {
+	checked := 0
 	for _, p := range witnesses {
 		ss := p.lastStart()
 		if len(ss) < 3 || !ss[0].Time.Before(chaosStart) {
-			h.t.Errorf("%s: %d metric samples of its last start; want at least 3, the first before the chaos began", p.name, len(ss))
+			// It exited on its own during the chaos (listed under the
+			// table) and was restarted: its readings do not span the run.
+			h.t.Logf("leak check of %s skipped: its last start (%d readings) began after the chaos did", p.name, len(ss))
 			continue
 		}
+		checked++
 		first, last := ss[0], ss[len(ss)-1]
 		if last.Goroutines > first.Goroutines+goroutineMargin {
 			h.t.Errorf("%s: goroutines %d at the end, %d at the start (margin %d)", p.name, last.Goroutines, first.Goroutines, goroutineMargin)
@@ -704,6 +714,9 @@ func (h *harness) checkLeaks(witnesses []*proc, chaosStart time.Time) {
 		if last.OpenFDs > first.OpenFDs+fdMargin {
 			h.t.Errorf("%s: open fds %d at the end, %d at the start (margin %d)", p.name, last.OpenFDs, first.OpenFDs, fdMargin)
 		}
+	}
+	if checked == 0 {
+		h.t.Errorf("no leak witness ran through the chaos")
 	}
 }
 

@@ -32,16 +32,24 @@ func (l *Ledger) Bind(ctx context.Context, run, checkpoint string) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	_, err = l.kv.Create(cctx, key, val)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
+	// A retried Create whose first attempt was stored finds the key: the
+	// value read back is then ours and agrees.
+	err = l.retry(ctx, func(ctx context.Context) error {
+		_, err := l.kv.Create(ctx, key, val)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("ledger: record the checkpoint of run %q: %w", run, err)
 	}
-	e, err := l.kv.Get(cctx, key)
+	var e jetstream.KeyValueEntry
+	err = l.retry(ctx, func(ctx context.Context) error {
+		var err error
+		e, err = l.kv.Get(ctx, key)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("ledger: read the checkpoint of run %q: %w", run, err)
 	}

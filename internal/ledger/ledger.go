@@ -34,6 +34,7 @@ const Bucket = "CODA_RUNS"
 type Ledger struct {
 	kv      jetstream.KeyValue
 	timeout time.Duration
+	budget  time.Duration // retry budget of each write (bus.RetryTransient)
 }
 
 // Open creates (with t's replicas) or opens the ledger bucket; an
@@ -48,21 +49,52 @@ func Open(ctx context.Context, b *bus.Bus, t bus.Topology) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	return &Ledger{kv: kv, timeout: 10 * time.Second}, nil
+	return &Ledger{kv: kv, timeout: 10 * time.Second, budget: bus.DefaultRetryBudget}, nil
+}
+
+// SetRetryBudget sets how long each ledger write and read is retried
+// through transient errors (a leader election, a short outage) before it
+// fails; d <= 0 restores bus.DefaultRetryBudget.
+func (l *Ledger) SetRetryBudget(d time.Duration) {
+	if d <= 0 {
+		d = bus.DefaultRetryBudget
+	}
+	l.budget = d
+}
+
+// retry runs op, each attempt under the ledger's timeout, retrying
+// transient errors (bus.RetryTransient). Every op given is idempotent: a
+// Create whose first attempt was stored answers ErrKeyExists, which the
+// callers take as success; Put and Delete set the same state again.
+func (l *Ledger) retry(ctx context.Context, op func(ctx context.Context) error) error {
+	return bus.RetryTransient(ctx, l.budget, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+		return op(cctx)
+	}, nil)
 }
 
 // Start returns the run's start time, recording now as the start when the
 // run is new. Concurrent starters of one run agree on one time.
 func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Time, error) {
 	key := bus.KeyToken(run) + ".start"
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
 	v := now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
-	_, err := l.kv.Create(cctx, key, []byte(v))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	err := l.retry(ctx, func(ctx context.Context) error {
+		_, err := l.kv.Create(ctx, key, []byte(v))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return time.Time{}, fmt.Errorf("ledger: record start of run %q: %w", run, err)
 	}
-	e, err := l.kv.Get(cctx, key)
+	var e jetstream.KeyValueEntry
+	err = l.retry(ctx, func(ctx context.Context) error {
+		var err error
+		e, err = l.kv.Get(ctx, key)
+		return err
+	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("ledger: read start of run %q: %w", run, err)
 	}
@@ -77,9 +109,11 @@ func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Tim
 // it had to run (each published or given up on): no more trajectories of
 // it are coming unless the run is started again.
 func (l *Ledger) Finish(ctx context.Context, run string, now time.Time) error {
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	if _, err := l.kv.Put(cctx, bus.KeyToken(run)+".end", []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+	err := l.retry(ctx, func(ctx context.Context) error {
+		_, err := l.kv.Put(ctx, bus.KeyToken(run)+".end", []byte(now.UTC().Format(time.RFC3339Nano)))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("ledger: record end of run %q: %w", run, err)
 	}
 	return nil
@@ -87,9 +121,14 @@ func (l *Ledger) Finish(ctx context.Context, run string, now time.Time) error {
 
 // Reopen forgets that the run was finished: an invocation is running it.
 func (l *Ledger) Reopen(ctx context.Context, run string) error {
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	if err := l.kv.Delete(cctx, bus.KeyToken(run)+".end"); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	err := l.retry(ctx, func(ctx context.Context) error {
+		err := l.kv.Delete(ctx, bus.KeyToken(run)+".end")
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("ledger: reopen run %q: %w", run, err)
 	}
 	return nil
@@ -202,25 +241,58 @@ func RecordOf(t *traj.Trajectory) Record {
 // MarkDone records that an episode's trajectory was published. With
 // keepExisting, a record already there is left as it is.
 func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Record, keepExisting bool) error {
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	key := fmt.Sprintf("%s.ep.%s.%d", bus.KeyToken(run), bus.KeyToken(ep.Task), ep.Sample)
+	key := episodeKey(run, ep)
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	if keepExisting {
-		_, err = l.kv.Create(cctx, key, val)
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return nil
+	// Create is idempotent here: a retried Create whose first attempt was
+	// stored finds the key (ErrKeyExists), which is success; Put stores
+	// the same value again.
+	err = l.retry(ctx, func(ctx context.Context) error {
+		if keepExisting {
+			_, err := l.kv.Create(ctx, key, val)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				return nil
+			}
+			return err
 		}
-	} else {
-		_, err = l.kv.Put(cctx, key, val)
-	}
+		_, err := l.kv.Put(ctx, key, val)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("ledger: mark %s/%d of run %q: %w", ep.Task, ep.Sample, run, err)
 	}
 	return nil
+}
+
+func episodeKey(run string, ep EpisodeKey) string {
+	return fmt.Sprintf("%s.ep.%s.%d", bus.KeyToken(run), bus.KeyToken(ep.Task), ep.Sample)
+}
+
+// Published returns the ledger record of one episode of run and whether
+// there is one (its trajectory was published).
+func (l *Ledger) Published(ctx context.Context, run string, ep EpisodeKey) (Record, bool, error) {
+	var rec Record
+	var e jetstream.KeyValueEntry
+	err := l.retry(ctx, func(ctx context.Context) error {
+		var err error
+		e, err = l.kv.Get(ctx, episodeKey(run, ep))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			e, err = nil, nil
+		}
+		return err
+	})
+	if err != nil {
+		return rec, false, fmt.Errorf("ledger: read %s/%d of run %q: %w", ep.Task, ep.Sample, run, err)
+	}
+	if e == nil {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return rec, false, fmt.Errorf("ledger: %s: %w", e.Key(), err)
+	}
+	return rec, true, nil
 }
 
 // Done returns the run's published episodes of the given tasks. It reads

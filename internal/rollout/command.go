@@ -26,6 +26,7 @@ import (
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
+	"github.com/codapipe/codapipe/internal/vmlock"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -71,6 +72,13 @@ type Options struct {
 	EnvRetries int
 	Schedule   sched.Mode
 	Summary    string // write the summary as JSON here
+	// LocalQueue, Lease and PublishRetry: see Config.
+	LocalQueue   bool
+	Lease        time.Duration
+	PublishRetry time.Duration
+	// VMLocks says where the VM locks are: "file" (flock on this host,
+	// the default) or "nats" (a key-value bucket, for VMs shared by hosts).
+	VMLocks string
 	// Progress is where the progress display goes (a terminal gets a bar).
 	Progress io.Writer
 
@@ -86,6 +94,12 @@ type Options struct {
 	// simulated models (tests check what was sent).
 	simRequests func(kind string, body []byte)
 }
+
+// Where the VM locks are (--vm-locks).
+const (
+	VMLocksFile = "file" // lock files (flock) in the pool's lock_dir: VMs of one host
+	VMLocksNATS = "nats" // the CODA_VMLOCKS key-value bucket with a TTL: VMs shared by hosts
+)
 
 // DefaultTimeScale is the simulator's default wall time per simulated
 // second, for rollout --sim and rollout sim alike: 100× faster than real
@@ -130,6 +144,11 @@ func (o *Options) check() error {
 	}
 	if o.Samples < 1 {
 		return fmt.Errorf("%w: --samples %d: want K >= 1", ErrInvalidConfig, o.Samples)
+	}
+	switch o.VMLocks {
+	case "", VMLocksFile, VMLocksNATS:
+	default:
+		return fmt.Errorf("%w: --vm-locks %q: want file or nats", ErrInvalidConfig, o.VMLocks)
 	}
 	if o.Schedule != sched.Dynamic && o.Schedule != sched.Static {
 		return fmt.Errorf("%w: --schedule %q: want dynamic or static", ErrInvalidConfig, o.Schedule)
@@ -185,6 +204,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest,
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
+		LocalQueue:  o.LocalQueue, Lease: o.Lease, PublishRetry: o.PublishRetry,
+		Spool: filepath.Join(env.Common.DataDir, "spool"),
 	}
 
 	// The simulated world provides the VMs and the models.
@@ -229,6 +250,14 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	}
 	if cfg.Bus, err = env.Bus(ctx); err != nil {
 		return nil, err
+	}
+	if o.VMLocks == VMLocksNATS {
+		locks, err := vmlock.Open(ctx, cfg.Bus, cfg.Topology, 0, log)
+		if err != nil {
+			return nil, err
+		}
+		cfg.PoolOptions = append(cfg.PoolOptions, vmpool.WithLocker(locks))
+		log.Info("rollout: VM locks in NATS", "bucket", vmlock.Bucket, "ttl", locks.TTL())
 	}
 	sum, err := Run(ctx, cfg)
 	if sum != nil && o.Summary != "" {
@@ -384,6 +413,10 @@ func Command() service.Command {
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
+			fs.Bool(&o.LocalQueue, "local-queue", "CODAPIPE_LOCAL_QUEUE", false, "run the episodes from this process's own queue instead of the run's shared work queue on JetStream (coda.work.<run>, which every host on the same --run takes episodes from)")
+			fs.Duration(&o.Lease, "lease", "CODAPIPE_LEASE", DefaultLease, "how long a host holds an episode of the shared queue without renewing it (it renews every third of it) before another host takes it over")
+			fs.String(&o.VMLocks, "vm-locks", "CODAPIPE_VM_LOCKS", VMLocksFile, "where the VM locks are: file (lock files in the pool's lock_dir, for VMs only this host drives) or nats (the CODA_VMLOCKS key-value bucket, 30 s TTL renewed by the holder, for VMs shared by several hosts)")
+			fs.Duration(&o.PublishRetry, "publish-retry", "CODAPIPE_PUBLISH_RETRY", bus.DefaultRetryBudget, "how long each publish and ledger write is retried through transient NATS errors before the trajectory goes to the spool (<data>/spool)")
 			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: 1)")
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run on the SIMULATOR: simulated VMs and models (for checking a pipeline, not for training data)")
 			fs.Int(&o.VMs, "vms", "CODAPIPE_VMS", 4, "with --sim: number of simulated VMs")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -69,6 +70,21 @@ type Config struct {
 	// Progress is where the progress display goes (a terminal gets a bar).
 	Progress io.Writer
 	Log      *slog.Logger
+	// LocalQueue runs the episodes from this process's own queue instead
+	// of the run's shared work queue on JetStream (bus.WorkStream), which
+	// any number of hosts on the same run take episodes from. The static
+	// schedule always runs locally.
+	LocalQueue bool
+	// Lease is how long a host holds an episode of the shared queue
+	// without renewing it before another host may take it (DefaultLease
+	// when 0).
+	Lease time.Duration
+	// PublishRetry is how long each publish and ledger write is retried
+	// through transient errors (bus.DefaultRetryBudget when 0).
+	PublishRetry time.Duration
+	// Spool is the directory where trajectories that cannot be published
+	// wait for the next start ("": none; the command uses <data>/spool).
+	Spool string
 }
 
 // Run runs the episodes of cfg's run that are not published yet and
@@ -84,7 +100,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	runs.SetRetryBudget(cfg.PublishRetry)
 	subject := bus.Subject(bus.Raw, cfg.App)
+	pub := &Publisher{Bus: cfg.Bus, Ledger: runs, Subject: subject, Run: cfg.Run, Retry: cfg.PublishRetry, Spool: cfg.Spool, Log: log}
+	// Trajectories an earlier start could not publish go first: they are
+	// then in the ledger, and not run again.
+	flushed, _, ferr := flushSpool(ctx, pub, cfg.Spool, log)
+	if ferr != nil {
+		log.Warn("rollout: some spooled trajectories could not be published yet", "spool", cfg.Spool, "err", ferr)
+	}
 	plan, err := planJobs(ctx, cfg, runs, subject, log)
 	if err != nil {
 		return nil, err
@@ -97,6 +121,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	// stored once per run so the planner's messages can be rendered again.
 	if err := prompt.Store(ctx, cfg.Store, prompts); err != nil {
 		return nil, err
+	}
+	var queue *workQueue
+	if !cfg.LocalQueue && cfg.Schedule != sched.Static {
+		if queue, err = openWorkQueue(ctx, cfg, runs, plan.start, plan.jobs, log); err != nil {
+			return nil, err
+		}
 	}
 	// The pool's VM events of this invocation go to the blob store
 	// (ledger.VMEvents): every vmEventsEvery while it runs, and once more
@@ -125,7 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}()
 	log.Info("rollout: planned", "episodes", len(cfg.Tasks)*cfg.Samples, "to_run", len(plan.jobs), "vms", pool.Size(),
 		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(plan.done),
-		"planner_checkpoint", cfg.Planner.Checkpoint)
+		"planner_checkpoint", cfg.Planner.Checkpoint, "shared_queue", queue != nil, "spool_published", flushed)
 	if cfg.Metrics != nil {
 		// The pool's figures stay readable after the run (a final scrape);
 		// a later run in the same process replaces them.
@@ -136,7 +166,6 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 
 	prog := newProgress(cfg.Progress, len(plan.jobs), log)
-	pub := &Publisher{Bus: cfg.Bus, Ledger: runs, Subject: subject, Run: cfg.Run}
 	s := &sched.Scheduler{
 		Runner: ag, Pool: sched.VMPool(pool), Workers: pool.Size(), EnvRetries: cfg.EnvRetries,
 		Samples: cfg.Samples, Mode: cfg.Schedule, Log: log, Metrics: sched.NewMetrics(cfg.Metrics),
@@ -144,17 +173,44 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		Publish: pub.Publish,
 		Done:    prog.done,
 	}
+	if queue != nil {
+		s.Source = queue
+	}
 	start := time.Now()
 	results, runErr := s.Run(ctx, plan.jobs)
 	prog.finish()
-	sum := summarize(cfg, results, plan.done, time.Since(start), pool.Stats())
+	log.Debug("rollout: scheduler ended", "err", runErr)
+	// Trajectories spooled during the run go out now if NATS is back.
+	if spoolLeft(cfg.Spool) > 0 && runErr == nil {
+		if n, _, err := flushSpool(context.WithoutCancel(ctx), pub, cfg.Spool, log); n > 0 || err != nil {
+			log.Info("rollout: spool flushed at the end of the run", "published", n, "err", err)
+		}
+	}
+	done := plan.done
+	var others map[ledger.EpisodeKey]ledger.Record
+	if queue != nil && runErr == nil {
+		// The run's other hosts ran the rest: the outcome figures cover
+		// the whole run.
+		others = byOtherHosts(ctx, cfg, runs, plan.done, results, log)
+		done = maps.Clone(plan.done)
+		maps.Copy(done, others)
+	}
+	sum := summarize(cfg, results, done, time.Since(start), pool.Stats())
+	sum.Skipped, sum.ByOtherHosts = len(plan.done), len(others)
+	sum.SharedQueue = queue != nil
+	sum.SpoolLeft = spoolLeft(cfg.Spool)
 	if n, err := streamCount(ctx, cfg.Bus, subject); err == nil {
 		sum.OnStream = n
 	}
+	log.Debug("rollout: summarised")
 	if runErr != nil {
 		return sum, runErr
 	}
-	if err := runs.Finish(context.WithoutCancel(ctx), cfg.Run, time.Now()); err != nil {
+	if sum.SpoolLeft > 0 {
+		// The run is not over while trajectories of it wait on disk.
+		log.Warn("rollout: trajectories wait in the spool; the end of the run is not recorded (the next start publishes them)",
+			"spool", cfg.Spool, "files", sum.SpoolLeft)
+	} else if err := runs.Finish(context.WithoutCancel(ctx), cfg.Run, time.Now()); err != nil {
 		log.Warn("could not record the end of the run", "err", err)
 	}
 	var errs []error
@@ -164,6 +220,28 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}
 	return sum, errors.Join(errs...)
+}
+
+// byOtherHosts reads the episodes of the run that other hosts published
+// during this invocation: in the ledger now, but neither published before
+// it started (done) nor run by it.
+func byOtherHosts(ctx context.Context, cfg Config, runs *ledger.Ledger, done map[ledger.EpisodeKey]ledger.Record, results []sched.Result, log *slog.Logger) map[ledger.EpisodeKey]ledger.Record {
+	names := make([]string, len(cfg.Tasks))
+	for i := range cfg.Tasks {
+		names[i] = cfg.Tasks[i].ID
+	}
+	now, err := runs.Done(ctx, cfg.Run, names)
+	if err != nil {
+		log.Warn("rollout: could not read the episodes of the run's other hosts; the summary covers this host's", "err", err)
+		return nil
+	}
+	for k := range done {
+		delete(now, k)
+	}
+	for _, r := range results {
+		delete(now, ledger.EpisodeKey{Task: r.Job.Task.ID, Sample: r.Job.Sample})
+	}
+	return now
 }
 
 // jobPlan is what a run still has to do.
@@ -244,6 +322,30 @@ type Publisher struct {
 	Ledger  *ledger.Ledger
 	Subject string // coda.traj.<app>
 	Run     string
+	// Retry is how long a publish is retried through transient errors
+	// (bus.DefaultRetryBudget when 0).
+	Retry time.Duration
+	// Spool, when set, is the directory where a trajectory that still
+	// cannot be published (or recorded) is kept, to be published on the
+	// next start (flushSpool).
+	Spool string
+	Log   *slog.Logger
+}
+
+// publish publishes one message, retrying transient errors; the message
+// id makes a retry of a publish that was stored a duplicate no-op.
+func (p *Publisher) publish(ctx context.Context, subject, id string, body []byte, hdr nats.Header) (bus.PubAck, error) {
+	var ack bus.PubAck
+	err := bus.RetryTransient(ctx, p.Retry, func(ctx context.Context) error {
+		var err error
+		ack, err = p.Bus.Publish(ctx, subject, id, body, hdr)
+		return err
+	}, func(attempt int, err error) {
+		if p.Log != nil && attempt == 1 {
+			p.Log.Warn("rollout: publish failed; retrying", "subject", subject, "id", id, "err", err)
+		}
+	})
+	return ack, err
 }
 
 // Publish validates and publishes a trajectory, then records it in the
@@ -266,23 +368,38 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 	hdr.Set(HeaderOutcome, string(t.Outcome.Kind))
 	if verr := t.Validate(); verr != nil {
 		hdr.Set(bus.HeaderDeadReason, verr.Error())
-		if _, err := p.Bus.Publish(ctx, bus.DeadSubject(p.Subject), t.ID, body, hdr); err != nil {
+		if _, err := p.publish(ctx, bus.DeadSubject(p.Subject), t.ID, body, hdr); err != nil {
 			return fmt.Errorf("publish invalid trajectory %s to dead letters: %w", t.ID, err)
 		}
-		return fmt.Errorf("trajectory %s is invalid (kept as a dead letter): %w", t.ID, verr)
+		return fmt.Errorf("trajectory %s is invalid (%w as a dead letter): %w", t.ID, sched.ErrKept, verr)
 	}
-	ack, err := p.Bus.Publish(ctx, p.Subject, t.ID, body, hdr)
-	if err != nil {
+	key := ledger.EpisodeKey{Task: j.Task.ID, Sample: j.Sample}
+	rec := ledger.RecordOf(t)
+	ack, err := p.publish(ctx, p.Subject, t.ID, body, hdr)
+	if err == nil {
+		// A duplicate means the stream already holds a trajectory with
+		// this id (an earlier invocation published it): its ledger record,
+		// if there is one, describes the stored trajectory and stays.
+		err = p.Ledger.MarkDone(ctx, p.Run, key, rec, ack.Duplicate)
+	}
+	if err == nil || p.Spool == "" {
 		return err
 	}
-	// A duplicate means the stream already holds a trajectory with this id
-	// (an earlier invocation published it): its ledger record, if there is
-	// one, describes the stored trajectory and stays.
-	return p.Ledger.MarkDone(ctx, p.Run, ledger.EpisodeKey{Task: j.Task.ID, Sample: j.Sample}, ledger.RecordOf(t), ack.Duplicate)
+	// Hours of VM time are not dropped: the trajectory waits on disk.
+	path, serr := spoolPut(p.Spool, spooled{Subject: p.Subject, ID: t.ID, Run: p.Run, Task: j.Task.ID, Sample: j.Sample,
+		Header: hdr, Body: body, Record: rec, Time: time.Now().UTC(), Reason: err.Error()})
+	if serr != nil {
+		return errors.Join(err, serr)
+	}
+	if p.Log != nil {
+		p.Log.Error("rollout: trajectory could not be published; kept in the spool, published on the next start",
+			"task", j.Task.ID, "sample", j.Sample, "trajectory", t.ID, "path", path, "err", err)
+	}
+	return fmt.Errorf("%w: %s: %w", errSpooled, path, err)
 }
 
 func streamCount(ctx context.Context, b *bus.Bus, subject string) (uint64, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	s, err := b.JetStream().Stream(cctx, bus.StreamName(bus.Raw))
 	if err != nil {

@@ -48,10 +48,23 @@ type Summary struct {
 	// PublishFailures counts episodes whose trajectory could not be
 	// published; LeaseFailures episodes that got no VM (every VM
 	// quarantined). Both are this invocation's.
-	PublishFailures int      `json:"publish_failures"`
-	LeaseFailures   int      `json:"lease_failures"`
-	Utilisation     float64  `json:"vm_utilisation"`
-	Quarantined     []string `json:"quarantined_vms"`
+	PublishFailures int `json:"publish_failures"`
+	LeaseFailures   int `json:"lease_failures"`
+	// Spooled counts this invocation's trajectories that could not be
+	// published and were kept in the spool (<data>/spool) instead;
+	// SpoolLeft the spool files still waiting at the end (any run's).
+	Spooled   int `json:"spooled"`
+	SpoolLeft int `json:"spool_left"`
+	// SharedQueue: the episodes came from the run's shared work queue.
+	// ByOtherHosts counts the run's episodes other hosts published while
+	// this one ran (in the outcome figures, not in Episodes); Retaken the
+	// episodes this host took over from another (its lease had expired,
+	// or it gave them back).
+	SharedQueue  bool     `json:"shared_queue"`
+	ByOtherHosts int      `json:"episodes_by_other_hosts"`
+	Retaken      int      `json:"episodes_taken_over"`
+	Utilisation  float64  `json:"vm_utilisation"`
+	Quarantined  []string `json:"quarantined_vms"`
 	// VMResets counts this invocation's VM resets (Backend.Reset calls)
 	// and VMFailures its VM failures (failed starts, resets and health
 	// checks, and unhealthy releases): the pool's Stats.
@@ -97,8 +110,13 @@ func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]le
 		switch {
 		case errors.Is(r.Err, sched.ErrNoVM):
 			s.LeaseFailures++
+		case errors.Is(r.Err, errSpooled):
+			s.Spooled++
 		case r.Err != nil:
 			s.PublishFailures++
+		}
+		if r.Retaken {
+			s.Retaken++
 		}
 		s.Retries += max(r.Attempts-1, 0)
 		if r.Trajectory == nil {
@@ -138,6 +156,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "run %s — %s: %d tasks × %d samples, G=%d\n", s.Run, s.App, s.Tasks, s.Samples, s.Group)
 	row("episodes run", "%d (already published before: %d)", s.Episodes, s.Skipped)
+	if s.SharedQueue {
+		row("shared queue", "%d episodes run by other hosts; %d taken over from another host", s.ByOtherHosts, s.Retaken)
+	}
 	row("success", "%d (%.1f%% of scored episodes)", s.Success, 100*s.Rate)
 	if s.Unscored > 0 {
 		row("unscored", "%d (the evaluator failed or could not run; not counted as failures)", s.Unscored)
@@ -162,6 +183,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if s.PublishFailures > 0 {
 		row("publish failures", "%d", s.PublishFailures)
+	}
+	if s.Spooled > 0 || s.SpoolLeft > 0 {
+		row("spooled", "%d trajectories kept on disk this run; %d still waiting (published on the next start)", s.Spooled, s.SpoolLeft)
 	}
 	if s.LeaseFailures > 0 {
 		row("episodes without a VM", "%d (every VM quarantined)", s.LeaseFailures)

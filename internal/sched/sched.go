@@ -59,7 +59,40 @@ type Result struct {
 	VMs        []string         // the VMs it ran on, in order
 	Busy       time.Duration    // VM time spent on it, all attempts
 	Err        error            // publishing failed, or the pool gave out
+	// Retaken: the job came from a shared Source that had handed it to
+	// another process before (whose lease expired, or which gave it back).
+	Retaken bool
 }
+
+// Source is a queue of jobs shared with other processes (rollout's work
+// queue on JetStream): each job is handed to one taker at a time, under a
+// lease the Claim keeps alive while the job runs.
+type Source interface {
+	// Take waits for the next job. It returns ErrDrained when no job is
+	// left for anyone (none pending, none held by any process), or ctx's
+	// error, or the error that keeps it from taking work.
+	Take(ctx context.Context) (Claim, error)
+}
+
+// Claim is a job taken from a Source.
+type Claim interface {
+	Job() Job
+	// Retaken reports whether the job was handed out before.
+	Retaken() bool
+	// Done says the job's result is stored (its trajectory published and
+	// recorded): the job leaves the queue.
+	Done(ctx context.Context) error
+	// Release gives the job back undone, for any taker.
+	Release(ctx context.Context) error
+}
+
+// ErrDrained is returned by Source.Take when the queue has no job left.
+var ErrDrained = errors.New("the work queue is drained")
+
+// ErrPoolGaveOut is returned by Run with a Source when this process's
+// VM pool can give no VM (every VM quarantined) while the queue still
+// held jobs: the jobs it held went back to the queue.
+var ErrPoolGaveOut = errors.New("the VM pool gave out; jobs left to other processes")
 
 // Mode is the scheduling policy.
 type Mode string
@@ -99,6 +132,10 @@ type Scheduler struct {
 	// Metrics (nil: unregistered metrics).
 	Metrics *Metrics
 	Log     *slog.Logger
+	// Source, in the dynamic mode, is a queue shared with other
+	// processes that Run takes its jobs from instead of its jobs argument
+	// (see runShared).
+	Source Source
 }
 
 // ErrNoVM is wrapped by the error of a job that got no VM (the pool's
@@ -206,8 +243,10 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 		}
 	}
 	var wg sync.WaitGroup
-	switch s.Mode {
-	case Static:
+	switch {
+	case s.Source != nil && s.Mode != Static:
+		return s.runShared(ctx)
+	case s.Mode == Static:
 		chunks := split(jobs, s.Workers)
 		for _, chunk := range chunks {
 			wg.Add(1)
@@ -236,9 +275,7 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 		// bounds its length, so the long episodes start early and the short
 		// ones fill the tail (LPT). Stable, so K samples of a task and the
 		// task order are kept among equals.
-		order := slices.Clone(jobs)
-		slices.SortStableFunc(order, func(a, b Job) int { return cmp.Compare(b.Task.Steps, a.Task.Steps) })
-		q := newQueue(order, s.Metrics.pending)
+		q := newQueue(LongestFirst(jobs), s.Metrics.pending)
 		stop := context.AfterFunc(ctx, q.stop)
 		defer stop()
 		for range s.Workers {
@@ -331,6 +368,14 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 		}
 	}
 	return false
+}
+
+// LongestFirst returns the jobs in the dynamic mode's order: longest step
+// limit first, stable among equals (a copy; jobs is left as it is).
+func LongestFirst(jobs []Job) []Job {
+	order := slices.Clone(jobs)
+	slices.SortStableFunc(order, func(a, b Job) int { return cmp.Compare(b.Task.Steps, a.Task.Steps) })
+	return order
 }
 
 // split cuts jobs into n contiguous chunks of near-equal length.

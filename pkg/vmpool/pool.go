@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
-	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
 )
 
 // Errors of the pool that callers branch on.
@@ -180,6 +179,7 @@ type options struct {
 	log       *slog.Logger
 	guestOpts guest.Options
 	onEvent   func(Event)
+	locker    Locker
 }
 
 // WithLogger sets the pool's logger (default slog.Default()). The pool logs
@@ -209,7 +209,8 @@ func WithEvents(fn func(Event)) Option {
 
 // Pool leases the VMs of one backend to rollout workers. It is safe for
 // concurrent use. A VM is leased to one caller at a time, and — through a
-// lock file per VM — to one process on the host at a time.
+// machine lock per VM (a lock file by default, see Locker) — to one pool
+// at a time.
 //
 // Life of a VM: locked → starting → ready ⇄ leased → resetting → ready ...
 // Ending a lease starts the VM's reset at once in the background (reset-ahead),
@@ -226,6 +227,7 @@ type Pool struct {
 	onEvent     func(Event)
 	guestOpts   guest.Options
 	ownClient   *http.Client // the guests' HTTP client when the pool made it: ours to close, or nil
+	locker      Locker
 
 	ctx     context.Context // ends at Close: every background operation derives from it
 	cancel  context.CancelFunc
@@ -246,7 +248,7 @@ type Pool struct {
 // vm is the pool's record of one VM; guarded by Pool.mu except where noted.
 type vm struct {
 	spec       VMSpec
-	lock       *lockfile.Lock
+	lock       Lock
 	state      State
 	started    bool // Backend.Start was called: Stop it on Close
 	ep         Endpoint
@@ -318,6 +320,10 @@ func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (
 		onEvent:     o.onEvent,
 		guestOpts:   o.guestOpts,
 		created:     time.Now(),
+		locker:      o.locker,
+	}
+	if p.locker == nil {
+		p.locker = fileLocker{dir: cfg.LockDir}
 	}
 	switch p.afterRevert {
 	case "":
@@ -392,7 +398,7 @@ func checkSpecs(backend string, specs []VMSpec) error {
 
 // tryLockLocked tries to take v's lock file; on success v starts.
 func (p *Pool) tryLockLocked(v *vm) (bool, error) {
-	l, holder, err := lockfile.TryLock(p.cfg.LockDir, v.spec.Key, "pool="+p.cfg.ID+" vm="+v.spec.ID)
+	l, holder, err := p.locker.TryLock(v.spec.Key, "pool="+p.cfg.ID+" vm="+v.spec.ID)
 	if err != nil {
 		return false, &VMError{VM: v.spec.ID, Op: "lock", Err: err}
 	}

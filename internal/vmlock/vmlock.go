@@ -1,0 +1,166 @@
+// Package vmlock keeps VM pools on several hosts from driving one VM: a
+// vmpool.Locker whose locks are keys of a JetStream key-value bucket with
+// a TTL. The holder renews its key (compare-and-swap on the revision it
+// wrote) every third of the TTL; a holder that dies stops renewing, and its
+// key expires, so another pool takes the VM within the TTL.
+package vmlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket is the key-value bucket of the VM locks: key = the VM's machine
+// key (vmpool.VMSpec.Key, escaped with bus.KeyToken), value = who holds it.
+const Bucket = "CODA_VMLOCKS"
+
+// DefaultTTL is how long a lock outlives its holder's last renewal.
+const DefaultTTL = 30 * time.Second
+
+// Locker is a vmpool.Locker on the CODA_VMLOCKS bucket.
+type Locker struct {
+	kv      jetstream.KeyValue
+	ttl     time.Duration
+	timeout time.Duration
+	owner   string // host and process, in every lock's value
+	log     *slog.Logger
+}
+
+var _ vmpool.Locker = (*Locker)(nil)
+
+// Open creates (with t's replicas and ttl as the bucket's TTL; DefaultTTL
+// when ttl <= 0) or opens the lock bucket. An existing bucket keeps its
+// TTL unless t.Update; the locks renew at a third of the bucket's TTL.
+func Open(ctx context.Context, b *bus.Bus, t bus.Topology, ttl time.Duration, log *slog.Logger) (*Locker, error) {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
+		Bucket:      Bucket,
+		Description: "codapipe VM locks shared by rollout hosts (key: VM machine key; expire unless renewed)",
+		History:     1,
+		TTL:         ttl,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("vmlock: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if st, err := kv.Status(cctx); err == nil && st.TTL() > 0 {
+		ttl = st.TTL()
+	}
+	host, _ := os.Hostname()
+	return &Locker{kv: kv, ttl: ttl, timeout: min(5*time.Second, ttl/3), owner: fmt.Sprintf("host=%s pid=%d", host, os.Getpid()), log: log}, nil
+}
+
+// TTL is the lock lifetime without renewal.
+func (l *Locker) TTL() time.Duration { return l.ttl }
+
+// TryLock takes key's lock when no live holder has it, and keeps renewing
+// it until Unlock. It returns the holder's description when another holds
+// it.
+func (l *Locker) TryLock(key, note string) (vmpool.Lock, string, error) {
+	k := bus.KeyToken(key)
+	val := []byte(fmt.Sprintf("%s key=%s %s since=%s", l.owner, key, note, time.Now().UTC().Format(time.RFC3339)))
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	rev, err := l.kv.Create(ctx, k, val)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		e, gerr := l.kv.Get(ctx, k)
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			return nil, "a holder whose lock just expired", nil
+		case gerr != nil:
+			return nil, "", fmt.Errorf("vmlock: read lock %s: %w", key, gerr)
+		}
+		return nil, string(e.Value()), nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("vmlock: lock %s: %w", key, err)
+	}
+	h := &held{l: l, key: key, k: k, val: val, rev: rev, stop: make(chan struct{}), done: make(chan struct{})}
+	go h.renew() // owned by h: stopped by Unlock
+	return h, "", nil
+}
+
+// held is a lock this process holds.
+type held struct {
+	l    *Locker
+	key  string
+	k    string
+	val  []byte
+	once sync.Once
+	stop chan struct{}
+	done chan struct{}
+
+	mu   sync.Mutex
+	rev  uint64
+	lost bool
+}
+
+// renew rewrites the key every third of the TTL, only over the revision
+// it wrote last; a renewal refused means the lock expired and another
+// took it.
+func (h *held) renew() {
+	defer close(h.done)
+	t := time.NewTicker(h.l.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		rev := h.rev
+		h.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
+		next, err := h.l.kv.Update(ctx, h.k, h.val, rev)
+		cancel()
+		switch {
+		case err == nil:
+			h.mu.Lock()
+			h.rev = next
+			h.mu.Unlock()
+		case bus.IsTransient(err):
+			h.l.log.Warn("vmlock: could not renew a VM lock; retrying", "key", h.key, "err", err)
+		default:
+			h.mu.Lock()
+			h.lost = true
+			h.mu.Unlock()
+			h.l.log.Error("vmlock: VM lock lost (it expired and another holder may have it)", "key", h.key, "err", err)
+			return
+		}
+	}
+}
+
+// Unlock stops renewing and deletes the key if it is still this holder's.
+func (h *held) Unlock() error {
+	h.once.Do(func() { close(h.stop) })
+	<-h.done
+	h.mu.Lock()
+	rev, lost := h.rev, h.lost
+	h.mu.Unlock()
+	if lost {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
+	defer cancel()
+	if err := h.l.kv.Delete(ctx, h.k, jetstream.LastRevision(rev)); err != nil {
+		return fmt.Errorf("vmlock: unlock %s: %w", h.key, err)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package vmlock
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/poll"
+	"github.com/codapipe/codapipe/internal/sim"
+	"github.com/codapipe/codapipe/internal/sim/fault"
+	"github.com/codapipe/codapipe/pkg/vmpool"
+	"github.com/codapipe/codapipe/pkg/vmpool/poolfile"
+	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
+)
+
+const testTTL = 2 * time.Second
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// openLocker opens a Locker on its own connection to srv (a host of its
+// own, as far as NATS can tell).
+func openLocker(t *testing.T, srv *natstest.Server, name string) (*Locker, *bus.Bus) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Name: name, Logger: quiet(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	l, err := Open(ctx, b, bus.DefaultTopology(), testTTL, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, b
+}
+
+// Two holders over the same key: never both hold it, while the holder
+// lives (renewing past the TTL); when its connection dies without an
+// Unlock (a killed host), the other takes the lock within the TTL.
+func TestLockExcludesAndExpires(t *testing.T) {
+	srv := natstest.Start(t)
+	l1, b1 := openLocker(t, srv, "host-1")
+	l2, _ := openLocker(t, srv, "host-2")
+	const key = "sim:http://127.0.0.1:5000"
+	h1, holder, err := l1.TryLock(key, "pool=a vm=x")
+	if err != nil || h1 == nil {
+		t.Fatalf("first lock: %v, holder %q", err, holder)
+	}
+	// Three TTLs: the holder's renewals keep it.
+	deadline := time.Now().Add(3 * testTTL)
+	for time.Now().Before(deadline) {
+		h2, holder, err := l2.TryLock(key, "pool=b vm=x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h2 != nil {
+			t.Fatal("both hosts hold the lock")
+		}
+		if !strings.Contains(holder, "pool=a vm=x") {
+			t.Errorf("holder %q does not name the holder", holder)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// An orderly Unlock frees it at once.
+	if err := h1.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	h2, holder, err := l2.TryLock(key, "pool=b vm=x")
+	if err != nil || h2 == nil {
+		t.Fatalf("after Unlock: %v, holder %q", err, holder)
+	}
+	if err := h2.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The holder dies: no Unlock, no renewal.
+	if h1, _, err = l1.TryLock(key, "pool=a vm=x"); err != nil || h1 == nil {
+		t.Fatalf("lock again: %v", err)
+	}
+	b1.Close()
+	died := time.Now()
+	var taken vmpool.Lock
+	poll.Until(t, "the other host takes the dead holder's lock", 3*testTTL, func() bool {
+		taken, _, err = l2.TryLock(key, "pool=b vm=x")
+		return err == nil && taken != nil
+	})
+	t.Logf("taken over %v after the holder died (TTL %v)", time.Since(died).Round(10*time.Millisecond), testTTL)
+	_ = h1.Unlock() // lost: nothing to release
+	if err := taken.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two VM pools over the same simulated VMs, each with its own Locker
+// connection: the second gets no VM while the first lives; when the
+// first's host dies (its connection closes, no Unlock), the second takes
+// the VMs within the TTL.
+func TestPoolsShareVMsThroughNATS(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	wc := sim.DefaultWorldConfig()
+	wc.VMs, wc.Seed, wc.Clock = 2, 1, fault.Clock{Scale: 0.001}
+	wctx, stopWorld := context.WithCancel(ctx)
+	world, err := sim.StartWorld(wctx, wc)
+	if err != nil {
+		stopWorld()
+		t.Fatal(err)
+	}
+	defer func() { stopWorld(); world.Wait() }()
+	sc := simvm.URLs(world.GuestURLs...)
+	newPool := func(name string, l *Locker) *vmpool.Pool {
+		cfg := poolfile.Config{Backend: simvm.Name, Sim: &sc, Pool: vmpool.Config{ID: name, IdleCheck: -1, LockRetry: 100 * time.Millisecond, LockDir: t.TempDir()}}
+		p, err := poolfile.NewPool(ctx, cfg, quiet(), vmpool.WithLocker(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close(context.Background()) })
+		return p
+	}
+	l1, b1 := openLocker(t, srv, "host-1")
+	l2, _ := openLocker(t, srv, "host-2")
+	a := newPool("a", l1)
+	poll.Until(t, "pool a has both VMs ready", 30*time.Second, func() bool { return a.Stats().Ready == 2 })
+	b := newPool("b", l2)
+	for range 3 * testTTL / (100 * time.Millisecond) {
+		if st := b.Stats(); st.LockedElsewhere != 2 {
+			t.Fatalf("pool b: %+v; want both VMs locked elsewhere while a lives", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b1.Close() // a's host dies: its locks are no longer renewed
+	poll.Until(t, "pool b takes the VMs", 3*testTTL+5*time.Second, func() bool { return b.Stats().Ready == 2 })
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer lcancel()
+	l, err := b.Lease(lctx)
+	if err != nil {
+		t.Fatalf("pool b leases: %v", err)
+	}
+	_ = l.End(vmpool.Healthy)
+}

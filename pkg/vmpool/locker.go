@@ -1,0 +1,39 @@
+package vmpool
+
+import "github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"
+
+// Locker takes the per-machine locks that keep two pools — in this
+// process, in another process, or on another host that shares the Locker —
+// from driving one VM. A pool holds a VM's lock from the VM's start to the
+// pool's Close. The default is a lock file per machine in Config.LockDir
+// (flock: one host); WithLocker gives another, e.g. a key-value store with
+// a TTL for VMs shared by several hosts.
+type Locker interface {
+	// TryLock takes the lock of key (VMSpec.Key) without waiting. note
+	// says who asks (pool and VM), for the holder's description. It
+	// returns the held lock, or a nil lock and a description of the
+	// current holder when another holds it. The pool calls TryLock with
+	// its own mutex held: it must not block for long.
+	TryLock(key, note string) (Lock, string, error)
+}
+
+// Lock is a held machine lock.
+type Lock interface {
+	// Unlock releases the lock.
+	Unlock() error
+}
+
+// WithLocker sets the Locker of the pool's machine locks (default: lock
+// files in Config.LockDir).
+func WithLocker(l Locker) Option { return func(o *options) { o.locker = l } }
+
+// fileLocker is the default Locker: lock files (flock) in a directory.
+type fileLocker struct{ dir string }
+
+func (f fileLocker) TryLock(key, note string) (Lock, string, error) {
+	l, holder, err := lockfile.TryLock(f.dir, key, note)
+	if l == nil {
+		return nil, holder, err // not a typed nil in the interface
+	}
+	return l, holder, err
+}

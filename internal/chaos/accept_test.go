@@ -46,6 +46,9 @@ type size struct {
 	gap        [2]float64    // seconds between two chaos events (uniform)
 	settle     time.Duration // before the first event
 	idleWithin time.Duration // the workers must have caught up this long after the rollouts
+	// rolloutWithin bounds the rollouts after the chaos schedule; one that
+	// is still running then is stuck.
+	rolloutWithin time.Duration
 }
 
 type appRun struct {
@@ -57,11 +60,11 @@ func sizeOf(name string) size {
 	if name == "full" {
 		return size{name: "full", apps: []appRun{{"KAlgebra", 18}, {"ChimeraX", 18}, {"Celestia", 18}, {"GrassGIS", 18}},
 			vmsPerApp: 4, group: 2, timeScale: 0.001, kills: 6, gap: [2]float64{4, 12}, settle: 5 * time.Second,
-			idleWithin: 10 * time.Minute}
+			idleWithin: 10 * time.Minute, rolloutWithin: 50 * time.Minute}
 	}
 	return size{name: "short", apps: []appRun{{"KAlgebra", 4}, {"ChimeraX", 4}},
 		vmsPerApp: 4, group: 2, timeScale: 0.001, kills: 2, gap: [2]float64{2, 4.5}, settle: 3 * time.Second,
-		idleWithin: 3 * time.Minute}
+		idleWithin: 3 * time.Minute, rolloutWithin: 5 * time.Minute}
 }
 
 // simConfig is the fault mix (SIMULATOR, docs/simulator.md): per guest
@@ -118,7 +121,20 @@ func TestAcceptChaos(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	h := &harness{t: t, sz: sz, dir: t.TempDir()}
+	// The folder stays when the test fails: its logs/ has every start's
+	// output.
+	dir, err := os.MkdirTemp("", "chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("chaos: the run's folder (logs/, data/, shards/, sft/) is kept: %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	h := &harness{t: t, sz: sz, dir: dir}
 	h.build()
 	t.Logf("chaos %5.1fs: binaries built", time.Since(start).Seconds())
 	h.cluster = natstest.StartCluster(t, 3)
@@ -288,10 +304,23 @@ func TestAcceptChaos(t *testing.T) {
 		}
 	}
 	t.Logf("chaos %5.1fs: schedule done; waiting for the rollouts", time.Since(start).Seconds())
+	deadline := time.After(sz.rolloutWithin)
 	for _, p := range rollouts {
-		<-p.done
-		if !p.finished {
-			t.Errorf("%s did not finish its run (%d starts, %d failures)", p.name, p.starts, len(p.failures))
+		select {
+		case <-p.done:
+		case <-deadline:
+		}
+	}
+	for _, p := range rollouts {
+		select {
+		case <-p.done:
+			if !p.finished {
+				t.Errorf("%s did not finish its run (%d starts, %d failures)", p.name, p.starts, len(p.failures))
+			}
+		default:
+			// Stuck: its goroutines (SIGQUIT) say where.
+			t.Errorf("%s has not finished %v after the chaos schedule (its goroutine dump: logs/%s.%d.log)", p.name, sz.rolloutWithin, p.name, p.starts)
+			p.quit()
 		}
 	}
 	rolloutEnd := time.Since(start)

@@ -118,6 +118,22 @@ func (p *proc) kill() bool {
 	return true
 }
 
+// quit ends a stuck process with SIGQUIT, which makes a Go program print
+// every goroutine's stack to its log, and waits for its supervisor.
+func (p *proc) quit() {
+	p.mu.Lock()
+	p.stopping = true
+	if p.running {
+		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGQUIT)
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.stop(time.Second)
+	}
+}
+
 // isRunning: a process of it is alive now.
 func (p *proc) isRunning() bool {
 	p.mu.Lock()

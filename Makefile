@@ -69,7 +69,7 @@ vet:
 ## simulated episodes under faults, kill -9 of every kind of worker, a leader-node kill and a
 ## MinIO outage; prints the accounting table (0 lost, 0 duplicated) and the workers' RSS.
 ## make test runs the same test at its short size. CHAOS_SEED=N repeats a schedule.
-chaos: tools
+chaos: $(TOOLS)/minio $(TOOLS)/nats-server
 	CODAPIPE_CHAOS=full $(if $(CHAOS_SEED),CODAPIPE_CHAOS_SEED=$(CHAOS_SEED)) \
 	  $(GO) test ./internal/chaos -run '^TestAcceptChaos$$' -count=1 -v -timeout 60m
 

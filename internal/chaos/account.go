@@ -415,14 +415,17 @@ func (a *account) judgements(ctx context.Context) (map[string]*traj.Judged, erro
 				dup = append(dup, id+"."+v)
 			}
 			s.Present++
+			// A judgement that cannot be read is as good as lost: the
+			// stages after it cannot have used it.
 			body, _, err := a.cfg.Bus.Get(ctx, bus.Judged, seqs[0])
-			if err != nil {
-				unreadable = append(unreadable, fmt.Sprintf("%s.%s (%v)", id, v, err))
-				continue
+			var jd *traj.Judged
+			if err == nil {
+				jd, err = traj.DecodeJudged(body)
 			}
-			jd, err := traj.DecodeJudged(body)
 			if err != nil {
 				unreadable = append(unreadable, fmt.Sprintf("%s.%s (%v)", id, v, err))
+				s.Present--
+				s.Lost++
 				continue
 			}
 			for _, st := range jd.Trajectory.Steps {

@@ -16,7 +16,8 @@ import (
 // TestAccountFindsLostAndDuplicated: the accounting is not a table of
 // zeros. On a real server: an episode without a trajectory is lost, an
 // episode with two trajectories is duplicated, a trajectory without a
-// judgement is lost, a judgement without its archive record is lost, and a
+// judgement or with one that does not decode is lost, a judgement without
+// its archive record is lost, and a
 // rollout dead letter accounts for its episode.
 func TestAccountFindsLostAndDuplicated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -73,7 +74,7 @@ func TestAccountFindsLostAndDuplicated(t *testing.T) {
 		planned, present, accounted, lost, duplicate int
 	}{
 		{"trajectories", 4, 2, 1, 1, 1},
-		{"judgements", 3, 1, 0, 2, 0},
+		{"judgements", 3, 0, 0, 3, 0}, // A's judgement does not decode
 		{"archive", 1, 0, 0, 1, 0},
 	} {
 		s := rep.Stage(c.stage)
@@ -91,7 +92,7 @@ func TestAccountFindsLostAndDuplicated(t *testing.T) {
 	if len(rep.DeadLetters) != 1 || !strings.Contains(rep.DeadLetters[0].Reason, "invalid") {
 		t.Errorf("dead letters %+v, want rollout's one", rep.DeadLetters)
 	}
-	for _, want := range []string{"trajectories lost (1): r1/T3#0", "r1/T2#0=B,B2", "judgements lost (2)", "archive records missing"} {
+	for _, want := range []string{"trajectories lost (1): r1/T3#0", "r1/T2#0=B,B2", "judgements lost (2)", "judged messages unreadable (1): A.v1", "archive records missing"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report does not say %q", want)
 		}

@@ -146,24 +146,7 @@ func killAndRestart(t *testing.T, mode string) {
 	publishCopies := func(n int) {
 		for range n {
 			round++
-			for _, jd := range judged {
-				cp := *jd
-				cp.Trajectory.ID = traj.NewID()
-				cp.Trajectory.Run = fmt.Sprintf("%s-copy%d", jd.Trajectory.Run, round)
-				cp.Judgement.TrajectoryID, cp.Judgement.Run = cp.Trajectory.ID, cp.Trajectory.Run
-				body, err := traj.MarshalCompact(cp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				key := archive.Key(cp.Trajectory.Run, cp.Trajectory.Task.App, cp.Trajectory.ID, cp.Judgement.Judge.ID())
-				if _, err := store.Bucket().Put(ctx, key, bytes.NewReader(body), int64(len(body)), blob.PutOptions{ContentType: "application/json"}); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := b.Publish(ctx, bus.Subject(bus.Judged, cp.Trajectory.Task.App), archive.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID()), body, nil); err != nil {
-					t.Fatal(err)
-				}
-				all = append(all, &cp)
-			}
+			all = append(all, publishJudgedCopies(t, b, store, judged, round)...)
 		}
 	}
 	publishCopies(copies)
@@ -203,6 +186,49 @@ func killAndRestart(t *testing.T, mode string) {
 			killed++
 		}
 	}
+	cmd := start()
+	if err := cmd.Wait(); err != nil {
+		log, _ := os.ReadFile(logf.Name())
+		t.Fatalf("the last run failed: %v\n%s", err, log)
+	}
+	checkShardSet(t, dir, store, all, mode, fmt.Sprintf("%d kills", killed))
+}
+
+// publishJudgedCopies publishes each judged trajectory again under a new
+// id in a new run ("<run>-copy<round>", so that in outcome mode each
+// copy's group is a group of its own), and puts the copies in the judge's
+// archive too, where outcome mode reads the members of a complete group.
+func publishJudgedCopies(t *testing.T, b *bus.Bus, store *blob.Store, judged []*traj.Judged, round int) []*traj.Judged {
+	t.Helper()
+	ctx := context.Background()
+	var out []*traj.Judged
+	for _, jd := range judged {
+		cp := *jd
+		cp.Trajectory.ID = traj.NewID()
+		cp.Trajectory.Run = fmt.Sprintf("%s-copy%d", jd.Trajectory.Run, round)
+		cp.Judgement.TrajectoryID, cp.Judgement.Run = cp.Trajectory.ID, cp.Trajectory.Run
+		body, err := traj.MarshalCompact(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := archive.Key(cp.Trajectory.Run, cp.Trajectory.Task.App, cp.Trajectory.ID, cp.Judgement.Judge.ID())
+		if _, err := store.Bucket().Put(ctx, key, bytes.NewReader(body), int64(len(body)), blob.PutOptions{ContentType: "application/json"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Publish(ctx, bus.Subject(bus.Judged, cp.Trajectory.Task.App), archive.MessageID(cp.Trajectory.ID, cp.Judgement.Judge.ID()), body, nil); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &cp)
+	}
+	return out
+}
+
+// checkShardSet reads the one shard set under dir/shards and checks it
+// holds every row the judged trajectories all give in mode exactly once,
+// and a manifest that counts them and every trajectory.
+func checkShardSet(t *testing.T, dir string, store *blob.Store, all []*traj.Judged, mode, what string) {
+	t.Helper()
+	ctx := context.Background()
 	var want map[rowKey]bool
 	if mode == ModeStep {
 		want = expectedKeys(t, all)
@@ -213,12 +239,6 @@ func killAndRestart(t *testing.T, mode string) {
 			want[rowKey{r.TrajectoryID, r.Step, r.Candidate}] = true
 		}
 	}
-	cmd := start()
-	if err := cmd.Wait(); err != nil {
-		log, _ := os.ReadFile(logf.Name())
-		t.Fatalf("the last run failed: %v\n%s", err, log)
-	}
-
 	bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -252,11 +272,11 @@ func killAndRestart(t *testing.T, mode string) {
 			extra++
 		}
 	}
-	t.Logf("%s mode: %d kills; %d messages, %d rows expected, %d files; %d missing, %d duplicated, %d unexpected",
-		mode, killed, len(all), len(want), len(m.Files), missing, dup, extra)
+	t.Logf("%s mode: %s; %d messages, %d rows expected, %d files; %d missing, %d duplicated, %d unexpected",
+		mode, what, len(all), len(want), len(m.Files), missing, dup, extra)
 	if missing+dup+extra != 0 || m.Counts.Rows != len(want) || m.Counts.Trajectories != len(all) {
-		t.Fatalf("after %d kills: %d missing, %d duplicated, %d unexpected rows; manifest %+v (want %d rows of %d trajectories)",
-			killed, missing, dup, extra, m.Counts, len(want), len(all))
+		t.Fatalf("after %s: %d missing, %d duplicated, %d unexpected rows; manifest %+v (want %d rows of %d trajectories)",
+			what, missing, dup, extra, m.Counts, len(want), len(all))
 	}
 }
 

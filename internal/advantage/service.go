@@ -412,6 +412,15 @@ func (s *server) handleOutcome(ctx context.Context, m *bus.Msg, jd *traj.Judged)
 		return bus.Ack() // the member is kept in the state bucket
 	}
 	if err := s.flushGroup(ctx, g); err != nil {
+		var held *heldError
+		if errors.As(err, &held) {
+			// Another process writes the group. Come back once its lease
+			// has passed: by then the group is committed (and this message
+			// acked as such), or its writer died and this one takes over.
+			s.count(func(st *Stats) { st.Retried++ })
+			d := max(time.Until(held.until), 0) + 100*time.Millisecond
+			return bus.Retry(d, fmt.Sprintf("advantage: outcome group %s is being written by another process", gid))
+		}
 		return s.failed(m, err)
 	}
 	return bus.Ack()
@@ -445,6 +454,11 @@ func (s *server) flushWaiting(ctx context.Context, final bool) error {
 		}
 		if err := s.flushGroup(ctx, g); err != nil {
 			var ie *InputError
+			var held *heldError
+			if errors.As(err, &held) {
+				s.log.Debug("advantage: outcome group written by another process", "group", g.ID, "err", err)
+				continue
+			}
 			if errors.As(err, &ie) {
 				s.log.Warn("advantage: outcome group cannot be written", "group", g.ID, "reason", ie.Reason)
 				continue
@@ -456,8 +470,11 @@ func (s *server) flushWaiting(ctx context.Context, final bool) error {
 }
 
 // flushGroup writes the rows of one outcome group and, once committed,
-// forgets its waiting record.
-func (s *server) flushGroup(ctx context.Context, g *Group) error {
+// forgets its waiting record. Across processes, the group's flush lease
+// (state.acquire, for the ack wait) makes one process write it: a group
+// another process holds gives a *heldError; one whose lease says Done was
+// committed already and is only forgotten.
+func (s *server) flushGroup(ctx context.Context, g *Group) (err error) {
 	s.mu.Lock()
 	if s.flushing[g.ID] {
 		s.mu.Unlock()
@@ -473,6 +490,28 @@ func (s *server) flushGroup(ctx context.Context, g *Group) error {
 	if s.st.groupDone(g.ID) {
 		return s.st.forget(ctx, g.ID)
 	}
+	l, err := s.st.acquire(ctx, s.st.flushKey(g.ID), s.cfg.AckWait)
+	if err != nil {
+		return err
+	}
+	if l.rec.Done {
+		s.st.markGroupDone(g.ID)
+		return s.st.forget(ctx, g.ID)
+	}
+	committed := false
+	defer func() {
+		// Done once committed (for good); otherwise given back at once, so
+		// that the next try (here or in another process) need not wait.
+		if rerr := s.st.release(context.WithoutCancel(ctx), l, committed, 0); rerr != nil {
+			s.log.Warn("advantage: outcome group lease not released; it expires", "group", g.ID, "err", rerr)
+			if committed && err == nil {
+				err = rerr // the message comes back and finds the commit record
+			}
+		}
+		if committed && err == nil {
+			err = s.st.forget(ctx, g.ID)
+		}
+	}()
 	s.co.begin()
 	items := make([]grpo.Judged, 0, len(g.Members))
 	judgements := map[string]*traj.Judgement{}
@@ -508,7 +547,8 @@ func (s *server) flushGroup(ctx context.Context, g *Group) error {
 	if err := s.co.add(ctx, "group:"+g.ID, []string{g.ID}, rows, cnt, release); err != nil {
 		return err
 	}
-	return s.st.forget(ctx, g.ID)
+	committed = true
+	return nil
 }
 
 // archiveKey is the judge's archive key of a judged trajectory.
@@ -527,13 +567,58 @@ func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, err
 	return jd, err
 }
 
+// manifestLeaseTTL is how long a process may hold the set's manifest lease.
+const manifestLeaseTTL = time.Minute
+
+// manifestLease waits for the set's manifest lease (another process
+// writing the manifest holds it for a moment; a dead one until its time
+// passes) and takes it.
+func (s *server) manifestLease(ctx context.Context) (lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*manifestLeaseTTL)
+	defer cancel()
+	for {
+		l, err := s.st.acquire(ctx, s.st.manifestKey(), manifestLeaseTTL)
+		var held *heldError
+		if !errors.As(err, &held) {
+			if err != nil {
+				return l, fmt.Errorf("advantage: manifest lease: %w", err)
+			}
+			return l, nil
+		}
+		t := time.NewTimer(min(max(time.Until(held.until), 10*time.Millisecond), 100*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return lease{}, fmt.Errorf("advantage: manifest lease: %w (%w)", held, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 // writeManifest writes the set's manifest from every commit record (of
-// every process) and publishes it on CODA_MANIFEST.
+// every process) and publishes it on CODA_MANIFEST. Several processes on
+// one set write it one at a time: each holds the set's manifest lease
+// while it lists the commit records and writes the file, so a later
+// writer lists at least what an earlier one did; and a writer whose
+// listing holds fewer commits than the manifest last written (a writer
+// that stalled past its lease) leaves that manifest as it is.
 func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
-	commits, err := s.st.committed(ctx)
+	l, err := s.manifestLease(ctx)
 	if err != nil {
 		return nil, err
 	}
+	commits, err := s.st.committed(ctx)
+	if err != nil {
+		_ = s.st.release(ctx, l, false, 0)
+		return nil, err
+	}
+	written := len(commits)
+	defer func() {
+		if err := s.st.release(ctx, l, false, written); err != nil {
+			s.log.Warn("advantage: manifest lease not released; it expires", "err", err)
+		}
+	}()
+	newer := len(commits) < l.rec.Commits
 	var total Counts
 	var files []shard.File
 	for _, c := range commits {
@@ -551,6 +636,10 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	m.SetSources(total.Sources)
 	sel := s.sel.sel
 	m.Selection = &sel
+	if newer {
+		s.log.Warn("advantage: a newer manifest was written meanwhile; left as it is", "commits", len(commits), "manifest_commits", l.rec.Commits)
+		return m, nil
+	}
 	if err := shard.WriteManifest(ctx, s.cfg.Out, s.set, mf); err != nil {
 		return nil, err
 	}

@@ -15,11 +15,14 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // StateBucket is the JetStream key-value bucket of the advantage service:
-// commit records of shard sets ("commit.<set>.<id>") and outcome-mode
-// groups still waiting for members ("group.<set>.<group>").
+// commit records of shard sets ("commit.<set>.<id>"), outcome-mode
+// groups still waiting for members ("group.<set>.<group>"), and the
+// leases that make one process at a time write an outcome group
+// ("flush.<set>.<group>") or the set's manifest ("manifest.<set>").
 const StateBucket = "CODA_ADVANTAGE"
 
 // Counts counts what a commit (or a whole shard set) holds.
@@ -105,6 +108,7 @@ type state struct {
 	kv      jetstream.KeyValue
 	set     string
 	timeout time.Duration
+	owner   string // this process's id in leases
 
 	mu       sync.Mutex
 	messages map[string]bool
@@ -122,7 +126,7 @@ func openState(ctx context.Context, b *bus.Bus, t bus.Topology, set string) (*st
 	if err != nil {
 		return nil, fmt.Errorf("advantage: state bucket: %w", err)
 	}
-	return &state{kv: kv, set: set, timeout: 10 * time.Second,
+	return &state{kv: kv, set: set, timeout: 10 * time.Second, owner: traj.NewID(),
 		messages: map[string]bool{}, groups: map[string]bool{}, commits: map[string]Commit{}}, nil
 }
 
@@ -329,4 +333,114 @@ func (s *state) forget(ctx context.Context, id string) error {
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	return s.kv.Delete(cctx, s.groupKey(id))
+}
+
+// A lease is a claim on a piece of work shared by the advantage processes
+// of one set, kept in the state bucket under one key and changed only by
+// compare-and-swap: an outcome group's flush ("flush.<set>.<group>", whose
+// record says Done once the group is committed) and the set's manifest
+// ("manifest.<set>", the single writer of manifest.json at a time). The
+// holder names itself (Owner, one id per process) and holds it Until a
+// time; a lease whose time has passed (its holder died, or stalls past it)
+// may be taken by another process.
+type leaseRec struct {
+	Owner string    `json:"owner,omitempty"`
+	Until time.Time `json:"until"`
+	// Done: the work is done for good (an outcome group committed).
+	Done bool `json:"done,omitempty"`
+	// Commits is, for the manifest lease, how many commit records the
+	// last manifest written listed: a writer with fewer leaves it.
+	Commits int `json:"commits,omitempty"`
+}
+
+// lease is a held (or, with rec.Done, finished) lease.
+type lease struct {
+	key string
+	rev uint64
+	rec leaseRec
+}
+
+// heldError says another process holds a lease until a time.
+type heldError struct {
+	key   string
+	owner string
+	until time.Time
+}
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("advantage: %s held by process %s until %s", e.key, e.owner, e.until.Format(time.RFC3339Nano))
+}
+
+func (s *state) flushKey(group string) string { return "flush." + s.set + "." + bus.KeyToken(group) }
+func (s *state) manifestKey() string          { return "manifest." + s.set }
+
+// acquire takes the lease on key for ttl: it creates it, renews it when
+// this process holds it, or takes it over when its time has passed. A
+// lease marked Done is returned as it is (not taken); one another process
+// holds gives a *heldError.
+func (s *state) acquire(ctx context.Context, key string, ttl time.Duration) (lease, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var last error
+	for attempt := 0; attempt < 20 && cctx.Err() == nil; attempt++ {
+		var rec leaseRec
+		var rev uint64
+		e, err := s.kv.Get(cctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			last = err
+			continue
+		default:
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				return lease{}, fmt.Errorf("advantage: lease %s: %w", key, err)
+			}
+			rev = e.Revision()
+		}
+		if rec.Done {
+			return lease{key: key, rev: rev, rec: rec}, nil
+		}
+		now := time.Now()
+		if rec.Owner != "" && rec.Owner != s.owner && now.Before(rec.Until) {
+			return lease{}, &heldError{key: key, owner: rec.Owner, until: rec.Until}
+		}
+		rec.Owner, rec.Until = s.owner, now.Add(ttl)
+		body, err := json.Marshal(rec)
+		if err != nil {
+			return lease{}, err
+		}
+		if rev == 0 {
+			rev, err = s.kv.Create(cctx, key, body)
+		} else {
+			rev, err = s.kv.Update(cctx, key, body, rev)
+		}
+		if err == nil {
+			return lease{key: key, rev: rev, rec: rec}, nil
+		}
+		last = err // another process changed it first, or a transient error: read it again
+	}
+	return lease{}, fmt.Errorf("advantage: lease %s: %w", key, errors.Join(last, cctx.Err()))
+}
+
+// release gives a held lease back, recording done and commits with it. A
+// release that fails leaves the lease to expire.
+func (s *state) release(ctx context.Context, l lease, done bool, commits int) error {
+	rec := leaseRec{Done: done || l.rec.Done, Commits: max(commits, l.rec.Commits)}
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return bus.RetryTransient(cctx, s.timeout, func(ctx context.Context) error {
+		_, err := s.kv.Update(ctx, l.key, body, l.rev)
+		return err
+	}, nil)
+}
+
+// markGroupDone records a group committed (by any process) as known.
+func (s *state) markGroupDone(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[id] = true
 }

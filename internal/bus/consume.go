@@ -263,9 +263,17 @@ func (r *runner) drained(ctx context.Context) (bool, error) {
 		if ctx.Err() != nil {
 			return true, nil
 		}
+		if IsTransient(err) { // a consumer leader election: ask again after the next fetch
+			r.b.log.Warn("consumer info failed; draining goes on", "consumer", r.spec.Durable, "err", err)
+			return false, nil
+		}
 		return false, fmt.Errorf("bus: consumer %s info: %w", r.spec.Durable, err)
 	}
-	return info.NumPending == 0 && info.NumAckPending == 0 && info.NumWaiting <= r.spec.Workers, nil
+	// The consumer's counts are shared by every process on the durable
+	// consumer: nothing pending and nothing awaiting an ack (in any
+	// process) is the end for all of them. Pull requests waiting
+	// (NumWaiting) are not work: other processes' idle workers.
+	return info.NumPending == 0 && info.NumAckPending == 0, nil
 }
 
 func (r *runner) handle(ctx context.Context, jm jetstream.Msg) {
@@ -321,6 +329,7 @@ func (r *runner) handle(ctx context.Context, jm jetstream.Msg) {
 	// Settle the message even when the shutdown grace has cancelled ctx:
 	// the handler's work is done and must not be redone or lost.
 	sctx := context.WithoutCancel(ctx)
+	defer r.b.settled()
 	r.b.metrics.handled.WithLabelValues(r.spec.Durable, res.String()).Inc()
 	switch res.action {
 	case actAck:
@@ -373,16 +382,28 @@ func (r *runner) run(ctx context.Context, jm jetstream.Msg, m *Msg, log interfac
 	return r.handler(ctx, m)
 }
 
+// ackSync acks the message and waits for the server's confirmation,
+// retrying transient errors within the ack wait (an ack is idempotent;
+// after the ack wait the message is redelivered anyway, and handlers are
+// idempotent by message id).
 func (r *runner) ackSync(ctx context.Context, jm jetstream.Msg) error {
-	cctx, cancel := context.WithTimeout(ctx, r.b.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.spec.AckWait)
 	defer cancel()
-	return jm.DoubleAck(cctx)
+	return r.b.retry(ctx, "ack", func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, r.b.timeout)
+		defer cancel()
+		err := jm.DoubleAck(cctx)
+		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) { // an earlier attempt reached the server
+			return nil
+		}
+		return err
+	}, "consumer", r.spec.Durable)
 }
 
 // deadLetter copies the message (raw: a claim reference stays a reference)
 // with its headers and the reason to the dead-letter subject. Its message
-// id is derived from the source position, so a repeated attempt is
-// de-duplicated.
+// id is derived from the source position, so a repeated attempt (a retry
+// after a transient error, or a later delivery) is de-duplicated.
 func (r *runner) deadLetter(ctx context.Context, jm jetstream.Msg, m *Msg, reason string) error {
 	h := nats.Header{}
 	for k, v := range jm.Headers() {
@@ -399,11 +420,18 @@ func (r *runner) deadLetter(ctx context.Context, jm jetstream.Msg, m *Msg, reaso
 		h.Set(HeaderDeadMsgID, m.ID)
 	}
 	dm := &nats.Msg{Subject: DeadSubject(m.Subject), Header: h, Data: jm.Data()}
-	cctx, cancel := context.WithTimeout(ctx, r.b.timeout)
-	defer cancel()
 	id := fmt.Sprintf("dead:%s:%s:%d", m.Stream, r.spec.Durable, m.Seq)
-	_, err := r.b.js.PublishMsg(cctx, dm, jetstream.WithMsgID(id))
-	return err
+	// Transient failures are retried within the ack wait (no heartbeat
+	// keeps the message now); after it, the message comes back and its
+	// next delivery tries again.
+	ctx, cancel := context.WithTimeout(ctx, r.spec.AckWait)
+	defer cancel()
+	return r.b.retry(ctx, "dead_letter", func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, r.b.timeout)
+		defer cancel()
+		_, err := r.b.js.PublishMsg(cctx, dm, jetstream.WithMsgID(id))
+		return err
+	}, "consumer", r.spec.Durable, "id", id)
 }
 
 // claimRetryDelay is the wait before a message whose claim could not be

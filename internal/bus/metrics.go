@@ -12,6 +12,7 @@ type Metrics struct {
 	duplicates    *prometheus.CounterVec
 	claimed       *prometheus.CounterVec
 	publishErrors prometheus.Counter
+	retries       *prometheus.CounterVec
 	handled       *prometheus.CounterVec
 	dead          *prometheus.CounterVec
 	handleSeconds *prometheus.HistogramVec
@@ -26,10 +27,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		publishedB:    f.CounterVec("codapipe_bus_published_bytes_total", "Body bytes published (before claim checks).", "stream"),
 		duplicates:    f.CounterVec("codapipe_bus_duplicates_total", "Publishes that JetStream de-duplicated by message id.", "stream"),
 		claimed:       f.CounterVec("codapipe_bus_claim_checks_total", "Publishes whose body went to the claim store.", "stream"),
-		publishErrors: f.Counter("codapipe_bus_publish_errors_total", "Publishes that failed."),
+		publishErrors: f.Counter("codapipe_bus_publish_errors_total", "Publishes that failed (after their retries)."),
+		retries:       f.CounterVec("codapipe_bus_retries_total", "Requests repeated after a transient error (leader election, timeout, reconnect), by operation: publish, dead_letter, ack.", "op"),
 		handled:       f.CounterVec("codapipe_bus_handled_total", "Messages handled, by consumer and result (ack, retry, reject).", "consumer", "result"),
 		dead:          f.CounterVec("codapipe_bus_dead_letters_total", "Messages moved to the dead-letter subject.", "consumer"),
 		handleSeconds: f.HistogramVec("codapipe_bus_handle_seconds", "Handler duration.", prometheus.ExponentialBuckets(0.001, 4, 10), "consumer"),
+	}
+	for _, op := range []string{"publish", "dead_letter", "ack"} {
+		m.retries.WithLabelValues(op)
 	}
 	// Every stream's series exist from the start, at zero.
 	for _, k := range Kinds {

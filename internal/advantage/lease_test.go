@@ -1,0 +1,70 @@
+package advantage
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/pipetest"
+	"github.com/codapipe/codapipe/internal/poll"
+)
+
+// Leases of two processes (two states on one bucket): one holder at a
+// time; a lease given back is free at once; one marked done stays done
+// for everyone; one whose holder stopped renewing it is taken over once
+// its time has passed.
+func TestLeaseOneHolderAcrossProcesses(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func() *state {
+		st, err := openState(ctx, pipetest.Bus(t, srv.URL()), bus.DefaultTopology(), "set1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	a, b := open(), open()
+	key := a.flushKey("run.task")
+
+	la, err := a.acquire(ctx, key, time.Minute)
+	if err != nil || la.rec.Done {
+		t.Fatalf("first acquire: %+v %v", la, err)
+	}
+	var held *heldError
+	if _, err := b.acquire(ctx, key, time.Minute); !errors.As(err, &held) {
+		t.Fatalf("second process took a held lease: %v", err)
+	}
+	if la, err = a.acquire(ctx, key, time.Minute); err != nil { // the holder renews it
+		t.Fatalf("renew: %v", err)
+	}
+	if err := a.release(ctx, la, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.acquire(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	if err := b.release(ctx, lb, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if la, err = a.acquire(ctx, key, time.Minute); err != nil || !la.rec.Done {
+		t.Fatalf("after done: %+v %v; want the lease marked done", la, err)
+	}
+
+	// Takeover: a holder that dies keeps the lease only until its time.
+	mk := a.manifestKey()
+	if _, err := a.acquire(ctx, mk, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the expired lease to be taken over", 10*time.Second, func() bool {
+		_, err := b.acquire(ctx, mk, time.Minute)
+		return err == nil
+	})
+	if _, err := a.acquire(ctx, mk, time.Minute); !errors.As(err, &held) {
+		t.Fatalf("the old holder took back a lease taken over: %v", err)
+	}
+}

@@ -39,7 +39,7 @@ const acceptApp = "KAlgebra"
 // simTaskDir writes the simulator's task files for the given ids of app
 // (e.g. "S01") into a fresh ScienceBoard-layout folder and returns it, so a
 // run can use a few tasks instead of all of them (Config.Tasks).
-func simTaskDir(t *testing.T, app string, ids ...string) string {
+func simTaskDir(t testing.TB, app string, ids ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	names := make([]string, len(ids))
@@ -54,7 +54,7 @@ func simTaskDir(t *testing.T, app string, ids ...string) string {
 
 // writeSimConfig writes a sim.WorldConfig overlay (JSON, decoded over
 // sim.DefaultWorldConfig by Run) to a temp file and returns its path.
-func writeSimConfig(t *testing.T, doc string) string {
+func writeSimConfig(t testing.TB, doc string) string {
 	t.Helper()
 	var probe map[string]any
 	if err := json.Unmarshal([]byte(doc), &probe); err != nil {

@@ -34,13 +34,19 @@ type sharedHost struct {
 
 // startSharedHost starts a rollout process on run with its own simulated
 // VMs (--sim --vms vms) and data directory, sharing NATS and the blob store.
-func startSharedHost(t *testing.T, name, natsURL, dir, tasks, run string, samples, vms int, extra ...string) *sharedHost {
+func startSharedHost(t testing.TB, name, natsURL, dir, tasks, run string, samples, vms int, extra ...string) *sharedHost {
+	t.Helper()
+	return startHost(t, name, natsURL, dir, tasks, run, samples, vms, "0.002", extra...)
+}
+
+// startHost is startSharedHost with the simulator's time scale.
+func startHost(t testing.TB, name, natsURL, dir, tasks, run string, samples, vms int, timeScale string, extra ...string) *sharedHost {
 	t.Helper()
 	h := &sharedHost{name: name, log: filepath.Join(dir, name+".log"), summary: filepath.Join(dir, name+".summary.json"), exited: make(chan error, 1)}
 	args := append([]string{"--app", acceptApp, "--sim", "--vms", strconv.Itoa(vms), "--tasks", tasks,
 		"--samples", strconv.Itoa(samples), "--group", "2", "--run", run, "--seed", "1",
 		"--nats", natsURL, "--data", filepath.Join(dir, name), "--store", filepath.Join(dir, "shared", "blobs"),
-		"--lease", "3s", "--summary", h.summary, "--log-format", "json", "--log-level", "info"}, extra...)
+		"--lease", "3s", "--time-scale", timeScale, "--summary", h.summary, "--log-format", "json", "--log-level", "info"}, extra...)
 	h.cmd = proctest.Command(t, "", args...)
 	f, err := os.Create(h.log)
 	if err != nil {
@@ -56,7 +62,7 @@ func startSharedHost(t *testing.T, name, natsURL, dir, tasks, run string, sample
 }
 
 // wait waits for the host to exit and returns its error.
-func (h *sharedHost) wait(t *testing.T, d time.Duration) error {
+func (h *sharedHost) wait(t testing.TB, d time.Duration) error {
 	t.Helper()
 	select {
 	case err := <-h.exited:
@@ -68,7 +74,7 @@ func (h *sharedHost) wait(t *testing.T, d time.Duration) error {
 }
 
 // episodeLogs counts the host's log records with message msg per episode.
-func (h *sharedHost) episodeLogs(t *testing.T, msg string) map[ledger.EpisodeKey]int {
+func (h *sharedHost) episodeLogs(t testing.TB, msg string) map[ledger.EpisodeKey]int {
 	t.Helper()
 	f, err := os.Open(h.log)
 	if err != nil {
@@ -91,7 +97,7 @@ func (h *sharedHost) episodeLogs(t *testing.T, msg string) map[ledger.EpisodeKey
 	return out
 }
 
-func (h *sharedHost) readSummary(t *testing.T) *Summary {
+func (h *sharedHost) readSummary(t testing.TB) *Summary {
 	t.Helper()
 	var s Summary
 	if err := readJSON(h.summary, &s); err != nil {
@@ -126,7 +132,7 @@ func splitLines(s string) []string {
 // sharedWorld is what the shared-run tests check against: the NATS server,
 // the tasks and the expected episodes.
 type sharedWorld struct {
-	srv      *natstest.Server
+	url      string // NATS: one server or a cluster's seeds
 	dir      string
 	tasks    string
 	taskIDs  []string
@@ -134,9 +140,9 @@ type sharedWorld struct {
 	episodes int
 }
 
-func newSharedWorld(t *testing.T) *sharedWorld {
+func newSharedWorld(t *testing.T, natsURL string) *sharedWorld {
 	ids := []string{"S01", "S02", "S03", "S05"}
-	w := &sharedWorld{srv: natstest.Start(t), dir: t.TempDir(), taskIDs: ids, samples: 3}
+	w := &sharedWorld{url: natsURL, dir: t.TempDir(), taskIDs: ids, samples: 3}
 	w.tasks = simTaskDir(t, acceptApp, ids...)
 	w.episodes = len(ids) * w.samples
 	return w
@@ -148,7 +154,7 @@ func (w *sharedWorld) checkStream(t *testing.T, run string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{URL: w.srv.URL(), Name: "accept-shared"})
+	b, err := bus.Open(ctx, bus.Config{URL: w.url, Name: "accept-shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +186,10 @@ func (w *sharedWorld) checkStream(t *testing.T, run string) {
 // taken (run) by one host only, both run some, the stream has each once.
 func TestAcceptSharedRunSplit(t *testing.T) {
 	clearRolloutEnv(t)
-	w := newSharedWorld(t)
+	w := newSharedWorld(t, natstest.Start(t).URL())
 	const run = "shared-split"
-	a := startSharedHost(t, "a", w.srv.URL(), w.dir, w.tasks, run, w.samples, 2)
-	b := startSharedHost(t, "b", w.srv.URL(), w.dir, w.tasks, run, w.samples, 2)
+	a := startSharedHost(t, "a", w.url, w.dir, w.tasks, run, w.samples, 2)
+	b := startSharedHost(t, "b", w.url, w.dir, w.tasks, run, w.samples, 2)
 	for _, h := range []*sharedHost{a, b} {
 		if err := h.wait(t, 2*time.Minute); err != nil {
 			t.Fatalf("%s: %v\n%s", h.name, err, tail(h.log, 40))
@@ -224,10 +230,20 @@ func TestAcceptSharedRunSplit(t *testing.T) {
 // ran twice.
 func TestAcceptSharedRunKill(t *testing.T) {
 	clearRolloutEnv(t)
-	w := newSharedWorld(t)
+	testSharedRunKill(t, newSharedWorld(t, natstest.Start(t).URL()))
+}
+
+// The same on a 3-node JetStream cluster, with the work queue, its
+// consumer, the streams and the ledger replicated 3 times (--replicas 3).
+func TestAcceptSharedRunKillOnCluster(t *testing.T) {
+	clearRolloutEnv(t)
+	testSharedRunKill(t, newSharedWorld(t, natstest.StartCluster(t, 3).URL()), "--replicas", "3")
+}
+
+func testSharedRunKill(t *testing.T, w *sharedWorld, extra ...string) {
 	const run = "shared-kill"
-	a := startSharedHost(t, "a", w.srv.URL(), w.dir, w.tasks, run, w.samples, 2)
-	b := startSharedHost(t, "b", w.srv.URL(), w.dir, w.tasks, run, w.samples, 2)
+	a := startSharedHost(t, "a", w.url, w.dir, w.tasks, run, w.samples, 2, extra...)
+	b := startSharedHost(t, "b", w.url, w.dir, w.tasks, run, w.samples, 2, extra...)
 	// Kill a once it has finished an episode and holds others.
 	poll.Until(t, "host a finishes an episode and takes another", time.Minute, func() bool {
 		done, taken := a.episodeLogs(t, msgEpisodeDone), a.episodeLogs(t, msgEpisodeTaken)

@@ -275,6 +275,10 @@ func (a *account) trajectories(ctx context.Context) error {
 			}
 		}
 	}
+	runs := map[string]bool{}
+	for _, r := range a.cfg.Runs {
+		runs[r.Name] = true
+	}
 	byEpisode := map[episodeKey][]string{}
 	for _, app := range sortedKeys(apps) {
 		err := a.cfg.Bus.Scan(ctx, bus.Raw, bus.Subject(bus.Raw, app), timeZero, func(m bus.Stored) error {
@@ -284,6 +288,9 @@ func (a *account) trajectories(ctx context.Context) error {
 				a.problem("raw trajectory seq %d (%s): sample header %q", m.Seq, id, m.Header.Get(headerSample))
 			}
 			ek := episodeKey{m.Header.Get(headerRun), m.Header.Get(headerTask), k}
+			if !runs[ek.run] {
+				return nil // another run's trajectory
+			}
 			ti := a.trajs[id]
 			if ti == nil {
 				ti = &trajInfo{run: ek.run, task: ek.task, sample: ek.sample, outcome: m.Header.Get(headerOutcome)}
@@ -325,12 +332,8 @@ func (a *account) trajectories(ctx context.Context) error {
 			s.Present++
 		}
 	}
-	runs := map[string]bool{}
-	for _, r := range a.cfg.Runs {
-		runs[r.Name] = true
-	}
 	for ek, ids := range byEpisode {
-		if runs[ek.run] && !planned[ek] {
+		if !planned[ek] {
 			s.Duplicated += len(ids)
 			extra = append(extra, fmt.Sprintf("%s/%s#%d", ek.run, ek.task, ek.sample))
 		}

@@ -54,6 +54,8 @@ func TestAccountFindsLostAndDuplicated(t *testing.T) {
 	publish(raw, "A", "T1", 0, nil)
 	publish(raw, "B", "T2", 0, nil)
 	publish(raw, "B2", "T2", 0, nil) // T2#0 run twice under two ids
+	other := nats.Header{headerRun: {"another-run"}}
+	publish(raw, "X", "T3", 0, other) // another run's: not counted
 	// T3#0: nothing (lost). T4#0: rollout dead-lettered it as invalid.
 	publish(bus.DeadSubject(raw), "D", "T4", 0, nats.Header{bus.HeaderDeadReason: {"trajectory invalid: steps[0]: ..."}})
 	// A judgement of A only, with no archive record.

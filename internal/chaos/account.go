@@ -191,11 +191,24 @@ type trajInfo struct {
 
 // Account reads the outputs of cfg.Runs and counts every stage. Its error
 // is for what it could not read at all (a stream, the archive listing);
-// damaged items are Problems.
+// damaged items are Problems. It only reads, so a transient NATS error
+// (a leader election, a node catching up) makes it start again, for up to
+// two minutes (bus.RetryTransient).
 func Account(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.MaxIDs <= 0 {
 		cfg.MaxIDs = 20
 	}
+	var rep *Report
+	err := bus.RetryTransient(ctx, 2*time.Minute, func(ctx context.Context) error {
+		var err error
+		rep, err = account1(ctx, cfg)
+		return err
+	}, nil)
+	return rep, err
+}
+
+// account1 is one pass of Account.
+func account1(ctx context.Context, cfg Config) (*Report, error) {
 	a := &account{cfg: cfg, r: &Report{Manifests: map[string]int{}},
 		trajs: map[string]*trajInfo{}, judged: map[string]map[string][]uint64{}, deadByID: map[string][]DeadLetter{},
 		deadEpisodes: map[episodeKey]bool{}}

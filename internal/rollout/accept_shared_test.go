@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,8 @@ import (
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/proctest"
+	"github.com/codapipe/codapipe/internal/vmlock"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // sharedHost is one rollout process of a shared run.
@@ -188,8 +191,10 @@ func TestAcceptSharedRunSplit(t *testing.T) {
 	clearRolloutEnv(t)
 	w := newSharedWorld(t, natstest.Start(t).URL())
 	const run = "shared-split"
-	a := startSharedHost(t, "a", w.url, w.dir, w.tasks, run, w.samples, 2)
-	b := startSharedHost(t, "b", w.url, w.dir, w.tasks, run, w.samples, 2)
+	// The VM locks in NATS (the hosts' VMs differ, so they never meet):
+	// every lock is taken and given back through CODA_VMLOCKS.
+	a := startSharedHost(t, "a", w.url, w.dir, w.tasks, run, w.samples, 2, "--vm-locks", "nats")
+	b := startSharedHost(t, "b", w.url, w.dir, w.tasks, run, w.samples, 2, "--vm-locks", "nats")
 	for _, h := range []*sharedHost{a, b} {
 		if err := h.wait(t, 2*time.Minute); err != nil {
 			t.Fatalf("%s: %v\n%s", h.name, err, tail(h.log, 40))
@@ -222,6 +227,35 @@ func TestAcceptSharedRunSplit(t *testing.T) {
 		t.Errorf("the hosts ran %d episodes (%d distinct), want %d", total, len(taken), w.episodes)
 	}
 	w.checkStream(t, run)
+	checkNoVMLocks(t, w.url)
+}
+
+// checkNoVMLocks: CODA_VMLOCKS exists and holds no lock (the hosts took
+// their VMs' locks there and released them at the end).
+func checkNoVMLocks(t *testing.T, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := bus.Open(ctx, bus.Config{URL: url, Name: "accept-vmlocks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	kv, err := b.JetStream().KeyValue(ctx, vmlock.Bucket)
+	if err != nil {
+		t.Fatalf("bucket %s: %v", vmlock.Bucket, err)
+	}
+	keys, err := kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("VM locks left after both hosts ended: %v", keys)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil || st.Values() == 0 {
+		t.Errorf("%s status %v (%v): want the hosts' lock history in it", vmlock.Bucket, st, err)
+	}
 }
 
 // Acceptance 1b: one of two hosts is killed (SIGKILL) mid-run; the other

@@ -15,7 +15,7 @@ import (
 // benchTimeScale is the simulator's clock in the scale benchmark: slow
 // enough that an episode's time is the simulated VM's and models' waiting,
 // not CPU (two busy cores run both hosts and their simulators).
-const benchTimeScale = "0.3"
+const benchTimeScale = "0.5"
 
 // benchSimConfig gives the simulated models the latencies of real ones
 // (simulated time: 3 s per planner call, 1 s per executor call), so that

@@ -372,7 +372,10 @@ executed, plans 1..G are grounded too and form that step's GRPO group. Trajector
 JetStream (coda.traj.<app>), screenshots to the blob store. An episode ended by an environment
 error (VM, guest, model endpoint) runs again, on another VM when the VM failed, up to
 --env-retries times, and never counts as an agent failure. Re-running with the same --run
-finishes only the episodes not yet published. A run is one planner checkpoint: --planner-checkpoint,
+finishes only the episodes not yet published. Any number of hosts started on the same --run share
+its episodes through a work queue on JetStream (coda.work.<run>); a killed host's episodes go to
+another after --lease. A trajectory that cannot be published is kept in <data>/spool and published
+on the next start. A run is one planner checkpoint: --planner-checkpoint,
 or else the "root" the planner endpoint's GET /v1/models reports (required outside --sim); it is
 recorded in every trajectory, and re-running a --run name with another checkpoint is refused. --sim runs everything on the built-in SIMULATOR
 (simulated VMs and models).`

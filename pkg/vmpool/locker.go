@@ -12,8 +12,9 @@ type Locker interface {
 	// TryLock takes the lock of key (VMSpec.Key) without waiting. note
 	// says who asks (pool and VM), for the holder's description. It
 	// returns the held lock, or a nil lock and a description of the
-	// current holder when another holds it. The pool calls TryLock with
-	// its own mutex held: it must not block for long.
+	// current holder when another holds it. It must not block for long:
+	// NewPool asks for every VM's lock in turn, and the retries of locks
+	// held elsewhere (every Config.LockRetry) ask one after another.
 	TryLock(key, note string) (Lock, string, error)
 }
 

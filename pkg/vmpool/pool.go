@@ -396,9 +396,18 @@ func checkSpecs(backend string, specs []VMSpec) error {
 	return nil
 }
 
-// tryLockLocked tries to take v's lock file; on success v starts.
+// tryLockLocked tries to take v's machine lock; on success v starts.
 func (p *Pool) tryLockLocked(v *vm) (bool, error) {
-	l, holder, err := p.locker.TryLock(v.spec.Key, "pool="+p.cfg.ID+" vm="+v.spec.ID)
+	l, holder, err := p.locker.TryLock(v.spec.Key, p.lockNote(v))
+	return p.applyLockLocked(v, l, holder, err)
+}
+
+// lockNote says who asks for v's lock.
+func (p *Pool) lockNote(v *vm) string { return "pool=" + p.cfg.ID + " vm=" + v.spec.ID }
+
+// applyLockLocked records the outcome of a TryLock of v's machine lock: a
+// held lock starts v; a holder elsewhere is logged once.
+func (p *Pool) applyLockLocked(v *vm, l Lock, holder string, err error) (bool, error) {
 	if err != nil {
 		return false, &VMError{VM: v.spec.ID, Op: "lock", Err: err}
 	}
@@ -456,17 +465,40 @@ func (p *Pool) tickLocked(t *time.Ticker) bool {
 	return true
 }
 
-// lockLoop retries the locks of VMs that other processes hold.
+// lockLoop retries the locks of VMs that other processes hold. The
+// Locker is asked without the pool's mutex (a Locker over the network may
+// take a while), and the locks it gives are applied under it.
 func (p *Pool) lockLoop() {
 	t := time.NewTicker(p.cfg.LockRetry)
 	defer t.Stop()
 	for p.tickLocked(t) {
-		left := 0
+		var want []*vm
 		for _, v := range p.vms {
-			if v.state != StateLockedElsewhere {
+			if v.state == StateLockedElsewhere {
+				want = append(want, v)
+			}
+		}
+		p.mu.Unlock()
+		type try struct {
+			l      Lock
+			holder string
+			err    error
+		}
+		tries := make([]try, len(want))
+		for i, v := range want {
+			tries[i].l, tries[i].holder, tries[i].err = p.locker.TryLock(v.spec.Key, p.lockNote(v))
+		}
+		p.mu.Lock()
+		left := 0
+		for i, v := range want {
+			tr := tries[i]
+			if p.closed || v.state != StateLockedElsewhere {
+				if tr.l != nil {
+					_ = tr.l.Unlock()
+				}
 				continue
 			}
-			locked, err := p.tryLockLocked(v)
+			locked, err := p.applyLockLocked(v, tr.l, tr.holder, tr.err)
 			if err != nil {
 				p.log.Warn("vmpool: lock failed", "vm", v.spec.ID, "err", err)
 			}
@@ -474,8 +506,9 @@ func (p *Pool) lockLoop() {
 				left++
 			}
 		}
+		closed := p.closed
 		p.mu.Unlock()
-		if left == 0 {
+		if left == 0 || closed {
 			return
 		}
 	}

@@ -688,7 +688,10 @@ func (h *harness) printLeaks(w *strings.Builder, witnesses []*proc) {
 	for _, p := range h.procs {
 		ss := p.allSamples()
 		for _, f := range p.failures {
-			failures = append(failures, p.name+" "+shorten(f, 400))
+			if r := []rune(f); len(r) > 400 { // the error is at the end
+				f = string(r[:40]) + " … " + string(r[len(r)-360:])
+			}
+			failures = append(failures, p.name+" "+f)
 		}
 		if len(ss) == 0 {
 			fmt.Fprintf(w, "%-20s %6d %6d %8d %8d %8s %8s %8s\n", p.name, p.starts, p.kills, len(p.failures), 0, "-", "-", "-")

@@ -3,10 +3,13 @@ package judge
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -45,7 +48,8 @@ func BenchmarkJudgeScale(b *testing.B) {
 		cfg.Clock = fault.Clock{Scale: 1}
 		cfg.Judge.Faults.Latency = fault.Fixed(scaleLatency)
 	})
-	cl := natstest.StartCluster(b, 3)
+	mem, archive := memStore(b)
+	cl := natstest.StartCluster(b, 3, natstest.StoreIn(mem))
 	ctx := context.Background()
 	open := func() *bus.Bus {
 		bb, err := bus.Open(ctx, bus.Config{URL: cl.URL(), Logger: quietLog()})
@@ -135,7 +139,7 @@ func BenchmarkJudgeScale(b *testing.B) {
 			wg.Add(1)
 			go func() { // owned by rate: waited for below
 				defer wg.Done()
-				st, err := Serve(ctx, ServiceConfig{Judge: w.j, Bus: w.bb, Archive: store, Durable: durable, Workers: scalePerWorker,
+				st, err := Serve(ctx, ServiceConfig{Judge: w.j, Bus: w.bb, Archive: archive, Durable: durable, Workers: scalePerWorker,
 					Drain: true, Log: quietLog()})
 				judged[i], errs[i] = st.Trajectories(), err
 			}()
@@ -184,4 +188,25 @@ func judgedCount(b *testing.B, bb *bus.Bus) uint64 {
 		b.Error(err)
 	}
 	return n
+}
+
+// memStore returns a folder in a memory file system (/dev/shm) when there
+// is one, else a test folder, and a blob store in it: the scale
+// benchmark's archive and cluster stores, whose fsyncs would otherwise
+// measure this machine's disk, not the workers.
+func memStore(b *testing.B) (string, *blob.Store) {
+	b.Helper()
+	dir := b.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "codapipe-bench-")
+		if err == nil {
+			dir = d
+			b.Cleanup(func() { os.RemoveAll(d) })
+		}
+	}
+	s, err := blob.Open(context.Background(), filepath.Join(dir, "archive"), blob.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir, s
 }

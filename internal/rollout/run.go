@@ -73,7 +73,8 @@ type Config struct {
 	// LocalQueue runs the episodes from this process's own queue instead
 	// of the run's shared work queue on JetStream (bus.WorkStream), which
 	// any number of hosts on the same run take episodes from. The static
-	// schedule always runs locally.
+	// schedule, and a run on the embedded NATS server (which no other host
+	// can reach), always run locally.
 	LocalQueue bool
 	// Lease is how long a host holds an episode of the shared queue
 	// without renewing it before another host may take it (DefaultLease
@@ -123,7 +124,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	var queue *workQueue
-	if !cfg.LocalQueue && cfg.Schedule != sched.Static {
+	// The embedded server (no --nats) serves this process alone: no other
+	// host can join the run, and the run's own queue does without leases
+	// (a restart would wait out the lease of what the last one held).
+	if !cfg.LocalQueue && cfg.Schedule != sched.Static && cfg.Bus.URL() == "" {
 		if queue, err = openWorkQueue(ctx, cfg, runs, plan.start, plan.jobs, log); err != nil {
 			return nil, err
 		}

@@ -196,11 +196,12 @@ func (q *workQueue) Take(ctx context.Context) (sched.Claim, error) {
 	}
 }
 
-// fetch waits up to q.poll for one message; nil when none came.
+// fetch waits up to q.poll for one message; nil when none came. The pull
+// request is not cut short when ctx ends: a message the server sends just
+// then would be lost to this host and held until its lease ran out, so
+// the fetch runs its course and a message that comes is given back.
 func (q *workQueue) fetch(ctx context.Context) (jetstream.Msg, error) {
-	fctx, cancel := context.WithTimeout(ctx, q.poll)
-	defer cancel()
-	batch, err := q.cons.Fetch(1, jetstream.FetchContext(fctx))
+	batch, err := q.cons.Fetch(1, jetstream.FetchMaxWait(q.poll))
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +211,10 @@ func (q *workQueue) fetch(ctx context.Context) (jetstream.Msg, error) {
 	}
 	if err := batch.Error(); err != nil && m == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 		return nil, err
+	}
+	if m != nil && ctx.Err() != nil {
+		_ = m.Nak()
+		return nil, ctx.Err()
 	}
 	return m, nil
 }

@@ -12,7 +12,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 NATS_VERSION := v2.15.2
 TOOLS   := $(CURDIR)/.bin
 
-.PHONY: all build test lint vet bench fuzz demo clean tools report-png
+.PHONY: all build test lint vet bench fuzz demo clean tools report-png chaos
 
 all: build
 
@@ -63,6 +63,15 @@ lint: vet
 
 vet:
 	$(GO) vet $(PKGS)
+
+## chaos: the chaos test at full size (docs/operations.md, "Chaos test"): the pipeline as
+## separate processes of the real binaries on a 3-node NATS cluster and MinIO, >= 1,000
+## simulated episodes under faults, kill -9 of every kind of worker, a leader-node kill and a
+## MinIO outage; prints the accounting table (0 lost, 0 duplicated) and the workers' RSS.
+## make test runs the same test at its short size. CHAOS_SEED=N repeats a schedule.
+chaos: $(TOOLS)/minio $(TOOLS)/nats-server
+	CODAPIPE_CHAOS=full $(if $(CHAOS_SEED),CODAPIPE_CHAOS_SEED=$(CHAOS_SEED)) \
+	  $(GO) test ./internal/chaos -run '^TestAcceptChaos$$' -count=1 -v -timeout 60m
 
 ## bench: run the benchmarks beside the code they measure; prints one figure per line, `name value`
 # BENCH selects benchmarks (a -bench pattern). The end-to-end benchmarks

@@ -237,3 +237,62 @@ func retries(t *testing.T, reg *prometheus.Registry, op string) float64 {
 	t.Fatalf("no codapipe_bus_retries_total{op=%q}", op)
 	return 0
 }
+
+// TestClusterDrainWaitsForEveryProcess: on a 3-node cluster with
+// replicated streams, four connections drain one new durable consumer at
+// once with slow handlers. No drain ends while a message is still
+// unhandled: when each returns, every message has been handled (and none
+// twice).
+func TestClusterDrainWaitsForEveryProcess(t *testing.T) {
+	cl := natstest.StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	admin := connect(t, cl.URL(), nil)
+	three := bus.DefaultTopology()
+	three.Replicas = 3
+	if err := admin.EnsureTopology(ctx, three); err != nil {
+		t.Fatal(err)
+	}
+	const n = 120
+	for i := range n {
+		if _, err := admin.Publish(ctx, bus.Subject(bus.Raw, "Celestia"), fmt.Sprint("d", i), []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var handled atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	atReturn := make([]int64, 4)
+	errs := make([]error, 4)
+	for p := range 4 {
+		b := connect(t, cl.URL(), nil)
+		wg.Add(1)
+		go func() { // owned by the test: waited for below
+			defer wg.Done()
+			s := spec("cluster-drain")
+			s.Drain, s.Workers = true, 3
+			_, errs[p] = b.Consume(ctx, s, func(_ context.Context, m *bus.Msg) bus.Result {
+				time.Sleep(20 * time.Millisecond) // a handler's work
+				mu.Lock()
+				seen[m.ID]++
+				mu.Unlock()
+				handled.Add(1)
+				return bus.Ack()
+			})
+			atReturn[p] = handled.Load()
+		}()
+	}
+	wg.Wait()
+	for p := range 4 {
+		if errs[p] != nil {
+			t.Fatalf("drain %d: %v", p, errs[p])
+		}
+		if atReturn[p] < n {
+			t.Errorf("drain %d returned after %d of %d messages were handled", p, atReturn[p], n)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct messages handled, want %d", len(seen), n)
+	}
+}

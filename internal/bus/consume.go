@@ -254,7 +254,8 @@ func (r *runner) work(ctx, hctx context.Context) error {
 }
 
 // drained reports whether the consumer has nothing pending and nothing
-// awaiting an ack (naked messages waiting for their delay count as pending).
+// awaiting an ack (naked messages waiting for their delay count as
+// pending), and has delivered the stream's last message for its filter.
 func (r *runner) drained(ctx context.Context) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.b.timeout)
 	defer cancel()
@@ -273,7 +274,55 @@ func (r *runner) drained(ctx context.Context) (bool, error) {
 	// consumer: nothing pending and nothing awaiting an ack (in any
 	// process) is the end for all of them. Pull requests waiting
 	// (NumWaiting) are not work: other processes' idle workers.
-	return info.NumPending == 0 && info.NumAckPending == 0, nil
+	if info.Cluster != nil && info.Cluster.Leader == "" {
+		// On a cluster, a consumer just created (or electing a leader)
+		// answers from a replica with empty counts: not an answer to go by.
+		return false, nil
+	}
+	if info.NumPending != 0 || info.NumAckPending != 0 {
+		return false, nil
+	}
+	// A consumer leader just elected (a new consumer on a cluster) can
+	// answer with empty counts before it has its state. The stream has the
+	// last word: everything the consumer delivered is acked (nothing is
+	// pending an ack), so it is drained when it has delivered the last
+	// message that matches its filter.
+	last, err := r.lastMatching(cctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, nil
+		}
+		if IsTransient(err) {
+			r.b.log.Warn("stream info failed; draining goes on", "consumer", r.spec.Durable, "err", err)
+			return false, nil
+		}
+		return false, fmt.Errorf("bus: consumer %s: %w", r.spec.Durable, err)
+	}
+	return info.Delivered.Stream >= last, nil
+}
+
+// lastMatching returns the sequence of the stream's last message that
+// matches the consumer's filter (0: none).
+func (r *runner) lastMatching(ctx context.Context) (uint64, error) {
+	s, err := r.b.js.Stream(ctx, r.spec.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", r.spec.Stream, err)
+	}
+	if len(r.spec.Filter) == 0 {
+		return s.CachedInfo().State.LastSeq, nil
+	}
+	var last uint64
+	for _, f := range r.spec.Filter {
+		m, err := s.GetLastMsgForSubject(ctx, f)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case err != nil:
+			return 0, fmt.Errorf("stream %s: last message on %s: %w", r.spec.Stream, f, err)
+		default:
+			last = max(last, m.Sequence)
+		}
+	}
+	return last, nil
 }
 
 func (r *runner) handle(ctx context.Context, jm jetstream.Msg) {

@@ -6,7 +6,8 @@
 // The server is stopped when the test ends (SIGTERM, then SIGKILL after 5 s) and its log is
 // printed if the test failed. A per-test server keeps tests independent (no shared state, no
 // ordering effects) at a cost that is small next to the tests themselves; tests that want many
-// buckets share one server through NewBucket.
+// buckets share one server through NewBucket. Server.Stop kills a server (a blob-store outage) and
+// Server.Restart brings it back on the same address and data directory.
 //
 // StartTLS starts the server with HTTPS and a self-signed certificate for 127.0.0.1 instead;
 // Server.Transport trusts it, and Server.Config uses that transport. This exercises the code path
@@ -70,9 +71,13 @@ type Server struct {
 	// Dir is the server's data directory.
 	Dir string
 
+	mu   sync.Mutex // guards cmd and done across Stop and Restart
 	cmd  *exec.Cmd
+	bin  string   // the binary, its arguments and environment, for Restart
+	args []string //
+	env  []string //
 	log  *syncBuffer
-	done chan struct{}  // closed when the process has exited
+	done chan struct{}  // closed when the current process has exited
 	ca   *x509.CertPool // the certificate to trust, for a TLS server
 }
 
@@ -243,28 +248,21 @@ func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(bin, "server", s.Dir,
+	s.bin = bin
+	s.args = []string{"server", s.Dir,
 		"--address", api,
 		"--console-address", console,
-		"--certs-dir", filepath.Join(base, "certs"))
-	cmd.Env = append(filteredEnv(),
+		"--certs-dir", filepath.Join(base, "certs")}
+	s.env = append(filteredEnv(),
 		"MINIO_ROOT_USER="+s.AccessKey,
 		"MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_UPDATE=off",
 		"MINIO_BROWSER=off",
 		"HOME="+base, // anything MinIO writes under $HOME stays in the test's directory
 	)
-	cmd.Stdout = s.log
-	cmd.Stderr = s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := s.spawn(); err != nil {
 		return nil, err
 	}
-	s.cmd = cmd
-	go func() {
-		cmd.Wait()
-		close(s.done)
-	}()
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() {
@@ -284,6 +282,9 @@ func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 // waitLive polls GET /minio/health/live until it answers 200, the process exits, or
 // readyTimeout passes.
 func (s *Server) waitLive() error {
+	s.mu.Lock()
+	done, cmd := s.done, s.cmd
+	s.mu.Unlock()
 	client := &http.Client{Timeout: time.Second, Transport: s.Transport()}
 	deadline := time.Now().Add(readyTimeout)
 	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
@@ -295,8 +296,8 @@ func (s *Server) waitLive() error {
 			}
 		}
 		select {
-		case <-s.done:
-			return fmt.Errorf("MinIO exited before it was ready (%v)", s.cmd.ProcessState)
+		case <-done:
+			return fmt.Errorf("MinIO exited before it was ready (%v)", cmd.ProcessState)
 		case <-time.After(delay):
 		}
 		if time.Now().After(deadline) {
@@ -305,20 +306,86 @@ func (s *Server) waitLive() error {
 	}
 }
 
+// spawn starts the server process with the recorded binary, arguments and
+// environment (the same port and data directory every time).
+func (s *Server) spawn() error {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = s.env
+	cmd.Stdout = s.log
+	cmd.Stderr = s.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	go func() { // owned by the process: returns when it exits
+		_ = cmd.Wait() // its exit status is of no interest: stop and Stop end it
+		close(done)
+	}()
+	return nil
+}
+
 // stop sends SIGTERM to the server's process group, and SIGKILL if it has not exited after 5 s.
 func (s *Server) stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
 	select {
-	case <-s.done:
+	case <-done:
 		return
 	default:
 	}
-	pgid := s.cmd.Process.Pid
+	pgid := cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
-	case <-s.done:
+	case <-done:
 	case <-time.After(5 * time.Second):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.done
+		<-done
+	}
+}
+
+// Stop kills the server (SIGKILL to its process group, as a crash or a
+// lost machine would) and waits until it has exited: a blob-store outage
+// until Restart. Calling it on a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// Restart starts a stopped server again on the same address, data
+// directory and credentials, and waits until it is live; the objects
+// written before the stop are there again. A server still running is
+// stopped first.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	// The port may linger for a moment after the kill: retry briefly.
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		err := s.spawn()
+		if err == nil {
+			err = s.waitLive()
+		}
+		if err == nil {
+			return
+		}
+		s.Stop()
+		if time.Now().After(deadline) {
+			t.Fatalf("miniotest: restart %s: %v\nserver log:\n%s", s.Endpoint, err, tail(s.Log(), 16<<10))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

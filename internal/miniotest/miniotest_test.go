@@ -2,10 +2,13 @@ package miniotest
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 )
 
 func TestStartServesBucketAndStops(t *testing.T) {
@@ -32,5 +35,31 @@ func TestBinaryOverride(t *testing.T) {
 	_, err := Binary()
 	if err == nil || !strings.Contains(err.Error(), EnvBinary) {
 		t.Fatalf("Binary() error = %v, want one naming %s", err, EnvBinary)
+	}
+}
+
+// TestStopRestartKeepsObjects: Stop is an outage (nothing answers), and
+// Restart brings the same server back on the same address with the
+// objects written before.
+func TestStopRestartKeepsObjects(t *testing.T) {
+	s := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := s.Client(t)
+	if _, err := c.PutObject(ctx, s.Bucket, "k", strings.NewReader("v"), 1, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	if _, err := (&http.Client{Timeout: time.Second}).Get(s.Endpoint + "/minio/health/live"); err == nil {
+		t.Fatal("server still answers after Stop")
+	}
+	s.Restart(t)
+	o, err := c.GetObject(ctx, s.Bucket, "k", minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(o)
+	if err != nil || string(body) != "v" {
+		t.Fatalf("after Restart: %q, %v; want the object written before Stop", body, err)
 	}
 }

@@ -89,8 +89,12 @@ func ClusterBinary() (string, error) {
 // and registers a cleanup that kills every process and prints the nodes' logs when the test
 // failed. When the binary is missing (see ClusterBinary) it skips the test, or fails it when
 // CI=true.
-func StartCluster(t testing.TB, n int) *Cluster {
+func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	t.Helper()
+	var o clusterOpts
+	for _, f := range opts {
+		f(&o)
+	}
 	if n < 1 {
 		t.Fatalf("natstest: StartCluster(%d): need at least one node", n)
 	}
@@ -102,7 +106,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		t.Skipf("nats-server not installed: run make tools (%v)", err)
 	}
 	for attempt := 1; ; attempt++ {
-		c, err := launchCluster(t, bin, n)
+		c, err := launchCluster(t, bin, n, o)
 		if err == nil {
 			return c
 		}
@@ -114,10 +118,23 @@ func StartCluster(t testing.TB, n int) *Cluster {
 
 var errPortTaken = errors.New("port already in use")
 
+// ClusterOption changes how StartCluster starts a cluster.
+type ClusterOption func(*clusterOpts)
+
+type clusterOpts struct {
+	dir string
+}
+
+// StoreIn puts the nodes' configurations and file stores in a new folder
+// under dir (removed at the end) instead of t.TempDir(): a benchmark puts
+// them in a memory file system (/dev/shm) to measure the workers rather
+// than the disk's fsyncs.
+func StoreIn(dir string) ClusterOption { return func(o *clusterOpts) { o.dir = dir } }
+
 // launchCluster writes the nodes' configurations, starts them and waits for the cluster. It
 // returns errPortTaken when a chosen port was taken in the meantime, so that StartCluster can
 // retry with fresh ports.
-func launchCluster(t testing.TB, bin string, n int) (*Cluster, error) {
+func launchCluster(t testing.TB, bin string, n int, o clusterOpts) (*Cluster, error) {
 	t.Helper()
 	c := &Cluster{t: t, bin: bin, http: &http.Client{Timeout: 2 * time.Second}}
 	for i := range n {
@@ -131,6 +148,13 @@ func launchCluster(t testing.TB, bin string, n int) (*Cluster, error) {
 		c.nodes = append(c.nodes, nd)
 	}
 	base := t.TempDir()
+	if o.dir != "" {
+		var err error
+		if base, err = os.MkdirTemp(o.dir, "natstest-"); err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { os.RemoveAll(base) }) // registered first: runs after the processes are killed
+	}
 	for _, nd := range c.nodes {
 		dir := filepath.Join(base, nd.name)
 		if err := os.MkdirAll(filepath.Join(dir, "jetstream"), 0o700); err != nil {

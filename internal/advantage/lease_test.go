@@ -10,6 +10,7 @@ import (
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/poll"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Leases of two processes (two states on one bucket): one holder at a
@@ -66,5 +67,26 @@ func TestLeaseOneHolderAcrossProcesses(t *testing.T) {
 	})
 	if _, err := a.acquire(ctx, mk, time.Minute); !errors.As(err, &held) {
 		t.Fatalf("the old holder took back a lease taken over: %v", err)
+	}
+}
+
+// The state bucket is created with the topology's replicas (--replicas):
+// three on a 3-server cluster.
+func TestStateBucketReplicas(t *testing.T) {
+	cl := natstest.StartEmbeddedCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topo := bus.DefaultTopology()
+	topo.Replicas = 3
+	st, err := openState(ctx, pipetest.Bus(t, cl.URL()), topo, "set1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+		t.Fatalf("%s created with %d replicas, want 3", StateBucket, r)
 	}
 }

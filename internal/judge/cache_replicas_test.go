@@ -1,0 +1,37 @@
+package judge
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/pipetest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The vote cache bucket is created with the topology's replicas
+// (--replicas): three on a 3-server cluster.
+func TestVoteCacheReplicas(t *testing.T) {
+	cl := natstest.StartEmbeddedCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b := pipetest.Bus(t, cl.URL())
+	topo := bus.DefaultTopology()
+	topo.Replicas = 3
+	if _, err := OpenCache(ctx, b, topo, 0); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := b.JetStream().KeyValue(ctx, VoteBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+		t.Fatalf("%s created with %d replicas, want 3", VoteBucket, r)
+	}
+}

@@ -222,7 +222,9 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 		var err error
 		sel, err = st.selection(ctx, cfg.Bus, cfg.Durable, cfg.Select, now)
 		return err
-	}, func(attempt int, err error) { cfg.Log.Warn("advantage: selection: transient error; retrying", "attempt", attempt, "err", err) })
+	}, func(attempt int, err error) {
+		cfg.Log.Warn("advantage: selection: transient error; retrying", "attempt", attempt, "err", err)
+	})
 	if err != nil {
 		return Stats{}, err
 	}

@@ -224,4 +224,6 @@ func TestSharedRetryOfTheLastJobGetsAVM(t *testing.T) {
 // runnerFunc makes a function a Runner.
 type runnerFunc func(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error)
 
-func (f runnerFunc) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) { return f(ctx, ep) }
+func (f runnerFunc) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
+	return f(ctx, ep)
+}

@@ -23,23 +23,23 @@ import (
 // its own, so it has the capacity for every worker.
 const (
 	scalePerWorker = 4
-	scaleLatency   = 400 * time.Millisecond
-	scaleRounds    = 2 // the simulated run's trajectories, under new ids, this many times
+	scaleLatency   = 2 * time.Second
+	scaleRounds    = 1 // the simulated run's trajectories, under new ids, this many times per worker
 	scaleMaxFrames = 2
 )
 
 // BenchmarkJudgeScale measures how judging scales with workers on a
 // 3-node JetStream cluster (separate nats-server processes, streams with 3
-// replicas): the same number of trajectories is drained by 1 worker, then
-// by 4 workers sharing one durable consumer (each its own NATS connection,
+// replicas): the same number of trajectories per worker (the simulated
+// run's) is drained by 1 worker, then 4 times as many by 4 workers sharing one durable consumer (each its own NATS connection,
 // judge and Serve, as separate processes would have), against a simulated
-// judge whose calls take a fixed 400 ms (showing 2 frames, so that the work
+// judge whose calls take a fixed 2 s (a large VLM's call with 2 frames, so that the work
 // of the judge and the simulated endpoint weighs little next to the calls). It reports
 // judge.scale_4_vs_1, the trajectories judged per second with 4 workers ÷
 // with 1 (4 is the ideal; the goal is ≥ 3.2), and the two rates. A rate is
-// the steady one: 90 % of the trajectories over the time until the judged
-// stream held them (the last wave, smaller than the workers' capacity, is
-// left out). It needs
+// the steady one: the trajectories from 10 % to 90 % of the judged stream
+// over the time between (the workers' start and the last wave, smaller
+// than their capacity, are left out). It needs
 // the nats-server binary (make tools) and is skipped without it.
 func BenchmarkJudgeScale(b *testing.B) {
 	c := benchCorpus(b)
@@ -67,7 +67,7 @@ func BenchmarkJudgeScale(b *testing.B) {
 	}
 	pol := DefaultPolicy()
 	pol.MaxFrames = scaleMaxFrames
-	// rate drains scaleRounds copies of the run with n workers and returns
+	// rate drains scaleRounds×n copies of the run with n workers and returns
 	// trajectories per second.
 	phase := 0
 	rate := func(n int) float64 {
@@ -83,7 +83,7 @@ func BenchmarkJudgeScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		total := 0
-		for range scaleRounds {
+		for range scaleRounds * n { // the same load per worker: n copies of the run
 			for _, tr := range c.trajs {
 				cp := *tr
 				cp.ID = traj.NewID()
@@ -123,21 +123,32 @@ func BenchmarkJudgeScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		// The steady rate: the time to judge 90 % of the trajectories, so
-		// that the last few (a wave smaller than the workers' capacity)
-		// weigh nothing.
-		t90 := make(chan time.Duration, 1)
+		// The steady rate: the time from 10 % to 90 % of the trajectories
+		// judged, so that neither the workers' start (consumers, first
+		// fetches) nor the last few (a wave smaller than the workers'
+		// capacity) weigh.
+		type window struct{ lo, hi time.Duration }
+		win := make(chan window, 1)
 		stop := make(chan struct{})
-		go func() { // owned by rate: ends with stop, waited for through t90
-			defer close(t90)
+		go func() { // owned by rate: ends with stop, waited for through win
+			defer close(win)
+			var w window
 			for {
 				select {
 				case <-stop:
 					return
 				case <-time.After(20 * time.Millisecond):
 				}
-				if c, err := judgedCount(ctx, admin); err == nil && c-base >= uint64(total*9/10) { // a failed poll: the next one
-					t90 <- time.Since(start)
+				c, err := judgedCount(ctx, admin)
+				if err != nil { // a failed poll: the next one
+					continue
+				}
+				if w.lo == 0 && c-base >= uint64(total/10) {
+					w.lo = time.Since(start)
+				}
+				if c-base >= uint64(total*9/10) {
+					w.hi = time.Since(start)
+					win <- w
 					return
 				}
 			}
@@ -154,10 +165,11 @@ func BenchmarkJudgeScale(b *testing.B) {
 		wg.Wait()
 		wall := time.Since(start)
 		close(stop)
-		steady, ok := <-t90
-		if !ok { // the last 10 % went by between two polls
-			steady = wall
+		w, ok := <-win
+		if !ok || w.hi <= w.lo { // the window went by between two polls
+			b.Fatalf("%d workers: no 10 %%–90 %% window seen (the polls of the judged stream failed)", n)
 		}
+		steady := w.hi - w.lo
 		sum := 0
 		for i := range judged {
 			if errs[i] != nil {
@@ -168,8 +180,8 @@ func BenchmarkJudgeScale(b *testing.B) {
 		if sum != total {
 			b.Fatalf("%d workers judged %d trajectories, want %d", n, sum, total)
 		}
-		b.Logf("%d workers: judged %v in %v, 90 %% in %v", n, judged, wall, steady)
-		return float64(total*9/10) / steady.Seconds()
+		b.Logf("%d workers: judged %v in %v, 10 %% to 90 %% in %v", n, judged, wall, steady)
+		return float64(total*9/10-total/10) / steady.Seconds()
 	}
 	for b.Loop() {
 		one := rate(1)

@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/toolbin"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -156,32 +157,7 @@ func (s *Server) NewBucket(t testing.TB) string {
 
 // Binary returns the path of the MinIO binary: $CODAPIPE_MINIO, or .bin/minio in the repository
 // root found by walking up from the working directory to go.mod. The error says how to get it.
-func Binary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvBinary, p, err)
-		}
-		return p, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, ".bin", "minio")
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("%s not found: run make tools (or set %s)", p, EnvBinary)
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory; set %s", EnvBinary)
-		}
-		dir = parent
-	}
-}
+func Binary() (string, error) { return toolbin.Find(EnvBinary, "minio") }
 
 // Start launches a MinIO server for the test (or benchmark) and creates one bucket. When the
 // binary is missing it skips the test, or fails it when CI=true.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/toolbin"
 )
 
 // EnvBinary names the environment variable that overrides the nats-server binary's path.
@@ -56,32 +58,7 @@ type node struct {
 // ClusterBinary returns the path of the nats-server binary: $CODAPIPE_NATS_SERVER, or
 // .bin/nats-server in the repository root found by walking up from the working directory to
 // go.mod (built by `make tools`). The error says how to get it.
-func ClusterBinary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvBinary, p, err)
-		}
-		return p, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, ".bin", "nats-server")
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("%s not found: run make tools (or set %s)", p, EnvBinary)
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory; set %s", EnvBinary)
-		}
-		dir = parent
-	}
-}
+func ClusterBinary() (string, error) { return toolbin.Find(EnvBinary, "nats-server") }
 
 // StartCluster starts a JetStream cluster of n separate nats-server processes on loopback
 // (random client, route and monitoring ports; file stores in t.TempDir(); server names n0..n<n-1>;

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -139,7 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		b.stopEmbedded()
-		return nil, fmt.Errorf("bus: connect to %s: %w", redact(url), err)
+		return nil, fmt.Errorf("bus: connect to %s: %w", redact.URL(url), err)
 	}
 	b.nc = nc
 	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(b.timeout))
@@ -153,7 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 	defer cancel()
 	if _, err := js.AccountInfo(cctx); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("bus: %s: JetStream not available (is it enabled on the server?): %w", redact(url), err)
+		return nil, fmt.Errorf("bus: %s: JetStream not available (is it enabled on the server?): %w", redact.URL(url), err)
 	}
 	return b, nil
 }
@@ -410,22 +411,4 @@ func claimErr(ref string, err error) error {
 		return fmt.Errorf("%w: %s: %w", errBadClaim, ref, err)
 	}
 	return fmt.Errorf("claim %s: %w", ref, err)
-}
-
-// redact hides credentials in a (comma-separated) URL list for messages:
-// nats://user:pass@host → nats://***@host.
-func redact(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, u := range parts {
-		at := strings.LastIndexByte(u, '@')
-		if at < 0 {
-			continue
-		}
-		start := 0
-		if k := strings.Index(u, "://"); k >= 0 && k < at {
-			start = k + 3
-		}
-		parts[i] = u[:start] + "***" + u[at:]
-	}
-	return strings.Join(parts, ",")
 }

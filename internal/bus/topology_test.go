@@ -23,20 +23,6 @@ func TestSubjects(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	cases := map[string]string{
-		"nats://u:p@h:4222":                 "nats://***@h:4222",
-		"nats://h1:4222,nats://u:p@h2:4222": "nats://h1:4222,nats://***@h2:4222",
-		"tls://token@h":                     "tls://***@h",
-		"nats://127.0.0.1:4222":             "nats://127.0.0.1:4222",
-	}
-	for in, want := range cases {
-		if got := redact(in); got != want {
-			t.Errorf("redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestStreamConfig(t *testing.T) {
 	top := DefaultTopology()
 	c := top.StreamConfig(Raw)

@@ -1,0 +1,74 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"testing"
+)
+
+func TestURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://h:4222":                     "nats://h:4222",
+		"nats://u:p@h:4222":                 "nats://***@h:4222",
+		"nats://h1:4222,nats://u:p@h2:4222": "nats://h1:4222,nats://***@h2:4222",
+		"tls://token@h":                     "tls://***@h",
+		"http://u:p%40ss@judge:8000/v1":     "http://***@judge:8000/v1",
+		"http://u:p@ss@judge:8000/v1":       "http://***@judge:8000/v1",
+		"http://judge:8000/v1/a@b":          "http://judge:8000/v1/a@b",
+		"u:p@h:4222":                        "***@h:4222",
+		"https://h/v1?api_key=K&model=m":    "https://h/v1?api_key=***&model=m",
+		"https://b.s3/x?X-Amz-Signature=S&X-Amz-Credential=C&partNumber=1#f": "https://b.s3/x?X-Amz-Signature=***&X-Amz-Credential=***&partNumber=1#f",
+		"https://h/v1?Token=T": "https://h/v1?Token=***",
+		"":                     "",
+	} {
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	for in, want := range map[string]string{
+		`judge at http://u:hunter2@j:8000/v1: connection refused`: `judge at http://***@j:8000/v1: connection refused`,
+		`Post "https://k:s@h/v1/chat/completions?key=abc": EOF`:   `Post "https://***@h/v1/chat/completions?key=***": EOF`,
+		`no URL here, user@example.com`:                           `no URL here, user@example.com`,
+		`two: nats://a:b@h1, s3 http://c:d@h2/`:                   `two: nats://***@h1, s3 http://***@h2/`,
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	var s Secrets
+	s.Add("sk-planner-123", "ab", "")
+	s.AddUserinfo("alice", "pa55word")
+	s.AddURL("http://bob:b0bsecret@h/v1,nats://tok3n@h2")
+	basic := base64.StdEncoding.EncodeToString([]byte("alice:pa55word"))
+	in := fmt.Sprintf("key sk-planner-123 pw pa55word basic %s bob b0bsecret tok3n ab", basic)
+	want := "key *** pw *** basic *** bob *** *** ab"
+	if got := s.Strip(in); got != want {
+		t.Errorf("Strip = %q, want %q", got, want)
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(s.Writer(&buf), "err: Post http://x:y@h/: key sk-planner-123\n")
+	if got, want := buf.String(), "err: Post http://***@h/: key ***\n"; got != want {
+		t.Errorf("Writer wrote %q, want %q", got, want)
+	}
+	var nilS *Secrets
+	if got := nilS.Strip("http://a:b@h"); got != "http://***@h" {
+		t.Errorf("nil Strip = %q", got)
+	}
+}
+
+func TestUserinfo(t *testing.T) {
+	bare, u, p, ok := Userinfo("http://al%40ice:p%3Aw@h:1/v1")
+	if !ok || bare != "http://h:1/v1" || u != "al@ice" || p != "p:w" {
+		t.Errorf("Userinfo = %q %q %q %v", bare, u, p, ok)
+	}
+	if bare, _, _, ok := Userinfo("http://h/v1"); ok || bare != "http://h/v1" {
+		t.Errorf("Userinfo without = %q %v", bare, ok)
+	}
+}

@@ -204,7 +204,7 @@ func Command() service.Command {
 		Usage: usage, Common: true, Consumer: true,
 		Flags: func(fs *service.Flags) {
 			fs.Strings(&o.Judges, "judge", "CODAPIPE_JUDGE", "judge endpoint as URL=MODEL (OpenAI-compatible base URL and model name); several make an ensemble")
-			fs.String(&o.Limits.APIKey, "judge-key", "CODAPIPE_JUDGE_KEY", "", "API key sent to the judge endpoints")
+			fs.Secret(&o.Limits.APIKey, "judge-key", "CODAPIPE_JUDGE_KEY", "API key sent as a bearer token to the judge endpoints (an endpoint with user:password@ in its URL gets basic authentication instead)")
 			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only judge this application's trajectories (default all)")
 			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "K: votes per trajectory (the low-resolution one included)")
 			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "unanimous (success only if every vote says so) or majority")

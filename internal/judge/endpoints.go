@@ -12,24 +12,34 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/redact"
 )
 
 // EndpointSpec is one judge endpoint of the ensemble: --judge URL=MODEL.
+// A user:password@ in URL is sent as HTTP basic authentication (in place
+// of Limits.APIKey) and recorded nowhere: votes, calls, errors and
+// metrics name the endpoint by Name.
 type EndpointSpec struct {
 	URL, Model string
 }
+
+// Name is the endpoint as judgements record it: its URL with any
+// credentials replaced by *** (redact.URL), stable across password
+// changes; New refuses an ensemble whose endpoints differ only in their
+// credentials, so it is distinct per endpoint.
+func (s EndpointSpec) Name() string { return redact.URL(s.URL) }
 
 // ParseEndpoint reads "URL=MODEL", e.g.
 // "http://judge-a:8000/v1=Qwen2.5-VL-72B-Instruct" (the last "=" splits).
 func ParseEndpoint(v string) (EndpointSpec, error) {
 	i := strings.LastIndex(v, "=")
 	if i <= 0 || i == len(v)-1 {
-		return EndpointSpec{}, fmt.Errorf("--judge %q: want URL=MODEL, e.g. http://judge:8000/v1=Qwen2.5-VL-72B-Instruct", v)
+		return EndpointSpec{}, fmt.Errorf("--judge %q: want URL=MODEL, e.g. http://judge:8000/v1=Qwen2.5-VL-72B-Instruct", redact.URL(v))
 	}
 	u, model := strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-		return EndpointSpec{}, fmt.Errorf("--judge %q: %q is not an http(s) URL", v, u)
+		return EndpointSpec{}, fmt.Errorf("--judge %q: %q is not an http(s) URL", redact.URL(v), redact.URL(u))
 	}
 	return EndpointSpec{URL: u, Model: model}, nil
 }
@@ -57,6 +67,7 @@ type Limits struct {
 // included), and every HTTP attempt takes a token of its rate limit.
 type endpoint struct {
 	spec  EndpointSpec
+	name  string // spec.Name()
 	model *model.Client
 	slots chan struct{}
 }
@@ -107,5 +118,5 @@ func newEndpoint(spec EndpointSpec, lim Limits, log *slog.Logger) (*endpoint, er
 	if err != nil {
 		return nil, err
 	}
-	return &endpoint{spec: spec, model: m, slots: make(chan struct{}, conc)}, nil
+	return &endpoint{spec: spec, name: spec.Name(), model: m, slots: make(chan struct{}, conc)}, nil
 }

@@ -70,12 +70,18 @@ func New(cfg Config) (*Judge, error) {
 		cfg.Now = time.Now
 	}
 	j := &Judge{cfg: cfg, log: cfg.Log}
+	seen := map[string]string{} // name+model → URL
 	for _, spec := range cfg.Endpoints {
+		id := spec.Name() + "=" + spec.Model
+		if u, ok := seen[id]; ok && u != spec.URL {
+			return nil, fmt.Errorf("judge endpoints %s: two differ only in their credentials; judgements could not tell them apart (give each its own URL)", id)
+		}
+		seen[id] = spec.URL
 		ep, err := newEndpoint(spec, cfg.Limits, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Metrics.endpoint(spec.URL)
+		cfg.Metrics.endpoint(ep.name)
 		j.eps = append(j.eps, ep)
 	}
 	models := make([]string, cfg.Policy.Votes)
@@ -251,7 +257,7 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 	pol := j.cfg.Policy
 	ep := j.endpointOf(i)
 	v := traj.Vote{
-		Model: ep.spec.Model, Endpoint: ep.spec.URL, Resolution: p.resolution,
+		Model: ep.spec.Model, Endpoint: ep.name, Resolution: p.resolution,
 		Temperature: pol.Temperature(i), TopP: pol.TopP(i),
 	}
 	vs := pol.VoteSampling(i)
@@ -271,7 +277,7 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 					return v, ctx.Err()
 				}
 				if !final {
-					return v, &EndpointError{Endpoint: ep.spec.URL, Err: err}
+					return v, &EndpointError{Endpoint: ep.name, Err: err}
 				}
 				v.Error = fmt.Sprintf("model call failed: %v", err)
 				return v, nil
@@ -290,7 +296,7 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 			v.Verdict, v.Captions, v.Error = &ans.Verdict, ans.Captions, ""
 			return v, nil
 		}
-		j.cfg.Metrics.badAnswer(ep.spec.URL)
+		j.cfg.Metrics.badAnswer(ep.name)
 		v.Error = perr.Error()
 		j.log.Debug("judge answer unusable", "trajectory", t.ID, "vote", i, "attempt", a, "err", perr)
 	}
@@ -318,20 +324,20 @@ func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, vote, attempt in
 		return Call{}, err
 	}
 	defer ep.release()
-	j.cfg.Metrics.flight(ep.spec.URL, 1)
-	defer j.cfg.Metrics.flight(ep.spec.URL, -1)
+	j.cfg.Metrics.flight(ep.name, 1)
+	defer j.cfg.Metrics.flight(ep.name, -1)
 	start := time.Now()
 	answers, err := ep.model.Chat(ctx, req)
 	d := time.Since(start)
 	if err == nil && len(answers) == 0 {
 		err = errors.New("the answer has no choices")
 	}
-	j.cfg.Metrics.call(ep.spec.URL, d, err)
+	j.cfg.Metrics.call(ep.name, d, err)
 	if err != nil {
 		return Call{}, err
 	}
 	return Call{
-		Raw: answers[0].Content, Model: ep.spec.Model, Endpoint: ep.spec.URL,
+		Raw: answers[0].Content, Model: ep.spec.Model, Endpoint: ep.name,
 		Resolution: p.resolution, LatencyMS: d.Milliseconds(), At: time.Now().UTC(),
 	}, nil
 }

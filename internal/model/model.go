@@ -28,15 +28,21 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/clock"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/pkg/traj"
 	openai "github.com/sashabaranov/go-openai"
 )
 
 // Config says how to call one OpenAI-compatible chat endpoint.
 type Config struct {
-	BaseURL string // e.g. http://planner:8000/v1
+	// BaseURL is the endpoint, e.g. http://planner:8000/v1. A
+	// user:password@ in it is sent as HTTP basic authentication in place
+	// of the bearer API key, and never recorded: the Client's Config has
+	// it as ***@ (redact.URL), which is what trajectories and judgements
+	// record as the endpoint.
+	BaseURL string
 	Model   string
-	APIKey  string // sent as a bearer token; vLLM accepts any value by default
+	APIKey  string // sent as a bearer token (unless BaseURL has user:password@); vLLM accepts any value by default
 	// Checkpoint is the policy checkpoint tag recorded in trajectories.
 	Checkpoint string
 	// AttemptTimeout bounds one HTTP attempt (default 120 s).
@@ -58,10 +64,26 @@ type Config struct {
 type Client struct {
 	cfg Config
 	log *slog.Logger
-	// The endpoint's base URL without a final slash, the API key and
+	// The endpoint's base URL without a final slash and without user
+	// information, the API key or the basic-auth user and password, and
 	// the HTTP client.
-	base, key string
-	hc        *http.Client
+	base, key      string
+	user, password string
+	basic          bool
+	hc             *http.Client
+	// secrets are the key and password, stripped from every error.
+	secrets redact.Secrets
+}
+
+// authorize sets the request's credentials: basic authentication with
+// the user information of the base URL, else the API key as a bearer
+// token.
+func (m *Client) authorize(req *http.Request) {
+	if m.basic {
+		req.SetBasicAuth(m.user, m.password)
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+m.key)
 }
 
 func (m *Client) sleep(ctx context.Context, d time.Duration) error {
@@ -74,7 +96,7 @@ func (m *Client) sleep(ctx context.Context, d time.Duration) error {
 // New returns a client for cfg.
 func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if cfg.BaseURL == "" || cfg.Model == "" {
-		return nil, fmt.Errorf("model: endpoint needs a base URL and a model name (got %q, %q)", cfg.BaseURL, cfg.Model)
+		return nil, fmt.Errorf("model: endpoint needs a base URL and a model name (got %q, %q)", redact.URL(cfg.BaseURL), cfg.Model)
 	}
 	if cfg.AttemptTimeout <= 0 {
 		cfg.AttemptTimeout = 120 * time.Second
@@ -98,8 +120,13 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 		// generous backstop so no call is unbounded even without one.
 		hc = &http.Client{Timeout: cfg.AttemptTimeout + 10*time.Second}
 	}
-	return &Client{cfg: cfg, log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
-		base: strings.TrimRight(cfg.BaseURL, "/"), key: key, hc: hc}, nil
+	bare, user, password, basic := redact.Userinfo(cfg.BaseURL)
+	cfg.BaseURL = redact.URL(cfg.BaseURL)
+	m := &Client{cfg: cfg, log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
+		base: strings.TrimRight(bare, "/"), key: key, user: user, password: password, basic: basic, hc: hc}
+	m.secrets.Add(cfg.APIKey)
+	m.secrets.AddUserinfo(user, password)
+	return m, nil
 }
 
 // Name is the model name.
@@ -452,7 +479,7 @@ func (m *Client) post(ctx context.Context, body []byte) (*chatResponse, error) {
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
-	hreq.Header.Set("Authorization", "Bearer "+m.key)
+	m.authorize(hreq)
 	resp, err := m.hc.Do(hreq)
 	if err != nil {
 		return nil, err
@@ -523,12 +550,12 @@ func (m *Client) retry(ctx context.Context, attempt func(context.Context) (*chat
 				wait = max(time.Until(dl), 0)
 			}
 		}
-		m.log.Warn("model call failed; retrying", "attempt", n, "wait", wait, "err", err)
+		m.log.Warn("model call failed; retrying", "attempt", n, "wait", wait, "err", m.secrets.Error(err))
 		if err := m.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.cfg.Model, err)
 		}
 	}
-	return nil, fmt.Errorf("%s at %s: %w", m.cfg.Model, m.cfg.BaseURL, last)
+	return nil, m.secrets.Error(fmt.Errorf("%s at %s: %w", m.cfg.Model, m.cfg.BaseURL, last))
 }
 
 func (m *Client) backoff(attempt int) time.Duration {

@@ -45,7 +45,7 @@ func (m *Client) Models(ctx context.Context) ([]ModelCard, error) {
 		return nil, fmt.Errorf("model: GET %s: %w", url, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+m.key)
+	m.authorize(req)
 	resp, err := m.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("model: GET %s: %w", url, err)
@@ -56,7 +56,7 @@ func (m *Client) Models(ctx context.Context) ([]ModelCard, error) {
 		return nil, fmt.Errorf("model: GET %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("model: GET %s: %s: %.200q", url, resp.Status, body)
+		return nil, m.secrets.Error(fmt.Errorf("model: GET %s: %s: %.200q", url, resp.Status, body))
 	}
 	var list struct {
 		Data []ModelCard `json:"data"`

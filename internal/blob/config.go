@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/redact"
 )
 
 // Defaults applied by Open for zero Config fields.
@@ -119,6 +121,15 @@ func (c Config) opTimeout() time.Duration {
 	return DefaultOpTimeout
 }
 
+// SecretEnv are the environment variables whose values are S3
+// credentials, and EndpointEnv those that name the S3 endpoint (whose
+// user information, if any, is a credential too): what a command strips
+// from its output (redact.Secrets).
+var (
+	SecretEnv   = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_ROOT_PASSWORD"}
+	EndpointEnv = []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT", "MINIO_ENDPOINT"}
+)
+
 // s3Settings is a Config resolved against the environment.
 type s3Settings struct {
 	endpointHost string // host[:port]
@@ -138,7 +149,7 @@ type s3Settings struct {
 func (c Config) resolveS3() (s3Settings, error) {
 	var s s3Settings
 	endpoint := c.Endpoint
-	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT", "MINIO_ENDPOINT"} {
+	for _, k := range EndpointEnv {
 		if endpoint != "" {
 			break
 		}
@@ -224,13 +235,13 @@ func (c Config) resolveS3() (s3Settings, error) {
 // parseEndpoint accepts "http://host:port", "https://host[:port]" or "host[:port]" (TLS) and
 // returns the host[:port] and whether to use TLS.
 func parseEndpoint(e string) (host string, secure bool, err error) {
-	raw := e
+	raw := redact.URL(e)
 	if !strings.Contains(e, "://") {
 		e = "https://" + e
 	}
 	u, err := url.Parse(e)
 	if err != nil {
-		return "", false, fmt.Errorf("blob: s3 endpoint %q: %w", raw, err)
+		return "", false, fmt.Errorf("blob: s3 endpoint %q: not a URL", raw)
 	}
 	switch u.Scheme {
 	case "http":
@@ -240,7 +251,7 @@ func parseEndpoint(e string) (host string, secure bool, err error) {
 		return "", false, fmt.Errorf("blob: s3 endpoint %q: scheme must be http or https", raw)
 	}
 	if u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", false, fmt.Errorf("blob: s3 endpoint %q: want scheme://host[:port] without path, query or user", raw)
+		return "", false, fmt.Errorf("blob: s3 endpoint %q: want scheme://host[:port] without path, query or user information (give the credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", raw)
 	}
 	return u.Host, secure, nil
 }

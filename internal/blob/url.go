@@ -2,11 +2,13 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 )
 
@@ -56,41 +58,46 @@ func ParseURL(raw, defaultDir string) (Location, error) {
 	if !strings.Contains(raw, "://") && !strings.HasPrefix(raw, "file:") {
 		return localLocation(raw, raw)
 	}
+	shown := redact.URL(raw) // for messages: never the credentials
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Location{}, fmt.Errorf("blob: store URL %q: %w", raw, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL
+		}
+		return Location{}, fmt.Errorf("blob: store URL %q: %w", shown, err)
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
-		return Location{}, fmt.Errorf("blob: store URL %q: query, fragment and user info are not supported (configure S3 with Config or the environment)", raw)
+		return Location{}, fmt.Errorf("blob: store URL %q: query, fragment and user info are not supported (configure S3 with Config or the environment)", shown)
 	}
 	switch u.Scheme {
 	case "file":
 		if u.Opaque != "" {
-			return Location{}, fmt.Errorf("blob: store URL %q: want file:///absolute/path", raw)
+			return Location{}, fmt.Errorf("blob: store URL %q: want file:///absolute/path", shown)
 		}
 		if u.Host != "" && u.Host != "localhost" {
-			return Location{}, fmt.Errorf("blob: store URL %q: remote file hosts are not supported", raw)
+			return Location{}, fmt.Errorf("blob: store URL %q: remote file hosts are not supported", shown)
 		}
 		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return Location{}, fmt.Errorf("blob: store URL %q: want file:///absolute/path", raw)
+			return Location{}, fmt.Errorf("blob: store URL %q: want file:///absolute/path", shown)
 		}
 		return localLocation(raw, filepath.FromSlash(u.Path))
 	case "s3":
 		if u.Host == "" {
-			return Location{}, fmt.Errorf("blob: store URL %q: missing bucket (want s3://bucket/prefix)", raw)
+			return Location{}, fmt.Errorf("blob: store URL %q: missing bucket (want s3://bucket/prefix)", shown)
 		}
 		if err := s3utils.CheckValidBucketNameStrict(u.Host); err != nil {
-			return Location{}, fmt.Errorf("blob: store URL %q: bucket %q: %w", raw, u.Host, err)
+			return Location{}, fmt.Errorf("blob: store URL %q: bucket %q: %w", shown, u.Host, err)
 		}
 		prefix := strings.Trim(u.Path, "/")
 		if prefix != "" {
 			if err := ValidateKey(prefix); err != nil {
-				return Location{}, fmt.Errorf("blob: store URL %q: prefix: %w", raw, err)
+				return Location{}, fmt.Errorf("blob: store URL %q: prefix: %w", shown, err)
 			}
 		}
 		return Location{Scheme: "s3", Bucket: u.Host, Prefix: prefix}, nil
 	default:
-		return Location{}, fmt.Errorf("blob: store URL %q: unsupported scheme %q (want a path, file:///path or s3://bucket/prefix)", raw, u.Scheme)
+		return Location{}, fmt.Errorf("blob: store URL %q: unsupported scheme %q (want a path, file:///path or s3://bucket/prefix)", shown, u.Scheme)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -135,7 +136,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Result, error) {
 		return Result{}, err
 	}
 	cfg.Store, cfg.Log, cfg.Progress, cfg.Report = store, env.Log, env.Stderr, env.Stdout
-	res := Result{Out: o.Out}
+	res := Result{Out: redact.URL(o.Out)}
 	if isBucketURL(o.Out) {
 		sum := sha256.Sum256([]byte(o.Out))
 		res.Dir = filepath.Join(env.Common.DataDir, "sftpack", "staging-"+hex.EncodeToString(sum[:8]))
@@ -149,10 +150,11 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Result, error) {
 		}
 		printBuilt(env.Stdout, res.Dir, res.Manifest)
 		if err := ExportDir(ctx, res.Dir, o.Out, env.Log, env.Stderr); err != nil {
-			return res, fmt.Errorf("sftpack: export to %s: %w (the dataset stays in %s; `sftpack export %s %s` resumes the upload)", o.Out, err, res.Dir, res.Dir, o.Out)
+			out := redact.URL(o.Out)
+			return res, fmt.Errorf("sftpack: export to %s: %w (the dataset stays in %s; `sftpack export %s %s` resumes the upload)", out, err, res.Dir, res.Dir, out)
 		}
 		res.Exported = true
-		fmt.Fprintf(env.Stdout, "sftpack: exported to %s\n", o.Out)
+		fmt.Fprintf(env.Stdout, "sftpack: exported to %s\n", redact.URL(o.Out))
 		return res, os.RemoveAll(res.Dir)
 	}
 	out := strings.TrimPrefix(o.Out, "file://")
@@ -335,7 +337,7 @@ func exportCommand() service.Command {
 			if err := ExportDir(ctx, dir, dst, env.Log, env.Stderr); err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "sftpack: exported %s to %s\n", dir, dst)
+			fmt.Fprintf(env.Stdout, "sftpack: exported %s to %s\n", dir, redact.URL(dst))
 			return nil
 		},
 	}

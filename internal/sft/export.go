@@ -8,6 +8,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/export"
+	"github.com/codapipe/codapipe/internal/redact"
 )
 
 // ExportDir uploads the dataset folder dir (its manifest.json lists the
@@ -18,6 +19,7 @@ import (
 // log lines otherwise).
 func ExportDir(ctx context.Context, dir, dstURL string, log *slog.Logger, progressW io.Writer) error {
 	log = logger(log)
+	shown := redact.URL(dstURL) // for messages: never the credentials
 	dst, err := blob.OpenBucket(ctx, dstURL, export.BucketConfig(blob.Config{Logger: log}))
 	if err != nil {
 		return err
@@ -27,7 +29,7 @@ func ExportDir(ctx context.Context, dir, dstURL string, log *slog.Logger, progre
 	st, err := export.Dir(ctx, dir, dst, "", export.Options{
 		Progress: func(p export.Progress) {
 			if !started {
-				prog.begin("exporting to "+dstURL, "files", p.Files)
+				prog.begin("exporting to "+shown, "files", p.Files)
 				started = true
 			}
 			prog.set(p.FilesDone, p.Bytes, p.BytesToUpload)
@@ -36,7 +38,7 @@ func ExportDir(ctx context.Context, dir, dstURL string, log *slog.Logger, progre
 	if started {
 		prog.end()
 	}
-	log.Info("sftpack: exported", "to", dstURL, "files", st.Files, "uploaded", st.Uploaded, "skipped", st.Skipped,
+	log.Info("sftpack: exported", "to", shown, "files", st.Files, "uploaded", st.Uploaded, "skipped", st.Skipped,
 		"bytes", st.Bytes, "manifest_uploaded", st.ManifestUploaded, "elapsed", st.Elapsed.String())
 	if err != nil {
 		return fmt.Errorf("%w (%d of %d files uploaded before it stopped)", err, st.Uploaded, st.Files)

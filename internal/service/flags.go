@@ -6,12 +6,16 @@ package service
 
 import (
 	"errors"
+
 	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/redact"
 )
 
 // Flags wraps a flag.FlagSet so every flag can fall back to an environment
@@ -22,6 +26,7 @@ type Flags struct {
 	envErrs []error
 	lookup  func(string) (string, bool)
 	fromEnv map[string]bool // flags whose value came from their variable
+	secret  map[string]bool // flags whose value is a credential (Secret)
 }
 
 // NewFlags returns an empty flag set for a command.
@@ -75,6 +80,67 @@ func (f *Flags) String(p *string, name, env, def, usage string) {
 		def = v
 	}
 	f.StringVar(p, name, def, withEnv(usage, env))
+}
+
+// Secret defines a string flag whose value is a credential (an API key,
+// a password, a token): like String, but the help never shows the value
+// its variable gave, and Secrets lists it so that the command's output
+// never shows it either.
+func (f *Flags) Secret(p *string, name, env, usage string) {
+	if f.secret == nil {
+		f.secret = map[string]bool{}
+	}
+	f.secret[name] = true
+	f.StringVar(p, name, "", withEnv(usage, env))
+	if v, ok := f.env(env); ok {
+		f.markEnv(name)
+		*p = v
+	}
+}
+
+// Secrets are the credentials these flags hold (their values so far:
+// call it again after Parse): the values of the Secret flags, the user
+// information of every URL a flag or args hold, the S3 credentials of
+// the environment (blob.SecretEnv, blob.EndpointEnv) and the content of
+// the NATS credentials file (--nats-creds), added to s.
+func (f *Flags) Secrets(s *redact.Secrets, args ...string) {
+	f.VisitAll(func(fl *flag.Flag) {
+		v := fl.Value.String()
+		if f.secret[fl.Name] {
+			s.Add(v)
+		}
+		if strings.Contains(v, "@") {
+			s.AddURL(v)
+		}
+		if fl.Name == "nats-creds" && v != "" {
+			addCreds(s, v)
+		}
+	})
+	for _, a := range args {
+		s.AddURL(a)
+	}
+	for _, k := range blob.SecretEnv {
+		v, _ := f.lookup(k)
+		s.Add(v)
+	}
+	for _, k := range blob.EndpointEnv {
+		v, _ := f.lookup(k)
+		s.AddURL(v)
+	}
+}
+
+// addCreds adds the JWT and the nkey seed of a NATS credentials file.
+func addCreds(s *redact.Secrets, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return // the bus reports it
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "---") && !strings.HasPrefix(line, "***") && !strings.Contains(line, " ") {
+			s.Add(line)
+		}
+	}
 }
 
 // Bool defines a bool flag with an environment fallback ("1", "true", ...).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -182,6 +183,13 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 		}
 	}
 	fs, common := cmd.flagSet()
+	// Nothing the command prints shows a credential it was given
+	// (docs/operations.md, "Secrets"): its flags' and environment's
+	// secrets and every URL's user information are stripped from stdout
+	// and stderr, logs and errors included.
+	var secrets redact.Secrets
+	fs.Secrets(&secrets)
+	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	fs.SetOutput(stderr)
 	fs.FlagSet.Usage = func() { fmt.Fprint(stderr, cmd.help(fs)) }
 	if err := fs.Parse(args); err != nil {
@@ -191,6 +199,7 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "%s: %v\n", cmd.Name, err)
 		return 2
 	}
+	fs.Secrets(&secrets, fs.Args()...)
 	if fs.NArg() > cmd.Args {
 		fmt.Fprintf(stderr, "%s: unexpected argument %q (see %s --help)\n", cmd.Name, fs.Arg(cmd.Args), cmd.Name)
 		return 2

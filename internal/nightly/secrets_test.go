@@ -289,7 +289,8 @@ func (c *nightCase) s3Env(srv *miniotest.Server, minioVars bool) {
 // MinIO, or anything a command printed (logs at debug level, summaries,
 // errors, help) — also not after calls that fail on purpose: an S3
 // endpoint, a judge endpoint and a NATS URL with credentials that cannot
-// be used (the judge's failures are recorded in the archive and stream).
+// be used, and a planner endpoint that cannot be reached (the judge's
+// failures are recorded in the archive and stream).
 func TestAcceptSecrets(t *testing.T) {
 	tasks := filepath.Join(t.TempDir(), "tasks")
 	if err := simtasks.Write(tasks, "ChimeraX/S03"); err != nil {
@@ -400,8 +401,15 @@ func night(t *testing.T, c *nightCase, tasks string, s3 *miniotest.Server) {
 	code, out = run(ctx, judge.Command(), append(append([]string{}, common...), "--drain", "--durable", "failing",
 		"--judge", "http://fu:"+fpw+"@127.0.0.1:1/v1=m", "--votes", "1", "--attempts", "1", "--max-deliver", "1", "--backoff", "1ms")...)
 	printed.Write(out)
+	ppw := c.sec.add("unreachable planner URL user:password", "failplannerpw-"+tag)
+	code, out = run(ctx, rollout.Command(), append(append([]string{}, common...), "--sim", "--app", "ChimeraX", "--tasks", tasks, "--run", "failing-"+tag,
+		"--planner-url", "http://pu:"+ppw+"@127.0.0.1:1/v1", "--planner-model", "m")...)
+	printed.Write(out)
+	if code == 0 {
+		t.Errorf("rollout with an unreachable planner: exit 0\n%s", out)
+	}
 	wpw := c.sec.add("wrong NATS URL user:password", "wrongnatspw-"+tag)
-	code, out = run(ctx, rollout.Command(), "--data", t.TempDir(), "--nats", "nats://wu:"+wpw+"@127.0.0.1:1", "--sim", "--tasks", tasks, "--run", "x")
+	code, out = run(ctx, rollout.Command(), "--data", t.TempDir(), "--nats", "nats://wu:"+wpw+"@127.0.0.1:1", "--sim", "--app", "ChimeraX", "--tasks", tasks, "--run", "x")
 	printed.Write(out)
 	if code == 0 {
 		t.Errorf("rollout with an unreachable NATS URL: exit 0\n%s", out)

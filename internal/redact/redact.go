@@ -173,12 +173,16 @@ func (s *Secrets) Strip(msg string) string {
 // Writer returns a writer that strips (Strip) every write before passing
 // it to w. Each write is redacted on its own, so a secret must not be
 // split across writes: log handlers and fmt.Fprint write whole lines.
+// Its Unwrap method returns w (to tell whether the output is a terminal).
 func (s *Secrets) Writer(w io.Writer) io.Writer { return &writer{s: s, w: w} }
 
 type writer struct {
 	s *Secrets
 	w io.Writer
 }
+
+// Unwrap returns the writer w writes to.
+func (w *writer) Unwrap() io.Writer { return w.w }
 
 func (w *writer) Write(p []byte) (int, error) {
 	out := w.s.Strip(string(p))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"testing"
 )
 
@@ -70,5 +71,13 @@ func TestUserinfo(t *testing.T) {
 	}
 	if bare, _, _, ok := Userinfo("http://h/v1"); ok || bare != "http://h/v1" {
 		t.Errorf("Userinfo without = %q %v", bare, ok)
+	}
+}
+
+func TestWriterUnwrap(t *testing.T) {
+	var buf bytes.Buffer
+	w := (&Secrets{}).Writer(&buf)
+	if u, ok := w.(interface{ Unwrap() io.Writer }); !ok || u.Unwrap() != &buf {
+		t.Errorf("Writer(w) does not unwrap to w")
 	}
 }

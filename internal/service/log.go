@@ -66,8 +66,17 @@ func parseLevel(level string) (slog.Level, error) {
 	return 0, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 }
 
-// IsTerminal reports whether w is a character device (a terminal).
+// IsTerminal reports whether w is a character device (a terminal), or
+// writes to one through writers with an Unwrap method (the redacting
+// writer Main wraps stdout and stderr in).
 func IsTerminal(w io.Writer) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/codapipe/codapipe/internal/redact"
 )
 
 // openPTY opens a pseudo-terminal: the master to read what is written to
@@ -52,6 +54,10 @@ func TestAutoIsTextOnATerminal(t *testing.T) {
 	master, tty := openPTY(t)
 	if !IsTerminal(tty) {
 		t.Fatal("IsTerminal is false for a terminal")
+	}
+	var secrets redact.Secrets
+	if !IsTerminal(secrets.Writer(tty)) {
+		t.Fatal("IsTerminal is false for a terminal behind the redacting writer Main wraps stderr in")
 	}
 	l, err := NewLogger(tty, LogConfig{Service: "t"})
 	if err != nil {

@@ -115,6 +115,9 @@ func (f *Flags) Secrets(s *redact.Secrets, args ...string) {
 		if fl.Name == "nats-creds" && v != "" {
 			addCreds(s, v)
 		}
+		if strings.Contains(v, "--") {
+			addArgSecrets(s, strings.Fields(v))
+		}
 	})
 	for _, a := range args {
 		s.AddURL(a)
@@ -126,6 +129,22 @@ func (f *Flags) Secrets(s *redact.Secrets, args ...string) {
 	for _, k := range blob.EndpointEnv {
 		v, _ := f.lookup(k)
 		s.AddURL(v)
+	}
+}
+
+// addArgSecrets adds the values of secret-looking flags (a name ending
+// in -key, -password or -token) in a list of another command's flags,
+// such as nightly's --rollout-args '--planner-key ...'.
+func addArgSecrets(s *redact.Secrets, fields []string) {
+	for i, f := range fields {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if !strings.HasPrefix(f, "-") || !(strings.HasSuffix(name, "-key") || strings.HasSuffix(name, "-password") || strings.HasSuffix(name, "-token")) {
+			continue
+		}
+		if !hasVal && i+1 < len(fields) {
+			val = fields[i+1]
+		}
+		s.Add(val)
 	}
 }
 

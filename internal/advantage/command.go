@@ -12,6 +12,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -82,7 +83,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	}
 	out, err := blob.OpenBucket(ctx, o.Out, blob.Config{Logger: env.Log})
 	if err != nil {
-		return Stats{}, fmt.Errorf("advantage: --out %s: %w", o.Out, err)
+		return Stats{}, fmt.Errorf("advantage: --out %s: %w", redact.URL(o.Out), err)
 	}
 	b, err := env.Bus(ctx)
 	if err != nil {

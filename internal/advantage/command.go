@@ -15,6 +15,7 @@ import (
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Version is the codapipe version written into the shards' metadata.
@@ -71,6 +72,12 @@ func (o *Options) estimator() (grpo.Estimator, error) {
 func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	est, err := o.estimator()
 	if err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
 		return Stats{}, service.Usage(err)
 	}
 	if o.Out == "" {

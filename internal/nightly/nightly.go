@@ -93,13 +93,13 @@ func (o *Options) check() error {
 	if err := traj.CheckNames("--apps", traj.AppName, o.Apps...); err != nil {
 		return service.Usage(err)
 	}
-	if !nameRE.MatchString(o.Night) {
-		return service.Usage(fmt.Errorf("--night %s: want letters, digits, '.', '_' and '-' (e.g. 2026-11-26)", traj.QuoteName(o.Night)))
-	}
 	for _, a := range o.Apps { // the night's run names are <night>-<app>
 		if err := traj.CheckNames("--night", traj.RunName, RunName(o.Night, a)); err != nil {
 			return service.Usage(fmt.Errorf("%w (the run name of app %s is <night>-<app>)", err, traj.QuoteName(a)))
 		}
+	}
+	if !nameRE.MatchString(o.Night) {
+		return service.Usage(fmt.Errorf("--night %s: want letters, digits, '.', '_' and '-' (e.g. 2026-11-26)", traj.QuoteName(o.Night)))
 	}
 	if o.Samples < 1 {
 		return service.Usage(fmt.Errorf("--samples %d: want K >= 1", o.Samples))

@@ -207,10 +207,11 @@ func writeTask(t *testing.T, path, app string) {
 // episode is what one works case expects to find judged.
 type episode struct{ run, app, task string }
 
-// checkWorks runs every case that works through rollout (one one-step
-// episode per run or app name, every task name in one run) and judge on
-// one NATS server, publishes a trajectory per case for the other cases
-// as someone else would, and checks where the names went.
+// checkWorks runs the cases that work through rollout (one one-step
+// episode per run name and for three app names, every task name in one
+// run) and judge on one NATS server, publishes a trajectory per case and
+// kind as someone else would (each name that works is judged, each other
+// one dead-lettered), and checks where the names went.
 func checkWorks(t *testing.T, cases []hostileCase) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -240,6 +241,9 @@ func checkWorks(t *testing.T, cases []hostileCase) {
 				jobs = append(jobs, &job{args: []string{"--app", taskApp, "--tasks", dir, "--run", v},
 					want: []episode{{v, taskApp, taskApp + "/S01"}}})
 			case traj.AppName:
+				if !slices.Contains([]string{"spaces", "unicode", "at the limit"}, c.name) {
+					continue // the stream below carries every app name: a rollout per app costs a second of CPU
+				}
 				dir := filepath.Join(tasks, fmt.Sprintf("app-%d", i))
 				writeTask(t, filepath.Join(dir, "S01.json"), v)
 				run := fmt.Sprintf("hostile-app-%d", i)

@@ -97,7 +97,7 @@ func hostileCases() []hostileCase {
 // names the flag and the limit, shows the value quoted and cut, and is no
 // transport error. Names that arrive from the stream (a trajectory someone
 // else published) are judged when valid and dead-lettered with the reason
-// when not.
+// when not, by judge (trajectories) and by advantage (judged ones).
 func TestAcceptHostileNames(t *testing.T) {
 	cases := hostileCases()
 	t.Run("refused at start", func(t *testing.T) {
@@ -393,6 +393,7 @@ func checkWorks(t *testing.T, cases []hostileCase) {
 	}
 	blobs := filepath.Join(data, "blobs")
 	var got []episode
+	var judgedDoc []byte // one archived judged trajectory, the same bytes as its message
 	err = filepath.WalkDir(filepath.Join(blobs, strings.TrimSuffix(archive.Prefix, "/")), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -414,17 +415,79 @@ func checkWorks(t *testing.T, cases []hostileCase) {
 			return fmt.Errorf("archive key %q names run %q app %q, the document %q %q", key, n.Run, n.App, j.Trajectory.Run, j.Trajectory.Task.App)
 		}
 		got = append(got, episode{j.Trajectory.Run, j.Trajectory.Task.App, j.Trajectory.Task.ID})
+		judgedDoc = body
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAdvantageRefuses(ctx, t, b, judgedDoc, cases, slices.Concat([]string{"--drain", "--runs", "hostile-tasks", "--out", filepath.Join(data, "shards")}, common))
 	for _, w := range want {
 		if !slices.Contains(got, w) {
 			t.Errorf("no judged trajectory of run %s app %s task %s in the archive", traj.QuoteName(w.run), traj.QuoteName(w.app), traj.QuoteName(w.task))
 		}
 	}
 	t.Logf("%d rollouts, %d judged names, %d dead letters", len(jobs), len(got), deadWant)
+}
+
+// checkAdvantageRefuses publishes a judged trajectory per refused case and
+// kind (copies of doc with the name changed, the 1 MB case at 100 KB), as
+// another program would, runs advantage with args, and wants each one
+// dead-lettered with the name rule as the reason.
+func checkAdvantageRefuses(ctx context.Context, t *testing.T, b *bus.Bus, doc []byte, cases []hostileCase, args []string) {
+	t.Helper()
+	n := 0
+	for _, c := range cases {
+		for _, k := range []traj.NameKind{traj.RunName, traj.AppName, traj.TaskName} {
+			if slices.Contains(c.works, k) {
+				continue
+			}
+			jd, err := traj.DecodeJudged(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := c.value(k)
+			if len(v) > 100<<10 {
+				v = v[:100<<10]
+			}
+			id := traj.NewID()
+			jd.Trajectory.ID, jd.Judgement.TrajectoryID = id, id
+			switch k {
+			case traj.RunName:
+				jd.Trajectory.Run, jd.Judgement.Run = v, v
+			case traj.AppName:
+				jd.Trajectory.Task.App, jd.Judgement.App = v, v
+				jd.Trajectory.Task.ID, jd.Judgement.TaskID = v+"/S01", v+"/S01"
+			case traj.TaskName:
+				jd.Trajectory.Task.ID, jd.Judgement.TaskID = v, v
+			}
+			body, err := json.Marshal(jd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Publish(ctx, bus.Subject(bus.Judged, jd.Trajectory.Task.App), id+".hostile", body, nil); err != nil {
+				t.Fatalf("publish %s %s: %s", k, c.name, traj.QuoteName(err.Error()))
+			}
+			n++
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := service.MainContext(ctx, advantage.Command(), args, &out, &errb); code != 0 {
+		t.Fatalf("advantage: exit %d\n%s", code, errb.String())
+	}
+	dead, err := pipetest.ReadStream(ctx, b, bus.Dead, bus.DeadSubject(bus.AllSubjects(bus.Judged)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != n {
+		t.Errorf("advantage: %d dead letters, want %d (one per refused name)", len(dead), n)
+	}
+	for _, m := range dead {
+		reason := m.Header.Get(bus.HeaderDeadReason)
+		if !strings.Contains(reason, "name") && !strings.Contains(reason, "task id") || strings.ContainsAny(reason, "\x1b\x00\u202e") {
+			t.Errorf("advantage dead letter reason %q: want the name rule, escaped", reason)
+		}
+	}
 }
 
 // checkPrinted prints hostile names that reached a summary: each is quoted

@@ -139,7 +139,7 @@ func PrintStats(w io.Writer, st Stats) {
 	if m := st.Manifest; m != nil {
 		fmt.Fprintf(w, "advantage: the shard set %s holds %d rows in %d files of %d trajectories\n", m.Set, m.Counts.Rows, len(m.Files), m.Counts.Trajectories)
 		for _, src := range m.Sources {
-			fmt.Fprintf(w, "advantage:   run %s, checkpoint %q: %d rows of %d trajectories\n", src.Run, src.Checkpoint, src.Rows, src.Trajectories)
+			fmt.Fprintf(w, "advantage:   run %s, checkpoint %q: %d rows of %d trajectories\n", traj.PrintName(src.Run), src.Checkpoint, src.Rows, src.Trajectories)
 		}
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codapipe/codapipe/internal/proctest"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // TestHostileRunNameRefusedByTheProcess runs rollout as its own process
@@ -44,5 +46,20 @@ func TestHostileRunNameRefusedByTheProcess(t *testing.T) {
 				t.Errorf("stderr %q: want one short line with the flag and the limit, no raw escape, no transport error", msg)
 			}
 		})
+	}
+}
+
+// TestDefaultRunNameFits: the run name made from a long app name fits the
+// run-name limit and follows the rule.
+func TestDefaultRunNameFits(t *testing.T) {
+	now := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+	for _, app := range []string{"ChimeraX", "GRASS GIS", strings.Repeat("a", traj.MaxAppNameBytes), strings.Repeat("Ω", traj.MaxAppNameBytes/2)} {
+		run := DefaultRunName(app, now)
+		if err := traj.CheckName(traj.RunName, run); err != nil || !strings.HasSuffix(run, "-20261126-060000") {
+			t.Errorf("DefaultRunName(%s) = %q: %v", traj.QuoteName(app), run, err)
+		}
+	}
+	if got := DefaultRunName("GRASS GIS", now); got != "grass_gis-20261126-060000" {
+		t.Errorf("DefaultRunName(GRASS GIS) = %q", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Version is the codapipe version written into the shards' metadata.
@@ -72,6 +73,12 @@ func (o *Options) estimator() (grpo.Estimator, error) {
 func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	est, err := o.estimator()
 	if err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
 		return Stats{}, service.Usage(err)
 	}
 	if o.Out == "" {
@@ -133,7 +140,7 @@ func PrintStats(w io.Writer, st Stats) {
 	if m := st.Manifest; m != nil {
 		fmt.Fprintf(w, "advantage: the shard set %s holds %d rows in %d files of %d trajectories\n", m.Set, m.Counts.Rows, len(m.Files), m.Counts.Trajectories)
 		for _, src := range m.Sources {
-			fmt.Fprintf(w, "advantage:   run %s, checkpoint %q: %d rows of %d trajectories\n", src.Run, src.Checkpoint, src.Rows, src.Trajectories)
+			fmt.Fprintf(w, "advantage:   run %s, checkpoint %q: %d rows of %d trajectories\n", traj.PrintName(src.Run), src.Checkpoint, src.Rows, src.Trajectories)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package bus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,7 +41,10 @@ func AllSubjects(k Kind) string { return SubjectPrefix + "." + string(k) + ".>" 
 
 // AppToken turns an application name into one subject token: letters,
 // digits, '-' and '_' are kept, anything else (spaces, dots, wildcards)
-// becomes '_'. "GRASS GIS" → "GRASS_GIS". An empty name becomes "_".
+// becomes '_'. "GRASS GIS" → "GRASS_GIS". An empty name becomes "_". A
+// token longer than MaxAppToken (a name no command accepts, from a
+// message someone else wrote) is cut and ends in a hash of the whole name,
+// so that no subject outgrows what NATS accepts.
 func AppToken(app string) string {
 	if app == "" {
 		return "_"
@@ -53,8 +58,15 @@ func AppToken(app string) string {
 			b.WriteByte('_')
 		}
 	}
+	if b.Len() > MaxAppToken {
+		sum := sha256.Sum256([]byte(app))
+		return b.String()[:MaxAppToken-17] + "-" + hex.EncodeToString(sum[:8])
+	}
 	return b.String()
 }
+
+// MaxAppToken is the longest token AppToken returns, in bytes.
+const MaxAppToken = 128
 
 // StreamName returns the JetStream stream that holds a kind: "CODA_TRAJ",
 // "CODA_JUDGED", "CODA_MANIFEST", "CODA_DLQ".

@@ -62,6 +62,9 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err := o.Policy.Validate(); err != nil {
 		return Stats{}, service.Usage(err)
 	}
+	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
+		return Stats{}, service.Usage(err)
+	}
 	var specs []EndpointSpec
 	for _, v := range o.Judges {
 		s, err := ParseEndpoint(v)
@@ -284,6 +287,16 @@ judged last.`,
 			fs.Bool(&asJSON, "json", "", false, "print one JSON document instead of a table")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
+			if cfg.Run != "" {
+				if err := traj.CheckNames("--run", traj.RunName, cfg.Run); err != nil {
+					return service.Usage(err)
+				}
+			}
+			if cfg.App != "" {
+				if err := traj.CheckNames("--app", traj.AppName, cfg.App); err != nil {
+					return service.Usage(err)
+				}
+			}
 			store, err := env.Store(ctx)
 			if err != nil {
 				return err

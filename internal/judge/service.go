@@ -3,6 +3,8 @@ package judge
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,13 +57,23 @@ type ServiceConfig struct {
 
 // DurableName is the default consumer name: one per judge version (a new
 // version judges the whole stream again) and app filter.
+// A name longer than JetStream's 255-byte limit (many long app names)
+// ends in a hash of the app tokens instead of the tokens.
 func DurableName(ver string, apps []string) string {
 	name := "judge_" + ver
+	var toks string
 	for _, a := range apps {
-		name += "_" + bus.KeyToken(bus.AppToken(a))
+		toks += "_" + bus.KeyToken(bus.AppToken(a))
 	}
-	return name
+	if len(name)+len(toks) > maxConsumerName {
+		sum := sha256.Sum256([]byte(toks))
+		return name + "_apps" + hex.EncodeToString(sum[:8])
+	}
+	return name + toks
 }
+
+// maxConsumerName is JetStream's limit on a consumer's name, in bytes.
+const maxConsumerName = 255
 
 // Stats counts what Serve did.
 type Stats struct {

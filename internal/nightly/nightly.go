@@ -36,6 +36,7 @@ import (
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sft"
 	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Options are a night as the command line gives it.
@@ -89,8 +90,16 @@ func (o *Options) check() error {
 	if o.Night == "" {
 		o.Night = time.Now().UTC().Format(time.DateOnly)
 	}
+	if err := traj.CheckNames("--apps", traj.AppName, o.Apps...); err != nil {
+		return service.Usage(err)
+	}
+	for _, a := range o.Apps { // the night's run names are <night>-<app>
+		if err := traj.CheckNames("--night", traj.RunName, RunName(o.Night, a)); err != nil {
+			return service.Usage(fmt.Errorf("%w (the run name of app %s is <night>-<app>)", err, traj.QuoteName(a)))
+		}
+	}
 	if !nameRE.MatchString(o.Night) {
-		return service.Usage(fmt.Errorf("--night %q: want letters, digits, '.', '_' and '-' (e.g. 2026-11-26)", o.Night))
+		return service.Usage(fmt.Errorf("--night %s: want letters, digits, '.', '_' and '-' (e.g. 2026-11-26)", traj.QuoteName(o.Night)))
 	}
 	if o.Samples < 1 {
 		return service.Usage(fmt.Errorf("--samples %d: want K >= 1", o.Samples))
@@ -557,7 +566,7 @@ func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "night %s: %s in %.0fs; this invocation: %d new episodes, %d new judgements, %d new shard rows\n",
 		s.Night, status, s.WallSeconds, s.New.Episodes, s.New.Judgements, s.New.Rows)
 	for _, a := range s.Apps {
-		fmt.Fprintf(w, "\n%s (run %s)\n", a.App, a.Run)
+		fmt.Fprintf(w, "\n%s (run %s)\n", traj.PrintName(a.App), traj.PrintName(a.Run))
 		if a.Err != "" {
 			fmt.Fprintf(w, "  FAILED: %s\n", a.Err)
 		}

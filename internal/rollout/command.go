@@ -113,6 +113,18 @@ var ErrNotConfigured = service.Usage(errors.New("nothing to run on"))
 // ErrInvalidConfig is returned for a configuration value out of range.
 var ErrInvalidConfig = service.Usage(errors.New("invalid configuration"))
 
+// DefaultRunName is the run name of a rollout without --run:
+// "<app>-<UTC time>", the app lower-cased as a subject token and cut so that
+// the name fits traj.MaxRunNameBytes.
+func DefaultRunName(app string, now time.Time) string {
+	suffix := "-" + now.UTC().Format("20060102-150405")
+	tok := strings.ToLower(bus.AppToken(app))
+	if n := traj.MaxRunNameBytes - len(suffix); len(tok) > n {
+		tok = tok[:n]
+	}
+	return tok + suffix
+}
+
 func (o *Options) check() error {
 	var miss []string
 	if o.App == "" {
@@ -138,6 +150,14 @@ func (o *Options) check() error {
 			msg += "; or pass --sim to run on the built-in SIMULATOR (simulated VMs and models)"
 		}
 		return fmt.Errorf("%w: %s", ErrNotConfigured, msg)
+	}
+	if err := traj.CheckName(traj.AppName, o.App); err != nil {
+		return fmt.Errorf("%w: --app: %w", ErrInvalidConfig, err)
+	}
+	if o.Run != "" {
+		if err := traj.CheckName(traj.RunName, o.Run); err != nil {
+			return fmt.Errorf("%w: --run: %w", ErrInvalidConfig, err)
+		}
 	}
 	if o.Group < 0 {
 		return fmt.Errorf("%w: --group %d: want G >= 0", ErrInvalidConfig, o.Group)
@@ -191,7 +211,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	}
 	log := env.Log
 	if o.Run == "" {
-		o.Run = strings.ToLower(bus.AppToken(o.App)) + "-" + time.Now().UTC().Format("20060102-150405")
+		o.Run = DefaultRunName(o.App, time.Now())
 	}
 	log = log.With("run", o.Run, "app", o.App)
 	pc, ec, err := o.coords()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/runreport"
 	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // ReportConfig configures the report subcommand.
@@ -52,6 +53,14 @@ as JSON; without either, a few lines of text.`,
 func Report(ctx context.Context, env *service.Env, cfg ReportConfig) error {
 	if cfg.Run == "" {
 		return service.Usage(errors.New("no run: give --run NAME (a rollout --run name)"))
+	}
+	if err := traj.CheckNames("--run", traj.RunName, cfg.Run); err != nil {
+		return service.Usage(err)
+	}
+	if cfg.Baseline != "" {
+		if err := traj.CheckNames("--baseline", traj.RunName, cfg.Baseline); err != nil {
+			return service.Usage(err)
+		}
 	}
 	shards := cfg.Shards
 	if shards == "" {

@@ -98,6 +98,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if err := checkNames(cfg); err != nil {
+		return nil, err
+	}
 	runs, err := ledger.Open(ctx, cfg.Bus, cfg.Topology)
 	if err != nil {
 		return nil, err
@@ -417,4 +420,22 @@ func plannerParams(s traj.Sampling) model.Params {
 		s = agent.DefaultPlannerSampling()
 	}
 	return model.Params{Sampling: s, LogProbs: true}
+}
+
+// checkNames refuses a run whose run name, app name or a task id breaks the
+// name rule (traj.CheckName) before anything is touched: the command's
+// options are checked already, this covers callers of Run.
+func checkNames(cfg Config) error {
+	if err := traj.CheckName(traj.RunName, cfg.Run); err != nil {
+		return fmt.Errorf("%w: run: %w", ErrInvalidConfig, err)
+	}
+	if err := traj.CheckName(traj.AppName, cfg.App); err != nil {
+		return fmt.Errorf("%w: app: %w", ErrInvalidConfig, err)
+	}
+	for _, t := range cfg.Tasks {
+		if err := traj.CheckName(traj.TaskName, t.ID); err != nil {
+			return fmt.Errorf("%w: task file %s: %w", ErrInvalidConfig, traj.PrintName(t.Path), err)
+		}
+	}
+	return nil
 }

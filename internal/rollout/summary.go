@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
@@ -154,7 +155,7 @@ func (s *Summary) Print(w io.Writer) {
 	row := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "  %-20s %s\n", label, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(w, "run %s — %s: %d tasks × %d samples, G=%d\n", s.Run, s.App, s.Tasks, s.Samples, s.Group)
+	fmt.Fprintf(w, "run %s — %s: %d tasks × %d samples, G=%d\n", traj.PrintName(s.Run), traj.PrintName(s.App), s.Tasks, s.Samples, s.Group)
 	row("episodes run", "%d (already published before: %d)", s.Episodes, s.Skipped)
 	if s.SharedQueue {
 		row("shared queue", "%d episodes run by other hosts; %d taken over from another host", s.ByOtherHosts, s.Retaken)
@@ -199,7 +200,7 @@ func (s *Summary) Print(w io.Writer) {
 			100*s.UnparsedShare, 100*s.OutOfRangeShare)
 	}
 	row("wall time", "%.1fs", s.WallSeconds)
-	fmt.Fprintf(w, "trajectories on the stream for %s: %d\n", s.App, s.OnStream)
+	fmt.Fprintf(w, "trajectories on the stream for %s: %d\n", traj.PrintName(s.App), s.OnStream)
 	for _, m := range s.Warnings {
 		fmt.Fprintf(w, "WARNING: %s\n", m)
 	}

@@ -98,7 +98,7 @@ func (r *Report) plots(out map[string]template.HTML) error {
 	names := []string{"overall"}
 	rate, avg, pass := []float64{r.Overall.Rate}, []float64{r.Overall.AverageAtK}, []float64{r.Overall.PassAtK}
 	for _, a := range r.ByApp {
-		names = append(names, a.App)
+		names = append(names, traj.PrintName(a.App))
 		rate, avg, pass = append(rate, a.Rate), append(avg, a.AverageAtK), append(pass, a.PassAtK)
 	}
 	k := fmt.Sprint(r.Samples)
@@ -179,12 +179,12 @@ func (r *Report) plots(out map[string]template.HTML) error {
 		var bn []string
 		var vals [4][]float64
 		for _, d := range append(b.Apps, b.Overall) {
-			bn = append(bn, d.App)
+			bn = append(bn, traj.PrintName(d.App))
 			for i, v := range []*float64{d.BaselineRate, d.Rate, d.BaselineAverage, d.AverageAtK} {
 				vals[i] = append(vals[i], deref(v))
 			}
 		}
-		p, err = groupedBars("Run against baseline "+b.Baseline, "fraction", bn,
+		p, err = groupedBars("Run against baseline "+traj.PrintName(b.Baseline), "fraction", bn,
 			[]string{"baseline success", "success", "baseline Average@" + k, "Average@" + k}, vals[:])
 		if err := add("baseline", p, err, w, h); err != nil {
 			return err
@@ -201,7 +201,8 @@ func deref(p *float64) float64 {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+	"pct":  func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+	"name": traj.PrintName, // run and app names: control and format characters quoted
 	"pctp": func(v *float64) string {
 		if v == nil {
 			return "—"
@@ -233,7 +234,7 @@ const pageHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>codapipe run report: {{.R.Run}}</title>
+<title>codapipe run report: {{name .R.Run}}</title>
 <style>
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
@@ -251,8 +252,8 @@ td:first-child, th:first-child { text-align: left; }
 </style>
 </head>
 <body>
-<h1>Run report: {{.R.Run}}</h1>
-<p class="meta">apps {{range $i, $a := .R.Apps}}{{if $i}}, {{end}}{{$a}}{{end}} · planner checkpoint {{range $i, $c := .R.Checkpoints}}{{if $i}}, {{end}}{{$c}}{{else}}unknown{{end}} · K={{.R.Samples}}, G={{.R.Group}} · generated {{.Generated}}</p>
+<h1>Run report: {{name .R.Run}}</h1>
+<p class="meta">apps {{range $i, $a := .R.Apps}}{{if $i}}, {{end}}{{name $a}}{{end}} · planner checkpoint {{range $i, $c := .R.Checkpoints}}{{if $i}}, {{end}}{{$c}}{{else}}unknown{{end}} · K={{.R.Samples}}, G={{.R.Group}} · generated {{.Generated}}</p>
 <div>
 <span class="kpi" id="kpi-trajectories"><b>{{.R.Trajectories}}</b>trajectories</span>
 <span class="kpi" id="kpi-success"><b>{{pct .R.Overall.Rate}}</b>success ({{.R.Overall.Successes}} scored successes)</span>
@@ -266,16 +267,16 @@ td:first-child, th:first-child { text-align: left; }
 <h2>Success by app</h2>
 <table id="apps">
 <tr><th>app</th><th>episodes</th><th>scored tasks</th><th>successes</th><th>success rate</th><th>Average@{{.R.Samples}}</th><th>Pass@{{.R.Samples}}</th><th>env errors</th><th>unscored</th><th>mean steps</th></tr>
-{{range .R.ByApp}}<tr><td>{{.App}}</td><td>{{.Episodes}}</td><td>{{.ScoredTasks}}</td><td>{{.Successes}}</td><td>{{pct .Rate}}</td><td>{{pct .AverageAtK}}</td><td>{{pct .PassAtK}}</td><td>{{.EnvErrors}}</td><td>{{.Unscored}}</td><td>{{f2 .MeanSteps}}</td></tr>
+{{range .R.ByApp}}<tr><td>{{name .App}}</td><td>{{.Episodes}}</td><td>{{.ScoredTasks}}</td><td>{{.Successes}}</td><td>{{pct .Rate}}</td><td>{{pct .AverageAtK}}</td><td>{{pct .PassAtK}}</td><td>{{.EnvErrors}}</td><td>{{.Unscored}}</td><td>{{f2 .MeanSteps}}</td></tr>
 {{end}}{{with .R.Overall}}<tr><th>overall</th><th>{{.Episodes}}</th><th>{{.ScoredTasks}}</th><th>{{.Successes}}</th><th>{{pct .Rate}}</th><th>{{pct .AverageAtK}}</th><th>{{pct .PassAtK}}</th><th>{{.EnvErrors}}</th><th>{{.Unscored}}</th><th>{{f2 .MeanSteps}}</th></tr>{{end}}
 </table>
 <p class="meta">Average@K: the mean over tasks of the success fraction of their scored samples; Pass@K: the share of tasks with at least one success. Environment errors and unscored episodes count in neither (as in the rollout summary). Run ledger: {{.R.LedgerEpisodes}} published episodes.</p>
 <div class="plot">{{index .Plots "success"}}</div>
 {{with .R.Baseline}}
-<h2>Against baseline {{.Baseline}}</h2>
+<h2>Against baseline {{name .Baseline}}</h2>
 <div class="plots"><table id="baseline">
 <tr><th>app</th><th>baseline success</th><th>success</th><th>Δ success</th><th>baseline Average@{{$.R.Samples}}</th><th>Average@{{$.R.Samples}}</th><th>Δ Average@{{$.R.Samples}}</th></tr>
-{{range .Apps}}<tr><td>{{.App}}</td><td>{{pctp .BaselineRate}}</td><td>{{pctp .Rate}}</td><td>{{dpct .RateDelta}}</td><td>{{pctp .BaselineAverage}}</td><td>{{pctp .AverageAtK}}</td><td>{{dpct .AverageDelta}}</td></tr>
+{{range .Apps}}<tr><td>{{name .App}}</td><td>{{pctp .BaselineRate}}</td><td>{{pctp .Rate}}</td><td>{{dpct .RateDelta}}</td><td>{{pctp .BaselineAverage}}</td><td>{{pctp .AverageAtK}}</td><td>{{dpct .AverageDelta}}</td></tr>
 {{end}}{{with .Overall}}<tr><th>overall</th><th>{{pctp .BaselineRate}}</th><th>{{pctp .Rate}}</th><th>{{dpct .RateDelta}}</th><th>{{pctp .BaselineAverage}}</th><th>{{pctp .AverageAtK}}</th><th>{{dpct .AverageDelta}}</th></tr>{{end}}
 </table>
 <div class="plot">{{index $.Plots "baseline"}}</div></div>

@@ -596,10 +596,14 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // Print writes the headline figures for people: the page and --json have
 // the rest.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "run %s (%s; planner %s): %d trajectories, ledger %d\n", r.Run, strings.Join(r.Apps, ", "),
+	apps := make([]string, len(r.Apps))
+	for i, a := range r.Apps {
+		apps[i] = traj.PrintName(a)
+	}
+	fmt.Fprintf(w, "run %s (%s; planner %s): %d trajectories, ledger %d\n", traj.PrintName(r.Run), strings.Join(apps, ", "),
 		strings.Join(r.Checkpoints, ", "), r.Trajectories, r.LedgerEpisodes)
 	for _, a := range r.ByApp {
-		fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", a.App,
+		fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", traj.PrintName(a.App),
 			100*a.Rate, r.Samples, 100*a.AverageAtK, r.Samples, 100*a.PassAtK, a.MeanSteps)
 	}
 	fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", "overall",
@@ -614,7 +618,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if b := r.Baseline; b != nil {
 		for _, d := range append(slices.Clone(b.Apps), b.Overall) {
-			fmt.Fprintf(w, "  vs %s, %-12s success %s → %s (%s), Average@K %s → %s (%s)\n", b.Baseline, d.App,
+			fmt.Fprintf(w, "  vs %s, %-12s success %s → %s (%s), Average@K %s → %s (%s)\n", traj.PrintName(b.Baseline), traj.PrintName(d.App),
 				pct(d.BaselineRate), pct(d.Rate), pctDelta(d.RateDelta), pct(d.BaselineAverage), pct(d.AverageAtK), pctDelta(d.AverageDelta))
 		}
 	}

@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/codapipe/codapipe/internal/jsonpos"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Sentinel errors wrapped by FileError.Err for field problems.
@@ -41,7 +44,7 @@ type FileError struct {
 
 func (e *FileError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Path)
+	b.WriteString(printPath(e.Path))
 	if e.Line > 0 {
 		fmt.Fprintf(&b, ": line %d, column %d", e.Line, e.Col)
 	}
@@ -54,6 +57,16 @@ func (e *FileError) Error() string {
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
+
+// printPath returns a path as it is, or Go-quoted when a character of it is
+// not graphic (a newline or an escape in a file name must not reach a
+// terminal raw).
+func printPath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsGraphic(r) }) {
+		return strconv.QuoteToGraphic(p)
+	}
+	return p
+}
 
 // fieldError describes a wrongly typed or invalid field value; it unwraps
 // to its kind (ErrMissingField/ErrInvalidField) and its cause, if any.
@@ -124,9 +137,8 @@ func ParseTask(path string, data []byte) (*Task, error) {
 	}
 
 	if str("type", &t.App, "missing; expected a string naming the app, e.g. \"ChimeraX\"") {
-		if strings.TrimSpace(t.App) == "" || strings.ContainsAny(t.App, `/\`) || t.App != strings.TrimSpace(t.App) {
-			bad("type", &fieldError{kind: ErrInvalidField,
-				msg: fmt.Sprintf("expected a non-empty app name without '/' or surrounding spaces, got %q", t.App)})
+		if err := traj.CheckName(traj.AppName, t.App); err != nil {
+			bad("type", &fieldError{kind: ErrInvalidField, msg: "expected an app name: " + err.Error(), cause: err})
 		}
 	}
 	if str("instruction", &t.Instruction, "missing; expected a non-empty string (the task for the agent)") && strings.TrimSpace(t.Instruction) == "" {
@@ -188,6 +200,11 @@ func ParseTask(path string, data []byte) (*Task, error) {
 	}
 
 	t.ID = t.App + "/" + fileStem(path)
+	if err := traj.CheckName(traj.TaskName, t.ID); err != nil {
+		// The id is the app and the file's name: the file is named.
+		return nil, &FileError{Path: path, Err: &fieldError{kind: ErrInvalidField,
+			msg: "its task id (\"<type>/<file name>\") is not a valid name: " + err.Error(), cause: err}}
+	}
 	t.Initialize = make([]InitItem, len(initRaw))
 	for i, raw := range initRaw {
 		t.Initialize[i] = parseInitItem(t.App, raw)

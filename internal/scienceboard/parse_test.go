@@ -120,7 +120,7 @@ func TestParseTaskFieldErrors(t *testing.T) {
 		{"blank instruction", minimal(t, map[string]any{"instruction": "  "}),
 			[][2]string{{"instruction", "expected a non-empty string"}}, ErrInvalidField, true},
 		{"type with slash", minimal(t, map[string]any{"type": "a/b"}),
-			[][2]string{{"type", "without '/'"}}, ErrInvalidField, true},
+			[][2]string{{"type", "'/' or"}}, ErrInvalidField, true},
 		{"initialize object", minimal(t, map[string]any{"initialize": map[string]any{"func": "x"}}),
 			[][2]string{{"initialize", "expected array, got object"}}, ErrInvalidField, true},
 		{"ans number", minimal(t, map[string]any{"ans": 5}),

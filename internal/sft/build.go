@@ -379,14 +379,14 @@ func (m *Manifest) report(w io.Writer, log *slog.Logger) {
 	}
 	for _, app := range apps {
 		a := m.Apps[app]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", app, tasksPer[app], a.Trajectories, a.Samples)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", traj.PrintName(app), tasksPer[app], a.Trajectories, a.Samples)
 	}
 	tw.Flush()
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "task\tapp\tsplit\ttrajectories\tsamples")
 	for _, task := range slices.Sorted(maps.Keys(m.Tasks)) {
 		t := m.Tasks[task]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", task, t.App, t.Split, t.Trajectories, t.Samples)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", traj.PrintName(task), traj.PrintName(t.App), t.Split, t.Trajectories, t.Samples)
 	}
 	tw.Flush()
 }

@@ -89,6 +89,12 @@ func (o *Options) config() (Config, error) {
 	if o.Out == "" {
 		return cfg, errors.New("--out is required: a folder or s3://bucket/prefix")
 	}
+	if err := traj.CheckNames("--runs", traj.RunName, cfg.Runs...); err != nil {
+		return cfg, err
+	}
+	if err := traj.CheckNames("--apps", traj.AppName, cfg.Apps...); err != nil {
+		return cfg, err
+	}
 	for _, p := range append(append([]string{}, cfg.Runs...), cfg.Apps...) {
 		if _, err := path.Match(p, ""); err != nil {
 			return cfg, fmt.Errorf("pattern %q: %w", p, err)

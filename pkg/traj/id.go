@@ -84,14 +84,14 @@ func IDTime(id string) (time.Time, error) {
 
 func checkID(id string) error {
 	if len(id) != IDLen {
-		return fmt.Errorf("id %q: want %d characters, got %d", id, IDLen, len(id))
+		return fmt.Errorf("id %s: want %d characters, got %d", QuoteName(id), IDLen, len(id))
 	}
 	if id[0] > '7' {
-		return fmt.Errorf("id %q: first character must be 0-7", id)
+		return fmt.Errorf("id %s: first character must be 0-7", QuoteName(id))
 	}
 	for i := 0; i < len(id); i++ {
 		if strings.IndexByte(crockford, id[i]) < 0 {
-			return fmt.Errorf("id %q: character %q at %d is not Crockford base32", id, id[i], i)
+			return fmt.Errorf("id %s: character %q at %d is not Crockford base32", QuoteName(id), id[i], i)
 		}
 	}
 	return nil

@@ -56,6 +56,16 @@ func (c *checker) nonEmpty(path, v string) {
 	}
 }
 
+// name checks a name field with CheckName; an empty one is "required,
+// empty" as before.
+func (c *checker) name(path string, k NameKind, v string) {
+	if err := CheckName(k, v); errors.Is(err, ErrNameEmpty) {
+		c.add(path, "required, empty")
+	} else if err != nil {
+		c.add(path, "%v", err)
+	}
+}
+
 func (c *checker) nonNeg(path string, v int64) {
 	if v < 0 {
 		c.add(path, "negative (%d)", v)
@@ -79,11 +89,11 @@ func (t *Trajectory) Validate() error {
 	if err := checkID(t.ID); err != nil {
 		c.add("id", "%v", err)
 	}
-	c.nonEmpty("run", t.Run)
-	c.nonEmpty("task.id", t.Task.ID)
-	c.nonEmpty("task.app", t.Task.App)
+	c.name("run", RunName, t.Run)
+	c.name("task.id", TaskName, t.Task.ID)
+	c.name("task.app", AppName, t.Task.App)
 	if t.Task.ID != "" && t.Task.App != "" && !strings.HasPrefix(t.Task.ID, t.Task.App+"/") {
-		c.add("task.id", "want %q prefix for app %q, got %q", t.Task.App+"/", t.Task.App, t.Task.ID)
+		c.add("task.id", "want %s prefix for app %s, got %s", QuoteName(t.Task.App+"/"), QuoteName(t.Task.App), QuoteName(t.Task.ID))
 	}
 	c.nonEmpty("task.instruction", t.Task.Instruction)
 	if t.Task.StepLimit <= 0 {
@@ -139,7 +149,7 @@ func (t *Trajectory) Validate() error {
 	if !t.EndedAt.IsZero() && t.EndedAt.Before(t.StartedAt) {
 		c.add("ended_at", "before started_at")
 	}
-	return c.result("trajectory " + t.ID)
+	return c.result("trajectory " + PrintName(t.ID))
 }
 
 func (s *Step) validate(c *checker, p string, i, group, version int) {
@@ -376,7 +386,7 @@ func (o *Outcome) validate(c *checker, p string) {
 func (j *Judgement) Validate() error {
 	c := &checker{}
 	j.validate(c, "")
-	return c.result("judgement of " + j.TrajectoryID)
+	return c.result("judgement of " + PrintName(j.TrajectoryID))
 }
 
 func (j *Judgement) validate(c *checker, p string) {
@@ -386,9 +396,9 @@ func (j *Judgement) validate(c *checker, p string) {
 	if err := checkID(j.TrajectoryID); err != nil {
 		c.add(p+"trajectory_id", "%v", err)
 	}
-	c.nonEmpty(p+"run", j.Run)
-	c.nonEmpty(p+"task_id", j.TaskID)
-	c.nonEmpty(p+"app", j.App)
+	c.name(p+"run", RunName, j.Run)
+	c.name(p+"task_id", TaskName, j.TaskID)
+	c.name(p+"app", AppName, j.App)
 	if !slices.Contains(Decisions, j.Decision) {
 		c.add(p+"decision", "want one of %v, got %q", Decisions, j.Decision)
 	}
@@ -448,9 +458,9 @@ func (j *Judged) Validate() error {
 		}
 	}
 	if j.Judgement.TrajectoryID != j.Trajectory.ID {
-		c.add("judgement.trajectory_id", "%q, but the trajectory is %q", j.Judgement.TrajectoryID, j.Trajectory.ID)
+		c.add("judgement.trajectory_id", "%s, but the trajectory is %s", QuoteName(j.Judgement.TrajectoryID), QuoteName(j.Trajectory.ID))
 	}
-	return c.result("judged trajectory " + j.Trajectory.ID)
+	return c.result("judged trajectory " + PrintName(j.Trajectory.ID))
 }
 
 func (v *Verdict) validate(c *checker, p string) {

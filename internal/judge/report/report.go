@@ -265,10 +265,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) Print(w io.Writer) {
 	sel := "all runs"
 	if r.Run != "" {
-		sel = "run " + r.Run
+		sel = "run " + traj.PrintName(r.Run)
 	}
 	if r.App != "" {
-		sel += ", app " + r.App
+		sel += ", app " + traj.PrintName(r.App)
 	}
 	if r.Version == "" {
 		fmt.Fprintf(w, "judge report (%s): no judgements in the archive\n", sel)
@@ -289,7 +289,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, a := range names {
-		row(a, r.Apps[a])
+		row(traj.PrintName(a), r.Apps[a])
 	}
 	row("overall", r.Overall)
 	tw.Flush()

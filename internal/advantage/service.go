@@ -391,7 +391,12 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 // failed turns an error into a dead letter (bad input) or a retry.
 func (s *server) failed(m *bus.Msg, err error) bus.Result {
 	var ie *InputError
-	if errors.As(err, &ie) {
+	if !errors.As(err, &ie) && blob.Damaged(err) {
+		// Content damaged in the store is as permanent as bad input,
+		// wherever it was read: a dead letter, never a retry.
+		ie = &InputError{Reason: fmt.Sprintf("message %s: %v", m.ID, err)}
+	}
+	if ie != nil {
 		s.count(func(st *Stats) { st.DeadLettered++ })
 		s.cfg.Metrics.trajectory("dead_lettered")
 		s.log.Warn("advantage: dead-lettered", "message", m.ID, "reason", ie.Reason)
@@ -571,8 +576,8 @@ func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, err
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return nil, inputErr("judged trajectory %s is not in the archive", key)
-	case errors.Is(err, archive.ErrDamaged):
-		return nil, inputErr("judged trajectory %s: %v", key, err)
+	case errors.Is(err, archive.ErrDamaged), blob.Damaged(err):
+		return nil, inputErr("judged trajectory %s in the archive is damaged (re-judge it: docs/operations.md, Damage and repair): %v", key, err)
 	}
 	return jd, err
 }

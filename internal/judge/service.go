@@ -308,8 +308,10 @@ func (s *server) archived(ctx context.Context, key string) ([]byte, *traj.Judgem
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return nil, nil, nil
-	case errors.Is(err, archive.ErrDamaged):
-		// A damaged archive entry is judged again and replaced.
+	case errors.Is(err, archive.ErrDamaged), blob.Damaged(err):
+		// A damaged archive entry (it does not decode, or its bytes do
+		// not match their recorded checksum: a truncated record) is
+		// judged again and replaced.
 		s.log.Warn("judge: archived judgement unreadable; judging again", "key", key, "err", err)
 		return nil, nil, nil
 	case err != nil:

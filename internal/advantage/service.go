@@ -167,12 +167,15 @@ type Stats struct {
 	Skipped  int    `json:"skipped"`  // already committed (a redelivery)
 	// Unselected counts judged trajectories outside the set's selection:
 	// acknowledged, not written.
-	Unselected   int    `json:"outside_selection"`
-	DeadLettered int    `json:"dead_lettered"` // given up on, with a reason
-	Retried      int    `json:"retried"`
-	Commits      int    `json:"commits"`
-	Files        int    `json:"files"`
-	Counts       Counts `json:"counts"` // what this process committed
+	Unselected   int `json:"outside_selection"`
+	DeadLettered int `json:"dead_lettered"` // given up on, with a reason
+	Retried      int `json:"retried"`
+	// Missing are the judged stream's sequences it no longer holds (store
+	// damage, bus.Bus.Missing): judged trajectories never taken in.
+	Missing bus.Gaps `json:"missing,omitempty"`
+	Commits int      `json:"commits"`
+	Files   int      `json:"files"`
+	Counts  Counts   `json:"counts"` // what this process committed
 	// Manifest is the set's manifest as last written (all processes' commits).
 	Manifest *shard.Manifest `json:"-"`
 	// Selection is the set's selection as recorded when it started.
@@ -295,10 +298,11 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	if cfg.Drain {
 		fetchWait = 250 * time.Millisecond
 	}
-	_, cerr := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
+	cst, cerr := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
 		Stream: bus.StreamName(bus.Judged), Durable: cfg.Durable, Filter: filter, StartTime: s.sel.startTime(),
 		Workers: cfg.Workers, MaxAckPending: max(1000, 4*cfg.Workers), AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
 	}, s.handle)
+	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	s.co.tick(context.WithoutCancel(ctx))
 	stopTick()
 	twg.Wait()

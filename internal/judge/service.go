@@ -73,6 +73,9 @@ type Stats struct {
 	// DeadLettered counts messages given up on with a reason.
 	DeadLettered int `json:"dead_lettered"`
 	Retried      int `json:"retried"`
+	// Missing are the raw stream's sequences it no longer holds (store
+	// damage, bus.Bus.Missing): trajectories never judged.
+	Missing bus.Gaps `json:"missing,omitempty"`
 }
 
 // Trajectories is the number of judgements published.
@@ -157,11 +160,12 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	if cfg.Drain {
 		fetchWait = 250 * time.Millisecond // notice sooner that nothing is left
 	}
-	_, err := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
+	cst, err := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
 		Stream: bus.StreamName(bus.Raw), Durable: cfg.Durable, Filter: filter,
 		Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(1000, 4*cfg.Workers),
 		AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
 	}, s.handle)
+	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	stopProgress()
 	pwg.Wait()
 	if cfg.ProgressEvery > 0 {

@@ -133,7 +133,9 @@ type Stats struct {
 	// Missing are the stream's sequences it no longer holds (Bus.Missing)
 	// after the consumer's acknowledged floor when Consume started, as
 	// found then and, in Drain mode, when it ended: messages the consumer
-	// never handled.
+	// never handled. Each gap is reported by one run of a durable
+	// consumer, the first that finds it (it is recorded in the
+	// consumer's metadata), not again by later runs.
 	Missing Gaps
 }
 
@@ -168,6 +170,7 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 		// Where an existing consumer starts is fixed at its creation.
 		have := old.CachedInfo().Config
 		cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = have.DeliverPolicy, have.OptStartTime, have.OptStartSeq
+		cfg.Metadata = have.Metadata // the server's own keys, and what the runner recorded (checkMissing)
 	}
 	cons, err := b.js.CreateOrUpdateConsumer(cctx, spec.Stream, cfg)
 	cancel()
@@ -189,8 +192,10 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 	})
 	defer stopGrace()
 
-	r := &runner{b: b, spec: spec, cons: cons, handler: handler, floor: cons.CachedInfo().AckFloor.Stream}
-	r.st.Missing = r.checkMissing(ctx, nil)
+	ci := cons.CachedInfo()
+	r := &runner{b: b, spec: spec, cons: cons, handler: handler, cfg: ci.Config, floor: ci.AckFloor.Stream,
+		reported: parseGaps(ci.Config.Metadata[metaMissingReported])}
+	r.st.Missing = r.checkMissing(ctx)
 	var wg sync.WaitGroup
 	errs := make([]error, spec.Workers)
 	for w := 0; w < spec.Workers; w++ {
@@ -203,8 +208,8 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 	wg.Wait()
 	err = errors.Join(errs...)
 	if spec.Drain && err == nil && ctx.Err() == nil {
-		gaps := r.checkMissing(ctx, r.stats().Missing)
-		r.count(func(st *Stats) { st.Missing = gaps })
+		gaps := r.checkMissing(ctx)
+		r.count(func(st *Stats) { st.Missing = append(st.Missing, gaps...) })
 	}
 	return r.stats(), err
 }
@@ -214,7 +219,11 @@ type runner struct {
 	spec    ConsumerSpec
 	cons    jetstream.Consumer
 	handler Handler
-	floor   uint64 // the consumer's acknowledged stream sequence when Consume started
+	cfg     jetstream.ConsumerConfig // as created or updated
+	floor   uint64                   // the consumer's acknowledged stream sequence when Consume started
+	// reported are the gaps of the stream the consumer has warned about
+	// (its metadata; checkMissing).
+	reported Gaps
 
 	mu sync.Mutex
 	st Stats

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,25 +105,68 @@ func (gs Gaps) above(floor uint64) Gaps {
 	return out
 }
 
-// checkMissing logs, counts and returns the gaps of the runner's stream
-// (Missing) after the consumer's acknowledged floor when Consume started:
-// the messages this consumer never handled and never will. A gap below it
-// was handled before it went missing. The log line is written when the
-// gaps differ from last (the start's). A stream that cannot be asked is
-// logged, not an error: the check is a witness, the consumer's work goes
-// on.
-func (r *runner) checkMissing(ctx context.Context, last Gaps) Gaps {
+// metaMissingReported is the consumer metadata key that keeps the gaps a
+// consumer has reported, so that each is warned about once per consumer
+// and not again on every later run (after the repair, too).
+const metaMissingReported = "codapipe_missing_reported"
+
+// parseGaps reads Gaps.String's form; what does not parse is left out.
+func parseGaps(s string) Gaps {
+	var out Gaps
+	for _, part := range strings.Split(s, ",") {
+		a, b, ok := strings.Cut(part, "-")
+		if !ok {
+			b = a
+		}
+		first, err1 := strconv.ParseUint(a, 10, 64)
+		last, err2 := strconv.ParseUint(b, 10, 64)
+		if err1 == nil && err2 == nil && first <= last {
+			out = append(out, Gap{first, last})
+		}
+	}
+	return out
+}
+
+// checkMissing counts and returns the gaps of the runner's stream
+// (Missing) after the consumer's acknowledged floor when Consume started
+// — the messages this consumer never handled and never will (a gap below
+// it was handled before it went missing) — that it has not reported
+// before. Those it warns about, with the range, and records in the
+// consumer's metadata. A stream that cannot be asked is logged, not an
+// error: the check is a witness, the consumer's work goes on.
+func (r *runner) checkMissing(ctx context.Context) Gaps {
 	all, err := r.b.Missing(ctx, r.spec.Stream)
 	if err != nil {
 		r.b.log.Warn("bus: could not check the stream for missing messages", "stream", r.spec.Stream, "consumer", r.spec.Durable, "err", err)
-		return last
+		return nil
 	}
 	gaps := all.above(r.floor)
 	r.b.metrics.missing.WithLabelValues(r.spec.Stream, r.spec.Durable).Set(float64(gaps.Messages()))
-	if len(gaps) > 0 && !slices.Equal(gaps, last) {
-		r.b.log.Warn("bus: the stream holds fewer messages than its sequence numbers say: lost to store damage or removed; "+
-			"rollout --verify runs lost trajectories again (docs/operations.md, Damage and repair)",
-			"stream", r.spec.Stream, "consumer", r.spec.Durable, "missing", gaps.String(), "messages", gaps.Messages())
+	var fresh Gaps
+	for _, g := range gaps {
+		if !slices.Contains(r.reported, g) {
+			fresh = append(fresh, g)
+		}
 	}
-	return gaps
+	if len(fresh) == 0 {
+		return nil
+	}
+	r.b.log.Warn("bus: the stream holds fewer messages than its sequence numbers say: lost to store damage or removed; "+
+		"rollout --verify runs lost trajectories again (docs/operations.md, Damage and repair)",
+		"stream", r.spec.Stream, "consumer", r.spec.Durable, "missing", fresh.String(), "messages", fresh.Messages())
+	r.reported = append(r.reported, fresh...)
+	cfg := r.cfg
+	cfg.Metadata = maps.Clone(cfg.Metadata)
+	if cfg.Metadata == nil {
+		cfg.Metadata = map[string]string{}
+	}
+	cfg.Metadata[metaMissingReported] = r.reported.String()
+	cctx, cancel := context.WithTimeout(ctx, r.b.timeout)
+	defer cancel()
+	if _, err := r.b.js.CreateOrUpdateConsumer(cctx, r.spec.Stream, cfg); err != nil {
+		r.b.log.Warn("bus: could not record the missing messages reported; a later run reports them again", "consumer", r.spec.Durable, "err", err)
+	} else {
+		r.cfg = cfg
+	}
+	return fresh
 }

@@ -1,12 +1,14 @@
 package advantage
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
@@ -105,5 +107,93 @@ func TestAcceptDamagedScreenshotDeadLettered(t *testing.T) {
 	}
 	if !strings.Contains(again, fmt.Sprintf("holds %d rows", len(want))) {
 		t.Errorf("the repair run does not report %d rows:\n%s", len(want), again)
+	}
+}
+
+// advantageExport runs advantage export of the set in setDir to a fresh
+// folder; it returns the exit code and stderr.
+func advantageExport(t *testing.T, dir, setDir string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	args := []string{"export", "--data", dir, "--log-level", "warn", "--set", setDir, "--format", "openrlhf", "--out", filepath.Join(t.TempDir(), "export")}
+	code := service.MainContext(ctx, Command(), args, &out, &errb)
+	return code, errb.String()
+}
+
+// Damage (issue 25, acceptance 3): a truncated shard file and a truncated
+// shard-set manifest each end in a clear error of the reader (advantage
+// export) naming the file and what was expected. The repairs: the
+// manifest is written again from the set's commit records by the next
+// advantage drain of the set; a set with a damaged shard file is written
+// again to a new place, and holds every row.
+func TestAcceptDamagedShardAndManifest(t *testing.T) {
+	dir, judged := corpus(t)
+	want := expectedKeys(t, judged)
+	advantageCLI(t, dir)
+	ctx := context.Background()
+	bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := onlyManifest(t, bucket)
+	setDir := filepath.Join(dir, "shards", filepath.FromSlash(m.Set))
+	if code, errText := advantageExport(t, dir, setDir); code != 0 {
+		t.Fatalf("export of the intact set: exit %d\n%s", code, errText)
+	}
+
+	// A truncated manifest.
+	manifest := filepath.Join(setDir, "manifest.json")
+	good, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, errText := advantageExport(t, dir, setDir)
+	t.Logf("export with a truncated manifest: exit %d\n%s", code, errText)
+	if code == 0 || !strings.Contains(errText, "manifest.json") || !strings.Contains(errText, "checksum mismatch") && !strings.Contains(errText, "unexpected end of JSON") {
+		t.Fatalf("export of a set with a truncated manifest: exit %d, want an error naming manifest.json and the damage:\n%s", code, errText)
+	}
+	// Repair: the next drain of the set writes its manifest again.
+	advantageCLI(t, dir)
+	if code, errText := advantageExport(t, dir, setDir); code != 0 {
+		t.Fatalf("export after the manifest was written again: exit %d\n%s", code, errText)
+	}
+	if got := onlyManifest(t, bucket); got.Counts.Rows != len(want) {
+		t.Fatalf("the rewritten manifest counts %d rows, want %d", got.Counts.Rows, len(want))
+	}
+
+	// A truncated shard file.
+	f := m.Files[0]
+	path := filepath.Join(setDir, filepath.FromSlash(f.Path))
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, body[:len(body)*3/4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, errText = advantageExport(t, dir, setDir)
+	t.Logf("export with a truncated shard: exit %d\n%s", code, errText)
+	if code == 0 || !strings.Contains(errText, f.Path) || !strings.Contains(errText, f.SHA256) || !strings.Contains(errText, "checksum mismatch") {
+		t.Fatalf("export of a set with a truncated shard: exit %d, want an error naming %s, its SHA-256 %s and the mismatch:\n%s", code, f.Path, f.SHA256, errText)
+	}
+	// Repair: the set written again to a new place holds every row.
+	out := filepath.Join(t.TempDir(), "shards")
+	advantageCLI(t, dir, "--out", out)
+	nb, err := blob.OpenBucket(ctx, out, blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm := onlyManifest(t, nb)
+	got := readKeys(t, nb, nm)
+	if len(got) != len(want) || nm.Counts.Rows != len(want) {
+		t.Fatalf("the set written again holds %d distinct rows (manifest %d), want %d", len(got), nm.Counts.Rows, len(want))
+	}
+	if code, errText := advantageExport(t, dir, filepath.Join(out, filepath.FromSlash(nm.Set))); code != 0 {
+		t.Fatalf("export of the set written again: exit %d\n%s", code, errText)
 	}
 }

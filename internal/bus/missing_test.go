@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/natstest"
 )
 
 // syncBuffer is a log sink a test reads while the bus writes.
@@ -32,24 +32,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// truncateBlock cuts the last quarter off the first block file of a
-// kind's stream in the embedded server's store under dataDir (the server
-// must be stopped): the damage of a disk that lost the end of a file.
-func truncateBlock(t *testing.T, dataDir string, k bus.Kind) {
-	t.Helper()
-	blks, err := filepath.Glob(filepath.Join(dataDir, "nats", "jetstream", "*", "streams", bus.StreamName(k), "msgs", "*.blk"))
-	if err != nil || len(blks) == 0 {
-		t.Fatalf("no block file of %s under %s (%v)", bus.StreamName(k), dataDir, err)
-	}
-	fi, err := os.Stat(blks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(blks[0], fi.Size()*3/4); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Damage to a stream's store (a truncated block file) is not silent: a
@@ -74,7 +56,7 @@ func TestConsumeReportsMessagesLostToStoreDamage(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	truncateBlock(t, dir, bus.Raw)
+	natstest.TruncateStreamBlock(t, filepath.Join(dir, "nats"), bus.StreamName(bus.Raw))
 
 	var logs syncBuffer
 	claims, err := blob.Open(ctx, filepath.Join(dir, "blobs"), blob.Config{})

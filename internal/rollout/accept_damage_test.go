@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,26 +14,9 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge"
+	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/service"
 )
-
-// truncateRawBlock cuts the last quarter off the raw stream's first block
-// file in the embedded server's store under dataDir (no command may be
-// running on it): a disk that lost the end of a file.
-func truncateRawBlock(t *testing.T, dataDir string) {
-	t.Helper()
-	blks, err := filepath.Glob(filepath.Join(dataDir, "nats", "jetstream", "*", "streams", bus.StreamName(bus.Raw), "msgs", "*.blk"))
-	if err != nil || len(blks) == 0 {
-		t.Fatalf("no block file of the raw stream under %s (%v)", dataDir, err)
-	}
-	fi, err := os.Stat(blks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(blks[0], fi.Size()*3/4); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // judgeDrain runs judge --sim --drain on dataDir and returns its output.
 func judgeDrain(t *testing.T, dataDir string) string {
@@ -75,7 +57,7 @@ func TestAcceptVerifyRerunsTrajectoriesLostToStoreDamage(t *testing.T) {
 	if sum := runOK(t, cfg, nil); sum.Episodes != episodes {
 		t.Fatalf("the first invocation ran %d episodes, want %d", sum.Episodes, episodes)
 	}
-	truncateRawBlock(t, dir)
+	natstest.TruncateStreamBlock(t, filepath.Join(dir, "nats"), bus.StreamName(bus.Raw))
 
 	out := judgeDrain(t, dir)
 	t.Logf("judge after the damage:\n%s", out)

@@ -418,7 +418,7 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 		return err
 	}
 	// Hours of VM time are not dropped: the trajectory waits on disk.
-	path, serr := spoolPut(p.Spool, spooled{Subject: p.Subject, ID: t.ID, Run: p.Run, Task: j.Task.ID, Sample: j.Sample,
+	path, serr := spoolPut(p.Spool, spooled{Subject: p.Subject, ID: msgIDFor(p.Redo, key, t.ID), Run: p.Run, Task: j.Task.ID, Sample: j.Sample,
 		Header: hdr, Body: body, Record: rec, Time: time.Now().UTC(), Reason: err.Error()})
 	if serr != nil {
 		return errors.Join(err, serr)

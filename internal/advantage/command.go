@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/service"
@@ -131,6 +132,10 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 func PrintStats(w io.Writer, st Stats) {
 	fmt.Fprintf(w, "advantage: %d judged trajectories taken in, %d already written before, %d outside the selection (not written), %d dead-lettered, %d retried\n",
 		st.Messages, st.Skipped, st.Unselected, st.DeadLettered, st.Retried)
+	if len(st.Missing) > 0 {
+		fmt.Fprintf(w, "advantage: WARNING: the stream %s is missing %d messages (sequences %s), never taken in: lost to store damage or removed; judge the runs again (docs/operations.md, Damage and repair)\n",
+			bus.StreamName(bus.Judged), st.Missing.Messages(), st.Missing)
+	}
 	if st.Selection != nil {
 		fmt.Fprintf(w, "advantage: selection: %s\n", selectionText(*st.Selection))
 	}

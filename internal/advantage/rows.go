@@ -143,7 +143,7 @@ func (b *byteBudget) release(n int64) {
 // have is bad input.
 func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*prompt.Set, error) {
 	p, err := r.prompts.Of(ctx, t)
-	if prompt.Unavailable(err) {
+	if prompt.Unavailable(err) || blob.Damaged(err) {
 		return nil, inputErr("trajectory %s: %v", t.ID, err)
 	}
 	return p, err
@@ -183,6 +183,10 @@ func (r *renderer) prompt(ctx context.Context, p *prompt.Set, t *traj.Trajectory
 			b, err := r.store.GetBytes(ctx, ref.SHA256)
 			if errors.Is(err, blob.ErrNotFound) {
 				return rendered{}, inputErr("trajectory %s step %d: screenshot %s is missing from the blob store", t.ID, i, ref.SHA256)
+			}
+			if blob.Damaged(err) {
+				// Damage in the store: no retry reads it right (blob.Damaged).
+				return rendered{}, inputErr("trajectory %s step %d: screenshot %s is damaged in the blob store: %v", t.ID, i, ref.SHA256, err)
 			}
 			if err != nil {
 				return rendered{}, err

@@ -167,12 +167,15 @@ type Stats struct {
 	Skipped  int    `json:"skipped"`  // already committed (a redelivery)
 	// Unselected counts judged trajectories outside the set's selection:
 	// acknowledged, not written.
-	Unselected   int    `json:"outside_selection"`
-	DeadLettered int    `json:"dead_lettered"` // given up on, with a reason
-	Retried      int    `json:"retried"`
-	Commits      int    `json:"commits"`
-	Files        int    `json:"files"`
-	Counts       Counts `json:"counts"` // what this process committed
+	Unselected   int `json:"outside_selection"`
+	DeadLettered int `json:"dead_lettered"` // given up on, with a reason
+	Retried      int `json:"retried"`
+	// Missing are the judged stream's sequences it no longer holds (store
+	// damage, bus.Bus.Missing): judged trajectories never taken in.
+	Missing bus.Gaps `json:"missing,omitempty"`
+	Commits int      `json:"commits"`
+	Files   int      `json:"files"`
+	Counts  Counts   `json:"counts"` // what this process committed
 	// Manifest is the set's manifest as last written (all processes' commits).
 	Manifest *shard.Manifest `json:"-"`
 	// Selection is the set's selection as recorded when it started.
@@ -295,10 +298,11 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	if cfg.Drain {
 		fetchWait = 250 * time.Millisecond
 	}
-	_, cerr := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
+	cst, cerr := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
 		Stream: bus.StreamName(bus.Judged), Durable: cfg.Durable, Filter: filter, StartTime: s.sel.startTime(),
 		Workers: cfg.Workers, MaxAckPending: max(1000, 4*cfg.Workers), AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
 	}, s.handle)
+	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	s.co.tick(context.WithoutCancel(ctx))
 	stopTick()
 	twg.Wait()
@@ -391,7 +395,12 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 // failed turns an error into a dead letter (bad input) or a retry.
 func (s *server) failed(m *bus.Msg, err error) bus.Result {
 	var ie *InputError
-	if errors.As(err, &ie) {
+	if !errors.As(err, &ie) && blob.Damaged(err) {
+		// Content damaged in the store is as permanent as bad input,
+		// wherever it was read: a dead letter, never a retry.
+		ie = &InputError{Reason: fmt.Sprintf("message %s: %v", m.ID, err)}
+	}
+	if ie != nil {
 		s.count(func(st *Stats) { st.DeadLettered++ })
 		s.cfg.Metrics.trajectory("dead_lettered")
 		s.log.Warn("advantage: dead-lettered", "message", m.ID, "reason", ie.Reason)
@@ -571,8 +580,8 @@ func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, err
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return nil, inputErr("judged trajectory %s is not in the archive", key)
-	case errors.Is(err, archive.ErrDamaged):
-		return nil, inputErr("judged trajectory %s: %v", key, err)
+	case errors.Is(err, archive.ErrDamaged), blob.Damaged(err):
+		return nil, inputErr("judged trajectory %s in the archive is damaged (re-judge it: docs/operations.md, Damage and repair): %v", key, err)
 	}
 	return jd, err
 }

@@ -47,6 +47,15 @@ var (
 	ErrInvalidKey = errors.New("invalid key")
 )
 
+// Damaged reports whether err says that stored content does not match its checksum: damage in
+// the store that no later read repairs (Store.GetBytes reads twice before it says so). Every
+// stage treats it as permanent — a dead letter or a clear error naming the content, never a
+// retry. An upload the server refused as damaged in transit is not stored damage and is not
+// Damaged (the upload is repeated).
+func Damaged(err error) bool {
+	return errors.Is(err, ErrChecksumMismatch) && !errors.Is(err, errInTransit)
+}
+
 // Info describes a stored object.
 type Info struct {
 	// Key is the object's name within the bucket (without the URL's prefix).

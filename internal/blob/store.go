@@ -215,8 +215,22 @@ func (s *Store) Get(ctx context.Context, sha256Hex string) (io.ReadCloser, error
 	return newVerifyingReadCloser(rc, "get", Key(h), info.Size, h, nil), nil
 }
 
-// GetBytes returns the verified content with the given SHA-256.
+// GetBytes returns the verified content with the given SHA-256. Content that does not match its
+// hash is read a second time (bytes damaged on the way read right the next time); a second
+// mismatch is damage in the store, which no later read repairs: its error wraps
+// ErrChecksumMismatch and callers treat it as permanent (Damaged).
 func (s *Store) GetBytes(ctx context.Context, sha256Hex string) ([]byte, error) {
+	b, err := s.getBytes(ctx, sha256Hex)
+	if errors.Is(err, ErrChecksumMismatch) && ctx.Err() == nil {
+		b, err = s.getBytes(ctx, sha256Hex)
+		if errors.Is(err, ErrChecksumMismatch) {
+			err = fmt.Errorf("%w (read twice: the stored content is damaged)", err)
+		}
+	}
+	return b, err
+}
+
+func (s *Store) getBytes(ctx context.Context, sha256Hex string) ([]byte, error) {
 	rc, err := s.Get(ctx, sha256Hex)
 	if err != nil {
 		return nil, err

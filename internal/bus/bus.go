@@ -407,7 +407,7 @@ var errBadClaim = errors.New("bad claim")
 
 // claimErr wraps a claim store error, marking the permanent ones.
 func claimErr(ref string, err error) error {
-	if errors.Is(err, blob.ErrNotFound) || errors.Is(err, blob.ErrChecksumMismatch) || errors.Is(err, blob.ErrInvalidKey) {
+	if errors.Is(err, blob.ErrNotFound) || blob.Damaged(err) || errors.Is(err, blob.ErrInvalidKey) {
 		return fmt.Errorf("%w: %s: %w", errBadClaim, ref, err)
 	}
 	return fmt.Errorf("claim %s: %w", ref, err)

@@ -130,6 +130,13 @@ func (s *ConsumerSpec) defaults() {
 // Stats counts what Consume did.
 type Stats struct {
 	Acked, Retried, Rejected, Dead int64
+	// Missing are the stream's sequences it no longer holds (Bus.Missing)
+	// after the consumer's acknowledged floor when Consume started, as
+	// found then and, in Drain mode, when it ended: messages the consumer
+	// never handled. Each gap is reported by one run of a durable
+	// consumer, the first that finds it (it is recorded in the
+	// consumer's metadata), not again by later runs.
+	Missing Gaps
 }
 
 // Consume creates (or updates) the durable consumer and runs handler on
@@ -163,6 +170,7 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 		// Where an existing consumer starts is fixed at its creation.
 		have := old.CachedInfo().Config
 		cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = have.DeliverPolicy, have.OptStartTime, have.OptStartSeq
+		cfg.Metadata = have.Metadata // the server's own keys, and what the runner recorded (checkMissing)
 	}
 	cons, err := b.js.CreateOrUpdateConsumer(cctx, spec.Stream, cfg)
 	cancel()
@@ -184,7 +192,10 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 	})
 	defer stopGrace()
 
-	r := &runner{b: b, spec: spec, cons: cons, handler: handler}
+	ci := cons.CachedInfo()
+	r := &runner{b: b, spec: spec, cons: cons, handler: handler, cfg: ci.Config, floor: ci.AckFloor.Stream,
+		reported: parseGaps(ci.Config.Metadata[metaMissingReported])}
+	r.st.Missing = r.checkMissing(ctx)
 	var wg sync.WaitGroup
 	errs := make([]error, spec.Workers)
 	for w := 0; w < spec.Workers; w++ {
@@ -195,7 +206,12 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 		}()
 	}
 	wg.Wait()
-	return r.stats(), errors.Join(errs...)
+	err = errors.Join(errs...)
+	if spec.Drain && err == nil && ctx.Err() == nil {
+		gaps := r.checkMissing(ctx)
+		r.count(func(st *Stats) { st.Missing = append(st.Missing, gaps...) })
+	}
+	return r.stats(), err
 }
 
 type runner struct {
@@ -203,6 +219,11 @@ type runner struct {
 	spec    ConsumerSpec
 	cons    jetstream.Consumer
 	handler Handler
+	cfg     jetstream.ConsumerConfig // as created or updated
+	floor   uint64                   // the consumer's acknowledged stream sequence when Consume started
+	// reported are the gaps of the stream the consumer has warned about
+	// (its metadata; checkMissing).
+	reported Gaps
 
 	mu sync.Mutex
 	st Stats
@@ -309,7 +330,20 @@ func (r *runner) lastMatching(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("stream %s: %w", r.spec.Stream, err)
 	}
 	if len(r.spec.Filter) == 0 {
-		return s.CachedInfo().State.LastSeq, nil
+		st := s.CachedInfo().State
+		last := st.LastSeq
+		if st.NumDeleted > 0 {
+			// The last sequence can be one the store lost (a truncated
+			// block): the last message is before the gap at the end.
+			gaps, err := r.b.Missing(ctx, r.spec.Stream)
+			if err != nil {
+				return 0, err
+			}
+			if n := len(gaps); n > 0 && gaps[n-1].Last >= last {
+				last = gaps[n-1].First - 1
+			}
+		}
+		return last, nil
 	}
 	var last uint64
 	for _, f := range r.spec.Filter {

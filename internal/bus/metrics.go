@@ -16,6 +16,7 @@ type Metrics struct {
 	handled       *prometheus.CounterVec
 	dead          *prometheus.CounterVec
 	handleSeconds *prometheus.HistogramVec
+	missing       *prometheus.GaugeVec
 }
 
 // NewMetrics creates the bus metrics and registers them on reg (nil: not
@@ -31,6 +32,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		retries:       f.CounterVec("codapipe_bus_retries_total", "Requests repeated after a transient error (leader election, timeout, reconnect), by operation: publish, dead_letter, ack, ensure (creating streams and buckets).", "op"),
 		handled:       f.CounterVec("codapipe_bus_handled_total", "Messages handled, by consumer and result (ack, retry, reject).", "consumer", "result"),
 		dead:          f.CounterVec("codapipe_bus_dead_letters_total", "Messages moved to the dead-letter subject.", "consumer"),
+		missing:       f.GaugeVec("codapipe_bus_stream_missing_messages", "Sequences of a stream that it no longer holds (store damage or removed by hand) and that the consumer never handled, as it found them last.", "stream", "consumer"),
 		handleSeconds: f.HistogramVec("codapipe_bus_handle_seconds", "Handler duration.", prometheus.ExponentialBuckets(0.001, 4, 10), "consumer"),
 	}
 	for _, op := range []string{"publish", "dead_letter", "ack", "ensure"} {

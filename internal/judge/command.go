@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
@@ -178,6 +179,10 @@ func PrintStats(w io.Writer, st Stats) {
 		n, st.Decisions[traj.CleanSuccess], st.Decisions[traj.RedundantSuccess], st.Decisions[traj.Failure], st.Decisions[traj.Undecided], st.Decisions[traj.NotJudged])
 	fmt.Fprintf(w, "judge: %d model calls (%.2f per judged trajectory), %d republished from the archive, %d dead-lettered, %d retried\n",
 		st.Calls, cpt, st.Republished, st.DeadLettered, st.Retried)
+	if len(st.Missing) > 0 {
+		fmt.Fprintf(w, "judge: WARNING: the stream %s is missing %d messages (sequences %s), never judged: lost to store damage or removed; rollout --verify --run <run> runs them again\n",
+			bus.StreamName(bus.Raw), st.Missing.Messages(), st.Missing)
+	}
 }
 
 const usage = `judge — score trajectories with VLM judges and publish judgements.

@@ -235,7 +235,7 @@ func (j *Judge) load(ctx context.Context, frames []Frame) ([][]byte, error) {
 	for i, f := range frames {
 		b, err := j.cfg.Store.GetBytes(ctx, f.Image.SHA256)
 		switch {
-		case errors.Is(err, blob.ErrNotFound), errors.Is(err, blob.ErrChecksumMismatch), errors.Is(err, blob.ErrInvalidKey):
+		case errors.Is(err, blob.ErrNotFound), blob.Damaged(err), errors.Is(err, blob.ErrInvalidKey):
 			what := "step " + strconv.Itoa(f.Step)
 			if f.Final {
 				what = "the final screen"

@@ -85,6 +85,9 @@ type Stats struct {
 	// DeadLettered counts messages given up on with a reason.
 	DeadLettered int `json:"dead_lettered"`
 	Retried      int `json:"retried"`
+	// Missing are the raw stream's sequences it no longer holds (store
+	// damage, bus.Bus.Missing): trajectories never judged.
+	Missing bus.Gaps `json:"missing,omitempty"`
 }
 
 // Trajectories is the number of judgements published.
@@ -169,11 +172,12 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	if cfg.Drain {
 		fetchWait = 250 * time.Millisecond // notice sooner that nothing is left
 	}
-	_, err := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
+	cst, err := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
 		Stream: bus.StreamName(bus.Raw), Durable: cfg.Durable, Filter: filter,
 		Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(1000, 4*cfg.Workers),
 		AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
 	}, s.handle)
+	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	stopProgress()
 	pwg.Wait()
 	if cfg.ProgressEvery > 0 {
@@ -320,8 +324,10 @@ func (s *server) archived(ctx context.Context, key string) ([]byte, *traj.Judgem
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return nil, nil, nil
-	case errors.Is(err, archive.ErrDamaged):
-		// A damaged archive entry is judged again and replaced.
+	case errors.Is(err, archive.ErrDamaged), blob.Damaged(err):
+		// A damaged archive entry (it does not decode, or its bytes do
+		// not match their recorded checksum: a truncated record) is
+		// judged again and replaced.
 		s.log.Warn("judge: archived judgement unreadable; judging again", "key", key, "err", err)
 		return nil, nil, nil
 	case err != nil:

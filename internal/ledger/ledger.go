@@ -266,6 +266,20 @@ func (l *Ledger) MarkDone(ctx context.Context, run string, ep EpisodeKey, rec Re
 	return nil
 }
 
+// Forget removes the record of one episode of run: its trajectory is not
+// on the stream after all (lost to store damage, purged), and the episode
+// is to run again (rollout --verify). Forgetting an episode without a
+// record is not an error.
+func (l *Ledger) Forget(ctx context.Context, run string, ep EpisodeKey) error {
+	err := l.retry(ctx, func(ctx context.Context) error {
+		return l.kv.Delete(ctx, episodeKey(run, ep))
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("ledger: forget %s/%d of run %q: %w", ep.Task, ep.Sample, run, err)
+	}
+	return nil
+}
+
 func episodeKey(run string, ep EpisodeKey) string {
 	return fmt.Sprintf("%s.ep.%s.%d", bus.KeyToken(run), bus.KeyToken(ep.Task), ep.Sample)
 }

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +173,26 @@ func (c *EmbeddedCluster) Shutdown() {
 		s.WaitForShutdown()
 	}
 	c.servers = nil
+}
+
+// TruncateStreamBlock cuts the last quarter off the first message block
+// file (msgs/*.blk) of stream in the JetStream file store under storeDir
+// (a server's StoreDir; the embedded server of the bus keeps it in
+// <data>/nats): a disk that lost the end of a file. No server may be
+// running on the store. On its next start the server recovers the messages
+// before the cut and counts the rest as deleted.
+func TruncateStreamBlock(t testing.TB, storeDir, stream string) {
+	t.Helper()
+	blks, err := filepath.Glob(filepath.Join(storeDir, "jetstream", "*", "streams", stream, "msgs", "*.blk"))
+	if err != nil || len(blks) == 0 {
+		t.Fatalf("natstest: no block file of stream %s under %s (%v)", stream, storeDir, err)
+	}
+	sort.Strings(blks)
+	fi, err := os.Stat(blks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(blks[0], fi.Size()*3/4); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -467,7 +467,9 @@ func Cleanup() {
 }
 
 // Archived reads the judged archive of bucket: key → document, and the
-// keys of the documents that do not decode (archive.ErrDamaged).
+// keys of the documents that are damaged: they do not decode
+// (archive.ErrDamaged) or do not match their recorded checksum
+// (blob.Damaged: a truncated record).
 func Archived(t testing.TB, b blob.Bucket) (docs map[string]*traj.Judged, damaged []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -479,7 +481,7 @@ func Archived(t testing.TB, b blob.Bucket) (docs map[string]*traj.Judged, damage
 		}
 		jd, _, err := archive.Read(ctx, b, info.Key)
 		switch {
-		case errors.Is(err, archive.ErrDamaged):
+		case errors.Is(err, archive.ErrDamaged), blob.Damaged(err):
 			damaged = append(damaged, info.Key)
 		case err != nil:
 			t.Fatal(err)

@@ -76,6 +76,7 @@ type Options struct {
 	LocalQueue   bool
 	Lease        time.Duration
 	PublishRetry time.Duration
+	Verify       bool // see Config.Verify
 	// VMLocks says where the VM locks are: "file" (flock on this host,
 	// the default) or "nats" (a key-value bucket, for VMs shared by hosts).
 	VMLocks string
@@ -225,7 +226,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
 		LocalQueue:  o.LocalQueue, Lease: o.Lease, PublishRetry: o.PublishRetry,
-		Spool: filepath.Join(env.Common.DataDir, "spool"),
+		Spool: filepath.Join(env.Common.DataDir, "spool"), Verify: o.Verify,
 	}
 
 	// The simulated world provides the VMs and the models.
@@ -380,7 +381,7 @@ const usage = `rollout — run the planner→executor agent on an app's tasks an
 Usage:
   rollout --app APP --group G [--samples K] [--tasks DIR] [--vms N | --pool FILE]
           [--planner-url U --planner-model M] [--executor-url U --executor-model M]
-          [--nats URL] [--store URL] [--run NAME] [--sim] [--summary FILE]
+          [--nats URL] [--store URL] [--run NAME] [--verify] [--sim] [--summary FILE]
   rollout tasks --tasks DIR [--app APP] [--json]   list the tasks of a ScienceBoard task folder
   rollout sim [--vms N] [--seed S]                 start the SIMULATOR alone and print its addresses
   rollout report --run NAME [--baseline RUN] [--json] [--out FILE.html]
@@ -436,6 +437,7 @@ func Command() service.Command {
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
+			fs.Bool(&o.Verify, "verify", "CODAPIPE_VERIFY", false, "compare the run's ledger with the stream before running: episodes the ledger lists as published whose trajectory is not on the stream (lost to store damage, purged) are forgotten and run again now")
 			fs.Bool(&o.LocalQueue, "local-queue", "CODAPIPE_LOCAL_QUEUE", false, "run the episodes from this process's own queue instead of the run's shared work queue on JetStream (coda.work.<run>, which every host on the same --run takes episodes from)")
 			fs.Duration(&o.Lease, "lease", "CODAPIPE_LEASE", DefaultLease, "how long a host holds an episode of the shared queue without renewing it (it renews every third of it) before another host takes it over")
 			fs.String(&o.VMLocks, "vm-locks", "CODAPIPE_VM_LOCKS", VMLocksFile, "where the VM locks are: file (lock files in the pool's lock_dir, for VMs only this host drives) or nats (the CODA_VMLOCKS key-value bucket, 30 s TTL renewed by the holder, for VMs shared by several hosts)")

@@ -1,9 +1,11 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,15 +38,20 @@ const reconcileMargin = 10 * time.Minute
 // another planner checkpoint than checkpoint (the ledger lost the run's
 // binding) is refused with ledger.ErrCheckpointChanged: the run must not
 // mix two policies.
-func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, checkpoint string, since time.Time, want map[ledger.EpisodeKey]bool, done map[ledger.EpisodeKey]ledger.Record, log *slog.Logger) (int, error) {
+//
+// With verify (rollout --verify) the same scan also goes the other way:
+// an episode in done whose trajectory is not on subject (lost to damage of
+// the stream's store, or purged) is forgotten by the ledger, taken out of
+// done and returned in lost, so that it runs again.
+func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, checkpoint string, since time.Time, want map[ledger.EpisodeKey]bool, done map[ledger.EpisodeKey]ledger.Record, verify bool, log *slog.Logger) (recorded int, lost []ledger.EpisodeKey, err error) {
 	missing := 0
 	for k := range want {
 		if _, ok := done[k]; !ok {
 			missing++
 		}
 	}
-	if missing == 0 {
-		return 0, nil
+	if missing == 0 && !verify {
+		return 0, nil, nil
 	}
 	type found struct {
 		key ledger.EpisodeKey
@@ -52,7 +59,8 @@ func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, 
 	}
 	var todo []found
 	seen := map[ledger.EpisodeKey]bool{}
-	err := b.Scan(ctx, bus.Raw, subject, since.Add(-reconcileMargin), func(m bus.Stored) error {
+	onStream := map[ledger.EpisodeKey]bool{}
+	err = b.Scan(ctx, bus.Raw, subject, since.Add(-reconcileMargin), func(m bus.Stored) error {
 		if m.Header.Get(HeaderRun) != run {
 			return nil
 		}
@@ -63,6 +71,7 @@ func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, 
 			return nil
 		}
 		key := ledger.EpisodeKey{Task: m.Header.Get(HeaderTask), Sample: k}
+		onStream[key] = true
 		if !want[key] || seen[key] {
 			return nil
 		}
@@ -74,13 +83,31 @@ func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, 
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("rollout: compare the ledger of run %q with %s: %w", run, subject, err)
+		return 0, nil, fmt.Errorf("rollout: compare the ledger of run %q with %s: %w", run, subject, err)
+	}
+	if verify {
+		for k := range done {
+			if want[k] && !onStream[k] {
+				lost = append(lost, k)
+			}
+		}
+		slices.SortFunc(lost, func(a, b ledger.EpisodeKey) int {
+			return cmp.Or(cmp.Compare(a.Task, b.Task), cmp.Compare(a.Sample, b.Sample))
+		})
+		for _, k := range lost {
+			if err := l.Forget(ctx, run, k); err != nil {
+				return 0, nil, err
+			}
+			delete(done, k)
+			log.Warn("rollout: --verify: the ledger lists the episode as published, its trajectory is not on the stream (lost to store damage or purged); it runs again",
+				"run", run, "task", k.Task, "sample", k.Sample, "subject", subject)
+		}
 	}
 	n := 0
 	for _, f := range todo {
 		body, _, err := b.Get(ctx, bus.Raw, f.seq)
 		if err != nil {
-			return n, fmt.Errorf("rollout: read %s/%d (seq %d) of run %q: %w", f.key.Task, f.key.Sample, f.seq, run, err)
+			return n, lost, fmt.Errorf("rollout: read %s/%d (seq %d) of run %q: %w", f.key.Task, f.key.Sample, f.seq, run, err)
 		}
 		t, err := traj.DecodeTrajectory(body)
 		if err != nil {
@@ -91,17 +118,17 @@ func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, 
 			continue
 		}
 		if c := t.Models.Planner.Checkpoint; c != "" && c != checkpoint {
-			return n, fmt.Errorf("%w: trajectory %s of run %q on the stream was sampled from planner checkpoint %q, this invocation has %q; give this one a new --run name",
+			return n, lost, fmt.Errorf("%w: trajectory %s of run %q on the stream was sampled from planner checkpoint %q, this invocation has %q; give this one a new --run name",
 				ledger.ErrCheckpointChanged, t.ID, run, c, checkpoint)
 		}
 		rec := ledger.RecordOf(t)
 		if err := l.MarkDone(ctx, run, f.key, rec, true); err != nil {
-			return n, err
+			return n, lost, err
 		}
 		done[f.key] = rec
 		n++
 		log.Warn("rollout: episode on the stream but not in the ledger (the last invocation stopped between the two); recorded, not run again",
 			"task", f.key.Task, "sample", f.key.Sample, "trajectory", t.ID, "seq", f.seq, "outcome", rec.Outcome)
 	}
-	return n, nil
+	return n, lost, nil
 }

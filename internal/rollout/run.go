@@ -87,6 +87,11 @@ type Config struct {
 	// Spool is the directory where trajectories that cannot be published
 	// wait for the next start ("": none; the command uses <data>/spool).
 	Spool string
+	// Verify (rollout --verify) reconciles the run's ledger with the
+	// stream both ways before the run: episodes the ledger lists as
+	// published whose trajectory is not on the stream (store damage, a
+	// purge) are forgotten and run again by this invocation.
+	Verify bool
 }
 
 // Run runs the episodes of cfg's run that are not published yet and
@@ -118,6 +123,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	pub.Redo = plan.redo
 	ag, prompts, err := newAgent(cfg, log)
 	if err != nil {
 		return nil, err
@@ -132,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	// host can join the run, and the run's own queue does without leases
 	// (a restart would wait out the lease of what the last one held).
 	if !cfg.LocalQueue && cfg.Schedule != sched.Static && cfg.Bus.URL() == "" {
-		if queue, err = openWorkQueue(ctx, cfg, runs, plan.start, plan.jobs, log); err != nil {
+		if queue, err = openWorkQueue(ctx, cfg, runs, plan.start, plan.jobs, plan.redo, log); err != nil {
 			return nil, err
 		}
 	}
@@ -205,6 +211,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	sum := summarize(cfg, results, done, time.Since(start), pool.Stats())
 	sum.Skipped, sum.ByOtherHosts = len(plan.done), len(others)
+	sum.Verified, sum.LostRerun = cfg.Verify, len(plan.redo)
 	sum.SharedQueue = queue != nil
 	sum.SpoolLeft = spoolLeft(cfg.Spool)
 	if n, err := streamCount(ctx, cfg.Bus, subject); err == nil {
@@ -257,6 +264,18 @@ type jobPlan struct {
 	start time.Time                           // the run's start (first invocation)
 	done  map[ledger.EpisodeKey]ledger.Record // published by an earlier invocation
 	jobs  []sched.Job                         // every (task, sample) not published yet
+	// redo holds the episodes --verify found lost, each with the tag that
+	// makes its new message ids (msgIDFor).
+	redo map[ledger.EpisodeKey]string
+}
+
+// msgIDFor is the message id of an episode's message whose natural id is
+// id: id itself, or with the tag of a re-run of a lost episode.
+func msgIDFor(redo map[ledger.EpisodeKey]string, k ledger.EpisodeKey, id string) string {
+	if tag, ok := redo[k]; ok {
+		return id + "~" + tag
+	}
+	return id
 }
 
 // planJobs records the run's start in the ledger (or reads it), reconciles
@@ -288,8 +307,20 @@ func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject stri
 			want[ledger.EpisodeKey{Task: cfg.Tasks[i].ID, Sample: k}] = true
 		}
 	}
-	if _, err := reconcile(ctx, cfg.Bus, runs, subject, cfg.Run, cfg.Planner.Checkpoint, p.start, want, p.done, log); err != nil {
+	_, lost, err := reconcile(ctx, cfg.Bus, runs, subject, cfg.Run, cfg.Planner.Checkpoint, p.start, want, p.done, cfg.Verify, log)
+	if err != nil {
 		return p, err
+	}
+	if len(lost) > 0 {
+		// The lost episodes' message ids (work queue, stream) may still be
+		// in the streams' de-duplication window: their new messages get
+		// ids of this invocation, or the server would drop them as
+		// duplicates of what it lost.
+		tag := "verify-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		p.redo = make(map[ledger.EpisodeKey]string, len(lost))
+		for _, k := range lost {
+			p.redo[k] = tag
+		}
 	}
 	for i := range cfg.Tasks {
 		for k := range cfg.Samples {
@@ -337,7 +368,10 @@ type Publisher struct {
 	// cannot be published (or recorded) is kept, to be published on the
 	// next start (flushSpool).
 	Spool string
-	Log   *slog.Logger
+	// Redo gives the episodes that --verify found lost the tag of their
+	// new message id (msgIDFor).
+	Redo map[ledger.EpisodeKey]string
+	Log  *slog.Logger
 }
 
 // publish publishes one message. Bus.Publish retries transient errors
@@ -376,7 +410,7 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 	}
 	key := ledger.EpisodeKey{Task: j.Task.ID, Sample: j.Sample}
 	rec := ledger.RecordOf(t)
-	ack, err := p.publish(ctx, p.Subject, t.ID, body, hdr)
+	ack, err := p.publish(ctx, p.Subject, msgIDFor(p.Redo, key, t.ID), body, hdr)
 	if err == nil {
 		// A duplicate means the stream already holds a trajectory with
 		// this id (an earlier invocation published it): its ledger record,
@@ -387,7 +421,7 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 		return err
 	}
 	// Hours of VM time are not dropped: the trajectory waits on disk.
-	path, serr := spoolPut(p.Spool, spooled{Subject: p.Subject, ID: t.ID, Run: p.Run, Task: j.Task.ID, Sample: j.Sample,
+	path, serr := spoolPut(p.Spool, spooled{Subject: p.Subject, ID: msgIDFor(p.Redo, key, t.ID), Run: p.Run, Task: j.Task.ID, Sample: j.Sample,
 		Header: hdr, Body: body, Record: rec, Time: time.Now().UTC(), Reason: err.Error()})
 	if serr != nil {
 		return errors.Join(err, serr)

@@ -26,7 +26,7 @@ var errSpooled = fmt.Errorf("%w (spool)", sched.ErrKept)
 // later (a file per trajectory, <spool>/<run token>/<id token>.json).
 type spooled struct {
 	Subject string        `json:"subject"`
-	ID      string        `json:"id"` // trajectory id: the message id
+	ID      string        `json:"id"` // the message id: the trajectory id (with the tag of a --verify re-run, msgIDFor)
 	Run     string        `json:"run"`
 	Task    string        `json:"task"`
 	Sample  int           `json:"sample"`

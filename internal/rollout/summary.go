@@ -24,15 +24,20 @@ import (
 // this invocation are Episodes, Retries, Failed, Utilisation and
 // WallSeconds.
 type Summary struct {
-	Run      string  `json:"run"`
-	App      string  `json:"app"`
-	Tasks    int     `json:"tasks"`
-	Samples  int     `json:"samples"`
-	Group    int     `json:"group"`
-	Episodes int     `json:"episodes"`          // run by this invocation
-	Skipped  int     `json:"already_published"` // published by an earlier invocation of the run
-	Success  int     `json:"successes"`
-	Rate     float64 `json:"success_rate"` // over scored episodes
+	Run      string `json:"run"`
+	App      string `json:"app"`
+	Tasks    int    `json:"tasks"`
+	Samples  int    `json:"samples"`
+	Group    int    `json:"group"`
+	Episodes int    `json:"episodes"`          // run by this invocation
+	Skipped  int    `json:"already_published"` // published by an earlier invocation of the run
+	// Verified: the invocation ran with --verify; LostRerun counts the
+	// episodes the ledger listed as published whose trajectory was not on
+	// the stream (lost to store damage, purged), run again (in Episodes).
+	Verified  bool    `json:"verified,omitempty"`
+	LostRerun int     `json:"lost_rerun,omitempty"`
+	Success   int     `json:"successes"`
+	Rate      float64 `json:"success_rate"` // over scored episodes
 	// Unscored counts episodes the evaluator could not score (it failed, a
 	// check is unsupported, or the task has none): like environment errors
 	// they are left out of the success rate, Average@K and Pass@K.
@@ -157,6 +162,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "run %s — %s: %d tasks × %d samples, G=%d\n", traj.PrintName(s.Run), traj.PrintName(s.App), s.Tasks, s.Samples, s.Group)
 	row("episodes run", "%d (already published before: %d)", s.Episodes, s.Skipped)
+	if s.Verified {
+		row("verified", "ledger and stream compared: %d episodes listed as published were not on the stream (lost), run again", s.LostRerun)
+	}
 	if s.SharedQueue {
 		row("shared queue", "%d episodes run by other hosts; %d taken over from another host", s.ByOtherHosts, s.Retaken)
 	}

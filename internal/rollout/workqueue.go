@@ -68,7 +68,7 @@ func workConsumer(run string) string { return "rollout-" + bus.KeyToken(run) }
 // the stream stores each episode once (within its de-duplication window),
 // and an episode a host has already finished (its message acknowledged)
 // is not stored again.
-func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start time.Time, jobs []sched.Job, log *slog.Logger) (*workQueue, error) {
+func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start time.Time, jobs []sched.Job, redo map[ledger.EpisodeKey]string, log *slog.Logger) (*workQueue, error) {
 	q := &workQueue{
 		b: cfg.Bus, subject: bus.WorkSubject(cfg.Run), run: cfg.Run, samples: cfg.Samples, ledger: runs,
 		lease: cfg.Lease, poll: time.Second, budget: cfg.PublishRetry, tasks: map[string]*scienceboard.Task{}, log: log,
@@ -119,7 +119,7 @@ func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start t
 		hdr.Set(HeaderRun, cfg.Run)
 		hdr.Set(HeaderTask, j.Task.ID)
 		hdr.Set(HeaderSample, strconv.Itoa(j.Sample))
-		id := traj.EpisodeID(start, cfg.Run, j.Task.ID, j.Sample)
+		id := msgIDFor(redo, ledger.EpisodeKey{Task: j.Task.ID, Sample: j.Sample}, traj.EpisodeID(start, cfg.Run, j.Task.ID, j.Sample))
 		// Bus.Publish retries transient errors; the budget bounds it.
 		pctx, cancel := context.WithTimeout(ctx, cmp.Or(q.budget, bus.DefaultRetryBudget))
 		ack, err := cfg.Bus.Publish(pctx, q.subject, id, body, hdr)

@@ -244,7 +244,7 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 	}
 	r.LedgerEpisodes = len(done)
 	if r.LedgerEpisodes != r.Trajectories {
-		r.Notes = append(r.Notes, fmt.Sprintf("the run ledger records %d published episodes, the stream holds %d trajectories of the run (a stream past its retention, or a run still going)", r.LedgerEpisodes, r.Trajectories))
+		r.Notes = append(r.Notes, fmt.Sprintf("the run ledger records %d published episodes, the stream holds %d trajectories of the run (lost to store damage or purged: rollout --verify --run %s runs them again; or a stream past its retention, or a run still going)", r.LedgerEpisodes, r.Trajectories, cfg.Run))
 	}
 
 	if src.Store != nil {

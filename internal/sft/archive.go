@@ -53,7 +53,7 @@ func readJudged(ctx context.Context, store *blob.Store, k archive.Name) (*traj.J
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return nil, inputErr("the record is no longer in the archive")
-	case errors.Is(err, blob.ErrChecksumMismatch):
+	case blob.Damaged(err):
 		return nil, inputErr("the record does not match its recorded checksum: %v", err)
 	case errors.Is(err, archive.ErrDamaged):
 		return nil, inputErr("%v", err)

@@ -202,7 +202,7 @@ func newRenderer(store *blob.Store) *renderer {
 // input.
 func (r *renderer) promptSet(ctx context.Context, t *traj.Trajectory) (*prompt.Set, error) {
 	p, err := r.prompts.Of(ctx, t)
-	if prompt.Unavailable(err) || errors.Is(err, blob.ErrChecksumMismatch) {
+	if prompt.Unavailable(err) || blob.Damaged(err) {
 		return nil, inputErr("%v", err)
 	}
 	if err != nil {

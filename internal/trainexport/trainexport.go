@@ -168,6 +168,9 @@ func Export(ctx context.Context, cfg Config) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trainexport: %w", err)
 	}
+	if err := sm.Validate(); err != nil {
+		return nil, fmt.Errorf("trainexport: shard set %s: %w", shard.ManifestKey(cfg.Prefix), err)
+	}
 	if sm.SchemaVersion < 2 {
 		return nil, fmt.Errorf("trainexport: shard set %s has schema version %d: it has no messages column (re-run advantage to write schema %d)", cfg.Prefix, sm.SchemaVersion, shard.SchemaVersion)
 	}
@@ -271,13 +274,20 @@ func (ex *exporter) file(ctx context.Context, sf shard.File) error {
 		tmp.Close()
 		return fmt.Errorf("trainexport: %s: %w", sf.Key, err)
 	}
-	_, err = io.Copy(tmp, rc)
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), rc)
 	rc.Close()
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("trainexport: %s: %w", sf.Key, err)
+	}
+	// The manifest's size and SHA-256 are the file's contract, whether or
+	// not the bucket recorded a checksum of its own (a copied set).
+	if got := hex.EncodeToString(h.Sum(nil)); (sf.Bytes > 0 && n != sf.Bytes) || (sf.SHA256 != "" && got != sf.SHA256) {
+		return fmt.Errorf("trainexport: shard file %s is damaged: %d bytes with SHA-256 %s, the manifest says %d bytes with SHA-256 %s: %w",
+			sf.Key, n, got, sf.Bytes, sf.SHA256, blob.ErrChecksumMismatch)
 	}
 	return shard.ReadFile(ctx, tmp.Name(), sf.Format, func(r *shard.Row) error {
 		if err := ex.row(ctx, r); err != nil {

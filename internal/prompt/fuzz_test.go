@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"kind":"codapipe.prompts/v1","files":{"planner.tmpl":"S","planner_user.tmpl":"{{.Instruction}}","executor.tmpl":"E"}}`))
 	f.Add([]byte(`{"kind":"codapipe.prompts/v1","layout":"user-history","files":{"planner.tmpl":"S","planner_user.tmpl":"{{range .History}}{{.Plan}}{{end}}","executor.tmpl":"{{.Nope}}"}}`))
 	f.Add([]byte(`{"kind":"codapipe.prompts/v1","layout":"x","files":{}}`))
-	f.Add([]byte(`{"kind":"codapipe.prompts/v1","files":{"planner.tmpl":"{{define \"a\"}}{{template \"a\"}}{{end}}{{template \"a\"}}","planner_user.tmpl":"","executor.tmpl":""}}`))
+	f.Add([]byte(`{"kind":"codapipe.prompts/v1","files":{"planner.tmpl":"{{define \"a\"}}{{.App}}{{end}}{{template \"a\" .}}","planner_user.tmpl":"","executor.tmpl":""}}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		p, err := prompt.Parse(doc)
 		if err != nil {

@@ -95,19 +95,23 @@ fuzz:
 	  done; \
 	done; echo "fuzz: $$n targets ran, no finding"
 
-## fuzz-short: every fuzz target for FUZZSHORT inputs each (default 2000x, about 1-3 s a target), as
-## make test runs them (CI, last): each package's instrumented test binary is built once (go test -c -fuzz),
-## then run per target in the package's folder (a finding is written to its testdata/fuzz/<target>/)
+## fuzz-short: every fuzz target for FUZZSHORT inputs each (default 500x, about 1-2 s a target), as
+## make test runs them (CI, last): each package's instrumented test binary is built once (go test -c -fuzz, nproc at a time),
+## then run per target in the package's folder (a finding is written to its testdata/fuzz/<target>/);
+## the binaries (~80 MB each) go to a temporary folder, removed at the end
 # The targets are the `func Fuzz*` of every *_test.go (docs/fuzzing.md lists them; internal/docstest
 # checks the list). `go test -fuzz` would rebuild and relink per target. A count, not a duration:
 # with a duration, Go 1.26's fuzzing coordinator can fail a target with a bare "context deadline
 # exceeded" at the deadline on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
-FUZZSHORT ?= 2000x
+FUZZSHORT ?= 500x
 fuzz-short:
-	@set -eo pipefail; start=$$(date +%s); n=0; build=0; mkdir -p $(TOOLS)/fuzz; cache=$$($(GO) env GOCACHE)/fuzz; \
-	for dir in $$(find . -name '*_test.go' -not -path './.bin/*' -not -path '*/node_modules/*' -exec grep -l '^func Fuzz' {} + | xargs -n1 dirname | sort -u); do \
-	  bin=$(TOOLS)/fuzz/$$(echo "$${dir#./}" | tr / _).test; b0=$$(date +%s); \
-	  $(GO) test -c -fuzz=. -ldflags=-w -o "$$bin" "$$dir"; build=$$(( build + $$(date +%s) - b0 )); \
+	@set -eo pipefail; start=$$(date +%s); n=0; cache=$$($(GO) env GOCACHE)/fuzz; \
+	export bins=$$(mktemp -d); trap 'rm -rf "$$bins"' EXIT; \
+	dirs=$$(find . -name '*_test.go' -not -path './.bin/*' -not -path '*/node_modules/*' -exec grep -l '^func Fuzz' {} + | xargs -n1 dirname | sort -u); \
+	echo "$$dirs" | xargs -P $$(nproc) -I{} sh -c 'd={}; exec $(GO) test -c -fuzz=. -ldflags=-w -o "$$bins/$$(echo "$${d#./}" | tr / _).test" "$$d"'; \
+	build=$$(( $$(date +%s) - start )); \
+	for dir in $$dirs; do \
+	  bin=$$bins/$$(echo "$${dir#./}" | tr / _).test; \
 	  for f in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$dir"/*_test.go); do \
 	    n=$$((n+1)); t0=$$(date +%s); \
 	    if ! out=$$(cd "$$dir" && "$$bin" -test.run='^$$' -test.fuzz="^$$f$$" -test.fuzztime=$(FUZZSHORT) -test.fuzzcachedir="$$cache" 2>&1); then \
@@ -115,7 +119,7 @@ fuzz-short:
 	    fi; \
 	    echo "fuzz-short: $${dir#./} $$f ok ($$(( $$(date +%s) - t0 ))s)"; \
 	  done; \
-	done; echo "fuzz-short: $$n targets, $(FUZZSHORT) each, no finding, $$(( $$(date +%s) - start ))s ($${build}s building the test binaries)"
+	done; echo "fuzz-short: $$n targets, $(FUZZSHORT) each, no finding, $$(( $$(date +%s) - start ))s ($${build}s building the test binaries, $$(nproc) at a time)"
 
 ## demo: the whole pipeline on the embedded defaults, on the SIMULATOR
 ## (simulated VMs and models), as the nightly job runs it (cmd/nightly,

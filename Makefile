@@ -12,7 +12,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 NATS_VERSION := v2.15.2
 TOOLS   := $(CURDIR)/.bin
 
-.PHONY: all build test lint vet bench fuzz demo clean tools report-png chaos
+.PHONY: all build test lint vet bench fuzz fuzz-short demo clean tools report-png chaos
 
 all: build
 
@@ -40,7 +40,7 @@ $(TOOLS)/nats-server:
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_VERSION)
 
 ## test: lint (gofmt + vet), then every test with the race detector but the
-## acceptance tests, then the acceptance tests without it
+## acceptance tests, then the acceptance tests without it, then a short fuzz pass (fuzz-short)
 # The acceptance tests (TestAccept*) run whole pipelines on the simulator:
 # rendering, encoding and judging screenshots is 3-10x slower under the race
 # detector, so they run in a second pass without it, at full size; every other
@@ -55,6 +55,7 @@ test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
 	@set -o pipefail; { $(GO) test -race -count=1 -json -skip '$(ACCEPTANCE)' $(PKGS); r=$$?; \
 	  $(GO) test -count=1 -json -run '$(ACCEPTANCE)' $(PKGS) || r=1; exit $$r; } | tee $(TOOLS)/test.json | $(TOOLS)/testreport
+	@$(MAKE) --no-print-directory fuzz-short
 
 ## lint: gofmt check + vet
 lint: vet
@@ -93,6 +94,32 @@ fuzz:
 	    $(GO) test "$$pkg" -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
 	  done; \
 	done; echo "fuzz: $$n targets ran, no finding"
+
+## fuzz-short: every fuzz target for FUZZSHORT inputs each (default 500x, about 1-2 s a target), as
+## make test runs them (CI, last): each package's instrumented test binary is built once (go test -c -fuzz, nproc at a time),
+## then run per target in the package's folder (a finding is written to its testdata/fuzz/<target>/);
+## the binaries (~80 MB each) go to a temporary folder, removed at the end
+# The targets are the `func Fuzz*` of every *_test.go (docs/fuzzing.md lists them; internal/docstest
+# checks the list). `go test -fuzz` would rebuild and relink per target. A count, not a duration:
+# with a duration, Go 1.26's fuzzing coordinator can fail a target with a bare "context deadline
+# exceeded" at the deadline on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
+FUZZSHORT ?= 500x
+fuzz-short:
+	@set -eo pipefail; start=$$(date +%s); n=0; cache=$$($(GO) env GOCACHE)/fuzz; \
+	export bins=$$(mktemp -d); trap 'rm -rf "$$bins"' EXIT; \
+	dirs=$$(find . -name '*_test.go' -not -path './.bin/*' -not -path '*/node_modules/*' -exec grep -l '^func Fuzz' {} + | xargs -n1 dirname | sort -u); \
+	echo "$$dirs" | xargs -P $$(nproc) -I{} sh -c 'd={}; exec $(GO) test -c -fuzz=. -ldflags=-w -o "$$bins/$$(echo "$${d#./}" | tr / _).test" "$$d"'; \
+	build=$$(( $$(date +%s) - start )); \
+	for dir in $$dirs; do \
+	  bin=$$bins/$$(echo "$${dir#./}" | tr / _).test; \
+	  for f in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$dir"/*_test.go); do \
+	    n=$$((n+1)); t0=$$(date +%s); \
+	    if ! out=$$(cd "$$dir" && "$$bin" -test.run='^$$' -test.fuzz="^$$f$$" -test.fuzztime=$(FUZZSHORT) -test.fuzzcachedir="$$cache" 2>&1); then \
+	      echo "$$out"; echo "fuzz-short: $${dir#./} $$f FAILED (the input is in $${dir#./}/testdata/fuzz/$$f/: keep it as a seed once fixed)"; exit 1; \
+	    fi; \
+	    echo "fuzz-short: $${dir#./} $$f ok ($$(( $$(date +%s) - t0 ))s)"; \
+	  done; \
+	done; echo "fuzz-short: $$n targets, $(FUZZSHORT) each, no finding, $$(( $$(date +%s) - start ))s ($${build}s building the test binaries, $$(nproc) at a time)"
 
 ## demo: the whole pipeline on the embedded defaults, on the SIMULATOR
 ## (simulated VMs and models), as the nightly job runs it (cmd/nightly,

@@ -37,6 +37,9 @@ func ParseEndpoint(v string) (EndpointSpec, error) {
 		return EndpointSpec{}, fmt.Errorf("--judge %q: want URL=MODEL, e.g. http://judge:8000/v1=Qwen2.5-VL-72B-Instruct", redact.URL(v))
 	}
 	u, model := strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
+	if model == "" {
+		return EndpointSpec{}, fmt.Errorf("--judge %q: no model after the last \"=\": want URL=MODEL", v)
+	}
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 		return EndpointSpec{}, fmt.Errorf("--judge %q: %q is not an http(s) URL", redact.URL(v), redact.URL(u))

@@ -303,8 +303,9 @@ func (l *Ledger) Published(ctx context.Context, run string, ep EpisodeKey) (Reco
 	if e == nil {
 		return rec, false, nil
 	}
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
-		return rec, false, fmt.Errorf("ledger: %s: %w", e.Key(), err)
+	rec, err = decodeRecord(e.Key(), e.Value())
+	if err != nil {
+		return rec, false, err
 	}
 	return rec, true, nil
 }
@@ -352,9 +353,9 @@ func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[Epis
 			if !ok || err != nil {
 				continue // an episode of a task not in this invocation
 			}
-			var rec Record
-			if err := json.Unmarshal(e.Value(), &rec); err != nil {
-				return nil, fmt.Errorf("ledger: %s: %w", e.Key(), err)
+			rec, err := decodeRecord(e.Key(), e.Value())
+			if err != nil {
+				return nil, err
 			}
 			done[EpisodeKey{Task: task, Sample: k}] = rec
 		}

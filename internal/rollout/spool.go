@@ -37,6 +37,19 @@ type spooled struct {
 	Reason  string        `json:"reason"`
 }
 
+// decodeSpooled decodes a spool file; one without the trajectory's id or
+// subject is damaged.
+func decodeSpooled(body []byte) (spooled, error) {
+	var s spooled
+	if err := json.Unmarshal(body, &s); err != nil {
+		return spooled{}, err
+	}
+	if s.ID == "" || s.Subject == "" {
+		return spooled{}, errors.New("no trajectory id or subject")
+	}
+	return s, nil
+}
+
 // spoolPut writes s into dir atomically (a temporary file renamed into
 // place) and returns its path.
 func spoolPut(dir string, s spooled) (string, error) {
@@ -105,8 +118,8 @@ func flushSpool(ctx context.Context, p *Publisher, dir string, log *slog.Logger)
 			left++
 			continue
 		}
-		var s spooled
-		if err := json.Unmarshal(body, &s); err != nil || s.ID == "" || s.Subject == "" {
+		s, err := decodeSpooled(body)
+		if err != nil {
 			log.Error("rollout: a spool file is damaged; left in place", "path", path, "err", err)
 			errs = append(errs, fmt.Errorf("spool file %s: %v", path, err))
 			left++

@@ -208,12 +208,16 @@ func ChimeraXReply(body []byte) ([]string, error) {
 			Message string `json:"message"`
 		}
 		if json.Unmarshal(r.Error, &m) == nil && m.Message != "" {
-			return nil, fmt.Errorf("ChimeraX: %s", m.Message)
+			return nil, fmt.Errorf("ChimeraX: %s", truncate(m.Message, maxReplyMessage))
 		}
 		return nil, fmt.Errorf("ChimeraX: %s", truncate(e, 200))
 	}
 	return r.Log["note"], nil
 }
+
+// maxReplyMessage bounds the part of a ChimeraX error message an error
+// quotes (its traceback can be long).
+const maxReplyMessage = 1000
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -218,6 +218,15 @@ func ReadManifest(ctx context.Context, b blob.Bucket, prefix string) (Manifest, 
 	if len(data) > maxManifestBytes {
 		return Manifest{}, fmt.Errorf("shard: %s: larger than %d bytes", key, maxManifestBytes)
 	}
+	return DecodeManifest(prefix, data)
+}
+
+// DecodeManifest decodes the manifest of the set at prefix from data, as
+// ReadManifest does once it has read it: every file must have a clean
+// relative path (an error names the file's index), and its Key is set to
+// the path resolved against prefix. Errors name the manifest's key.
+func DecodeManifest(prefix string, data []byte) (Manifest, error) {
+	key := ManifestKey(prefix)
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return Manifest{}, fmt.Errorf("shard: %s: %w", key, err)

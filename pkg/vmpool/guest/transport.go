@@ -181,7 +181,8 @@ var htmlTitle = regexp.MustCompile(`(?is)<title>(.*?)</title>`)
 // guest server is a Flask app: its error pages, and in debug mode the
 // Werkzeug debugger's page for an exception its view did not catch) the
 // page's title, e.g. "FileNotFoundError: [Errno 2] No such file or
-// directory: '/x'"; else the start of the text.
+// directory: '/x'"; else the start of the text. It is at most 300 bytes (then "..."),
+// whatever the answer.
 func ErrorMessage(body []byte) string {
 	var m struct {
 		Message any `json:"message"`
@@ -190,7 +191,7 @@ func ErrorMessage(body []byte) string {
 	if json.Unmarshal(body, &m) == nil {
 		for _, v := range []any{m.Message, m.Error} {
 			if s, ok := v.(string); ok && s != "" {
-				return s
+				return errtext.Truncate(s, maxErrorMessage)
 			}
 		}
 	}
@@ -198,8 +199,12 @@ func ErrorMessage(body []byte) string {
 	if t := htmlTitle.FindStringSubmatch(text); t != nil {
 		text = strings.TrimSuffix(strings.TrimSpace(html.UnescapeString(t[1])), "// Werkzeug Debugger")
 	}
-	return errtext.Truncate(strings.Join(strings.Fields(text), " "), 300)
+	return errtext.Truncate(strings.Join(strings.Fields(text), " "), maxErrorMessage)
 }
+
+// maxErrorMessage bounds the message ErrorMessage takes from an answer:
+// a guest's error, whatever its size, is quoted in errors and logs.
+const maxErrorMessage = 300
 
 // jsonStatus is the "status" field of a JSON object body, or "".
 func jsonStatus(body []byte) string {

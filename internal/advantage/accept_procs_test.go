@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/proctest"
@@ -33,22 +34,26 @@ func TestAcceptAdvantageTwoProcesses(t *testing.T) {
 }
 
 func twoProcesses(t *testing.T, mode string) {
+	// The judged corpus is the package's shared one (the test's own copy of
+	// its data directory: blob store and archive); the advantage processes
+	// drain a fresh NATS server, on which the test publishes the copies of
+	// its judged trajectories, and nothing else.
 	srv := natstest.Start(t)
-	dir := t.TempDir()
-	spec := corpusSpec
-	spec.Tasks, spec.Samples, spec.NATS = []string{"S01", "S02", "S03", "S04", "S05"}, 2, srv.URL()
-	judged := pipetest.Run(t, dir, spec).Judged
+	dir, judged := corpus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := pipetest.Bus(t, srv.URL())
+	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
+		t.Fatal(err)
+	}
 	store, err := blob.Open(ctx, filepath.Join(dir, "blobs"), blob.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := append([]*traj.Judged(nil), judged...)
-	copies := 20
+	var all []*traj.Judged
+	copies := 18 // about 200 messages (the corpus has 12 judged trajectories)
 	if raceEnabled {
-		copies = 8
+		copies = 7
 	}
 	for round := 1; round <= copies; round++ {
 		all = append(all, publishJudgedCopies(t, b, store, judged, round)...)

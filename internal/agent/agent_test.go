@@ -191,32 +191,6 @@ func perfect(wc *sim.WorldConfig) {
 	wc.Models.Executor.GroundingNoise, wc.Models.Executor.MisgroundRate = 0, 0
 }
 
-// TestAcceptEverySimTaskSucceedsWithPerfectModels is the simulator's acceptance
-// end to end: over HTTP, through the planner and executor endpoints, the
-// guest protocol and the task's own evaluator, every task succeeds within
-// its step limit when the planner always takes the oracle step and the
-// executor grounds without noise.
-func TestAcceptEverySimTaskSucceedsWithPerfectModels(t *testing.T) {
-	w := startWorld(t, 4, 2, perfect)
-	for id, tr := range w.runAll(t) {
-		if err := tr.Validate(); err != nil {
-			t.Errorf("%s: invalid trajectory: %v", id, err)
-		}
-		if tr.Outcome.IsEnvError() || tr.Eval == nil || !tr.Eval.Passed {
-			t.Errorf("%s: outcome %+v, eval %+v: want success", id, tr.Outcome, tr.Eval)
-			continue
-		}
-		if len(tr.Steps) > tr.Task.StepLimit {
-			t.Errorf("%s: %d steps over the limit %d", id, len(tr.Steps), tr.Task.StepLimit)
-		}
-		for _, s := range tr.Steps {
-			if len(s.Candidates) != 3 {
-				t.Errorf("%s step %d: %d candidates, want G+1 = 3", id, s.Index, len(s.Candidates))
-			}
-		}
-	}
-}
-
 // TestAcceptNoSimTaskSucceedsWithSkillZero: the evaluators are real checks of
 // the simulated state — a planner that never takes the right step never
 // passes one.

@@ -37,8 +37,15 @@ var quoted = regexp.MustCompile(`'([^']+)'`)
 // the executor answering in each coordinate space (and the agent parsing in
 // the same space) — every task in the default space, a quarter of them in
 // each other one: every executed pointer action lands inside the element
-// its thought names, every task succeeds with perfect models, and the
-// trajectory records both models' spaces.
+// its thought names, every task succeeds with perfect models within its
+// step limit, every step has its G+1 candidates, and the trajectory records
+// both models' spaces.
+//
+// Its run of every task in the default space (G = 2) is also the
+// simulator's acceptance end to end: over HTTP, through the planner and
+// executor endpoints, the guest protocol and the task's own evaluator,
+// every task succeeds within its step limit when the planner always takes
+// the oracle step and the executor grounds without noise.
 func TestAcceptExecutedClicksLandOnIntendedElements(t *testing.T) {
 	others := []traj.Coords{
 		uitars.Grid(),
@@ -51,8 +58,12 @@ func TestAcceptExecutedClicksLandOnIntendedElements(t *testing.T) {
 		// space every len(others)-th task, so that together they cover
 		// every task once more and each space sees every app.
 		keep := func(i int) bool { return k == 0 || i%len(others) == k-1 }
+		group := 1
+		if k == 0 {
+			group = 2
+		}
 		t.Run(uitars.CoordsString(space), func(t *testing.T) {
-			w := startWorldWith(t, 4, 1, func(wc *sim.WorldConfig) {
+			w := startWorldWith(t, 4, group, func(wc *sim.WorldConfig) {
 				perfect(wc)
 				wc.Models.Executor.Coords = space
 			}, func(c *agent.Config) { c.ExecutorCoords = space })
@@ -67,10 +78,16 @@ func TestAcceptExecutedClicksLandOnIntendedElements(t *testing.T) {
 				if c := tr.Models.Planner.Coords; c == nil || *c != uitars.Grid() {
 					t.Fatalf("%s: planner coords %+v, want grid1000", id, c)
 				}
-				if tr.Eval == nil || !tr.Eval.Passed {
-					t.Errorf("%s: not solved with perfect models (outcome %+v)", id, tr.Outcome)
+				if tr.Outcome.IsEnvError() || tr.Eval == nil || !tr.Eval.Passed {
+					t.Errorf("%s: not solved with perfect models (outcome %+v, eval %+v)", id, tr.Outcome, tr.Eval)
+				}
+				if len(tr.Steps) > tr.Task.StepLimit {
+					t.Errorf("%s: %d steps over the limit %d", id, len(tr.Steps), tr.Task.StepLimit)
 				}
 				for _, s := range tr.Steps {
+					if len(s.Candidates) != group+1 {
+						t.Errorf("%s step %d: %d candidates, want G+1 = %d", id, s.Index, len(s.Candidates), group+1)
+					}
 					if s.Executed < 0 {
 						continue
 					}

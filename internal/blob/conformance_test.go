@@ -42,11 +42,11 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// testLargeStream streams 20 MiB of unknown length (above S3's 16 MiB part size: a multipart
-// upload) through Store.Put and Bucket.Put and reads both back; neither side ever holds the
+// testLargeStream streams 11 MiB of unknown length (above the S3 store's part size: a multipart
+// upload of three parts) through Store.Put and Bucket.Put and reads both back; neither side ever holds the
 // whole object.
 func testLargeStream(t *testing.T, f *fixture) {
-	const size = 20 * MiB
+	const size = largeSize
 	ctx := t.Context()
 	want := genSum(t, 1, size)
 
@@ -275,7 +275,7 @@ func testCorruption(t *testing.T, f *fixture) {
 		tamper string
 	}{
 		{"overwrittenViaBucket", 1000, "bucket"},
-		{"overwrittenViaBucketLarge", 20 * MiB, "bucket"},
+		{"overwrittenViaBucketLarge", largeSize, "bucket"},
 		{"fileEditedOnDisk", 1000, "file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -447,7 +447,7 @@ func testBucketObjects(t *testing.T, f *fixture) {
 	}
 	t.Run("PutFile", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "shard.arrow")
-		body := bytes.Repeat([]byte{7}, 17*MiB+3) // above the part size: multipart on S3
+		body := bytes.Repeat([]byte{7}, partSize+3) // above the part size: multipart on S3
 		if err := os.WriteFile(p, body, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -495,7 +495,7 @@ func testPutOptionsSHA256(t *testing.T, f *fixture) {
 	}{
 		{"small", func() io.Reader { return strings.NewReader("hello") }, 5},
 		{"smallStream", func() io.Reader { return io.MultiReader(strings.NewReader("hello")) }, -1},
-		{"largeStream", func() io.Reader { return gen(3, 20*MiB) }, -1},
+		{"largeStream", func() io.Reader { return gen(3, largeSize) }, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wrong := blob.SumSHA256([]byte("something else"))

@@ -18,6 +18,14 @@ import (
 
 const MiB = 1 << 20
 
+// partSize is the multipart part size of the tests' S3 stores: the smallest S3 accepts, so that
+// a multipart upload of three parts takes 11 MiB (largeSize), not 34 MiB at the default 16 MiB.
+const partSize = blob.MinPartSize
+
+// largeSize is the size of the tests' large objects: above two parts of partSize, so that an S3
+// store sends it as a multipart upload of three parts (5 + 5 + 1 MiB).
+const largeSize = 2*partSize + 1*MiB
+
 // backend opens fresh, empty stores of one kind.
 type backend struct {
 	name string
@@ -66,6 +74,7 @@ func s3Backend(t *testing.T, name string, start func(testing.TB) *miniotest.Serv
 			start(t) // skips, or fails under CI=true
 		}
 		cfg := b.server.Config()
+		cfg.PartSize = partSize
 		ct := &countingTransport{rt: b.server.Transport()}
 		cfg.Transport = ct
 		bucket := b.server.NewBucket(t)

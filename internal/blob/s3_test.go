@@ -20,8 +20,8 @@ import (
 	"github.com/minio/minio-go/v7"
 )
 
-// TestS3Checksums uploads 34 MiB streams of unknown size with each checksum algorithm and
-// checks, with a separate client, that MinIO recorded a multipart object with that checksum,
+// TestS3Checksums uploads 11 MiB streams of unknown size (three parts of at most 5 MiB) with
+// each checksum algorithm and checks, with a separate client, that MinIO recorded a multipart object with that checksum,
 // and that a small object carries the SHA-256 checksum computed before its single PUT.
 func TestS3Checksums(t *testing.T) {
 	for _, srv := range servers(t) {
@@ -41,7 +41,7 @@ func servers(t *testing.T) []namedServer {
 
 func testChecksums(t *testing.T, srv *miniotest.Server) {
 	raw := srv.Client(t)
-	const size = 34 * MiB // three parts of at most 16 MiB
+	const size = largeSize // three parts of at most partSize
 	tests := []struct {
 		checksum string
 		threads  int
@@ -61,6 +61,7 @@ func testChecksums(t *testing.T, srv *miniotest.Server) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			cfg := srv.Config()
+			cfg.PartSize = partSize
 			cfg.Checksum = tc.checksum
 			cfg.UploadThreads = tc.threads
 			b, err := blob.OpenBucket(ctx, srv.URL("checksums/"+name), cfg)
@@ -82,7 +83,7 @@ func testChecksums(t *testing.T, srv *miniotest.Server) {
 			}
 			t.Logf("ETag %s, checksum type %q, crc64nvme %q crc32c %q sha256 %q", oi.ETag, oi.ChecksumMode, oi.ChecksumCRC64NVME, oi.ChecksumCRC32C, oi.ChecksumSHA256)
 			if !strings.HasSuffix(oi.ETag, "-3") {
-				t.Errorf("ETag %q: want a multipart upload of 3 parts (16 MiB parts)", oi.ETag)
+				t.Errorf("ETag %q: want a multipart upload of 3 parts (5 MiB parts)", oi.ETag)
 			}
 			if tc.mode != "" && (tc.field(oi) == "" || oi.ChecksumMode != tc.mode) {
 				t.Errorf("checksum %q mode %q recorded, want a %s checksum", tc.field(oi), oi.ChecksumMode, tc.mode)
@@ -169,12 +170,13 @@ func testCorruptedUpload(t *testing.T, srv *miniotest.Server) {
 		size int
 	}{
 		{"singlePut", 1 * MiB},
-		{"multipart", 40 * MiB},
+		{"multipart", largeSize},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			ct := &corruptingTransport{rt: srv.Transport(), min: 512 << 10}
 			cfg := srv.Config()
+			cfg.PartSize = partSize
 			cfg.Transport = ct
 			s, err := blob.Open(ctx, srv.URL("corrupt/"+tc.name), cfg)
 			if err != nil {
@@ -202,12 +204,13 @@ func testCorruptedUpload(t *testing.T, srv *miniotest.Server) {
 		ctx := t.Context()
 		ct := &corruptingTransport{rt: srv.Transport(), min: 512 << 10}
 		cfg := srv.Config()
+		cfg.PartSize = partSize
 		cfg.Transport = ct
 		b, err := blob.OpenBucket(ctx, srv.URL("corrupt/stream"), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = b.Put(ctx, "stream.bin", gen(9, 40*MiB), -1, blob.PutOptions{})
+		_, err = b.Put(ctx, "stream.bin", gen(9, largeSize), -1, blob.PutOptions{})
 		t.Logf("Put of a stream after a corrupted request: %v", err)
 		if err == nil {
 			t.Fatal("Put of a damaged stream succeeded")

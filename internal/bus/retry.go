@@ -25,6 +25,10 @@ var transientCodes = map[jetstream.ErrorCode]bool{
 	10195: true, // JSConsumerOfflineReasonErrF
 	10163: true, // JSStreamExpectedLastSeqPerSubjectNotReady
 	10041: true, // JSRaftGeneralErrF
+	// JSStreamDuplicateMessageConflict: a message with the same Msg-Id is
+	// being stored (a cluster proposes it): asked again, the server answers
+	// with the stored message's ack, marked duplicate.
+	10158: true,
 }
 
 // IsTransient reports whether err, returned by a request to NATS, may pass

@@ -24,50 +24,87 @@ const scanBatch = 512
 // k that was stored at or after since (the zero time: every message). Only
 // headers travel (the consumer is headers-only); Get fetches a body. Scan
 // returns when it has seen every message stored when it began, fn's first
-// error, or an error of the server. Each request has the bus's deadline.
+// error, or an error of the server. Each request has the bus's deadline;
+// a transient error (a stream leader being elected, a reconnect) is retried
+// within the bus's retry budget, resuming after the last message fn saw, so
+// fn sees each message once.
 func (b *Bus) Scan(ctx context.Context, k Kind, subject string, since time.Time, fn func(Stored) error) error {
+	var next uint64 // the stream sequence to resume from; 0: from the start (or since)
+	var fnErr error
+	err := b.retry(ctx, "scan", func(ctx context.Context) error {
+		n, err := b.scanFrom(ctx, k, subject, since, next, func(m Stored) error {
+			if err := fn(m); err != nil {
+				fnErr = err
+				return err
+			}
+			return nil
+		})
+		next = max(next, n)
+		if fnErr != nil {
+			return nil // fn's error is returned as it is, never retried
+		}
+		return err
+	}, "subject", subject)
+	if fnErr != nil {
+		return fnErr
+	}
+	return err
+}
+
+// scanFrom is one attempt of Scan, from stream sequence from (0: from the
+// start or since). It returns the sequence after the last message given to
+// fn, for the next attempt.
+func (b *Bus) scanFrom(ctx context.Context, k Kind, subject string, since time.Time, from uint64, fn func(Stored) error) (uint64, error) {
 	name := StreamName(k)
+	next := from
 	cctx, cancel := context.WithTimeout(ctx, b.timeout)
 	s, err := b.js.Stream(cctx, name)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("bus: scan %s: stream %s: %w", subject, name, err)
+		return next, fmt.Errorf("bus: scan %s: stream %s: %w", subject, name, err)
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy, HeadersOnly: true}
-	if !since.IsZero() {
+	switch {
+	case from > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	case !since.IsZero():
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
 	cctx, cancel = context.WithTimeout(ctx, b.timeout)
 	c, err := s.OrderedConsumer(cctx, cfg)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("bus: scan %s: consumer: %w", subject, err)
+		return next, fmt.Errorf("bus: scan %s: consumer: %w", subject, err)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("bus: scan %s: %w", subject, err)
+			return next, fmt.Errorf("bus: scan %s: %w", subject, err)
 		}
 		batch, err := c.FetchNoWait(scanBatch)
 		if err != nil {
-			return fmt.Errorf("bus: scan %s: %w", subject, err)
+			return next, fmt.Errorf("bus: scan %s: %w", subject, err)
 		}
 		got, last := 0, false
 		for m := range batch.Messages() {
 			got++
 			md, err := m.Metadata()
 			if err != nil {
-				return fmt.Errorf("bus: scan %s: %w", subject, err)
+				return next, fmt.Errorf("bus: scan %s: %w", subject, err)
+			}
+			if !since.IsZero() && md.Timestamp.Before(since) {
+				continue // resumed by sequence: still honour since
 			}
 			if err := fn(Stored{Seq: md.Sequence.Stream, Time: md.Timestamp, Header: m.Headers()}); err != nil {
-				return err
+				return next, err
 			}
+			next = md.Sequence.Stream + 1
 			last = md.NumPending == 0
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("bus: scan %s: %w", subject, err)
+			return next, fmt.Errorf("bus: scan %s: %w", subject, err)
 		}
 		if got == 0 || last {
-			return nil
+			return next, nil
 		}
 	}
 }

@@ -216,60 +216,73 @@ type published struct {
 
 // readPublished reads every message of coda.traj.<app> with an ordered
 // consumer on CODA_TRAJ and decodes it (bodies kept in the claim store are
-// fetched from store).
+// fetched from store). A transient error (a stream leader election on a
+// loaded cluster) reads again from the start.
 func readPublished(t *testing.T, b *bus.Bus, store *blob.Store, app string) []published {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var out []published
+	if err := bus.RetryTransient(ctx, 0, func(ctx context.Context) error {
+		var err error
+		out, err = readPublishedOnce(ctx, b, store, app)
+		return err
+	}, func(attempt int, err error) { t.Logf("read %s: attempt %d: %v", app, attempt, err) }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readPublishedOnce(ctx context.Context, b *bus.Bus, store *blob.Store, app string) ([]published, error) {
 	subject := bus.Subject(bus.Raw, app)
 	n, err := subjectCount(ctx, b, bus.Raw, subject)
 	if err != nil {
-		t.Fatalf("count %s: %v", subject, err)
+		return nil, fmt.Errorf("count %s: %w", subject, err)
 	}
 	s, err := b.JetStream().Stream(ctx, bus.StreamName(bus.Raw))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
-		t.Fatalf("ordered consumer on %s: %v", subject, err)
+		return nil, fmt.Errorf("ordered consumer on %s: %w", subject, err)
 	}
 	var out []published
 	for uint64(len(out)) < n {
 		batch, err := c.Fetch(int(n)-len(out), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			t.Fatalf("fetch %s: %v", subject, err)
+			return nil, fmt.Errorf("fetch %s: %w", subject, err)
 		}
 		got := 0
 		for m := range batch.Messages() {
 			got++
 			md, err := m.Metadata()
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			body := m.Data()
 			if ref := m.Headers().Get(bus.HeaderClaim); ref != "" {
 				if body, err = store.GetBytes(ctx, strings.TrimPrefix(ref, "sha256:")); err != nil {
-					t.Fatalf("claim %s: %v", ref, err)
+					return nil, fmt.Errorf("claim %s: %w", ref, err)
 				}
 			}
 			p := published{Seq: md.Sequence.Stream, Header: m.Headers(), Body: body, Task: m.Headers().Get("Coda-Task")}
 			if p.Sample, err = strconv.Atoi(m.Headers().Get("Coda-Sample")); err != nil {
-				t.Errorf("message %d: Coda-Sample header %q: %v", p.Seq, m.Headers().Get("Coda-Sample"), err)
+				return nil, fmt.Errorf("message %d: Coda-Sample header %q: %w", p.Seq, m.Headers().Get("Coda-Sample"), err)
 			}
 			if p.Traj, err = traj.DecodeTrajectory(body); err != nil {
-				t.Fatalf("message %d does not decode: %v", p.Seq, err)
+				return nil, fmt.Errorf("message %d does not decode: %w", p.Seq, err)
 			}
 			out = append(out, p)
 		}
 		if err := batch.Error(); err != nil {
-			t.Fatalf("fetch %s: %v", subject, err)
+			return nil, fmt.Errorf("fetch %s: %w", subject, err)
 		}
 		if got == 0 {
-			t.Fatalf("stream says %d messages on %s, read %d", n, subject, len(out))
+			return nil, fmt.Errorf("stream says %d messages on %s, read %d", n, subject, len(out))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // openStore opens the local blob store of dataDir.

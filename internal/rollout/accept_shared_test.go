@@ -279,10 +279,22 @@ func testSharedRunKill(t *testing.T, w *sharedWorld, extra ...string) {
 	a := startSharedHost(t, "a", w.url, w.dir, w.tasks, run, w.samples, 2, extra...)
 	b := startSharedHost(t, "b", w.url, w.dir, w.tasks, run, w.samples, 2, extra...)
 	// Kill a once it has finished an episode and holds others.
-	poll.Until(t, "host a finishes an episode and takes another", time.Minute, func() bool {
+	deadline := time.Now().Add(time.Minute)
+	for {
 		done, taken := a.episodeLogs(t, msgEpisodeDone), a.episodeLogs(t, msgEpisodeTaken)
-		return len(done) >= 1 && len(taken) > len(done)
-	})
+		if len(done) >= 1 && len(taken) > len(done) {
+			break
+		}
+		select {
+		case err := <-a.exited:
+			t.Fatalf("host a ended (%v) before it held an episode after finishing one; its log:\n%s\nb's log:\n%s", err, tail(a.log, 40), tail(b.log, 20))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host a did not finish an episode and take another within a minute; its log:\n%s\nb's log:\n%s", tail(a.log, 40), tail(b.log, 20))
+		}
+		time.Sleep(poll.Interval)
+	}
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,23 +6,29 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/shard/shardtest"
+	"github.com/minio/minio-go/v7"
 )
 
 // TestS3MinIO writes shard sets to a real MinIO server (one per format,
-// with one Arrow shard above the 16 MiB multipart threshold), checks that
+// with one Arrow shard above the tests' 5 MiB part size: a multipart upload,
+// which its ETag shows), checks that
 // nothing is visible before Commit, writes and reads the manifests,
 // downloads every file and reads it with the independent reader.
 func TestS3MinIO(t *testing.T) {
 	shardtest.Require(t)
 	srv := miniotest.Start(t)
 	ctx := context.Background()
-	b, err := blob.OpenBucket(ctx, srv.URL("training"), srv.Config())
+	cfg := srv.Config()
+	cfg.PartSize = blob.MinPartSize // a shard of a few MiB is already a multipart upload
+	b, err := blob.OpenBucket(ctx, srv.URL("training"), cfg)
+	raw := srv.Client(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +37,7 @@ func TestS3MinIO(t *testing.T) {
 		rowsPerShard int64
 		rows         []shard.Row
 	}{
-		{shard.FormatArrow, 0, imageRows(90, 200<<10, 11)}, // one 18 MB shard: a multipart upload
+		{shard.FormatArrow, 0, imageRows(30, 200<<10, 11)}, // one 6 MB shard: a multipart upload of two 5 MiB parts
 		{shard.FormatParquet, 5, append(edgeRows(), imageRows(8, 100<<10, 12)...)},
 	}
 	for _, set := range sets {
@@ -69,6 +75,12 @@ func TestS3MinIO(t *testing.T) {
 			info, err := b.Stat(ctx, f.Key)
 			if err != nil || info.SHA256 != f.SHA256 || info.Size != f.Bytes {
 				t.Errorf("%s: Stat = %+v, %v; manifest %+v", f.Key, info, err, f)
+			}
+			if f.Bytes > blob.MinPartSize {
+				oi, err := raw.StatObject(ctx, srv.Bucket, "training/"+f.Key, minio.StatObjectOptions{})
+				if err != nil || !strings.Contains(oi.ETag, "-") {
+					t.Errorf("%s (%d bytes): ETag %q, %v; want a multipart upload", f.Key, f.Bytes, oi.ETag, err)
+				}
 			}
 			sum, _ := fileSHA256(t, b, f.Key)
 			if sum != f.SHA256 {

@@ -51,8 +51,9 @@ func TestLockExcludesAndExpires(t *testing.T) {
 	if err != nil || h1 == nil {
 		t.Fatalf("first lock: %v, holder %q", err, holder)
 	}
-	// Three TTLs: the holder's renewals keep it.
-	deadline := time.Now().Add(3 * testTTL)
+	// Two TTLs: the holder's renewals keep it (without them the lock
+	// would expire within the first).
+	deadline := time.Now().Add(2 * testTTL)
 	for time.Now().Before(deadline) {
 		h2, holder, err := l2.TryLock(key, "pool=b vm=x")
 		if err != nil {
@@ -128,7 +129,7 @@ func TestPoolsShareVMsThroughNATS(t *testing.T) {
 	a := newPool("a", l1)
 	poll.Until(t, "pool a has both VMs ready", 30*time.Second, func() bool { return a.Stats().Ready == 2 })
 	b := newPool("b", l2)
-	for range 3 * testTTL / (100 * time.Millisecond) {
+	for range 2 * testTTL / (100 * time.Millisecond) { // two TTLs: a's renewals keep the locks
 		if st := b.Stats(); st.LockedElsewhere != 2 {
 			t.Fatalf("pool b: %+v; want both VMs locked elsewhere while a lives", st)
 		}

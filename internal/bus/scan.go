@@ -103,8 +103,20 @@ func (b *Bus) scanFrom(ctx context.Context, k Kind, subject string, since time.T
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 			return next, fmt.Errorf("bus: scan %s: %w", subject, err)
 		}
-		if got == 0 || last {
+		if last {
 			return next, nil
+		}
+		if got == 0 {
+			// FetchNoWait also ends with nothing and no error when the
+			// server is slow to answer (the client gives up after a
+			// second): only the consumer's count says whether that was the
+			// end. Ending early would hide messages from the caller (and
+			// rollout --verify would take them for lost).
+			var pending uint64
+			if ci := c.CachedInfo(); ci != nil {
+				pending = ci.NumPending
+			}
+			return next, scanEnd(subject, pending)
 		}
 	}
 }
@@ -128,4 +140,14 @@ func (b *Bus) Get(ctx context.Context, k Kind, seq uint64) ([]byte, nats.Header,
 		return nil, nil, fmt.Errorf("bus: get %s/%d: %w", name, seq, err)
 	}
 	return body, m.Header, nil
+}
+
+// scanEnd is the end of a scan whose last fetch brought nothing: complete
+// when the consumer had nothing pending, else a transient error (Scan
+// retries, resuming after the last message seen).
+func scanEnd(subject string, pending uint64) error {
+	if pending == 0 {
+		return nil
+	}
+	return fmt.Errorf("bus: scan %s: a fetch brought nothing while %d messages were pending: %w", subject, pending, nats.ErrTimeout)
 }

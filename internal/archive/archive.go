@@ -83,6 +83,13 @@ var ErrDamaged = errors.New("the archived document does not decode")
 // error is the store's.
 func Read(ctx context.Context, b blob.Bucket, key string) (*traj.Judged, []byte, error) {
 	body, err := blob.ReadAll(ctx, b, key)
+	if errors.Is(err, blob.ErrChecksumMismatch) && ctx.Err() == nil {
+		// Read a second time, as Store.GetBytes does: bytes damaged on the
+		// way (a read cut short) read right the next time, and callers
+		// take a mismatch for damage in the store (blob.Damaged), which is
+		// permanent.
+		body, err = blob.ReadAll(ctx, b, key)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"testing"
+	"testing/iotest"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -70,5 +73,44 @@ func TestRead(t *testing.T) {
 	}
 	if _, _, err := Read(ctx, b, "judged/none.json"); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("missing document: %v, want blob.ErrNotFound", err)
+	}
+}
+
+// flakyBucket gives the first Get of a key a body cut short.
+type flakyBucket struct {
+	blob.Bucket
+	gets int
+}
+
+func (f *flakyBucket) Get(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
+	rc, info, err := f.Bucket.Get(ctx, key)
+	f.gets++
+	if err != nil || f.gets > 1 {
+		return rc, info, err
+	}
+	b, _ := io.ReadAll(io.LimitReader(rc, 10))
+	rc.Close()
+	return io.NopCloser(io.MultiReader(bytes.NewReader(b), iotest.ErrReader(fmt.Errorf("cut short: %w", blob.ErrChecksumMismatch)))), info, nil
+}
+
+// TestReadCutShortOnceIsNotDamage: one read that does not match its
+// checksum is read again; only a second mismatch is reported (Damaged).
+func TestReadCutShortOnceIsNotDamage(t *testing.T) {
+	ctx := context.Background()
+	b, err := blob.OpenBucket(ctx, t.TempDir(), blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"schema_version": 1}`)
+	if _, err := b.Put(ctx, "judged/x.json", bytes.NewReader(doc), int64(len(doc)), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fb := &flakyBucket{Bucket: b}
+	_, raw, err := Read(ctx, fb, "judged/x.json")
+	if blob.Damaged(err) || fb.gets != 2 {
+		t.Fatalf("a read cut short once: %v after %d reads, want a second read and no damage", err, fb.gets)
+	}
+	if err == nil && !bytes.Equal(raw, doc) {
+		t.Fatalf("read %q, want %q", raw, doc)
 	}
 }

@@ -11,10 +11,12 @@ package redact
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -119,8 +121,15 @@ func (s *Secrets) Add(vals ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range vals {
-		if len(v) >= minSecret && !slices.Contains(s.vals, v) {
-			s.vals = append(s.vals, v)
+		if len(v) < minSecret {
+			continue
+		}
+		// A secret with a quote, a backslash or a control character is
+		// printed escaped by JSON log lines and by %q: those forms too.
+		for _, form := range []string{v, escapedJSON(v), escapedGo(v)} {
+			if !slices.Contains(s.vals, form) {
+				s.vals = append(s.vals, form)
+			}
 		}
 	}
 	// Longest first, so a secret that contains another is masked whole.
@@ -226,3 +235,21 @@ type redacted struct {
 
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
+
+// escapedJSON is v as it stands inside a JSON string (without the quotes).
+func escapedJSON(v string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return v
+	}
+	out := strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(strings.TrimPrefix(out, `"`), `"`)
+}
+
+// escapedGo is v as %q prints it (without the quotes).
+func escapedGo(v string) string {
+	q := strconv.Quote(v)
+	return q[1 : len(q)-1]
+}

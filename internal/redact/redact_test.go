@@ -3,8 +3,11 @@ package redact
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +82,22 @@ func TestWriterUnwrap(t *testing.T) {
 	w := (&Secrets{}).Writer(&buf)
 	if u, ok := w.(interface{ Unwrap() io.Writer }); !ok || u.Unwrap() != &buf {
 		t.Errorf("Writer(w) does not unwrap to w")
+	}
+}
+
+// TestStripEscapedSecret: a secret with a quote or a backslash is masked
+// in a JSON log line and in %q output too, where it stands escaped.
+func TestStripEscapedSecret(t *testing.T) {
+	var s Secrets
+	pw := `qz"ok\vy`
+	s.Add(pw)
+	var b strings.Builder
+	slog.New(slog.NewJSONHandler(s.Writer(&b), nil)).Info("login", "password", pw)
+	fmt.Fprintf(s.Writer(&b), "%q\n", "x"+pw)
+	if strings.Contains(b.String(), `qz\"ok\\vy`) || strings.Contains(b.String(), "vy") {
+		t.Fatalf("secret shown escaped:\n%s", b.String())
+	}
+	if !json.Valid([]byte(strings.SplitN(b.String(), "\n", 2)[0])) {
+		t.Fatalf("JSON line broken: %s", b.String())
 	}
 }

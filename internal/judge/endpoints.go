@@ -38,7 +38,7 @@ func ParseEndpoint(v string) (EndpointSpec, error) {
 	}
 	u, model := strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
 	if model == "" {
-		return EndpointSpec{}, fmt.Errorf("--judge %q: no model after the last \"=\": want URL=MODEL", v)
+		return EndpointSpec{}, fmt.Errorf("--judge %q: no model after the last \"=\": want URL=MODEL", redact.URL(v))
 	}
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {

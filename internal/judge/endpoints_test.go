@@ -48,3 +48,12 @@ func TestEndpointNames(t *testing.T) {
 		t.Errorf("ParseEndpoint of a bad URL: %v; want an error without the password", err)
 	}
 }
+
+// TestParseEndpointBlankModelHidesPassword: the error of a --judge with
+// no model does not show the URL's password.
+func TestParseEndpointBlankModelHidesPassword(t *testing.T) {
+	_, err := ParseEndpoint("http://u:s3cretpw@judge:8000/v1= ")
+	if err == nil || strings.Contains(err.Error(), "s3cretpw") {
+		t.Fatalf("ParseEndpoint: %v, want an error without the password", err)
+	}
+}

@@ -99,3 +99,16 @@ func Read(ctx context.Context, b blob.Bucket, key string) (*traj.Judged, []byte,
 	}
 	return jd, body, nil
 }
+
+// Judged reports whether trajectory id of run and app has an archived
+// judgement of any judge version.
+func Judged(ctx context.Context, b blob.Bucket, run, app, id string) (bool, error) {
+	prefix := Prefix + bus.KeyToken(run) + "/" + bus.KeyToken(app) + "/" + bus.KeyToken(id) + "."
+	for _, err := range b.List(ctx, prefix) {
+		if err != nil {
+			return false, fmt.Errorf("archive: list %s: %w", prefix, err)
+		}
+		return true, nil
+	}
+	return false, nil
+}

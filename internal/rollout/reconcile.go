@@ -43,7 +43,14 @@ const reconcileMargin = 10 * time.Minute
 // an episode in done whose trajectory is not on subject (lost to damage of
 // the stream's store, or purged) is forgotten by the ledger, taken out of
 // done and returned in lost, so that it runs again.
-func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, checkpoint string, since time.Time, want map[ledger.EpisodeKey]bool, done map[ledger.EpisodeKey]ledger.Record, verify bool, log *slog.Logger) (recorded int, lost []ledger.EpisodeKey, err error) {
+//
+// judged, when not nil, says whether an episode's trajectory was judged
+// (its judgement archived) before the stream lost it: such an episode is
+// kept, not run again — its judgement and archived trajectory stand, and a
+// second trajectory would give its group one member too many. --verify
+// refuses a run that started longer ago than the stream's age limit: its
+// trajectories may have expired, not been lost.
+func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, checkpoint string, since time.Time, want map[ledger.EpisodeKey]bool, done map[ledger.EpisodeKey]ledger.Record, verify bool, judged func(context.Context, ledger.Record) (bool, error), log *slog.Logger) (recorded int, lost []ledger.EpisodeKey, err error) {
 	missing := 0
 	for k := range want {
 		if _, ok := done[k]; !ok {
@@ -86,10 +93,25 @@ func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, 
 		return 0, nil, fmt.Errorf("rollout: compare the ledger of run %q with %s: %w", run, subject, err)
 	}
 	if verify {
+		if err := checkAgeLimit(ctx, b, run, since); err != nil {
+			return 0, nil, err
+		}
 		for k := range done {
-			if want[k] && !onStream[k] {
-				lost = append(lost, k)
+			if !want[k] || onStream[k] {
+				continue
 			}
+			if judged != nil {
+				ok, err := judged(ctx, done[k])
+				if err != nil {
+					return 0, nil, fmt.Errorf("rollout: --verify: is trajectory %s of %s/%d judged: %w", done[k].ID, k.Task, k.Sample, err)
+				}
+				if ok {
+					log.Warn("rollout: --verify: the trajectory is not on the stream but was judged before it was lost; its judgement stands, it does not run again",
+						"run", run, "task", k.Task, "sample", k.Sample, "trajectory", done[k].ID)
+					continue
+				}
+			}
+			lost = append(lost, k)
 		}
 		slices.SortFunc(lost, func(a, b ledger.EpisodeKey) int {
 			return cmp.Or(cmp.Compare(a.Task, b.Task), cmp.Compare(a.Sample, b.Sample))
@@ -131,4 +153,28 @@ func reconcile(ctx context.Context, b *bus.Bus, l *ledger.Ledger, subject, run, 
 			"task", f.key.Task, "sample", f.key.Sample, "trajectory", t.ID, "seq", f.seq, "outcome", rec.Outcome)
 	}
 	return n, lost, nil
+}
+
+// checkAgeLimit refuses --verify for a run that started before the oldest
+// message the raw stream may keep (its MaxAge): the run's trajectories may
+// have expired, and running them again would not repair anything.
+func checkAgeLimit(ctx context.Context, b *bus.Bus, run string, since time.Time) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var maxAge time.Duration
+	if err := bus.RetryTransient(cctx, 0, func(ctx context.Context) error {
+		s, err := b.JetStream().Stream(ctx, bus.StreamName(bus.Raw))
+		if err != nil {
+			return err
+		}
+		maxAge = s.CachedInfo().Config.MaxAge
+		return nil
+	}, nil); err != nil {
+		return fmt.Errorf("rollout: --verify: stream %s: %w", bus.StreamName(bus.Raw), err)
+	}
+	if maxAge > 0 && since.Before(time.Now().Add(-maxAge)) {
+		return fmt.Errorf("rollout: --verify: run %q started %s, longer ago than %s keeps trajectories (max age %v): what is missing may have expired, not been lost; --verify is for runs younger than that",
+			run, since.UTC().Format(time.RFC3339), bus.StreamName(bus.Raw), maxAge)
+	}
+	return nil
 }

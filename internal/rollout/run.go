@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ledger"
@@ -307,7 +308,13 @@ func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject stri
 			want[ledger.EpisodeKey{Task: cfg.Tasks[i].ID, Sample: k}] = true
 		}
 	}
-	_, lost, err := reconcile(ctx, cfg.Bus, runs, subject, cfg.Run, cfg.Planner.Checkpoint, p.start, want, p.done, cfg.Verify, log)
+	var judged func(context.Context, ledger.Record) (bool, error)
+	if cfg.Store != nil {
+		judged = func(ctx context.Context, rec ledger.Record) (bool, error) {
+			return archive.Judged(ctx, cfg.Store.Bucket(), cfg.Run, cfg.App, rec.ID)
+		}
+	}
+	_, lost, err := reconcile(ctx, cfg.Bus, runs, subject, cfg.Run, cfg.Planner.Checkpoint, p.start, want, p.done, cfg.Verify, judged, log)
 	if err != nil {
 		return p, err
 	}

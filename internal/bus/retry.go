@@ -25,6 +25,11 @@ var transientCodes = map[jetstream.ErrorCode]bool{
 	10195: true, // JSConsumerOfflineReasonErrF
 	10163: true, // JSStreamExpectedLastSeqPerSubjectNotReady
 	10041: true, // JSRaftGeneralErrF
+	// JSClusterNoPeersErrF: no suitable peers for placement — on a cluster
+	// that is starting or has lost a node, the peers are not (yet) known to
+	// be online; a real shortage (more replicas than nodes) ends with the
+	// retry budget and this error.
+	10005: true,
 	// JSStreamDuplicateMessageConflict: a message with the same Msg-Id is
 	// being stored (a cluster proposes it): asked again, the server answers
 	// with the stored message's ack, marked duplicate.

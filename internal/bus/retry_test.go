@@ -25,6 +25,7 @@ func TestIsTransient(t *testing.T) {
 		{"reconnecting", nats.ErrConnectionReconnecting, true},
 		{"cluster unavailable", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
 		{"stream offline", &jetstream.APIError{Code: 500, ErrorCode: 10118}, true},
+		{"no suitable peers", &jetstream.APIError{Code: 400, ErrorCode: 10005}, true},
 		{"duplicate id in process", &jetstream.APIError{Code: 409, ErrorCode: 10158}, true},
 		{"stream not found", jetstream.ErrStreamNotFound, false},
 		{"key exists", jetstream.ErrKeyExists, false},

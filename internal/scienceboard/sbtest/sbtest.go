@@ -11,7 +11,6 @@ package sbtest
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 )
 
 // EnvTasks names the environment variable that points Tasks at another
@@ -19,13 +18,32 @@ import (
 const EnvTasks = "CODAPIPE_SCIENCEBOARD_TASKS"
 
 // Copy is the tasks root of the repository's copy; tests that count its
-// files use it whatever EnvTasks says.
+// files use it whatever EnvTasks says. It is found from the working
+// directory (a test runs in its package's folder): the first folder upwards
+// that holds go.mod is the repository. Not from the source file's path,
+// which -trimpath (make test) turns into an import path.
 func Copy() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return filepath.Join("testdata", "scienceboard", "tasks")
+	root := repoRoot()
+	return filepath.Join(root, "testdata", "scienceboard", "tasks")
+}
+
+// repoRoot returns the nearest folder at or above the working directory
+// that holds go.mod, or "." when there is none.
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "scienceboard", "tasks")
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "."
+		}
+		dir = up
+	}
 }
 
 // Tasks is the tasks root that generic checks (every file loads, every

@@ -31,7 +31,12 @@ type listed struct {
 // goList lists the module's packages with their imports and dependencies.
 func goList(t *testing.T, patterns ...string) []listed {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// The go command that built this test; under -trimpath (make test)
+	// runtime.GOROOT is empty, and the go on PATH is the one make runs.
+	goBin := "go"
+	if root := runtime.GOROOT(); root != "" {
+		goBin = filepath.Join(root, "bin", "go")
+	}
 	cmd := exec.Command(goBin, append([]string{"list", "-json=ImportPath,Imports,Deps"}, patterns...)...)
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer

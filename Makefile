@@ -46,7 +46,10 @@ $(TOOLS)/nats-server:
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_VERSION)
 
 ## test: lint (gofmt + vet), then every test with the race detector but the
-## acceptance tests, then the acceptance tests without it, then a short fuzz pass (fuzz-short)
+## acceptance tests, then the acceptance tests without it, beside them a short fuzz pass (fuzz-short)
+# fuzz-short runs beside the acceptance pass (its log is printed after the report; its failure
+# fails make test): the acceptance tests leave CPU idle while they wait on leases, restarts and
+# simulated latencies, and the fuzz pass is CPU only.
 # The acceptance tests (TestAccept*) run whole pipelines on the simulator:
 # rendering, encoding and judging screenshots is 3-10x slower under the race
 # detector, so they run in a second pass without it, at full size; every other
@@ -70,9 +73,10 @@ test: tools lint
 	    while read -r p d; do if grep -qs '^func TestAccept' "$$d"/*_test.go; then echo "$$p"; fi; done); \
 	  first=$$(for f in $(ACCEPT_FIRST); do echo "$$acc" | grep -x ".*/$$f" || true; done); \
 	  rest=$$(echo "$$acc" | grep -vxF "$$first" || true); \
-	  $(GO) test $(TRIM) -count=1 -json -run '$(ACCEPTANCE)' $$first $$rest || r=1; exit $$r; } \
+	  { $(MAKE) --no-print-directory fuzz-short; echo $$? > $(TOOLS)/fuzz-short.rc; } > $(TOOLS)/fuzz-short.log 2>&1 & \
+	  $(GO) test $(TRIM) -count=1 -json -run '$(ACCEPTANCE)' $$first $$rest || r=1; wait; exit $$r; } \
 	  | tee $(TOOLS)/test.json | $(TOOLS)/testreport
-	@$(MAKE) --no-print-directory fuzz-short
+	@cat $(TOOLS)/fuzz-short.log; test "$$(cat $(TOOLS)/fuzz-short.rc)" = 0
 
 ## lint: gofmt check + vet
 lint: vet

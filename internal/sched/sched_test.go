@@ -452,8 +452,8 @@ func BenchmarkScheduler(b *testing.B) {
 	var dyn, sta benchSchedRun
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		dyn = w.run(b, Dynamic)
-		sta = w.run(b, Static)
+		dyn = w.run(b, Dynamic, nil)
+		sta = w.run(b, Static, nil)
 	}
 	b.StopTimer()
 
@@ -558,9 +558,15 @@ func newBenchSchedWorkWith(seed uint64, shape benchShape) *benchSchedWork {
 			w.jobs = append(w.jobs, Job{Task: t, Sample: k})
 		}
 	}
-	// VM deaths, from a stream of their own (the work does not depend on
-	// them): exactly benchEpisodeFaults of the first attempts, and each
-	// retry with that probability, at a uniformly drawn step.
+	w.drawDeaths(seed)
+	return w
+}
+
+// drawDeaths draws the VM deaths of w's episodes, from a stream of their
+// own (the work does not depend on them): exactly benchEpisodeFaults of
+// the first attempts, and each retry with that probability, at a
+// uniformly drawn step.
+func (w *benchSchedWork) drawDeaths(seed uint64) {
 	fr := rand.New(rand.NewPCG(seed, 2))
 	first := make(map[int]bool)
 	for _, i := range fr.Perm(len(w.jobs))[:int(math.Round(benchEpisodeFaults*float64(len(w.jobs))))] {
@@ -578,7 +584,6 @@ func newBenchSchedWorkWith(seed uint64, shape benchShape) *benchSchedWork {
 		}
 		w.dies[key] = die
 	}
-	return w
 }
 
 // benchSchedRun is what one scheduler run measured (wall time).
@@ -602,7 +607,7 @@ type benchAttempt struct {
 }
 
 // run runs the jobs once in mode over fresh guests and a fresh pool.
-func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
+func (w *benchSchedWork) run(b *testing.B, mode Mode, p Predictor) benchSchedRun {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -653,7 +658,7 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 	runner := &benchRunner{clock: clock, steps: w.steps, dies: w.dies, index: index, attempts: make([][]benchAttempt, len(w.jobs)),
 		client: &http.Client{Timeout: 10 * time.Second}}
 	s := &Scheduler{Runner: runner, Pool: VMPool(pool), Workers: benchSchedVMs, EnvRetries: benchEnvRetries,
-		Samples: benchSchedSamples, Mode: mode, Log: quiet}
+		Samples: benchSchedSamples, Mode: mode, Log: quiet, Predict: p}
 	start := time.Now()
 	results, err := s.Run(ctx, w.jobs)
 	out := benchSchedRun{makespan: time.Since(start), perJob: runner.attempts}

@@ -2,7 +2,6 @@ package sched
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -62,14 +61,8 @@ func newBenchHistoryWork(taskSeed, noiseSeed uint64, drift float64) *benchSchedW
 	w.tasks = make([]scienceboard.Task, benchSchedTasks)
 	latents := make([]benchTaskLatent, benchSchedTasks)
 	for i := range w.tasks {
-		limit := 5
-		switch u := tr.Float64(); {
-		case u >= 0.95:
-			limit = 15
-		case u >= 0.63:
-			limit = 10
-		}
-		w.tasks[i] = scienceboard.Task{ID: fmt.Sprintf("Bench/T%03d", i), App: "Bench", Steps: limit}
+		w.tasks[i] = benchTask(i, tr)
+		limit := w.tasks[i].Steps
 		latents[i] = benchTaskLatent{
 			full:   betaJohnk(tr, benchFullProb*benchTaskFullConc, (1-benchFullProb)*benchTaskFullConc),
 			solve:  1 + tr.IntN(limit),
@@ -85,12 +78,7 @@ func newBenchHistoryWork(taskSeed, noiseSeed uint64, drift float64) *benchSchedW
 			if nr.Float64() >= lt.full {
 				n = min(max(lt.solve+nr.IntN(3)-1, 1), t.Steps)
 			}
-			s := make([]time.Duration, n)
-			for j := range s {
-				s[j] = lat.Sample(nr)
-			}
-			w.steps[benchKey{t.ID, k}] = s
-			w.jobs = append(w.jobs, Job{Task: t, Sample: k})
+			w.addEpisode(t, k, n, lat, nr)
 		}
 	}
 	w.drawDeaths(noiseSeed)
@@ -180,6 +168,17 @@ func BenchmarkSchedulerHistory(b *testing.B) {
 	b.ReportMetric(relErr(drifted), "sched.history_mean_rel_error_drift")
 	b.ReportMetric(benchReplay(night.jobs, hist.perJob, benchSchedVMs, benchOrderOracle, 0).Seconds()/bound.Seconds(), "sched.history_lpt_oracle_replay_vs_bound")
 	b.ReportMetric(hist.makespan.Seconds()/bound.Seconds(), "sched.history_makespan_vs_bound")
+	// The same attempts through the ideal list scheduler in the history's
+	// order: what the order costs, without the pool's overheads.
+	index := make(map[benchKey]int, len(night.jobs))
+	for i, j := range night.jobs {
+		index[benchKey{j.Task.ID, j.Sample}] = i
+	}
+	var order []int
+	for _, j := range Order(night.jobs, lengths) {
+		order = append(order, index[benchKey{j.Task.ID, j.Sample}])
+	}
+	b.ReportMetric(benchReplayOrder(hist.perJob, benchSchedVMs, order, 0).Seconds()/bound.Seconds(), "sched.history_lpt_replay_vs_bound")
 	// The marginals of the two workloads (as drawn, simulated seconds).
 	for _, m := range []struct {
 		name string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/sched"
@@ -89,5 +90,55 @@ func TestLengthsRecordedPredictedAndSummarised(t *testing.T) {
 	down := openLengths(ctx, cfg, log)
 	if down.predictor() != nil || down.summary().ReadError == "" {
 		t.Errorf("server down: predictor %v, summary %+v", down.predictor(), down.summary())
+	}
+}
+
+// tablePredictor predicts from a table (step limit × 1 s for the rest).
+type tablePredictor map[string]time.Duration
+
+func (p tablePredictor) Predict(t *scienceboard.Task) (time.Duration, bool) {
+	if d, ok := p[t.ID]; ok {
+		return d, true
+	}
+	return time.Duration(t.Steps) * time.Second, false
+}
+
+// The shared work queue hands the episodes out in the scheduler's order:
+// longest predicted first.
+func TestWorkQueueOrdersByPrediction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv := natstest.Start(t)
+	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Timeout: 2 * time.Second, RetryBudget: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tasks := []scienceboard.Task{{ID: "short", Steps: 15}, {ID: "long", Steps: 5}, {ID: "unseen", Steps: 10}}
+	cfg := Config{App: "ChimeraX", Run: "r", Tasks: tasks, Samples: 1, Bus: b, Topology: bus.DefaultTopology(), Lease: 10 * time.Second, PublishRetry: 2 * time.Second}
+	runs, err := ledger.Open(ctx, b, cfg.Topology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []sched.Job{{Task: &tasks[0]}, {Task: &tasks[1]}, {Task: &tasks[2]}}
+	pred := tablePredictor{"short": 2 * time.Second, "long": time.Minute}
+	q, err := openWorkQueue(ctx, cfg, runs, time.Now(), jobs, nil, pred, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range jobs {
+		c, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.Job().Task.ID)
+		if err := c.Done(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"long", "unseen", "short"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("taken %v, want %v (sched.Order)", got, want)
 	}
 }

@@ -172,6 +172,12 @@ type Record struct {
 	// Plans counts how varied the planner's plans were (absent in records
 	// written before it was kept).
 	Plans PlanVariety `json:"plans,omitzero"`
+	// PredictedS is the episode's VM time in seconds as predicted before
+	// it ran (rollout's length history; absent without one), and
+	// PredictedFromHistory whether that came from its task's history
+	// rather than its step limit.
+	PredictedS           float64 `json:"predicted_s,omitempty"`
+	PredictedFromHistory bool    `json:"predicted_from_history,omitempty"`
 }
 
 // PlanVariety counts the steps of trajectories by how varied their plans

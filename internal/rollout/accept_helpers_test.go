@@ -295,6 +295,13 @@ func openStore(t *testing.T, dataDir string) *blob.Store {
 	return st
 }
 
+// withoutPrediction is a ledger record without the length prediction
+// rollout adds to ledger.RecordOf's (ledger.Record.PredictedS).
+func withoutPrediction(r ledger.Record) ledger.Record {
+	r.PredictedS, r.PredictedFromHistory = 0, false
+	return r
+}
+
 // checkSummaryAgrees compares the summary of a run that published every
 // trajectory on the stream (no earlier invocation) with the summary that a
 // resumed run computes from the stream alone — each trajectory's ledger

@@ -76,7 +76,8 @@ type Options struct {
 	LocalQueue   bool
 	Lease        time.Duration
 	PublishRetry time.Duration
-	Verify       bool // see Config.Verify
+	Verify       bool   // see Config.Verify
+	LengthFamily string // see Config.LengthFamily
 	// VMLocks says where the VM locks are: "file" (flock on this host,
 	// the default) or "nats" (a key-value bucket, for VMs shared by hosts).
 	VMLocks string
@@ -226,7 +227,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
 		LocalQueue:  o.LocalQueue, Lease: o.Lease, PublishRetry: o.PublishRetry,
-		Spool: filepath.Join(env.Common.DataDir, "spool"), Verify: o.Verify,
+		Spool: filepath.Join(env.Common.DataDir, "spool"), Verify: o.Verify, LengthFamily: o.LengthFamily,
 	}
 
 	// The simulated world provides the VMs and the models.
@@ -438,6 +439,7 @@ func Command() service.Command {
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
 			fs.Bool(&o.Verify, "verify", "CODAPIPE_VERIFY", false, "compare the run's ledger with the stream before running: episodes the ledger lists as published whose trajectory is not on the stream (lost to store damage, purged) are forgotten and run again now")
+			fs.String(&o.LengthFamily, "length-family", "CODAPIPE_LENGTH_FAMILY", "", "checkpoint family of the episode-length history (KV CODA_LENGTHS) that orders the episodes, longest predicted first, and records their VM time (default: the planner checkpoint with a trailing step/iteration number stripped; off: no history, longest step limit first)")
 			fs.Bool(&o.LocalQueue, "local-queue", "CODAPIPE_LOCAL_QUEUE", false, "run the episodes from this process's own queue instead of the run's shared work queue on JetStream (coda.work.<run>, which every host on the same --run takes episodes from)")
 			fs.Duration(&o.Lease, "lease", "CODAPIPE_LEASE", DefaultLease, "how long a host holds an episode of the shared queue without renewing it (it renews every third of it) before another host takes it over")
 			fs.String(&o.VMLocks, "vm-locks", "CODAPIPE_VM_LOCKS", VMLocksFile, "where the VM locks are: file (lock files in the pool's lock_dir, for VMs only this host drives) or nats (the CODA_VMLOCKS key-value bucket, 30 s TTL renewed by the holder, for VMs shared by several hosts)")

@@ -88,6 +88,10 @@ type Config struct {
 	// Spool is the directory where trajectories that cannot be published
 	// wait for the next start ("": none; the command uses <data>/spool).
 	Spool string
+	// LengthFamily is the checkpoint family of the episode-length history
+	// (CODA_LENGTHS) the run's episodes are ordered by and recorded into:
+	// "" the planner checkpoint's (sched.Family), LengthsOff none.
+	LengthFamily string
 	// Verify (rollout --verify) reconciles the run's ledger with the
 	// stream both ways before the run: episodes the ledger lists as
 	// published whose trajectory is not on the stream (store damage, a
@@ -134,12 +138,16 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := prompt.Store(ctx, cfg.Store, prompts); err != nil {
 		return nil, err
 	}
+	// The episodes go longest predicted first: from their tasks' length
+	// history, or their step limits.
+	lengths := openLengths(ctx, cfg, log)
+	pub.Predict = lengths.predictor()
 	var queue *workQueue
 	// The embedded server (no --nats) serves this process alone: no other
 	// host can join the run, and the run's own queue does without leases
 	// (a restart would wait out the lease of what the last one held).
 	if !cfg.LocalQueue && cfg.Schedule != sched.Static && cfg.Bus.URL() == "" {
-		if queue, err = openWorkQueue(ctx, cfg, runs, plan.start, plan.jobs, plan.redo, log); err != nil {
+		if queue, err = openWorkQueue(ctx, cfg, runs, plan.start, plan.jobs, plan.redo, lengths.predictor(), log); err != nil {
 			return nil, err
 		}
 	}
@@ -186,7 +194,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		Samples: cfg.Samples, Mode: cfg.Schedule, Log: log, Metrics: sched.NewMetrics(cfg.Metrics),
 		ID:      func(j sched.Job) string { return traj.EpisodeID(plan.start, cfg.Run, j.Task.ID, j.Sample) },
 		Publish: pub.Publish,
-		Done:    prog.done,
+		Predict: lengths.predictor(),
+		Done: func(r sched.Result) {
+			lengths.done(ctx, r)
+			prog.done(r)
+		},
 	}
 	if queue != nil {
 		s.Source = queue
@@ -214,6 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.Skipped, sum.ByOtherHosts = len(plan.done), len(others)
 	sum.Verified, sum.LostRerun = cfg.Verify, len(plan.redo)
 	sum.SharedQueue = queue != nil
+	sum.Lengths = lengths.summary()
 	sum.SpoolLeft = spoolLeft(cfg.Spool)
 	if n, err := streamCount(ctx, cfg.Bus, subject); err == nil {
 		sum.OnStream = n
@@ -378,7 +391,10 @@ type Publisher struct {
 	// Redo gives the episodes that --verify found lost the tag of their
 	// new message id (msgIDFor).
 	Redo map[ledger.EpisodeKey]string
-	Log  *slog.Logger
+	// Predict, when set, is the run's length prediction, recorded with
+	// each episode in the ledger (ledger.Record.PredictedS).
+	Predict sched.Predictor
+	Log     *slog.Logger
 }
 
 // publish publishes one message. Bus.Publish retries transient errors
@@ -417,6 +433,10 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 	}
 	key := ledger.EpisodeKey{Task: j.Task.ID, Sample: j.Sample}
 	rec := ledger.RecordOf(t)
+	if p.Predict != nil {
+		d, fromHistory := p.Predict.Predict(j.Task)
+		rec.PredictedS, rec.PredictedFromHistory = d.Seconds(), fromHistory
+	}
 	ack, err := p.publish(ctx, p.Subject, msgIDFor(p.Redo, key, t.ID), body, hdr)
 	if err == nil {
 		// A duplicate means the stream already holds a trajectory with

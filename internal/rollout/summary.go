@@ -93,6 +93,9 @@ type Summary struct {
 	Plans               ledger.PlanVariety `json:"plans"`
 	IdenticalPlansShare float64            `json:"identical_plans_share"`
 	VariedGroupsShare   float64            `json:"varied_groups_share"`
+	// Lengths is how the episodes' lengths were predicted, and how well
+	// (nil: the length history is off).
+	Lengths *LengthSummary `json:"lengths,omitempty"`
 	// Warnings say what looks wrong with the run's data (printed loudly).
 	Warnings []string `json:"warnings"`
 }
@@ -206,6 +209,15 @@ func (s *Summary) Print(w io.Writer) {
 	if g := s.Grounding; g.Grounded > 0 {
 		row("executor answers", "%d grounded in %s: %.1f%% unparsed, %.1f%% out of range", g.Grounded, s.ExecutorCoords,
 			100*s.UnparsedShare, 100*s.OutOfRangeShare)
+	}
+	if l := s.Lengths; l != nil {
+		switch {
+		case l.ReadError != "":
+			row("episode lengths", "history %s unreadable (%s): step limit order", traj.PrintName(l.Family), l.ReadError)
+		default:
+			row("episode lengths", "history %s: %d predicted from history (mean error %.1fs, %.1f%%), %d from the step limit",
+				traj.PrintName(l.Family), l.FromHistory, l.MeanAbsErrorS, 100*l.MeanRelError, l.Fallback)
+		}
 	}
 	row("wall time", "%.1fs", s.WallSeconds)
 	fmt.Fprintf(w, "trajectories on the stream for %s: %d\n", traj.PrintName(s.App), s.OnStream)

@@ -62,13 +62,13 @@ type workQueue struct {
 func workConsumer(run string) string { return "rollout-" + bus.KeyToken(run) }
 
 // openWorkQueue creates the work-queue stream and the run's consumer where
-// missing, and enqueues the planned jobs in the scheduler's order (longest
-// first). Every host of a run enqueues its plan; the message id of an
+// missing, and enqueues the planned jobs in the scheduler's order
+// (sched.Order: longest predicted first). Every host of a run enqueues its plan; the message id of an
 // episode is derived from the run, its start, the task and the sample, so
 // the stream stores each episode once (within its de-duplication window),
 // and an episode a host has already finished (its message acknowledged)
 // is not stored again.
-func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start time.Time, jobs []sched.Job, redo map[ledger.EpisodeKey]string, log *slog.Logger) (*workQueue, error) {
+func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start time.Time, jobs []sched.Job, redo map[ledger.EpisodeKey]string, pred sched.Predictor, log *slog.Logger) (*workQueue, error) {
 	q := &workQueue{
 		b: cfg.Bus, subject: bus.WorkSubject(cfg.Run), run: cfg.Run, samples: cfg.Samples, ledger: runs,
 		lease: cfg.Lease, poll: time.Second, budget: cfg.PublishRetry, tasks: map[string]*scienceboard.Task{}, log: log,
@@ -113,7 +113,7 @@ func openWorkQueue(ctx context.Context, cfg Config, runs *ledger.Ledger, start t
 		return nil, fmt.Errorf("rollout: work queue consumer %s: %w", ccfg.Durable, err)
 	}
 	stored := 0
-	for _, j := range sched.LongestFirst(jobs) {
+	for _, j := range sched.Order(jobs, pred) {
 		body, _ := json.Marshal(workItem{Run: cfg.Run, Task: j.Task.ID, Sample: j.Sample})
 		hdr := nats.Header{}
 		hdr.Set(HeaderRun, cfg.Run)

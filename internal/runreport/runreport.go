@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,6 +90,11 @@ type Report struct {
 	Judge *judgereport.Report `json:"judge"`
 	// Shards are the run's rows in the shard sets found; nil when none.
 	Shards *ShardFigures `json:"shards"`
+	// Lengths is how well rollout's length history predicted the
+	// episodes' VM time (ledger.Record.PredictedS against the
+	// trajectories' ended_at − started_at); nil when no episode recorded
+	// a prediction.
+	Lengths *LengthFigures `json:"lengths,omitempty"`
 	// Baseline compares the run with --baseline; nil without one.
 	Baseline *Comparison `json:"baseline,omitempty"`
 	// Notes say what the report could not show and why.
@@ -243,6 +249,7 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("run report: %w", err)
 	}
 	r.LedgerEpisodes = len(done)
+	r.Lengths = lengthFigures(trs, done)
 	if r.LedgerEpisodes != r.Trajectories {
 		r.Notes = append(r.Notes, fmt.Sprintf("the run ledger records %d published episodes, the stream holds %d trajectories of the run (lost to store damage or purged: rollout --verify --run %s runs them again; or a stream past its retention, or a run still going)", r.LedgerEpisodes, r.Trajectories, cfg.Run))
 	}
@@ -616,6 +623,10 @@ func (r *Report) Print(w io.Writer) {
 	if s := r.Shards; s != nil {
 		fmt.Fprintf(w, "  shards: %d rows in %d groups, zero-variance share %.1f%%\n", s.Rows, s.Groups, 100*s.ZeroVarianceShare)
 	}
+	if l := r.Lengths; l != nil {
+		fmt.Fprintf(w, "  episode lengths: %d predicted from history (mean error %.1fs, %.1f%%), %d from the step limit\n",
+			l.FromHistory, l.MeanAbsErrorS, 100*l.MeanRelError, l.Fallback)
+	}
 	if b := r.Baseline; b != nil {
 		for _, d := range append(slices.Clone(b.Apps), b.Overall) {
 			fmt.Fprintf(w, "  vs %s, %-12s success %s → %s (%s), Average@K %s → %s (%s)\n", traj.PrintName(b.Baseline), traj.PrintName(d.App),
@@ -639,4 +650,44 @@ func pctDelta(p *float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%+.1f pts", 100**p)
+}
+
+// LengthFigures is how rollout's length history predicted the run's
+// episodes (environment errors left out): how many predictions came from
+// their task's history and how many from the step limit, and the mean
+// absolute and relative error of the former.
+type LengthFigures struct {
+	FromHistory   int     `json:"from_history"`
+	Fallback      int     `json:"fallback"`
+	MeanAbsErrorS float64 `json:"mean_abs_error_s"`
+	MeanRelError  float64 `json:"mean_rel_error"`
+}
+
+// lengthFigures compares the predictions the ledger recorded with the
+// trajectories' VM time; nil when no episode recorded one.
+func lengthFigures(trs []*traj.Trajectory, done map[ledger.EpisodeKey]ledger.Record) *LengthFigures {
+	var f LengthFigures
+	var abs, rel float64
+	for _, t := range trs {
+		rec, ok := done[ledger.EpisodeKey{Task: t.Task.ID, Sample: t.Sample}]
+		d := t.EndedAt.Sub(t.StartedAt).Seconds()
+		if !ok || rec.PredictedS <= 0 || t.Outcome.IsEnvError() || d <= 0 {
+			continue
+		}
+		if !rec.PredictedFromHistory {
+			f.Fallback++
+			continue
+		}
+		f.FromHistory++
+		e := math.Abs(rec.PredictedS - d)
+		abs += e
+		rel += e / d
+	}
+	if f.FromHistory+f.Fallback == 0 {
+		return nil
+	}
+	if f.FromHistory > 0 {
+		f.MeanAbsErrorS, f.MeanRelError = abs/float64(f.FromHistory), rel/float64(f.FromHistory)
+	}
+	return &f
 }

@@ -6,7 +6,6 @@
 package sched
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -139,6 +138,9 @@ type Scheduler struct {
 	// Metrics (nil: unregistered metrics).
 	Metrics *Metrics
 	Log     *slog.Logger
+	// Predict orders the dynamic mode's jobs, longest predicted first
+	// (Order); nil orders by step limit.
+	Predict Predictor
 	// Source, in the dynamic mode, is a queue shared with other
 	// processes that Run takes its jobs from instead of its jobs argument
 	// (see runShared).
@@ -278,11 +280,12 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 			}()
 		}
 	default:
-		// Longest first: a job's step limit is known before it runs and
-		// bounds its length, so the long episodes start early and the short
-		// ones fill the tail (LPT). Stable, so K samples of a task and the
-		// task order are kept among equals.
-		q := newQueue(LongestFirst(jobs), s.Metrics.pending)
+		// Longest first: a job's predicted length (its task's history, or
+		// its step limit, which bounds it) is known before it runs, so the
+		// long episodes start early and the short ones fill the tail
+		// (LPT). Stable, so K samples of a task and the task order are
+		// kept among equals.
+		q := newQueue(Order(jobs, s.Predict), s.Metrics.pending)
 		stop := context.AfterFunc(ctx, q.stop)
 		defer stop()
 		for range s.Workers {
@@ -377,13 +380,10 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	return false
 }
 
-// LongestFirst returns the jobs in the dynamic mode's order: longest step
-// limit first, stable among equals (a copy; jobs is left as it is).
-func LongestFirst(jobs []Job) []Job {
-	order := slices.Clone(jobs)
-	slices.SortStableFunc(order, func(a, b Job) int { return cmp.Compare(b.Task.Steps, a.Task.Steps) })
-	return order
-}
+// LongestFirst returns the jobs in the dynamic mode's order without
+// history: longest step limit first, stable among equals (Order with a nil
+// Predictor).
+func LongestFirst(jobs []Job) []Job { return Order(jobs, nil) }
 
 // split cuts jobs into n contiguous chunks of near-equal length.
 func split(jobs []Job, n int) [][]Job {

@@ -416,8 +416,8 @@ const (
 //
 // The runner is not the agent: each episode is a fixed list of step
 // latencies drawn once from a heavy-tailed distribution (so both modes get
-// identical work), and each step makes one cheap real guest call (GET
-// /cursor_position, where a dying VM shows) and then sleeps its latency on
+// identical work), and each step makes one cheap real guest call (POST
+// /screen_size, where a dying VM shows) and then sleeps its latency on
 // the simulated clock. Rendering and shipping 500 episodes of real
 // screenshots would make the run CPU-bound on 2 cores and measure the CPU,
 // not the scheduler (BenchmarkStepLatency in internal/agent measures a
@@ -452,8 +452,8 @@ func BenchmarkScheduler(b *testing.B) {
 	var dyn, sta benchSchedRun
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		dyn = w.run(b, Dynamic)
-		sta = w.run(b, Static)
+		dyn = w.run(b, Dynamic, nil)
+		sta = w.run(b, Static, nil)
 	}
 	b.StopTimer()
 
@@ -532,16 +532,7 @@ func newBenchSchedWorkWith(seed uint64, shape benchShape) *benchSchedWork {
 	w := &benchSchedWork{steps: map[benchKey][]time.Duration{}, dies: map[benchKey][]int{}}
 	w.tasks = make([]scienceboard.Task, benchSchedTasks)
 	for i := range w.tasks {
-		// Step limits in the mix of ScienceBoard's VM tasks: 63 % 5,
-		// 32 % 10, 5 % 15.
-		limit := 5
-		switch u := r.Float64(); {
-		case u >= 0.95:
-			limit = 15
-		case u >= 0.63:
-			limit = 10
-		}
-		w.tasks[i] = scienceboard.Task{ID: fmt.Sprintf("Bench/T%03d", i), App: "Bench", Steps: limit}
+		w.tasks[i] = benchTask(i, r)
 	}
 	for i := range w.tasks {
 		t := &w.tasks[i]
@@ -550,17 +541,41 @@ func newBenchSchedWorkWith(seed uint64, shape benchShape) *benchSchedWork {
 			if r.Float64() >= shape.Full {
 				n = 1 + r.IntN(t.Steps)
 			}
-			s := make([]time.Duration, n)
-			for j := range s {
-				s[j] = lat.Sample(r)
-			}
-			w.steps[benchKey{t.ID, k}] = s
-			w.jobs = append(w.jobs, Job{Task: t, Sample: k})
+			w.addEpisode(t, k, n, lat, r)
 		}
 	}
-	// VM deaths, from a stream of their own (the work does not depend on
-	// them): exactly benchEpisodeFaults of the first attempts, and each
-	// retry with that probability, at a uniformly drawn step.
+	w.drawDeaths(seed)
+	return w
+}
+
+// benchTask draws task i: its step limit in the mix of ScienceBoard's VM
+// tasks, 63 % 5, 32 % 10, 5 % 15.
+func benchTask(i int, r *rand.Rand) scienceboard.Task {
+	limit := 5
+	switch u := r.Float64(); {
+	case u >= 0.95:
+		limit = 15
+	case u >= 0.63:
+		limit = 10
+	}
+	return scienceboard.Task{ID: fmt.Sprintf("Bench/T%03d", i), App: "Bench", Steps: limit}
+}
+
+// addEpisode adds sample k of t, n steps of latencies drawn from lat.
+func (w *benchSchedWork) addEpisode(t *scienceboard.Task, k, n int, lat fault.Dist, r *rand.Rand) {
+	s := make([]time.Duration, n)
+	for j := range s {
+		s[j] = lat.Sample(r)
+	}
+	w.steps[benchKey{t.ID, k}] = s
+	w.jobs = append(w.jobs, Job{Task: t, Sample: k})
+}
+
+// drawDeaths draws the VM deaths of w's episodes, from a stream of their
+// own (the work does not depend on them): exactly benchEpisodeFaults of
+// the first attempts, and each retry with that probability, at a
+// uniformly drawn step.
+func (w *benchSchedWork) drawDeaths(seed uint64) {
 	fr := rand.New(rand.NewPCG(seed, 2))
 	first := make(map[int]bool)
 	for _, i := range fr.Perm(len(w.jobs))[:int(math.Round(benchEpisodeFaults*float64(len(w.jobs))))] {
@@ -578,7 +593,6 @@ func newBenchSchedWorkWith(seed uint64, shape benchShape) *benchSchedWork {
 		}
 		w.dies[key] = die
 	}
-	return w
 }
 
 // benchSchedRun is what one scheduler run measured (wall time).
@@ -602,7 +616,7 @@ type benchAttempt struct {
 }
 
 // run runs the jobs once in mode over fresh guests and a fresh pool.
-func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
+func (w *benchSchedWork) run(b *testing.B, mode Mode, p Predictor) benchSchedRun {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -653,7 +667,7 @@ func (w *benchSchedWork) run(b *testing.B, mode Mode) benchSchedRun {
 	runner := &benchRunner{clock: clock, steps: w.steps, dies: w.dies, index: index, attempts: make([][]benchAttempt, len(w.jobs)),
 		client: &http.Client{Timeout: 10 * time.Second}}
 	s := &Scheduler{Runner: runner, Pool: VMPool(pool), Workers: benchSchedVMs, EnvRetries: benchEnvRetries,
-		Samples: benchSchedSamples, Mode: mode, Log: quiet}
+		Samples: benchSchedSamples, Mode: mode, Log: quiet, Predict: p}
 	start := time.Now()
 	results, err := s.Run(ctx, w.jobs)
 	out := benchSchedRun{makespan: time.Since(start), perJob: runner.attempts}
@@ -724,7 +738,7 @@ type benchRunner struct {
 
 // benchGuest is what the runner needs of a guest (*guest.Client has it).
 type benchGuest interface {
-	CursorPosition(ctx context.Context) (x, y int, err error)
+	ScreenSize(ctx context.Context) (w, h int, err error)
 	BaseURL() string
 }
 
@@ -755,7 +769,7 @@ func (r *benchRunner) Run(ctx context.Context, ep agent.Episode) (*traj.Trajecto
 	}
 	g, ok := ep.Guest.(benchGuest)
 	if !ok {
-		return nil, fmt.Errorf("bench runner: guest %T has no CursorPosition", ep.Guest)
+		return nil, fmt.Errorf("bench runner: guest %T has no ScreenSize", ep.Guest)
 	}
 	r.mu.Lock()
 	attempt := len(r.attempts[r.index[key]])
@@ -781,7 +795,7 @@ func (r *benchRunner) Run(ctx context.Context, ep agent.Episode) (*traj.Trajecto
 				return nil, fmt.Errorf("bench runner: arming the VM's death: %w", err)
 			}
 		}
-		_, _, err := g.CursorPosition(ctx)
+		_, _, err := g.ScreenSize(ctx)
 		if i == dieAt {
 			// Disarm: the VM stays dead until the pool resets it.
 			if derr := r.setDieProb(ctx, g.BaseURL(), 0); derr != nil {
@@ -837,8 +851,14 @@ func benchReplay(jobs []Job, attempts [][]benchAttempt, vms int, orderBy int, re
 	case benchOrderOracle:
 		sort.SliceStable(order, func(a, b int) bool { return total(order[a]) > total(order[b]) })
 	}
+	return benchReplayOrder(attempts, vms, order, revert)
+}
+
+// benchReplayOrder is benchReplay with the job order given (indices into
+// attempts).
+func benchReplayOrder(attempts [][]benchAttempt, vms int, order []int, revert time.Duration) time.Duration {
 	queue := order
-	next := make([]int, len(jobs)) // next attempt of each job
+	next := make([]int, len(attempts)) // next attempt of each job
 	var ev benchEvents
 	idle := vms
 	var now, makespan time.Duration

@@ -1,0 +1,43 @@
+package runreport
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// The report compares each episode's recorded prediction with its
+// trajectory's VM time: history predictions give the errors, step-limit
+// ones are counted, environment errors and episodes without a prediction
+// are left out.
+func TestLengthFigures(t *testing.T) {
+	at := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
+	tr := func(task string, sample int, d time.Duration, kind traj.OutcomeKind) *traj.Trajectory {
+		return &traj.Trajectory{Task: traj.TaskRef{ID: task}, Sample: sample, StartedAt: at, EndedAt: at.Add(d), Outcome: traj.Outcome{Kind: kind}}
+	}
+	trs := []*traj.Trajectory{
+		tr("A", 0, 100*time.Second, traj.OutcomeFinished), // predicted 120 from history: error 20, 20 %
+		tr("A", 1, 50*time.Second, traj.OutcomeStepLimit), // predicted 100 from history: error 50, 100 %
+		tr("B", 0, 30*time.Second, traj.OutcomeFinished),  // step limit fallback
+		tr("C", 0, 10*time.Second, traj.OutcomeEnvError),  // left out
+		tr("D", 0, 10*time.Second, traj.OutcomeFinished),  // no prediction recorded
+		tr("E", 0, 10*time.Second, traj.OutcomeFinished),  // not in the ledger
+	}
+	done := map[ledger.EpisodeKey]ledger.Record{
+		{Task: "A", Sample: 0}: {PredictedS: 120, PredictedFromHistory: true},
+		{Task: "A", Sample: 1}: {PredictedS: 100, PredictedFromHistory: true},
+		{Task: "B", Sample: 0}: {PredictedS: 150},
+		{Task: "C", Sample: 0}: {PredictedS: 150, PredictedFromHistory: true},
+		{Task: "D", Sample: 0}: {},
+	}
+	f := lengthFigures(trs, done)
+	if f == nil || f.FromHistory != 2 || f.Fallback != 1 || math.Abs(f.MeanAbsErrorS-35) > 1e-9 || math.Abs(f.MeanRelError-0.6) > 1e-9 {
+		t.Errorf("figures: %+v", f)
+	}
+	if f := lengthFigures(trs, map[ledger.EpisodeKey]ledger.Record{}); f != nil {
+		t.Errorf("no predictions: %+v, want nil", f)
+	}
+}

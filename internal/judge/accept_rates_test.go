@@ -75,10 +75,12 @@ type rates struct {
 	pos, neg           int // trajectories truly successful / not
 	tp, fp             int // judged successful (clean or with redundancy)
 	callsPos, callsNeg int
+	votes              int // verdicts cast (votes[] entries)
 }
 
 func (r *rates) add(truth bool, jd *traj.Judgement) {
 	yes := jd.Decision == traj.CleanSuccess || jd.Decision == traj.RedundantSuccess
+	r.votes += len(jd.Votes)
 	if truth {
 		r.pos++
 		r.callsPos += jd.Calls()

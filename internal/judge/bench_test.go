@@ -20,11 +20,17 @@ func benchCorpus(b *testing.B) *corpus { return skillCorpus(b, 0.3, 6) }
 
 // BenchmarkJudgePolicy judges one simulated run (about 20 % true success)
 // with the simulator's default judge (recall 0.8, false-positive rate 0.2,
-// independent votes) under three policies and reports, once per run:
+// independent votes) under four policies and reports, once per run:
 //
 //   - judge.calls_per_traj: model calls per trajectory of unanimous@4
-//     with a 640x400 low-resolution first vote and early exit (CODA's
-//     scheme without early exit costs 4);
+//     with a 640x400 low-resolution first vote, early exit and the votes
+//     after the first asked in one call with n = 3 (--lowres 640x400
+//     --batch-votes; CODA's scheme without early exit costs 4);
+//   - judge.precision_policy, judge.recall_policy: that policy's;
+//   - judge.votes_per_traj: verdicts per trajectory under it (votes[]
+//     entries, every choice of a multi-choice call counted);
+//   - judge.calls_per_traj_sequential: the same policy with every vote a
+//     call of its own (--lowres 640x400);
 //   - judge.precision_single, judge.recall_single: one full-resolution
 //     vote;
 //   - judge.precision_vote4, judge.recall_vote4: unanimous@4 at full
@@ -59,16 +65,22 @@ func BenchmarkJudgePolicy(b *testing.B) {
 	for b.Loop() {
 		low := DefaultPolicy()
 		low.LowRes = Size{640, 400}
+		batch := low
+		batch.BatchVotes = true
 		one := DefaultPolicy()
 		one.Votes = 1
-		lr, single, vote4 := run(low), run(one), run(DefaultPolicy())
-		n := float64(lr.pos + lr.neg)
-		b.ReportMetric(float64(lr.callsPos+lr.callsNeg)/n, "judge.calls_per_traj")
+		bt, lr, single, vote4 := run(batch), run(low), run(one), run(DefaultPolicy())
+		n := float64(bt.pos + bt.neg)
+		b.ReportMetric(float64(bt.callsPos+bt.callsNeg)/n, "judge.calls_per_traj")
+		b.ReportMetric(bt.precision(), "judge.precision_policy")
+		b.ReportMetric(float64(bt.tp)/float64(bt.pos), "judge.recall_policy")
+		b.ReportMetric(float64(bt.votes)/n, "judge.votes_per_traj")
+		b.ReportMetric(float64(lr.callsPos+lr.callsNeg)/n, "judge.calls_per_traj_sequential")
 		b.ReportMetric(single.precision(), "judge.precision_single")
 		b.ReportMetric(vote4.precision(), "judge.precision_vote4")
 		b.ReportMetric(float64(single.tp)/float64(single.pos), "judge.recall_single")
 		b.ReportMetric(float64(vote4.tp)/float64(vote4.pos), "judge.recall_vote4")
-		b.ReportMetric(float64(lr.pos)/n, "judge.true_success_rate")
+		b.ReportMetric(float64(bt.pos)/n, "judge.true_success_rate")
 	}
 }
 

@@ -28,6 +28,10 @@ type Call struct {
 	Resolution string    `json:"resolution"`
 	LatencyMS  int64     `json:"latency_ms"`
 	At         time.Time `json:"at"`
+	// Choices and Choice: the call's n and this answer's choice index,
+	// when the call asked for several answers (traj.Vote.Choices).
+	Choices int `json:"choices,omitempty"`
+	Choice  int `json:"choice,omitempty"`
 }
 
 // Cache keeps every answered judge call, keyed by trajectory, judge

@@ -227,6 +227,7 @@ func Command() service.Command {
 			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: cast the first vote on frames scaled to fit this size; a failure there is final (e.g. 640x400; empty: off)")
 			fs.Int(&o.Policy.MaxFrames, "max-frames", "CODAPIPE_JUDGE_MAX_FRAMES", DefaultMaxFrames, "most screenshots per call; longer trajectories are subsampled evenly, first and final screen kept")
 			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer has no usable result dict is asked again")
+			fs.Bool(&o.Policy.BatchVotes, "batch-votes", "CODAPIPE_JUDGE_BATCH_VOTES", false, "ask the votes after the first in one call with n answers (the server prefills the prompt once; one that ignores n gets further calls); decisions as without it")
 			fs.Bool(&o.Policy.NoEarlyExit, "no-early-exit", "CODAPIPE_JUDGE_NO_EARLY_EXIT", false, "cast every vote even when the decision is settled (to measure early exit)")
 			fs.Int(&o.Workers, "concurrency", "CODAPIPE_JUDGE_CONCURRENCY", 8, "trajectories judged at once by this process")
 			fs.Int(&o.Limits.Concurrency, "endpoint-concurrency", "CODAPIPE_JUDGE_ENDPOINT_CONCURRENCY", 8, "most calls in flight to one endpoint")

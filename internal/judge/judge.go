@@ -14,6 +14,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
@@ -200,17 +201,21 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 		return p, nil
 	}
 	var out Outcome
-	for i := 0; i < pol.Votes; i++ {
+	for i := 0; i < pol.Votes; {
 		p, err := passFor(pol.LowResVote(i))
 		if err != nil {
 			return err
 		}
-		v, err := j.vote(ctx, t, i, p, final)
+		vs, err := j.cast(ctx, t, i, pol.Run(i, j.sameEndpoint), p, final)
 		if err != nil {
 			return err
 		}
-		jd.Votes = append(jd.Votes, v)
-		if out = pol.Decide(jd.Votes); out.Final && !pol.NoEarlyExit {
+		from := len(jd.Votes)
+		jd.Votes = append(jd.Votes, vs...)
+		i += len(vs)
+		if pol.NoEarlyExit {
+			out = pol.Decide(jd.Votes)
+		} else if out = pol.Settle(jd.Votes, from); out.Final {
 			break
 		}
 	}
@@ -249,11 +254,77 @@ func (j *Judge) load(ctx context.Context, frames []Frame) ([][]byte, error) {
 	return out, nil
 }
 
+// sameEndpoint reports whether votes a and b go to the same endpoint.
+func (j *Judge) sameEndpoint(a, b int) bool { return j.endpointOf(a) == j.endpointOf(b) }
+
+// cast casts votes i, i+1, … of a run of n that may be asked in one call
+// (Policy.Run) and returns the first of them, at least one: those whose
+// first attempt is in the cache or came back from one call with n =
+// the number of the others (choice c answering the c-th vote not cached),
+// up to the first vote that has neither (a server that ignores n returns
+// fewer choices: the votes left are cast again by the caller, in calls
+// of their own or a new multi-choice call). A multi-choice call that fails
+// is an *EndpointError unless final; then vote i is cast alone.
+func (j *Judge) cast(ctx context.Context, t *traj.Trajectory, i, n int, p *pass, final bool) ([]traj.Vote, error) {
+	if n <= 1 {
+		v, err := j.vote(ctx, t, i, p, final, nil)
+		if err != nil {
+			return nil, err
+		}
+		return []traj.Vote{v}, nil
+	}
+	firsts := make([]*Call, n)
+	var ask []int
+	for k := range n {
+		call, ok, err := j.cached(ctx, CallKey(t.ID, j.verID, i+k, 1))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			j.cfg.Metrics.hit()
+			firsts[k] = &call
+			continue
+		}
+		ask = append(ask, i+k)
+	}
+	if len(ask) > 0 {
+		ep := j.endpointOf(i)
+		calls, err := j.ask(ctx, ep, p, t.ID, ask, 1)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil && !final:
+			return nil, &EndpointError{Endpoint: ep.name, Err: err}
+		}
+		for c, call := range calls {
+			if j.cfg.Cache != nil {
+				if err := j.cfg.Cache.Put(ctx, CallKey(t.ID, j.verID, ask[c], 1), call); err != nil {
+					return nil, err
+				}
+			}
+			firsts[ask[c]-i] = &calls[c]
+		}
+	}
+	var out []traj.Vote
+	for k := range n {
+		if firsts[k] == nil && k > 0 {
+			break
+		}
+		v, err := j.vote(ctx, t, i+k, p, final, firsts[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // vote casts vote i: its answered calls come from the cache when it has
 // them, the others from the vote's endpoint (stored in the cache before
 // they count); a malformed answer is asked again up to
-// Policy.MalformedRetries times.
-func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, final bool) (traj.Vote, error) {
+// Policy.MalformedRetries times. first, when set, is the answer of the
+// vote's first attempt, already in the cache (cast).
+func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, final bool, first *Call) (traj.Vote, error) {
 	pol := j.cfg.Policy
 	ep := j.endpointOf(i)
 	v := traj.Vote{
@@ -263,30 +334,20 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 	vs := pol.VoteSampling(i)
 	v.Sampling = &vs
 	for a := 1; a <= 1+pol.MalformedRetries; a++ {
-		key := CallKey(t.ID, j.verID, i, a)
-		call, ok, err := j.cached(ctx, key)
+		call, err := j.attempt(ctx, t, ep, p, i, a, first)
 		if err != nil {
-			return v, err
+			if ctx.Err() != nil {
+				return v, ctx.Err()
+			}
+			var ee *EndpointError
+			if !final || !errors.As(err, &ee) {
+				return v, err
+			}
+			v.Error = fmt.Sprintf("model call failed: %v", ee.Err)
+			return v, nil
 		}
-		if ok {
-			j.cfg.Metrics.hit()
-		} else {
-			call, err = j.ask(ctx, ep, p, i, a, t.ID)
-			if err != nil {
-				if ctx.Err() != nil {
-					return v, ctx.Err()
-				}
-				if !final {
-					return v, &EndpointError{Endpoint: ep.name, Err: err}
-				}
-				v.Error = fmt.Sprintf("model call failed: %v", err)
-				return v, nil
-			}
-			if j.cfg.Cache != nil {
-				if err := j.cfg.Cache.Put(ctx, key, call); err != nil {
-					return v, err
-				}
-			}
+		if a == 1 {
+			v.Choices, v.Choice = call.Choices, call.Choice
 		}
 		v.Attempts = a
 		v.LatencyMS += call.LatencyMS
@@ -303,6 +364,33 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 	return v, nil
 }
 
+// attempt is the answer of attempt a of vote i: first (a == 1), the
+// cache's, or a new call's, stored in the cache; a failed call is an
+// *EndpointError.
+func (j *Judge) attempt(ctx context.Context, t *traj.Trajectory, ep *endpoint, p *pass, i, a int, first *Call) (Call, error) {
+	if a == 1 && first != nil {
+		return *first, nil
+	}
+	key := CallKey(t.ID, j.verID, i, a)
+	call, ok, err := j.cached(ctx, key)
+	if err != nil || ok {
+		if ok {
+			j.cfg.Metrics.hit()
+		}
+		return call, err
+	}
+	calls, err := j.ask(ctx, ep, p, t.ID, []int{i}, a)
+	if err != nil {
+		return Call{}, &EndpointError{Endpoint: ep.name, Err: err}
+	}
+	if j.cfg.Cache != nil {
+		if err := j.cfg.Cache.Put(ctx, key, calls[0]); err != nil {
+			return Call{}, err
+		}
+	}
+	return calls[0], nil
+}
+
 func (j *Judge) cached(ctx context.Context, key string) (Call, bool, error) {
 	if j.cfg.Cache == nil {
 		return Call{}, false, nil
@@ -310,18 +398,29 @@ func (j *Judge) cached(ctx context.Context, key string) (Call, bool, error) {
 	return j.cfg.Cache.Get(ctx, key)
 }
 
-// ask makes one judge call. Its "user" field names the trajectory, judge
-// version, vote and attempt; its seed is derived from them, so a call
-// asked again (after a crash before it was cached) samples the same answer
-// from a server that honours seeds, and each attempt samples a new one.
-func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, vote, attempt int, id string) (Call, error) {
-	tag := fmt.Sprintf("%s/%s/v%d/a%d", id, j.verID, vote, attempt)
+// ask makes one judge call for attempt a of the votes (all with the
+// endpoint and sampling of votes[0]): n = len(votes) choices, choice c
+// answering votes[c]. Its "user" field names the trajectory, judge
+// version, votes and attempt; its seed is derived from them, so a call
+// asked again (after a crash before it was cached) samples the same
+// answers from a server that honours seeds, and each attempt samples new
+// ones (vLLM gives choice c of a seeded request the seed + c:
+// ParentRequest._get_child_sampling_params in vllm/v1/engine/
+// parallel_sampling.py). It returns the choices the server gave, at least
+// one and at most n (a server may ignore n).
+func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, id string, votes []int, a int) ([]Call, error) {
+	vs := make([]string, len(votes))
+	for k, v := range votes {
+		vs[k] = strconv.Itoa(v)
+	}
+	tag := fmt.Sprintf("%s/%s/v%s/a%d", id, j.verID, strings.Join(vs, "+"), a)
 	seed := int64(seedOf(tag))
-	sp := j.cfg.Policy.VoteSampling(vote)
+	sp := j.cfg.Policy.VoteSampling(votes[0])
 	sp.Seed = &seed
-	req := model.Request{Encoded: p.msgs, N: 1, Params: model.Params{Sampling: sp}, User: tag}
+	n := len(votes)
+	req := model.Request{Encoded: p.msgs, N: n, Params: model.Params{Sampling: sp}, User: tag}
 	if err := ep.acquire(ctx); err != nil {
-		return Call{}, err
+		return nil, err
 	}
 	defer ep.release()
 	j.cfg.Metrics.flight(ep.name, 1)
@@ -334,12 +433,20 @@ func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, vote, attempt in
 	}
 	j.cfg.Metrics.call(ep.name, d, err)
 	if err != nil {
-		return Call{}, err
+		return nil, err
 	}
-	return Call{
-		Raw: answers[0].Content, Model: ep.spec.Model, Endpoint: ep.name,
-		Resolution: p.resolution, LatencyMS: d.Milliseconds(), At: time.Now().UTC(),
-	}, nil
+	at := time.Now().UTC()
+	out := make([]Call, min(len(answers), n))
+	for c := range out {
+		out[c] = Call{
+			Raw: answers[c].Content, Model: ep.spec.Model, Endpoint: ep.name,
+			Resolution: p.resolution, LatencyMS: d.Milliseconds(), At: at,
+		}
+		if n > 1 {
+			out[c].Choices, out[c].Choice = n, c
+		}
+	}
+	return out, nil
 }
 
 // seedOf is a request seed derived from a call's tag (31 bits, so that

@@ -54,6 +54,17 @@ type Policy struct {
 	// certain (for measuring what early exit saves; decisions are the
 	// same).
 	NoEarlyExit bool
+	// BatchVotes asks the votes after the first in as few calls as
+	// possible: each run of consecutive votes with the same endpoint and
+	// sampling settings is one call with n = the run's length (an
+	// OpenAI-compatible server samples n answers of one prompt in one
+	// request; vLLM prefills the prompt and its images once). The first
+	// vote stays a call of its own, so that a failure there still ends
+	// the judgement after one call. The decision rests on the same votes
+	// as without it: the shortest prefix of the votes that settles it
+	// (Settle); the run's later votes are recorded too. Left out of
+	// String (decisions do not change).
+	BatchVotes bool
 }
 
 // DefaultPolicy is CODA's: unanimous@4, temperature 1.0, top_p 0.6
@@ -200,6 +211,39 @@ func ParseFloats(v string) ([]float64, error) {
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// Run is how many votes from vote i on are asked in one call: 1 without
+// BatchVotes or for vote 0, else the length of the run of consecutive
+// votes from i whose calls would go to the same endpoint (same(a, b)) with
+// the same sampling settings.
+func (p Policy) Run(i int, same func(a, b int) bool) int {
+	if !p.BatchVotes || i == 0 {
+		return 1
+	}
+	n := 1
+	for k := i + 1; k < p.Votes; k++ {
+		if !same(i, k) || p.Temperature(k) != p.Temperature(i) || p.TopP(k) != p.TopP(i) || p.LowResVote(k) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// Settle is the decision of votes when those before from were already
+// cast without settling it: Decide on the shortest prefix (from + 1
+// votes or more) that settles it, or on every vote when none does. Votes
+// asked together (BatchVotes) thus lead to the decision, and combined
+// verdict, that asking them one at a time with early exit would have on
+// the same votes.
+func (p Policy) Settle(votes []traj.Vote, from int) Outcome {
+	for m := from + 1; m < len(votes); m++ {
+		if out := p.Decide(votes[:m]); out.Final {
+			return out
+		}
+	}
+	return p.Decide(votes)
 }
 
 // Outcome is the decision votes lead to.

@@ -147,3 +147,78 @@ func TestPolicyValidateAndString(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleSameVotesSameDecision: votes asked together (BatchVotes:
+// vote 0 alone, then the others in one call) lead, on the same votes, to
+// the decision and combined verdict that asking them one at a time with
+// early exit does — for every sequence of four votes among clean and
+// redundant successes, failures at two steps and unusable answers, under
+// both rules, with and without a low-resolution first vote.
+func TestSettleSameVotesSameDecision(t *testing.T) {
+	vR := traj.Vote{Verdict: &traj.Verdict{Correctness: true, Redundant: []int{2}}}
+	vN1 := traj.Vote{Verdict: &traj.Verdict{Correctness: false, Redundant: []int{}, FirstErrorStep: step(1), ErrorType: "e1"}}
+	kinds := []traj.Vote{vY, vR, vN, vN1, vB}
+	for _, pol := range []Policy{
+		{Votes: 4, Rule: Unanimous}, {Votes: 4, Rule: Unanimous, LowRes: Size{640, 400}},
+		{Votes: 4, Rule: Majority}, {Votes: 4, Rule: Majority, LowRes: Size{640, 400}},
+	} {
+		pol.BatchVotes = true
+		for code := range 625 { // 5^4
+			votes := make([]traj.Vote, 4)
+			for i, c := 0, code; i < 4; i, c = i+1, c/5 {
+				votes[i] = kinds[c%5]
+			}
+			// One at a time with early exit.
+			var seq Outcome
+			cast := 0
+			for cast < 4 {
+				cast++
+				if seq = pol.Decide(votes[:cast]); seq.Final {
+					break
+				}
+			}
+			// Vote 0, then the rest in one call.
+			bat := pol.Settle(votes[:1], 0)
+			batCast := 1
+			if !bat.Final {
+				if n := pol.Run(1, func(a, b int) bool { return true }); n != 3 {
+					t.Fatalf("%s: run from vote 1 is %d votes, want 3", pol, n)
+				}
+				bat, batCast = pol.Settle(votes, 1), 4
+			}
+			if !reflect.DeepEqual(seq, bat) {
+				t.Fatalf("%s, votes %d: one at a time %+v (after %d votes), batched %+v (after %d)", pol, code, seq, cast, bat, batCast)
+			}
+		}
+	}
+}
+
+func TestRun(t *testing.T) {
+	one := func(a, b int) bool { return true }
+	two := func(a, b int) bool { return a%2 == b%2 } // an ensemble of two endpoints
+	pol := DefaultPolicy()
+	if n := pol.Run(1, one); n != 1 {
+		t.Errorf("without BatchVotes: run of %d", n)
+	}
+	pol.BatchVotes = true
+	temps := pol
+	temps.Temperatures = []float64{1, 1, 1, 0.7}
+	for _, c := range []struct {
+		name string
+		pol  Policy
+		i    int
+		same func(a, b int) bool
+		want int
+	}{
+		{"vote 0 stays alone", pol, 0, one, 1},
+		{"votes 1..3 together", pol, 1, one, 3},
+		{"from vote 2", pol, 2, one, 2},
+		{"last vote", pol, 3, one, 1},
+		{"ensemble: votes alternate endpoints", pol, 1, two, 1},
+		{"a vote of another temperature ends the run", temps, 1, one, 2},
+	} {
+		if n := c.pol.Run(c.i, c.same); n != c.want {
+			t.Errorf("%s: run of %d, want %d", c.name, n, c.want)
+		}
+	}
+}

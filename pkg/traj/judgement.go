@@ -77,6 +77,13 @@ type Vote struct {
 	// when malformed answers were asked again (schema version 3; 0 in
 	// older documents).
 	Attempts int `json:"attempts,omitempty"`
+	// Choices is n of the model call that answered the vote's first
+	// attempt when that call asked for several answers at once (one call
+	// answering several votes, schema version 7); 0 for a call of its
+	// own. Choice is the index of the vote's answer among that call's
+	// choices: the call is counted once, by its choice 0 (Calls).
+	Choices int `json:"choices,omitempty"`
+	Choice  int `json:"choice,omitempty"`
 }
 
 // JudgeVersion identifies the judge configuration that produced a judgement.
@@ -116,11 +123,15 @@ type Judgement struct {
 }
 
 // Calls is the number of model calls behind the judgement (a vote from a
-// document without attempts counts one).
+// document without attempts counts one; a call that answered several
+// votes counts once, through the vote of its choice 0).
 func (j *Judgement) Calls() int {
 	n := 0
 	for _, v := range j.Votes {
 		n += max(v.Attempts, 1)
+		if v.Choice > 0 {
+			n-- // its first attempt is another vote's call
+		}
 	}
 	return n
 }

@@ -24,7 +24,10 @@ import "time"
 //     executor); a candidate records the planner's completion token ids
 //     (Candidate.PlanTokenIDs, as long as PlanLogProbs) and its own
 //     completion token count; outcome kind context_overflow.
-const SchemaVersion = 6
+//   - 7: a vote answered by a call that asked for several answers at once
+//     (n > 1) records that call's n and its choice index (Vote.Choices,
+//     Vote.Choice).
+const SchemaVersion = 7
 
 // TaskRef identifies the task a trajectory ran.
 type TaskRef struct {

@@ -404,7 +404,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"syntax", "{\n  \"id\": \"x\",\n  oops\n}", "line 3, column 3"},
 		{"type", "{\n  \"schema_version\": \"one\"\n}", "field \"schema_version\""},
 		{"unknown field", `{"schema_version":1,"colour":"red"}`, "unknown field \"colour\""},
-		{"newer schema", `{"schema_version":7}`, "schema_version 7"},
+		{"newer schema", `{"schema_version":8}`, "schema_version 8"},
 		{"trailing", string(good) + "{}", "unexpected data after the document"},
 	}
 	for _, tc := range cases {
@@ -560,9 +560,25 @@ func TestJudgementDecisions(t *testing.T) {
 		{"not judged with a verdict", func(j *Judgement) { j.Decision, j.Votes, j.Reason = NotJudged, nil, "x" }, "verdict"},
 		{"undecided without votes", func(j *Judgement) { j.Decision, j.Verdict, j.Votes = Undecided, nil, nil }, "votes"},
 		{"negative attempts", func(j *Judgement) { j.Votes[0].Attempts = -1 }, "votes[0].attempts"},
+		{"choice of a multi-choice call", func(j *Judgement) { j.Votes[1].Choices, j.Votes[1].Choice = 3, 2 }, ""},
+		{"choice beyond n", func(j *Judgement) { j.Votes[1].Choices, j.Votes[1].Choice = 3, 3 }, "votes[1].choice"},
+		{"choice without n", func(j *Judgement) { j.Votes[1].Choice = 1 }, "votes[1].choice"},
+		{"n of 1", func(j *Judgement) { j.Votes[1].Choices = 1 }, "votes[1].choice"},
+		{"choices at version 6", func(j *Judgement) { j.SchemaVersion, j.Votes[1].Choices = 6, 2 }, "votes[1].choices"},
 	})
 	if n := exampleJudgement().Calls(); n != 4 {
 		t.Errorf("Calls() = %d, want 1 + 3 attempts", n)
+	}
+	// Votes 1..3 answered by one call with n = 3 (vote 2 asked twice more
+	// for a malformed answer): 1 + 1 + 2 + 0 calls.
+	j := exampleJudgement()
+	j.Votes = []Vote{j.Votes[0], j.Votes[0], j.Votes[0], j.Votes[0]}
+	for i := 1; i < 4; i++ {
+		j.Votes[i].Choices, j.Votes[i].Choice = 3, i-1
+	}
+	j.Votes[2].Attempts = 3
+	if n := j.Calls(); n != 4 {
+		t.Errorf("Calls() with one call of n = 3 = %d, want 4", n)
 	}
 }
 

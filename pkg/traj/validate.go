@@ -434,6 +434,12 @@ func (j *Judgement) validate(c *checker, p string) {
 		}
 		c.nonNeg(vp+".latency_ms", v.LatencyMS)
 		c.nonNeg(vp+".attempts", int64(v.Attempts))
+		switch {
+		case (v.Choices != 0 || v.Choice != 0) && j.SchemaVersion < 7:
+			c.add(vp+".choices", "set at schema version %d (recorded from version 7)", j.SchemaVersion)
+		case v.Choices == 1 || v.Choices < 0 || v.Choice < 0 || (v.Choice > 0 && v.Choice >= v.Choices):
+			c.add(vp+".choice", "choice %d of a call with n = %d: want n ≥ 2 and 0 ≤ choice < n (or both 0)", v.Choice, v.Choices)
+		}
 	}
 	c.nonEmpty(p+"judge.prompt_sha256", j.Judge.PromptSHA256)
 	if j.JudgedAt.IsZero() {

@@ -1762,3 +1762,41 @@ func TestMsgCache(t *testing.T) {
 		t.Fatalf("bad role: %v", aerr)
 	}
 }
+
+// TestSeededChoicesAsVLLM: choice i of a seeded request with n choices is
+// what vLLM samples for it, the answer of a request with seed + i
+// (ParentRequest._get_child_sampling_params, vllm/v1/engine/
+// parallel_sampling.py), and the choices are independent draws.
+func TestSeededChoicesAsVLLM(t *testing.T) {
+	tm := startModels(t, fastConfig())
+	ctx := context.Background()
+	shot := pngWithState(t, 64, 40, nil)
+	ask := func(seed, n int) []string {
+		req := plannerRequest("Open the file /data/2olx.pdb", nil, shot)
+		req.Seed, req.N = &seed, n
+		resp, err := tm.planner.CreateChatCompletion(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Choices) != n {
+			t.Fatalf("seed %d, n %d: %d choices", seed, n, len(resp.Choices))
+		}
+		out := make([]string, n)
+		for i, c := range resp.Choices {
+			out[i] = c.Message.Content
+		}
+		return out
+	}
+	const n = 8
+	many := ask(40, n)
+	distinct := map[string]bool{}
+	for i, got := range many {
+		if one := ask(40+i, 1)[0]; got != one {
+			t.Errorf("choice %d of seed 40: %q, want the answer of seed %d: %q", i, got, 40+i, one)
+		}
+		distinct[got] = true
+	}
+	if len(distinct) < 2 {
+		t.Errorf("%d seeded choices all the same: %q", n, many[0])
+	}
+}

@@ -798,10 +798,19 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 	completion := 0
 	for i := 0; i < call.n; i++ {
 		choiceIdx := i
-		if greedy {
+		cbase := base
+		switch {
+		case greedy:
 			choiceIdx = 0 // greedy decoding: every choice is the same
+		case call.seed != nil:
+			// vLLM runs choice i of a seeded request as a request of its
+			// own with seed + i (ParentRequest._get_child_sampling_params
+			// in vllm/v1/engine/parallel_sampling.py): the same answer as
+			// choice 0 of a request with that seed.
+			choiceIdx = 0
+			cbase = []any{"seeded", call.content, uint64(*call.seed + int64(i))}
 		}
-		parts := append(append([]any{}, base...), "choice", choiceIdx)
+		parts := append(append([]any{}, cbase...), "choice", choiceIdx)
 		text := e.answer(call, e.stream(parts...), temp)
 		finish := "stop"
 		text = applyStop(text, call.stop)

@@ -386,7 +386,9 @@ func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
 		// The column writers check the page size after every WithBatchSize
 		// values (default 1024): with ~200 KB images that would buffer (and
 		// copy twice) a whole row group's image bytes as a single page.
+		// Small pages: see parquetPageSize.
 		parquet.WithBatchSize(parquetWriteBatch),
+		parquet.WithDataPageSize(parquetPageSize),
 	}
 	for _, path := range []string{"prompt", "completion", parquetImageBytes, "logprobs.list.element",
 		"completion_token_ids.list.element", "messages.list.element.content.list.element.text"} {
@@ -397,7 +399,21 @@ func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
 
 // parquetWriteBatch is how many values a Parquet column writer encodes
 // before it checks whether the page is full.
-const parquetWriteBatch = 16
+const parquetWriteBatch = 1
+
+// parquetPageSize is the data page size limit: a column writer cuts a
+// page as soon as its values reach it (checked after every value, see
+// parquetWriteBatch), so a page of embedded images holds one image (or a
+// few small ones) and a page of the other columns at most 128 KiB. The
+// page buffers come from arrow-go's encoder pool, shared by every column,
+// which zeroes a buffer's whole capacity each time it takes one back (up to
+// 7 times per column chunk): with the default 1 MiB pages checked every 16
+// values (pages of 16 images), the pool filled with 4 MiB buffers, and
+// zeroing them, regrowing them and copying into them cost 15-20 % more CPU
+// per shard (BenchmarkShardWriteParquet, shard.parquet_write_cpu_s_per_GB).
+// See encoding.PooledBufferWriter in arrow-go's
+// parquet/internal/encoding/types.go.
+const parquetPageSize = 128 << 10
 
 // parquetImageBytes is the Parquet column path of the embedded image bytes.
 const parquetImageBytes = "images.list.element.bytes"

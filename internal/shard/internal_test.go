@@ -100,21 +100,20 @@ func TestSpoolWriter(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 
-	// A write error sticks: later writes and Close report it.
+	// A write error sticks: the writes behind the failed one (at the latest
+	// Close) and every later Write report it.
 	f := &failWriter{n: spoolBuffer}
 	s = newSpoolWriter(f)
-	var err error
-	for i := 0; i < 4 && err == nil; i++ {
-		_, err = s.Write(data[:spoolBuffer])
-	}
-	if err == nil {
-		t.Fatal("no error from a failing file")
-	}
-	if _, err := s.Write([]byte{1}); err == nil {
-		t.Error("Write after a failure succeeded")
+	for i := 0; i < 2*spoolChunks; i++ {
+		if _, err := s.Write(data[:spoolBuffer]); err != nil {
+			break
+		}
 	}
 	if err := s.Close(); err == nil {
 		t.Error("Close after a failure succeeded")
+	}
+	if _, err := s.Write([]byte{1}); err == nil {
+		t.Error("Write after a failure succeeded")
 	}
 }
 
@@ -138,8 +137,18 @@ func TestWriteErrorBreaksShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.cur.f.Close()
-	if err := w.Add([]Row{row}); err == nil {
-		t.Fatal("Add succeeded writing to a closed file")
+	// The file is written behind the writer (spoolWriter): the error comes
+	// back once the writing goroutine has handed back the failed chunk, at
+	// most spoolChunks chunks later.
+	failed := false
+	for range 2 * spoolChunks {
+		if err := w.Add([]Row{row}); err != nil {
+			failed = true
+			break
+		}
+	}
+	if !failed {
+		t.Fatal("Add kept succeeding writing to a closed file")
 	}
 	if err := w.Add([]Row{row}); err == nil || !strings.Contains(err.Error(), "Abort") {
 		t.Errorf("Add on a broken shard: %v", err)

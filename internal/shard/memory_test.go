@@ -26,8 +26,8 @@ const memChildEnv = "CODAPIPE_SHARD_MEMORY_CHILD"
 // and the peak RSS under 300 MB. With -short or the race detector (whose
 // shadow memory inflates the RSS, which is then not checked) it writes
 // 256 MB of each: the writer reaches its steady state after a few batches.
-// Measured without the race detector: Arrow 78 MB heap (40 MB live), 108 MB
-// RSS; Parquet 131–174 MB heap (71–94 MB live), 178–185 MB RSS.
+// Measured without the race detector: Arrow 84 MB heap (43 MB live), 118 MB
+// RSS; Parquet 109 MB heap (65 MB live), 131 MB RSS (issue 26, 2026-11-26).
 func TestMemoryBounded(t *testing.T) {
 	if os.Getenv(memChildEnv) != "" {
 		memoryChild(t)

@@ -369,9 +369,12 @@ func (w *Writer) open() error {
 
 // parquetProps are the Parquet writer properties: zstd (level 1) for every
 // column but the embedded image bytes (PNG data, compressed already: zstd
-// would spend CPU to gain nothing); dictionary encoding for the small
-// repeated strings and numbers, none (and no min/max statistics) for the
-// large unique values (prompt, completion, image bytes, log-probs).
+// would spend CPU to gain nothing); PLAIN encoding everywhere (no
+// dictionaries: a row group of the repeated small strings compresses as
+// well with zstd alone, 5 % smaller in BenchmarkShardFileSize, and each
+// dictionary cost a hash table and a page per column chunk); no min/max
+// statistics for the large unique values (prompt, completion, image
+// bytes, log-probs).
 func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
@@ -381,23 +384,39 @@ func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
 		// faster, and its encoders carry a 4 MB window instead of 8 MB.
 		parquet.WithCompressionLevel(1),
 		parquet.WithCompressionFor(parquetImageBytes, compress.Codecs.Uncompressed),
-		parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryDefault(false),
 		parquet.WithStats(true),
 		// The column writers check the page size after every WithBatchSize
 		// values (default 1024): with ~200 KB images that would buffer (and
 		// copy twice) a whole row group's image bytes as a single page.
+		// Small pages: see parquetPageSize.
 		parquet.WithBatchSize(parquetWriteBatch),
+		parquet.WithDataPageSize(parquetPageSize),
 	}
 	for _, path := range []string{"prompt", "completion", parquetImageBytes, "logprobs.list.element",
 		"completion_token_ids.list.element", "messages.list.element.content.list.element.text"} {
-		opts = append(opts, parquet.WithDictionaryFor(path, false), parquet.WithStatsFor(path, false))
+		opts = append(opts, parquet.WithStatsFor(path, false))
 	}
 	return parquet.NewWriterProperties(opts...)
 }
 
 // parquetWriteBatch is how many values a Parquet column writer encodes
 // before it checks whether the page is full.
-const parquetWriteBatch = 16
+const parquetWriteBatch = 1
+
+// parquetPageSize is the data page size limit: a column writer cuts a
+// page as soon as its values reach it (checked after every value, see
+// parquetWriteBatch), so a page of embedded images holds one image (or a
+// few small ones) and a page of the other columns at most 128 KiB. The
+// page buffers come from arrow-go's encoder pool, shared by every column,
+// which zeroes a buffer's whole capacity each time it takes one back (up to
+// 7 times per column chunk): with the default 1 MiB pages checked every 16
+// values (pages of 16 images), the pool filled with 4 MiB buffers, and
+// zeroing them, regrowing them and copying into them cost 15-20 % more CPU
+// per shard (BenchmarkShardWriteParquet, shard.parquet_write_cpu_s_per_GB).
+// See encoding.PooledBufferWriter in arrow-go's
+// parquet/internal/encoding/types.go.
+const parquetPageSize = 128 << 10
 
 // parquetImageBytes is the Parquet column path of the embedded image bytes.
 const parquetImageBytes = "images.list.element.bytes"

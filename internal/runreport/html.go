@@ -351,6 +351,17 @@ td:first-child, th:first-child { text-align: left; }
 {{end}}{{if .R.Judge}}<tr><td>judge (per trajectory)</td><td>{{ms .R.Latency.Judge.Mean}}</td><td>{{ms .R.Latency.Judge.P50}}</td><td>{{ms .R.Latency.Judge.P95}}</td></tr>{{end}}
 </table>
 <div class="plot">{{index .Plots "latency"}}</div></div>
+<h2>Episode lengths</h2>
+{{with .R.Lengths}}
+<table id="lengths">
+<tr><th>figure</th><th>value</th></tr>
+<tr><td>predicted from the length history</td><td>{{.FromHistory}}</td></tr>
+<tr><td>predicted from the step limit (no history)</td><td>{{.Fallback}}</td></tr>
+<tr><td>mean absolute error of the history's predictions</td><td>{{printf "%.1f" .MeanAbsErrorS}} s</td></tr>
+<tr><td>mean relative error</td><td>{{pct .MeanRelError}}</td></tr>
+</table>
+<p class="meta">The scheduler orders episodes longest predicted first; a prediction is compared with the episode's VM time (ended_at − started_at), environment errors left out.</p>
+{{else}}<p>No episode of the run recorded a length prediction.</p>{{end}}
 </body>
 </html>
 `

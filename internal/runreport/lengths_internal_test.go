@@ -2,6 +2,7 @@ package runreport
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +40,34 @@ func TestLengthFigures(t *testing.T) {
 	}
 	if f := lengthFigures(trs, map[ledger.EpisodeKey]ledger.Record{}); f != nil {
 		t.Errorf("no predictions: %+v, want nil", f)
+	}
+}
+
+// The HTML page shows the length figures in their own table, and says so
+// when the run recorded no prediction.
+func TestLengthFiguresOnThePage(t *testing.T) {
+	at := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		lengths *LengthFigures
+		want    []string
+	}{
+		{"with predictions", &LengthFigures{FromHistory: 7, Fallback: 3, MeanAbsErrorS: 12.25, MeanRelError: 0.375},
+			[]string{`<table id="lengths">`, "<td>7</td>", "<td>3</td>", "12.2 s", "37.5%"}},
+		{"without", nil, []string{"No episode of the run recorded a length prediction."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			r := &Report{Run: "r1", Apps: []string{"KAlgebra"}, Samples: 1, Lengths: tc.lengths,
+				Overall: ledger.Scores{Outcomes: map[string]int{"passed": 1}}, ByApp: []AppScores{{App: "KAlgebra"}}}
+			if err := r.WriteHTML(&b, at); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("the page lacks %q", w)
+				}
+			}
+		})
 	}
 }

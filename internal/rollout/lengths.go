@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"sync"
@@ -16,8 +17,10 @@ const LengthsOff = "off"
 
 // lengthRecordBudget bounds the retries of one history write: a worker
 // records its episode before it takes the next, and a lost length only
-// makes one prediction staler.
-const lengthRecordBudget = 10 * time.Second
+// makes one prediction staler. After a write has failed, the invocation
+// records no more (lengthTracker.broken), so that an unreachable bucket
+// costs one budget, not one per episode.
+var lengthRecordBudget = 10 * time.Second // a variable for the tests
 
 // LengthSummary is how the run's episode lengths were predicted (the
 // summary's "lengths"): per this invocation's episodes, how many were
@@ -33,13 +36,18 @@ type LengthSummary struct {
 	MeanAbsErrorS float64 `json:"mean_abs_error_s"`
 	MeanRelError  float64 `json:"mean_rel_error"`
 	// Recorded counts the episodes recorded into the history,
-	// RecordFailures those whose write failed (logged; the run goes on).
+	// RecordFailures those not recorded because a write failed (logged;
+	// after the first failure the invocation records no more; the run
+	// goes on).
 	Recorded       int `json:"recorded"`
 	RecordFailures int `json:"record_failures"`
 	// ReadError is why the history could not be read ("": it was), in
 	// which case every episode fell back to the step limit.
 	ReadError string `json:"read_error,omitempty"`
 }
+
+// errLengthsBroken stands for the history writes skipped after one failed.
+var errLengthsBroken = errors.New("an earlier history write failed")
 
 // lengthTracker reads the history before a run (its predictions order the
 // episodes), records every finished episode into it, and keeps the
@@ -54,6 +62,7 @@ type lengthTracker struct {
 	mu       sync.Mutex
 	sum      LengthSummary
 	abs, rel float64
+	broken   bool // a history write failed: no more are tried
 }
 
 // lengthFamily is the run's checkpoint family: --length-family, or the
@@ -108,6 +117,9 @@ func (t *lengthTracker) done(ctx context.Context, r sched.Result) {
 	if t == nil || r.Trajectory == nil {
 		return
 	}
+	if r.Err != nil && !errors.Is(r.Err, sched.ErrKept) {
+		return // not published: the episode runs again (here or on another host), and is recorded then
+	}
 	censored, ok := sched.Censored(r.Trajectory.Outcome)
 	if !ok {
 		return // an environment error is no length
@@ -118,10 +130,16 @@ func (t *lengthTracker) done(ctx context.Context, r sched.Result) {
 		return
 	}
 	var recErr error
-	if t.hist != nil {
+	t.mu.Lock()
+	broken := t.broken
+	t.mu.Unlock()
+	switch {
+	case t.hist != nil && broken:
+		recErr = errLengthsBroken
+	case t.hist != nil:
 		recErr = t.hist.Record(ctx, t.app, t.family, r.Job.Task.ID, d, len(r.Trajectory.Steps), censored)
 		if recErr != nil {
-			t.log.Warn("rollout: could not record the episode's length", "task", r.Job.Task.ID, "sample", r.Job.Sample, "err", recErr)
+			t.log.Warn("rollout: could not record the episode's length; this invocation records no more", "task", r.Job.Task.ID, "sample", r.Job.Sample, "err", recErr)
 		}
 	}
 	p, fromHistory := t.pred.Predict(r.Job.Task) // a nil *Lengths: the step limit
@@ -129,6 +147,7 @@ func (t *lengthTracker) done(ctx context.Context, r sched.Result) {
 	defer t.mu.Unlock()
 	if recErr != nil {
 		t.sum.RecordFailures++
+		t.broken = true
 	} else if t.hist != nil {
 		t.sum.Recorded++
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -84,8 +85,36 @@ func TestLengthsRecordedPredictedAndSummarised(t *testing.T) {
 		t.Error("--length-family off still has a history")
 	}
 
-	// The server gone: the run goes on in step limit order.
+	// An episode whose trajectory was not published runs again: it is
+	// recorded then, not now.
+	cfg.LengthFamily = ""
+	third := openLengths(ctx, cfg, log)
+	unpublished := result(&tasks[1], 500*time.Second, traj.OutcomeFinished)
+	unpublished.Err = errors.New("publish: nats: timeout")
+	third.done(ctx, unpublished)
+	if s := third.summary(); s.Recorded != 0 || s.FromHistory+s.Fallback != 0 {
+		t.Errorf("an unpublished episode was counted: %+v", s)
+	}
+
+	// The server gone after the history was read: the first write fails
+	// after its budget, the later ones are not tried (one budget per
+	// invocation, not one per episode), and the run goes on.
+	defer func(b time.Duration) { lengthRecordBudget = b }(lengthRecordBudget)
+	lengthRecordBudget = 300 * time.Millisecond
+	fourth := openLengths(ctx, cfg, log)
 	srv.Shutdown()
+	fourth.done(ctx, result(&tasks[0], 90*time.Second, traj.OutcomeFinished))
+	for range 3 {
+		fourth.done(ctx, result(&tasks[1], 30*time.Second, traj.OutcomeFinished))
+	}
+	if s := fourth.summary(); s.Recorded != 0 || s.RecordFailures != 4 || s.FromHistory != 4 {
+		t.Errorf("writes with the server gone: %+v, want 4 failures, none recorded", s)
+	}
+	if !fourth.broken {
+		t.Error("after a failed write the tracker still tries the next ones")
+	}
+
+	// The server gone: the run goes on in step limit order.
 	cfg.LengthFamily = ""
 	down := openLengths(ctx, cfg, log)
 	if down.predictor() != nil || down.summary().ReadError == "" {

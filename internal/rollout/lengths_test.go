@@ -28,12 +28,7 @@ import (
 func TestLengthsRecordedPredictedAndSummarised(t *testing.T) {
 	ctx := context.Background()
 	srv := natstest.Start(t)
-	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Timeout: 2 * time.Second, RetryBudget: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, log := lengthsBus(t, srv.URL())
 	tasks := []scienceboard.Task{{ID: "A.1", Steps: 10}, {ID: "B", Steps: 5}, {ID: "C", Steps: 15}}
 	cfg := Config{App: "ChimeraX", Tasks: tasks, Bus: b, Topology: bus.DefaultTopology(), Planner: model.Config{Checkpoint: "ui-tars-step100"}}
 	start := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
@@ -138,12 +133,7 @@ func TestWorkQueueOrdersByPrediction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv := natstest.Start(t)
-	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Timeout: 2 * time.Second, RetryBudget: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, log := lengthsBus(t, srv.URL())
 	tasks := []scienceboard.Task{{ID: "short", Steps: 15}, {ID: "long", Steps: 5}, {ID: "unseen", Steps: 10}}
 	cfg := Config{App: "ChimeraX", Run: "r", Tasks: tasks, Samples: 1, Bus: b, Topology: bus.DefaultTopology(), Lease: 10 * time.Second, PublishRetry: 2 * time.Second}
 	runs, err := ledger.Open(ctx, b, cfg.Topology)
@@ -170,4 +160,16 @@ func TestWorkQueueOrdersByPrediction(t *testing.T) {
 	if want := []string{"long", "unseen", "short"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("taken %v, want %v (sched.Order)", got, want)
 	}
+}
+
+// lengthsBus opens a bus on the test's NATS server with short retries, and
+// a quiet logger; the bus is closed at the end of the test.
+func lengthsBus(t *testing.T, url string) (*bus.Bus, *slog.Logger) {
+	t.Helper()
+	b, err := bus.Open(context.Background(), bus.Config{URL: url, Timeout: 2 * time.Second, RetryBudget: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, slog.New(slog.NewTextHandler(io.Discard, nil))
 }

@@ -501,10 +501,33 @@ func pythonCode(argv []string) (string, bool) {
 	return "", false
 }
 
-// notFoundMsg is Python's FileNotFoundError for a program that does not
-// exist.
-func notFoundMsg(prog string) string {
-	return "[Errno 2] No such file or directory: " + pyRepr(prog)
+// unrunnable is what subprocess says of a command it cannot take, before
+// running anything: an object, or an empty list without shell; "" for
+// any other command.
+func (c command) unrunnable() string {
+	switch {
+	case c.odd != nil:
+		return "expected str, bytes or os.PathLike object, not dict"
+	case !c.shell && len(c.argv) == 0:
+		return "list index out of range"
+	}
+	return ""
+}
+
+// notFound reports a list command (no shell) whose program does not exist,
+// by what the simulated shell said when it ran it; msg is Python's
+// FileNotFoundError for it.
+func (c command) notFound(stderr string, rc int) (msg string, ok bool) {
+	if c.shell || rc != 127 || stderr != "sh: 1: "+c.argv[0]+": not found\n" {
+		return "", false
+	}
+	return "[Errno 2] No such file or directory: " + pyRepr(c.argv[0]), true
+}
+
+// commandError answers a command that could not be run as server.py's
+// except clause does: 500 {"status": "error", "message"}.
+func commandError(w http.ResponseWriter, msg string) {
+	writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "message": msg})
 }
 
 // execute serves /setup/execute and /execute as server.py does: it runs
@@ -519,11 +542,8 @@ func (g *guestHandler) execute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	fail := func(msg string) {
-		writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "message": msg})
-	}
-	if c.odd != nil {
-		fail("expected str, bytes or os.PathLike object, not dict")
+	if msg := c.unrunnable(); msg != "" {
+		commandError(w, msg)
 		return
 	}
 	var line string // the simulated shell's line
@@ -540,10 +560,6 @@ func (g *guestHandler) execute(w http.ResponseWriter, r *http.Request) {
 			argv = nil // a shell line doing more than run python -c
 		}
 	} else {
-		if len(c.argv) == 0 {
-			fail("list index out of range")
-			return
-		}
 		line = c.quoted()
 	}
 	if code, isPy := pythonCode(argv); isPy {
@@ -551,8 +567,8 @@ func (g *guestHandler) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stdout, stderr, rc := g.v.m.Shell(line)
-	if !c.shell && rc == 127 && stderr == "sh: 1: "+c.argv[0]+": not found\n" {
-		fail(notFoundMsg(c.argv[0]))
+	if msg, ok := c.notFound(stderr, rc); ok {
+		commandError(w, msg)
 		return
 	}
 	g.reply(w, stdout, stderr, rc)
@@ -581,8 +597,7 @@ func (g *guestHandler) runPython(w http.ResponseWriter, r *http.Request, c comma
 				if g.v.clock.Sleep(r.Context(), limit-slept) != nil {
 					abandon()
 				}
-				writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error",
-					"message": fmt.Sprintf("Command '%s' timed out after %s seconds", c.repr(), strconv.FormatFloat(limit.Seconds(), 'f', -1, 64))})
+				commandError(w, fmt.Sprintf("Command '%s' timed out after %s seconds", c.repr(), strconv.FormatFloat(limit.Seconds(), 'f', -1, 64)))
 				return
 			}
 			slept += d
@@ -618,31 +633,25 @@ func (g *guestHandler) launch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	fail := func(msg string) {
-		writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "message": msg})
+	if msg := c.unrunnable(); msg != "" {
+		commandError(w, msg)
+		return
 	}
 	m := g.v.m
 	var shown string
-	switch {
-	case c.odd != nil:
-		fail("expected str, bytes or os.PathLike object, not dict")
-		return
-	case c.shell:
+	if c.shell {
 		shown = c.repr()
 		if s, ok := c.script(); ok {
 			if err := m.Launch(s); err != nil {
 				m.Shell(s)
 			}
 		}
-	default:
-		if len(c.argv) == 0 {
-			fail("list index out of range")
-			return
-		}
+	} else {
 		shown = strings.Join(c.argv, " ")
 		if err := m.Launch(c.quoted()); err != nil {
-			if _, stderr, rc := m.Shell(c.quoted()); rc == 127 && stderr == "sh: 1: "+c.argv[0]+": not found\n" {
-				fail(notFoundMsg(c.argv[0]))
+			_, stderr, rc := m.Shell(c.quoted())
+			if msg, ok := c.notFound(stderr, rc); ok {
+				commandError(w, msg)
 				return
 			}
 		}

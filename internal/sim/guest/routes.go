@@ -402,11 +402,26 @@ type command struct {
 	odd   any // a command that is neither a string nor a list of strings (an object)
 }
 
-// readCommand decodes {"command": str | [str], "shell": bool} as
+// readCommand reads the command of /execute, /setup/execute and
+// /setup/launch (decodeCommand) and answers, returning false, one that
+// subprocess cannot take (unrunnable) as server.py's except clause does.
+func readCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
+	c, ok := decodeCommand(w, r)
+	if !ok {
+		return c, false
+	}
+	if msg := c.unrunnable(); msg != "" {
+		commandError(w, msg)
+		return c, false
+	}
+	return c, true
+}
+
+// decodeCommand decodes {"command": str | [str], "shell": bool} as
 // server.py prepares it. What server.py does outside its try block
 // (request.json, shlex.split, "~/" expansion) fails with Flask's error
 // pages; it answers them and returns false.
-func readCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
+func decodeCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
 	data, ok := requestJSON(w, r)
 	if !ok {
 		return command{}, false
@@ -542,10 +557,6 @@ func (g *guestHandler) execute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if msg := c.unrunnable(); msg != "" {
-		commandError(w, msg)
-		return
-	}
 	var line string // the simulated shell's line
 	argv := c.argv  // the program and its arguments, for python -c
 	if c.shell {
@@ -631,10 +642,6 @@ func pyErrorLine(err error) string {
 func (g *guestHandler) launch(w http.ResponseWriter, r *http.Request) {
 	c, ok := readCommand(w, r)
 	if !ok {
-		return
-	}
-	if msg := c.unrunnable(); msg != "" {
-		commandError(w, msg)
 		return
 	}
 	m := g.v.m

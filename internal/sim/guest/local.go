@@ -3,16 +3,13 @@ package guest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"html"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/guestproto"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
@@ -39,12 +36,12 @@ type HTTPError struct {
 	Body    []byte
 }
 
-// Error names the request, the status and what the server said: a JSON
-// reply's "message" or "error", an HTML page's title, or the start of the
-// body.
+// Error names the request, the status and what the server said, as the
+// real guest client quotes it (guestproto.ErrorMessage): a JSON reply's
+// "message" or "error", an HTML page's title, or the start of the body.
 func (e *HTTPError) Error() string {
 	msg := fmt.Sprintf("sim: %s: HTTP %d", e.Request, e.Status)
-	if m := replyMessage(e.Body); m != "" {
+	if m := guestproto.ErrorMessage(e.Body); m != "" {
 		msg += ": " + m
 	}
 	return msg
@@ -52,32 +49,6 @@ func (e *HTTPError) Error() string {
 
 // HTTPStatus returns the answer's status.
 func (e *HTTPError) HTTPStatus() int { return e.Status }
-
-var titleRE = regexp.MustCompile(`(?s)<title>(.*?)</title>`)
-
-// replyMessage is what an error answer says, in one line.
-func replyMessage(body []byte) string {
-	var m struct {
-		Message any `json:"message"`
-		Error   any `json:"error"`
-	}
-	if json.Unmarshal(body, &m) == nil {
-		for _, v := range []any{m.Message, m.Error} {
-			if s, ok := v.(string); ok && s != "" {
-				return s
-			}
-		}
-	}
-	s := string(body)
-	if t := titleRE.FindStringSubmatch(s); t != nil {
-		s = strings.TrimSuffix(strings.TrimSpace(html.UnescapeString(t[1])), " // Werkzeug Debugger")
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "..."
-	}
-	return s
-}
 
 // Call serves r in-process.
 func (c localCaller) Call(ctx context.Context, r scienceboard.Request) ([]byte, error) {
@@ -147,22 +118,7 @@ func serveLocal(serve func(http.ResponseWriter, *http.Request) error, req *http.
 // pkg/vmpool/guest's Client.Upload sends it: how a task's download item
 // reaches the simulated guest.
 func UploadRequest(path string, data []byte) scienceboard.Request {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	_ = mw.WriteField("file_path", path) // writes to a bytes.Buffer do not fail
-	fw, _ := mw.CreateFormFile("file_data", fileBase(path))
-	_, _ = fw.Write(data)
-	_ = mw.Close()
+	body, contentType := guestproto.UploadForm(path, data)
 	return scienceboard.Request{Server: scienceboard.GuestServer, Method: http.MethodPost, Path: "/setup/upload",
-		Body: buf.Bytes(), ContentType: mw.FormDataContentType()}
-}
-
-func fileBase(p string) string {
-	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
-		p = p[i+1:]
-	}
-	if p == "" {
-		p = "file"
-	}
-	return p
+		Body: body, ContentType: contentType}
 }

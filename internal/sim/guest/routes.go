@@ -402,11 +402,26 @@ type command struct {
 	odd   any // a command that is neither a string nor a list of strings (an object)
 }
 
-// readCommand decodes {"command": str | [str], "shell": bool} as
+// readCommand reads the command of /execute, /setup/execute and
+// /setup/launch (decodeCommand) and answers, returning false, one that
+// subprocess cannot take (unrunnable) as server.py's except clause does.
+func readCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
+	c, ok := decodeCommand(w, r)
+	if !ok {
+		return c, false
+	}
+	if msg := c.unrunnable(); msg != "" {
+		commandError(w, msg)
+		return c, false
+	}
+	return c, true
+}
+
+// decodeCommand decodes {"command": str | [str], "shell": bool} as
 // server.py prepares it. What server.py does outside its try block
 // (request.json, shlex.split, "~/" expansion) fails with Flask's error
 // pages; it answers them and returns false.
-func readCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
+func decodeCommand(w http.ResponseWriter, r *http.Request) (command, bool) {
 	data, ok := requestJSON(w, r)
 	if !ok {
 		return command{}, false
@@ -501,10 +516,33 @@ func pythonCode(argv []string) (string, bool) {
 	return "", false
 }
 
-// notFoundMsg is Python's FileNotFoundError for a program that does not
-// exist.
-func notFoundMsg(prog string) string {
-	return "[Errno 2] No such file or directory: " + pyRepr(prog)
+// unrunnable is what subprocess says of a command it cannot take, before
+// running anything: an object, or an empty list without shell; "" for
+// any other command.
+func (c command) unrunnable() string {
+	switch {
+	case c.odd != nil:
+		return "expected str, bytes or os.PathLike object, not dict"
+	case !c.shell && len(c.argv) == 0:
+		return "list index out of range"
+	}
+	return ""
+}
+
+// notFound reports a list command (no shell) whose program does not exist,
+// by what the simulated shell said when it ran it; msg is Python's
+// FileNotFoundError for it.
+func (c command) notFound(stderr string, rc int) (msg string, ok bool) {
+	if c.shell || rc != 127 || stderr != "sh: 1: "+c.argv[0]+": not found\n" {
+		return "", false
+	}
+	return "[Errno 2] No such file or directory: " + pyRepr(c.argv[0]), true
+}
+
+// commandError answers a command that could not be run as server.py's
+// except clause does: 500 {"status": "error", "message"}.
+func commandError(w http.ResponseWriter, msg string) {
+	writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "message": msg})
 }
 
 // execute serves /setup/execute and /execute as server.py does: it runs
@@ -517,13 +555,6 @@ func notFoundMsg(prog string) string {
 func (g *guestHandler) execute(w http.ResponseWriter, r *http.Request) {
 	c, ok := readCommand(w, r)
 	if !ok {
-		return
-	}
-	fail := func(msg string) {
-		writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "message": msg})
-	}
-	if c.odd != nil {
-		fail("expected str, bytes or os.PathLike object, not dict")
 		return
 	}
 	var line string // the simulated shell's line
@@ -540,10 +571,6 @@ func (g *guestHandler) execute(w http.ResponseWriter, r *http.Request) {
 			argv = nil // a shell line doing more than run python -c
 		}
 	} else {
-		if len(c.argv) == 0 {
-			fail("list index out of range")
-			return
-		}
 		line = c.quoted()
 	}
 	if code, isPy := pythonCode(argv); isPy {
@@ -551,8 +578,8 @@ func (g *guestHandler) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stdout, stderr, rc := g.v.m.Shell(line)
-	if !c.shell && rc == 127 && stderr == "sh: 1: "+c.argv[0]+": not found\n" {
-		fail(notFoundMsg(c.argv[0]))
+	if msg, ok := c.notFound(stderr, rc); ok {
+		commandError(w, msg)
 		return
 	}
 	g.reply(w, stdout, stderr, rc)
@@ -581,8 +608,7 @@ func (g *guestHandler) runPython(w http.ResponseWriter, r *http.Request, c comma
 				if g.v.clock.Sleep(r.Context(), limit-slept) != nil {
 					abandon()
 				}
-				writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error",
-					"message": fmt.Sprintf("Command '%s' timed out after %s seconds", c.repr(), strconv.FormatFloat(limit.Seconds(), 'f', -1, 64))})
+				commandError(w, fmt.Sprintf("Command '%s' timed out after %s seconds", c.repr(), strconv.FormatFloat(limit.Seconds(), 'f', -1, 64)))
 				return
 			}
 			slept += d
@@ -618,31 +644,21 @@ func (g *guestHandler) launch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	fail := func(msg string) {
-		writeFlaskJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "message": msg})
-	}
 	m := g.v.m
 	var shown string
-	switch {
-	case c.odd != nil:
-		fail("expected str, bytes or os.PathLike object, not dict")
-		return
-	case c.shell:
+	if c.shell {
 		shown = c.repr()
 		if s, ok := c.script(); ok {
 			if err := m.Launch(s); err != nil {
 				m.Shell(s)
 			}
 		}
-	default:
-		if len(c.argv) == 0 {
-			fail("list index out of range")
-			return
-		}
+	} else {
 		shown = strings.Join(c.argv, " ")
 		if err := m.Launch(c.quoted()); err != nil {
-			if _, stderr, rc := m.Shell(c.quoted()); rc == 127 && stderr == "sh: 1: "+c.argv[0]+": not found\n" {
-				fail(notFoundMsg(c.argv[0]))
+			_, stderr, rc := m.Shell(c.quoted())
+			if msg, ok := c.notFound(stderr, rc); ok {
+				commandError(w, msg)
 				return
 			}
 		}

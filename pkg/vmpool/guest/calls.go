@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/guestproto"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 
@@ -205,34 +205,10 @@ func (g *Client) Download(ctx context.Context, path string) ([]byte, error) {
 // *HTTPError with status 500. Retried: writing the same bytes again is
 // harmless.
 func (g *Client) Upload(ctx context.Context, path string, data []byte) error {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	if err := mw.WriteField("file_path", path); err != nil {
-		return err
-	}
-	fw, err := mw.CreateFormFile("file_data", fileBase(path))
-	if err != nil {
-		return err
-	}
-	if _, err := fw.Write(data); err != nil {
-		return err
-	}
-	if err := mw.Close(); err != nil {
-		return err
-	}
-	_, err = g.simple(ctx, call{op: "upload " + path, method: http.MethodPost, server: g.base, path: "/setup/upload",
-		body: buf.Bytes(), contentType: mw.FormDataContentType(), timeout: g.opts.FileTimeout, idempotent: true})
+	body, contentType := guestproto.UploadForm(path, data)
+	_, err := g.simple(ctx, call{op: "upload " + path, method: http.MethodPost, server: g.base, path: "/setup/upload",
+		body: body, contentType: contentType, timeout: g.opts.FileTimeout, idempotent: true})
 	return err
-}
-
-func fileBase(p string) string {
-	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
-		p = p[i+1:]
-	}
-	if p == "" {
-		p = "file"
-	}
-	return p
 }
 
 // The two servers of a ScienceBoard VM (Request.Server).

@@ -6,18 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"regexp"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/guestproto"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 
@@ -173,38 +171,18 @@ func httpError(c call, a answer) *HTTPError {
 	return &HTTPError{Op: c.op, URL: c.server.String() + c.path, Status: a.status, Message: ErrorMessage(a.body), JSONStatus: jsonStatus(a.body)}
 }
 
-// htmlTitle finds an HTML page's title.
-var htmlTitle = regexp.MustCompile(`(?is)<title>(.*?)</title>`)
-
 // ErrorMessage extracts a server's message from the body of an error
 // answer: its JSON "message" or "error" field; for an HTML page (the
 // guest server is a Flask app: its error pages, and in debug mode the
 // Werkzeug debugger's page for an exception its view did not catch) the
 // page's title, e.g. "FileNotFoundError: [Errno 2] No such file or
-// directory: '/x'"; else the start of the text. It is at most 300 bytes (then "..."),
-// whatever the answer.
-func ErrorMessage(body []byte) string {
-	var m struct {
-		Message any `json:"message"`
-		Error   any `json:"error"`
-	}
-	if json.Unmarshal(body, &m) == nil {
-		for _, v := range []any{m.Message, m.Error} {
-			if s, ok := v.(string); ok && s != "" {
-				return errtext.Truncate(s, maxErrorMessage)
-			}
-		}
-	}
-	text := string(body)
-	if t := htmlTitle.FindStringSubmatch(text); t != nil {
-		text = strings.TrimSuffix(strings.TrimSpace(html.UnescapeString(t[1])), "// Werkzeug Debugger")
-	}
-	return errtext.Truncate(strings.Join(strings.Fields(text), " "), maxErrorMessage)
-}
+// directory: '/x'"; else the start of the text. It is at most 300 bytes
+// (then "..."), whatever the answer. The simulator's guest quotes its
+// error answers by the same rule.
+func ErrorMessage(body []byte) string { return guestproto.ErrorMessage(body) }
 
-// maxErrorMessage bounds the message ErrorMessage takes from an answer:
-// a guest's error, whatever its size, is quoted in errors and logs.
-const maxErrorMessage = 300
+// maxErrorMessage bounds the message ErrorMessage takes from an answer.
+const maxErrorMessage = guestproto.MaxErrorMessage
 
 // jsonStatus is the "status" field of a JSON object body, or "".
 func jsonStatus(body []byte) string {

@@ -78,13 +78,7 @@ func (c Config) Validate() error {
 	var v backendkit.Validator
 	v.NonEmpty("guest.vms", len(c.VMs), "machine ({url: http://HOST:5000})")
 	for i, vm := range c.VMs {
-		f := fmt.Sprintf("guest.vms[%d]", i)
-		v.GuestVM(f, vm.ID, vm.URL)
-		if vm.StateURL != "" {
-			if _, err := guest.ParseURL(vm.StateURL, guest.DefaultStatePort); err != nil {
-				v.Add(f+".state_url", "%v (want a URL such as http://10.0.0.5:8000)", err)
-			}
-		}
+		v.GuestVM(fmt.Sprintf("guest.vms[%d]", i), vm.ID, vm.URL, vm.StateURL)
 	}
 	v.Positive("guest.ready_timeout", c.ReadyTimeout)
 	v.Positive("guest.poll_interval", c.PollInterval)
@@ -113,14 +107,10 @@ func New(cfg Config, log *slog.Logger) (*Backend, error) {
 	b := &Backend{cfg: cfg, log: log, hosts: map[string]Host{}}
 	b.client = guest.NewHTTPClient()
 	for _, h := range cfg.VMs {
-		u, _ := guest.ParseURL(h.URL, guest.DefaultPort)
-		h.URL = u.String()
-		if h.StateURL != "" {
-			s, _ := guest.ParseURL(h.StateURL, guest.DefaultStatePort)
-			h.StateURL = s.String()
-		}
+		ep, key := backendkit.GuestAddrs(h.URL, h.StateURL)
+		h.URL, h.StateURL = ep.GuestURL, ep.StateURL
 		b.hosts[h.ID] = h
-		b.specs = append(b.specs, vmpool.VMSpec{ID: h.ID, Key: "guest:" + u.Host, Label: "guest server " + h.URL})
+		b.specs = append(b.specs, vmpool.VMSpec{ID: h.ID, Key: key, Label: "guest server " + h.URL})
 	}
 	return b, nil
 }

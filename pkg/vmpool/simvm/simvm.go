@@ -84,12 +84,7 @@ func (c Config) Validate() error {
 	var v backendkit.Validator
 	v.NonEmpty("sim.vms", len(c.VMs), "simulated guest ({url: http://127.0.0.1:PORT})")
 	for i, vm := range c.VMs {
-		v.GuestVM(fmt.Sprintf("sim.vms[%d]", i), vm.ID, vm.URL)
-		if vm.StateURL != "" {
-			if _, err := guest.ParseURL(vm.StateURL, guest.DefaultStatePort); err != nil {
-				v.Add(fmt.Sprintf("sim.vms[%d].state_url", i), "%v", err)
-			}
-		}
+		v.GuestVM(fmt.Sprintf("sim.vms[%d]", i), vm.ID, vm.URL, vm.StateURL)
 	}
 	switch c.Health {
 	case "", HealthSim, HealthScreenshot:
@@ -108,8 +103,7 @@ func (c Config) Validate() error {
 type Backend struct {
 	cfg    Config
 	specs  []vmpool.VMSpec
-	urls   map[string]string // id → normalized base URL
-	states map[string]string // id → the configured app server URL, if any
+	eps    map[string]vmpool.Endpoint // id → normalized URLs; StateURL the configured one, if any
 	client *http.Client
 }
 
@@ -119,16 +113,12 @@ func New(cfg Config) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, urls: map[string]string{}, states: map[string]string{}}
+	b := &Backend{cfg: cfg, eps: map[string]vmpool.Endpoint{}}
 	b.client = guest.NewHTTPClient()
 	for _, vm := range cfg.VMs {
-		u, _ := guest.ParseURL(vm.URL, guest.DefaultPort)
-		b.urls[vm.ID] = u.String()
-		if vm.StateURL != "" {
-			s, _ := guest.ParseURL(vm.StateURL, guest.DefaultStatePort)
-			b.states[vm.ID] = s.String()
-		}
-		b.specs = append(b.specs, vmpool.VMSpec{ID: vm.ID, Key: "guest:" + u.Host, Label: "simulated guest " + u.String()})
+		ep, key := backendkit.GuestAddrs(vm.URL, vm.StateURL)
+		b.eps[vm.ID] = ep
+		b.specs = append(b.specs, vmpool.VMSpec{ID: vm.ID, Key: key, Label: "simulated guest " + ep.GuestURL})
 	}
 	return b, nil
 }
@@ -141,10 +131,11 @@ func (b *Backend) VMs(context.Context) ([]vmpool.VMSpec, error) { return b.specs
 
 // Reset reverts the simulated machine and waits until it is healthy.
 func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {
-	base, ok := b.urls[vm.ID]
+	ep, ok := b.eps[vm.ID]
 	if !ok {
 		return vmpool.Endpoint{}, fmt.Errorf("sim: no VM %q", vm.ID)
 	}
+	base := ep.GuestURL
 	status, body, err := b.call(ctx, http.MethodPost, base+"/sim/reset")
 	if err != nil {
 		return vmpool.Endpoint{}, fmt.Errorf("sim: POST %s/sim/reset: %w", base, err)
@@ -155,7 +146,6 @@ func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint,
 	if status != http.StatusOK {
 		return vmpool.Endpoint{}, fmt.Errorf("sim: POST %s/sim/reset: HTTP %d: %s", base, status, guest.ErrorMessage(body))
 	}
-	ep := vmpool.Endpoint{GuestURL: base, StateURL: b.states[vm.ID]}
 	probe := func(ctx context.Context) error {
 		appURL, err := b.simHealth(ctx, base)
 		if err == nil && ep.StateURL == "" {

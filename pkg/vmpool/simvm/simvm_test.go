@@ -103,5 +103,6 @@ func TestSimConfigErrors(t *testing.T) {
 		{Name: "bad URL", Cfg: URLs("ftp://x"), Want: "sim.vms[0].url"},
 		{Name: "bad id", Cfg: Config{VMs: []VM{{ID: "-x", URL: "http://a"}}}, Want: "sim.vms[0].id"},
 		{Name: "bad health", Cfg: Config{VMs: []VM{{URL: "http://a"}}, Health: "ping"}, Want: "sim.health"},
+		{Name: "bad state URL", Cfg: Config{VMs: []VM{{URL: "http://a", StateURL: "gopher://a"}}}, Want: "sim.vms[0].state_url"},
 	}, func(c Config) error { _, err := New(c); return err })
 }

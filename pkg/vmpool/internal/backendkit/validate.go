@@ -31,11 +31,17 @@ func (v *Validator) NonEmpty(field string, n int, what string) {
 	}
 }
 
-// GuestVM checks a VM that a guest server's URL reaches: field.id may be
-// empty (the default id), field.url is required.
-func (v *Validator) GuestVM(field, id, url string) {
+// GuestVM checks a VM that the backend reaches at fixed URLs (see
+// GuestAddrs): field.id may be empty (the default id), field.url is
+// required, field.state_url may be empty (the default app server).
+func (v *Validator) GuestVM(field, id, url, stateURL string) {
 	v.VMID(field+".id", id)
 	v.URL(field+".url", url)
+	if stateURL != "" {
+		if _, err := guest.ParseURL(stateURL, guest.DefaultStatePort); err != nil {
+			v.Add(field+".state_url", "%v (want a URL such as http://10.0.0.5:8000)", err)
+		}
+	}
 }
 
 // VMID checks a VM id; "" (the default id) is fine.

@@ -249,6 +249,19 @@ func (p *parser) commaList(first expr, item func() (expr, error), end func() boo
 	return elts, nil
 }
 
+// commaOr reads the ',' after an item of a bracketed list, or checks that
+// closer comes next (and leaves it for the caller).
+func (p *parser) commaOr(closer string) error {
+	if p.isOp(",") {
+		p.advance()
+		return nil
+	}
+	if !p.isOp(closer) {
+		return p.unexpected(p.tok())
+	}
+	return nil
+}
+
 // atOp returns a function reporting whether the current token is op.
 func (p *parser) atOp(op string) func() bool {
 	return func() bool { return p.isOp(op) }
@@ -382,12 +395,8 @@ func (p *parser) lambdef() (expr, error) {
 			}
 			break
 		}
-		if p.isOp(",") {
-			p.advance()
-			continue
-		}
-		if !p.isOp(":") {
-			return nil, p.unexpected(p.tok())
+		if err := p.commaOr(":"); err != nil {
+			return nil, err
 		}
 	}
 	if n := len(params); n > 0 && params[n-1].kind == "*" && params[n-1].name == "" {
@@ -665,12 +674,8 @@ func (p *parser) callArgs(fn expr) (expr, error) {
 			a.value = v
 		}
 		c.args = append(c.args, a)
-		if p.isOp(",") {
-			p.advance()
-			continue
-		}
-		if !p.isOp(")") {
-			return nil, p.unexpected(p.tok())
+		if err := p.commaOr(")"); err != nil {
+			return nil, err
 		}
 	}
 	p.advance()
@@ -913,12 +918,8 @@ func (p *parser) dictRest(lbrace int, k, v expr) (expr, error) {
 			d.keys = append(d.keys, k)
 			d.vals = append(d.vals, v)
 		}
-		if p.isOp(",") {
-			p.advance()
-			continue
-		}
-		if !p.isOp("}") {
-			return nil, p.unexpected(p.tok())
+		if err := p.commaOr("}"); err != nil {
+			return nil, err
 		}
 	}
 	p.advance()
@@ -987,12 +988,8 @@ func (p *parser) target() (expr, error) {
 				return nil, err
 			}
 			elts = append(elts, e)
-			if p.isOp(",") {
-				p.advance()
-				continue
-			}
-			if !p.isOp(closer) {
-				return nil, p.unexpected(p.tok())
+			if err := p.commaOr(closer); err != nil {
+				return nil, err
 			}
 		}
 		p.advance()

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/codapipe/codapipe/internal/pystr"
-
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 

@@ -53,39 +53,43 @@ type samplingFlags struct {
 	seed int64
 }
 
-// samplingParams are the flag name suffix, the traj.Sampling JSON key and
-// the help text of each sampling flag.
-var samplingParams = []struct{ flag, key, help string }{
-	{"temperature", "temperature", "sampling temperature, >= 0 (0 is greedy)"},
-	{"top-p", "top_p", "top_p in (0,1] (1: off)"},
-	{"top-k", "top_k", "top_k: -1 or 0 off, 1 greedy, else the K likeliest tokens"},
-	{"min-p", "min_p", "min_p in [0,1] (0: off)"},
-	{"repetition-penalty", "repetition_penalty", "repetition_penalty, > 0 (1: off)"},
-	{"presence-penalty", "presence_penalty", "presence_penalty in [-2,2] (0: off)"},
-	{"frequency-penalty", "frequency_penalty", "frequency_penalty in [-2,2] (0: off)"},
-	{"max-tokens", "max_tokens", "most tokens of one answer, > 0"},
-	{"seed", "seed", "seed when --seed is not set (0: none)"},
-	{"stop", "stop", "stop string"},
+// samplingParams are the flag name suffix, the traj.Sampling JSON key, the
+// help text and the traj.Sampling field of each sampling flag (a pointer to
+// it in s; nil for the seed, which the flags keep apart: 0 is none).
+var samplingParams = []struct {
+	flag, key, help string
+	field           func(s *traj.Sampling) any
+}{
+	{"temperature", "temperature", "sampling temperature, >= 0 (0 is greedy)", func(s *traj.Sampling) any { return &s.Temperature }},
+	{"top-p", "top_p", "top_p in (0,1] (1: off)", func(s *traj.Sampling) any { return &s.TopP }},
+	{"top-k", "top_k", "top_k: -1 or 0 off, 1 greedy, else the K likeliest tokens", func(s *traj.Sampling) any { return &s.TopK }},
+	{"min-p", "min_p", "min_p in [0,1] (0: off)", func(s *traj.Sampling) any { return &s.MinP }},
+	{"repetition-penalty", "repetition_penalty", "repetition_penalty, > 0 (1: off)", func(s *traj.Sampling) any { return &s.RepetitionPenalty }},
+	{"presence-penalty", "presence_penalty", "presence_penalty in [-2,2] (0: off)", func(s *traj.Sampling) any { return &s.PresencePenalty }},
+	{"frequency-penalty", "frequency_penalty", "frequency_penalty in [-2,2] (0: off)", func(s *traj.Sampling) any { return &s.FrequencyPenalty }},
+	{"max-tokens", "max_tokens", "most tokens of one answer, > 0", func(s *traj.Sampling) any { return &s.MaxTokens }},
+	{"seed", "seed", "seed when --seed is not set (0: none)", nil},
+	{"stop", "stop", "stop string", func(s *traj.Sampling) any { return &s.Stop }},
 }
 
 func (sf *samplingFlags) register(fs *service.Flags, def traj.Sampling) {
-	name := func(p string) string { return sf.kind + "-" + p }
-	env := func(p string) string {
-		return "CODAPIPE_" + strings.ToUpper(strings.ReplaceAll(sf.kind+"_"+p, "-", "_"))
+	for _, p := range samplingParams {
+		name := sf.kind + "-" + p.flag
+		env := "CODAPIPE_" + strings.ToUpper(strings.ReplaceAll(sf.kind+"_"+p.flag, "-", "_"))
+		help := sf.kind + " " + p.help + "; sent with every request (overrides --sampling)"
+		if p.field == nil {
+			fs.Int64(&sf.seed, name, env, 0, help)
+			continue
+		}
+		switch v := p.field(&sf.v).(type) {
+		case *float64:
+			fs.Float64(v, name, env, *p.field(&def).(*float64), help)
+		case *int:
+			fs.Int(v, name, env, *p.field(&def).(*int), help)
+		case *[]string:
+			fs.Strings(v, name, env, help)
+		}
 	}
-	help := func(i int) string {
-		return sf.kind + " " + samplingParams[i].help + "; sent with every request (overrides --sampling)"
-	}
-	fs.Float64(&sf.v.Temperature, name("temperature"), env("temperature"), def.Temperature, help(0))
-	fs.Float64(&sf.v.TopP, name("top-p"), env("top-p"), def.TopP, help(1))
-	fs.Int(&sf.v.TopK, name("top-k"), env("top-k"), def.TopK, help(2))
-	fs.Float64(&sf.v.MinP, name("min-p"), env("min-p"), def.MinP, help(3))
-	fs.Float64(&sf.v.RepetitionPenalty, name("repetition-penalty"), env("repetition-penalty"), def.RepetitionPenalty, help(4))
-	fs.Float64(&sf.v.PresencePenalty, name("presence-penalty"), env("presence-penalty"), def.PresencePenalty, help(5))
-	fs.Float64(&sf.v.FrequencyPenalty, name("frequency-penalty"), env("frequency-penalty"), def.FrequencyPenalty, help(6))
-	fs.Int(&sf.v.MaxTokens, name("max-tokens"), env("max-tokens"), def.MaxTokens, help(7))
-	fs.Int64(&sf.seed, name("seed"), env("seed"), 0, help(8))
-	fs.Strings(&sf.v.Stop, name("stop"), env("stop"), help(9))
 }
 
 // over returns base with every flag that was given (on the command line
@@ -93,40 +97,26 @@ func (sf *samplingFlags) register(fs *service.Flags, def traj.Sampling) {
 // naming the flag, the file key and the expected range.
 func (sf *samplingFlags) over(fs *service.Flags, base traj.Sampling) (traj.Sampling, error) {
 	s := base
-	given := func(p string) bool { return fs.Given(sf.kind + "-" + p) }
-	if given("temperature") {
-		s.Temperature = sf.v.Temperature
-	}
-	if given("top-p") {
-		s.TopP = sf.v.TopP
-	}
-	if given("top-k") {
-		s.TopK = sf.v.TopK
-	}
-	if given("min-p") {
-		s.MinP = sf.v.MinP
-	}
-	if given("repetition-penalty") {
-		s.RepetitionPenalty = sf.v.RepetitionPenalty
-	}
-	if given("presence-penalty") {
-		s.PresencePenalty = sf.v.PresencePenalty
-	}
-	if given("frequency-penalty") {
-		s.FrequencyPenalty = sf.v.FrequencyPenalty
-	}
-	if given("max-tokens") {
-		s.MaxTokens = sf.v.MaxTokens
-	}
-	if given("seed") {
-		s.Seed = nil
-		if sf.seed != 0 {
-			v := sf.seed
-			s.Seed = &v
+	for _, p := range samplingParams {
+		if !fs.Given(sf.kind + "-" + p.flag) {
+			continue
 		}
-	}
-	if given("stop") {
-		s.Stop = append([]string(nil), sf.v.Stop...)
+		if p.field == nil {
+			s.Seed = nil
+			if sf.seed != 0 {
+				v := sf.seed
+				s.Seed = &v
+			}
+			continue
+		}
+		switch dst := p.field(&s).(type) {
+		case *float64:
+			*dst = *p.field(&sf.v).(*float64)
+		case *int:
+			*dst = *p.field(&sf.v).(*int)
+		case *[]string:
+			*dst = append([]string(nil), *p.field(&sf.v).(*[]string)...)
+		}
 	}
 	if err := s.Check(); err != nil {
 		return s, service.Usage(fmt.Errorf("%s: %w", sf.where(err), err))

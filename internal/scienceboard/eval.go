@@ -188,9 +188,15 @@ func (e *evaluator) callJSON(r *Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return replyJSON(r, b, "JSON")
+}
+
+// replyJSON decodes the JSON reply b to r; an error says what was
+// expected (what) and quotes the start of the reply.
+func replyJSON(r *Request, b []byte, what string) (any, error) {
 	v, err := decodeJSON(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: expected JSON, got %q", r, truncate(string(b), 120))
+		return nil, fmt.Errorf("%s: expected %s, got %q", r, what, truncate(string(b), 120))
 	}
 	return v, nil
 }
@@ -249,9 +255,9 @@ func (e *evaluator) statesDump() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := decodeJSON(body)
+	v, err := replyJSON(read, body, "the JSON states dump")
 	if err != nil {
-		return nil, fmt.Errorf("%s: expected the JSON states dump, got %q", read, truncate(string(body), 120))
+		return nil, err
 	}
 	if e.dumpKeys, err = objectKeys(body); err != nil {
 		return nil, fmt.Errorf("%s: the states dump is not a JSON object", read)

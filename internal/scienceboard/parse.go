@@ -470,43 +470,58 @@ func splitItem(raw json.RawMessage, disc string) (fields map[string]json.RawMess
 
 func parseInitItem(app string, raw json.RawMessage) InitItem {
 	it := InitItem{Raw: cloneRaw(raw)}
-	fields, name, issue := splitItem(raw, "func")
-	it.Func = name
-	if issue != "" {
-		it.Issue = issue
-		return it
-	}
-	prefix := fmt.Sprintf("func %q", name)
-	ctor, known := initCtor(app, name)
-	if !known {
-		it.Issue = prefix + " not supported" + forApp(app)
-		return it
-	}
-	if w, ok := fields["wait"]; ok {
+	wait := func(prefix string, fields map[string]json.RawMessage) string {
+		w, ok := fields["wait"]
+		if !ok {
+			return ""
+		}
 		var wait float64
 		if err := decodeValue(w, &wait); err != nil {
-			it.Issue = fmt.Sprintf("%s: field %q: %v", prefix, "wait", err)
-			return it
+			return fmt.Sprintf("%s: field %q: %v", prefix, "wait", err)
 		}
 		if wait < 0 {
-			it.Issue = fmt.Sprintf("%s: field %q: expected a non-negative number of seconds, got %v", prefix, "wait", wait)
-			return it
+			return fmt.Sprintf("%s: field %q: expected a non-negative number of seconds, got %v", prefix, "wait", wait)
 		}
 		it.Wait = &wait
 		delete(fields, "wait")
+		return ""
 	}
-	args := ctor()
-	extra, err := decodeFields(args, fields)
-	if err != nil {
-		it.Wait = nil
-		it.Issue = fmt.Sprintf("%s: %v", prefix, err)
-		return it
-	}
-	it.Args, it.Extra = args, extra
-	if len(extra) > 0 {
-		it.Issue = unknownFieldsIssue(prefix, extra)
+	it.Func, it.Args, it.Extra, it.Issue = typedItem(app, raw, "func", initCtor, wait)
+	if it.Args == nil {
+		it.Wait = nil // kept only with arguments that decode
 	}
 	return it
+}
+
+// typedItem types an item whose field disc (func or type) names its kind:
+// the name, the arguments lookup's constructor makes for it, decoded from
+// the item's other fields, those fields no argument takes, and an issue
+// text when the item is not fully understood. shared, if not nil, first
+// takes the fields every kind has and returns an issue text about them.
+func typedItem[A any](app string, raw json.RawMessage, disc string, lookup func(app, name string) (func() A, bool), shared func(prefix string, fields map[string]json.RawMessage) string) (name string, args A, extra map[string]json.RawMessage, issue string) {
+	fields, name, issue := splitItem(raw, disc)
+	if issue != "" {
+		return name, args, nil, issue
+	}
+	prefix := fmt.Sprintf("%s %q", disc, name)
+	ctor, known := lookup(app, name)
+	if !known {
+		return name, args, nil, prefix + " not supported" + forApp(app)
+	}
+	if shared != nil {
+		if issue := shared(prefix, fields); issue != "" {
+			return name, args, nil, issue
+		}
+	}
+	a := ctor()
+	extra, err := decodeFields(a, fields)
+	if err != nil {
+		return name, args, nil, fmt.Sprintf("%s: %v", prefix, err)
+	}
+	if len(extra) > 0 {
+		issue = unknownFieldsIssue(prefix, extra)
+	}
+	return name, a, extra, issue
 }
 
 // forApp names the app in a "not supported" issue when the tables know it.
@@ -522,27 +537,6 @@ func forApp(app string) string {
 
 func parseCheck(app string, raw json.RawMessage) Check {
 	c := Check{Raw: cloneRaw(raw)}
-	fields, name, issue := splitItem(raw, "type")
-	c.Type = name
-	if issue != "" {
-		c.Issue = issue
-		return c
-	}
-	prefix := fmt.Sprintf("type %q", name)
-	ctor, known := checkCtor(app, name)
-	if !known {
-		c.Issue = prefix + " not supported" + forApp(app)
-		return c
-	}
-	args := ctor()
-	extra, err := decodeFields(args, fields)
-	if err != nil {
-		c.Issue = fmt.Sprintf("%s: %v", prefix, err)
-		return c
-	}
-	c.Args, c.Extra = args, extra
-	if len(extra) > 0 {
-		c.Issue = unknownFieldsIssue(prefix, extra)
-	}
+	c.Type, c.Args, c.Extra, c.Issue = typedItem(app, raw, "type", checkCtor, nil)
 	return c
 }

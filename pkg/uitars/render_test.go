@@ -7,11 +7,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/pystr"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -129,36 +129,14 @@ func unquotePy(lit string) (string, error) {
 			return "", fmt.Errorf("trailing backslash")
 		}
 		i++
-		hex := 0
-		switch s[i] {
-		case '\\', '\'':
-			b.WriteByte(s[i])
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'x':
-			hex = 2
-		case 'u':
-			hex = 4
-		case 'U':
-			hex = 8
-		default:
+		if !strings.ContainsRune(`\'nrtxuU`, rune(s[i])) {
 			return "", fmt.Errorf("unknown escape \\%c", s[i])
 		}
-		if hex > 0 {
-			if i+1+hex > len(s) {
-				return "", fmt.Errorf("short \\%c escape", s[i])
-			}
-			v, err := strconv.ParseUint(s[i+1:i+1+hex], 16, 32)
-			if err != nil || !utf8.ValidRune(rune(v)) {
-				return "", fmt.Errorf("bad escape %q", s[i-1:i+1+hex])
-			}
-			b.WriteRune(rune(v))
-			i += hex
+		n, err := pystr.Escape(&b, rune(s[i]), s[i+1:])
+		if err != nil {
+			return "", fmt.Errorf("bad escape at %d: %w", i-1, err)
 		}
+		i += n
 	}
 	return b.String(), nil
 }

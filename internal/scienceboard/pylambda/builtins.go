@@ -389,16 +389,9 @@ func pyPow(x, y starlark.Value) (starlark.Value, error) {
 		}
 		return starlark.MakeBigInt(bx.Exp(bx, big.NewInt(e), nil)), nil
 	}
-	xf, ok1, err := toFloat(x)
+	xf, yf, err := numberOperands("** or pow()", x, y)
 	if err != nil {
 		return nil, err
-	}
-	yf, ok2, err := toFloat(y)
-	if err != nil {
-		return nil, err
-	}
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("TypeError: unsupported operand type(s) for ** or pow(): '%s' and '%s'", className(x), className(y))
 	}
 	if xIsInt && yIsInt && xf == 0 {
 		return nil, errors.New("ZeroDivisionError: 0.0 cannot be raised to a negative power")
@@ -528,16 +521,9 @@ func builtinDivmod(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		}
 		return starlark.Tuple{xi.Div(yi), xi.Mod(yi)}, nil
 	}
-	vx, okx, err := toFloat(x)
+	vx, wx, err := numberOperands("divmod()", x, y)
 	if err != nil {
 		return nil, err
-	}
-	wx, oky, err := toFloat(y)
-	if err != nil {
-		return nil, err
-	}
-	if !okx || !oky {
-		return nil, fmt.Errorf("TypeError: unsupported operand type(s) for divmod(): '%s' and '%s'", className(x), className(y))
 	}
 	if wx == 0 {
 		return nil, errors.New("ZeroDivisionError: float divmod()")
@@ -725,6 +711,12 @@ func floatOperands(x, y starlark.Value) (vx, wx float64, ok bool, err error) {
 	if !xf && !yf {
 		return 0, 0, false, nil
 	}
+	return toFloats(x, y)
+}
+
+// toFloats is toFloat of both operands; ok is false when one of them is
+// not a number.
+func toFloats(x, y starlark.Value) (vx, wx float64, ok bool, err error) {
 	vx, okx, err := toFloat(x)
 	if err != nil {
 		return 0, 0, false, err
@@ -736,40 +728,45 @@ func floatOperands(x, y starlark.Value) (vx, wx float64, ok bool, err error) {
 	return vx, wx, okx && oky, nil
 }
 
-// builtinModOp implements %: CPython's float remainder (the sign of a zero
-// result follows the divisor), Starlark's for ints and string formatting.
-func builtinModOp(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	x, y := args[0], args[1]
-	vx, wx, ok, err := floatOperands(x, y)
+// numberOperands is toFloats of the operands of op, a TypeError when one
+// of them is not a number.
+func numberOperands(op string, x, y starlark.Value) (vx, wx float64, err error) {
+	vx, wx, ok, err := toFloats(x, y)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	if !ok {
-		return starlark.Binary(syntax.PERCENT, asIntIfNumber(x, y), asIntIfNumber(y, x))
+		return 0, 0, fmt.Errorf("TypeError: unsupported operand type(s) for %s: '%s' and '%s'", op, className(x), className(y))
 	}
-	if wx == 0 {
-		return nil, errors.New("ZeroDivisionError: float modulo")
-	}
-	_, mod := floatDivmod(vx, wx)
-	return starlark.Float(mod), nil
+	return vx, wx, nil
 }
+
+// builtinModOp implements %: CPython's float remainder (the sign of a zero
+// result follows the divisor), Starlark's for ints and string formatting.
+var builtinModOp = floatDivOp(syntax.PERCENT, "float modulo", func(_, mod float64) float64 { return mod })
 
 // builtinFloorDivOp implements //: CPython's float floor division
 // (1 // 0.1 is 9.0), Starlark's for ints.
-func builtinFloorDivOp(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	x, y := args[0], args[1]
-	vx, wx, ok, err := floatOperands(x, y)
-	if err != nil {
-		return nil, err
+var builtinFloorDivOp = floatDivOp(syntax.SLASHSLASH, "float floor division by zero", func(div, _ float64) float64 { return div })
+
+// floatDivOp makes the builtin of a division operator: with a float
+// operand, pick's part of CPython's divmod (ZeroDivisionError: zeroMsg for
+// a zero divisor); otherwise Starlark's op.
+func floatDivOp(op syntax.Token, zeroMsg string, pick func(div, mod float64) float64) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	return func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		x, y := args[0], args[1]
+		vx, wx, ok, err := floatOperands(x, y)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return starlark.Binary(op, asIntIfNumber(x, y), asIntIfNumber(y, x))
+		}
+		if wx == 0 {
+			return nil, errors.New("ZeroDivisionError: " + zeroMsg)
+		}
+		return starlark.Float(pick(floatDivmod(vx, wx))), nil
 	}
-	if !ok {
-		return starlark.Binary(syntax.SLASHSLASH, asIntIfNumber(x, y), asIntIfNumber(y, x))
-	}
-	if wx == 0 {
-		return nil, errors.New("ZeroDivisionError: float floor division by zero")
-	}
-	div, _ := floatDivmod(vx, wx)
-	return starlark.Float(div), nil
 }
 
 // asIntIfNumber turns a bool into an int when the other operand is a

@@ -198,14 +198,8 @@ func decodeNext(dec *json.Decoder, depth int) (starlark.Value, error) {
 			return d, nil
 		}
 		return nil, fmt.Errorf("unexpected %v", t)
-	case nil:
-		return starlark.None, nil
-	case bool:
-		return starlark.Bool(t), nil
-	case string:
-		return starlark.String(t), nil
-	case json.Number:
-		return numberValue(string(t))
+	case nil, bool, string, json.Number:
+		return toValue(t, depth) // a scalar, as a Go value converts
 	}
 	return nil, fmt.Errorf("unexpected token %v", t)
 }

@@ -383,7 +383,7 @@ func (em *emitter) expr(e expr, sc *scope) error {
 		switch e.kind {
 		case "tuple":
 			em.write("(")
-			if err := em.list(e.elts, sc); err != nil {
+			if err := em.join(", ", sc, e.elts...); err != nil {
 				return err
 			}
 			if len(e.elts) == 1 {
@@ -392,13 +392,13 @@ func (em *emitter) expr(e expr, sc *scope) error {
 			em.write(")")
 		case "list":
 			em.write("[")
-			if err := em.list(e.elts, sc); err != nil {
+			if err := em.join(", ", sc, e.elts...); err != nil {
 				return err
 			}
 			em.write("]")
 		case "set":
 			em.write(hSet + "([")
-			if err := em.list(e.elts, sc); err != nil {
+			if err := em.join(", ", sc, e.elts...); err != nil {
 				return err
 			}
 			em.write("])")
@@ -413,11 +413,7 @@ func (em *emitter) expr(e expr, sc *scope) error {
 		if len(e.keys) < 2 {
 			em.write("{")
 			for i := range e.keys {
-				if err := em.expr(e.keys[i], sc); err != nil {
-					return err
-				}
-				em.write(": ")
-				if err := em.expr(e.vals[i], sc); err != nil {
+				if err := em.join(": ", sc, e.keys[i], e.vals[i]); err != nil {
 					return err
 				}
 			}
@@ -432,11 +428,7 @@ func (em *emitter) expr(e expr, sc *scope) error {
 				em.write(", ")
 			}
 			em.write("(")
-			if err := em.expr(e.keys[i], sc); err != nil {
-				return err
-			}
-			em.write(", ")
-			if err := em.expr(e.vals[i], sc); err != nil {
+			if err := em.join(", ", sc, e.keys[i], e.vals[i]); err != nil {
 				return err
 			}
 			em.write(")")
@@ -458,11 +450,7 @@ func (em *emitter) expr(e expr, sc *scope) error {
 			return unsupported(e.opPos, "matrix multiplication '@'", "no matrices")
 		case "**", "%", "//", "*":
 			em.write(map[string]string{"**": hPow, "%": hMod, "//": hFloor, "*": hMul}[e.op] + "(")
-			if err := em.expr(e.x, sc); err != nil {
-				return err
-			}
-			em.write(", ")
-			if err := em.expr(e.y, sc); err != nil {
+			if err := em.join(", ", sc, e.x, e.y); err != nil {
 				return err
 			}
 			em.mark(e.opPos)
@@ -555,10 +543,11 @@ func (em *emitter) expr(e expr, sc *scope) error {
 	return unsupported(e.offset(), "expression", "not translated")
 }
 
-func (em *emitter) list(elts []expr, sc *scope) error {
+// join writes the expressions elts separated by sep.
+func (em *emitter) join(sep string, sc *scope, elts ...expr) error {
 	for i, x := range elts {
 		if i > 0 {
-			em.write(", ")
+			em.write(sep)
 		}
 		if err := em.expr(x, sc); err != nil {
 			return err

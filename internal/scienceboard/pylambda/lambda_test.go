@@ -49,6 +49,9 @@ func TestCompileErrors(t *testing.T) {
 		{"dict unpacking", "lambda x: {**x}", "dict unpacking '**' in a dict display", 1, 14},
 		{"reserved name", "lambda __pyl_w: 1", "name __pyl_w", 1, 8},
 		{"named unicode escape", `lambda: '\N{DASH}'`, `\N{...} escape`, 1, 10},
+		{"truncated escape", `lambda: '\x4'`, "", 1, 10},
+		{"escape above U+10FFFF", `lambda: 'a\U00110000'`, "", 1, 11},
+		{"surrogate escape", `lambda: '\ud800'`, `surrogate escape \ud800`, 1, 10},
 		{"attribute target", "lambda x: [1 for x.a in x]", "attribute or subscript target in a for clause", 1, 18},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/codapipe/codapipe/internal/pystr"
 )
 
 // tokKind is the kind of a Python token.
@@ -385,64 +387,17 @@ func (lx *lexer) str(start int, prefix string) (token, error) {
 			continue
 		}
 		lx.i += 2
-		switch e {
-		case '\n':
-		case '\r':
-			if lx.peek(0) == '\n' {
-				lx.i++
-			}
-		case '\\', '\'', '"':
-			b.WriteRune(e)
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case '0', '1', '2', '3', '4', '5', '6', '7':
-			v := int(e - '0')
-			for k := 0; k < 2 && lx.i < len(lx.src) && lx.src[lx.i] >= '0' && lx.src[lx.i] <= '7'; k++ {
-				v = v*8 + int(lx.src[lx.i]-'0')
-				lx.i++
-			}
-			b.WriteRune(rune(v))
-		case 'x', 'u', 'U':
-			n := map[rune]int{'x': 2, 'u': 4, 'U': 8}[e]
-			if strings.Contains(prefix, "b") && e != 'x' {
-				b.WriteRune('\\')
-				b.WriteRune(e)
-				continue
-			}
-			if lx.i+n > len(lx.src) {
-				return token{}, lx.syntax(lx.i-2, "truncated \\%cXX escape", e)
-			}
-			v, err := strconv.ParseUint(string(lx.src[lx.i:lx.i+n]), 16, 32)
-			if err != nil {
-				return token{}, lx.syntax(lx.i-2, "truncated \\%cXX escape", e)
-			}
-			if v > unicode.MaxRune {
-				return token{}, lx.syntax(lx.i-2, "illegal Unicode character")
-			}
-			if v >= 0xD800 && v < 0xE000 {
-				return token{}, &UnsupportedError{Offset: lx.i - 2, Construct: "surrogate escape \\" + string(e) + string(lx.src[lx.i:lx.i+n]), Reason: "strings are UTF-8 here; a lone surrogate has no UTF-8 form"}
-			}
-			lx.i += n
-			b.WriteRune(rune(v))
-		case 'N':
-			return token{}, &UnsupportedError{Offset: lx.i - 2, Construct: `\N{...} escape`, Reason: "the Unicode name database is not included"}
-		default:
-			// Python keeps unknown escapes as written (with a warning).
+		if strings.Contains(prefix, "b") && (e == 'u' || e == 'U') {
+			// Not escapes in bytes; the literal is refused below anyway.
 			b.WriteRune('\\')
 			b.WriteRune(e)
+			continue
 		}
+		n, err := pystr.Escape(&b, e, string(lx.src[lx.i:min(lx.i+8, len(lx.src))]))
+		if err != nil {
+			return token{}, lx.escapeErr(lx.i-2, err.(*pystr.EscapeError))
+		}
+		lx.i += n
 	}
 	if strings.Contains(prefix, "f") {
 		return token{}, &UnsupportedError{Offset: start, Construct: "f-string", Reason: "formatted string literals are not translated; use str.format or %"}
@@ -451,4 +406,19 @@ func (lx *lexer) str(start int, prefix string) (token, error) {
 		return token{}, &UnsupportedError{Offset: start, Construct: "bytes literal", Reason: "bytes have no JSON form"}
 	}
 	return token{kind: tString, pos: start, text: string(lx.src[start:lx.i]), sval: b.String()}, nil
+}
+
+// escapeErr is the error of the string escape at pos that pystr.Escape
+// refused.
+func (lx *lexer) escapeErr(pos int, e *pystr.EscapeError) error {
+	switch e.Kind {
+	case pystr.Range:
+		return lx.syntax(pos, "illegal Unicode character")
+	case pystr.Surrogate:
+		return &UnsupportedError{Offset: pos, Construct: "surrogate escape \\" + string(e.Letter) + e.Digits, Reason: "strings are UTF-8 here; a lone surrogate has no UTF-8 form"}
+	case pystr.Named:
+		return &UnsupportedError{Offset: pos, Construct: `\N{...} escape`, Reason: "the Unicode name database is not included"}
+	default:
+		return lx.syntax(pos, "truncated \\%cXX escape", e.Letter)
+	}
 }

@@ -61,8 +61,16 @@ func numArg(fn string, v starlark.Value) (float64, error) {
 	return f, nil
 }
 
+// unaryMath is the math function name of one number, fn, with CPython's
+// checks.
 func unaryMath(name string, fn func(float64) float64) *starlark.Builtin {
-	return pyMathChecked(starlark.NewBuiltin(name, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	return pyMathChecked(floatFunc(name, func(x float64) starlark.Value { return starlark.Float(fn(x)) }))
+}
+
+// floatFunc is the builtin name of one number (an int or a float): fn of
+// it as a float.
+func floatFunc(name string, fn func(float64) starlark.Value) *starlark.Builtin {
+	return starlark.NewBuiltin(name, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var x starlark.Value
 		if err := starlark.UnpackPositionalArgs(name, args, kwargs, 1, &x); err != nil {
 			return nil, err
@@ -71,8 +79,8 @@ func unaryMath(name string, fn func(float64) float64) *starlark.Builtin {
 		if err != nil {
 			return nil, err
 		}
-		return starlark.Float(fn(f)), nil
-	}))
+		return fn(f), nil
+	})
 }
 
 // pyMathChecked wraps a math builtin with CPython's math_1/math_2 checks.
@@ -111,17 +119,7 @@ func pyMathChecked(b *starlark.Builtin) *starlark.Builtin {
 }
 
 func floatPred(name string, fn func(float64) bool) *starlark.Builtin {
-	return starlark.NewBuiltin(name, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		var x starlark.Value
-		if err := starlark.UnpackPositionalArgs(name, args, kwargs, 1, &x); err != nil {
-			return nil, err
-		}
-		f, err := numArg(name, x)
-		if err != nil {
-			return nil, err
-		}
-		return starlark.Bool(fn(f)), nil
-	})
+	return floatFunc(name, func(x float64) starlark.Value { return starlark.Bool(fn(x)) })
 }
 
 func mathTrunc(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

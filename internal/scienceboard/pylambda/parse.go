@@ -209,27 +209,62 @@ func (p *parser) expect(op string) (token, error) {
 
 // expressions: expression (',' expression)* [','] — a bare tuple.
 func (p *parser) expressions() (expr, error) {
+	return p.bareTuple(p.expression, p.atExprEnd)
+}
+
+// bareTuple: item (',' item)* [','] — a tuple without parentheses, or the
+// one item when no comma follows it. end reports whether the token after
+// a comma ends the tuple (a trailing comma).
+func (p *parser) bareTuple(item func() (expr, error), end func() bool) (expr, error) {
 	start := p.tok().pos
-	e, err := p.expression()
+	first, err := item()
 	if err != nil {
 		return nil, err
 	}
 	if !p.isOp(",") {
-		return e, nil
+		return first, nil
 	}
-	elts := []expr{e}
+	elts, err := p.commaList(first, item, end)
+	if err != nil {
+		return nil, err
+	}
+	return &seqExpr{pos: start, kind: "tuple", elts: elts}, nil
+}
+
+// commaList reads the (',' item)* [','] after the first item of a list,
+// stopping at a comma after which end reports the end of the list.
+func (p *parser) commaList(first expr, item func() (expr, error), end func() bool) ([]expr, error) {
+	elts := []expr{first}
 	for p.isOp(",") {
 		p.advance()
-		if p.atExprEnd() {
+		if end() {
 			break
 		}
-		e, err := p.expression()
+		e, err := item()
 		if err != nil {
 			return nil, err
 		}
 		elts = append(elts, e)
 	}
-	return &seqExpr{pos: start, kind: "tuple", elts: elts}, nil
+	return elts, nil
+}
+
+// commaOr reads the ',' after an item of a bracketed list, or checks that
+// closer comes next (and leaves it for the caller).
+func (p *parser) commaOr(closer string) error {
+	if p.isOp(",") {
+		p.advance()
+		return nil
+	}
+	if !p.isOp(closer) {
+		return p.unexpected(p.tok())
+	}
+	return nil
+}
+
+// atOp returns a function reporting whether the current token is op.
+func (p *parser) atOp(op string) func() bool {
+	return func() bool { return p.isOp(op) }
 }
 
 // atExprEnd reports whether the current token cannot start an expression
@@ -360,12 +395,8 @@ func (p *parser) lambdef() (expr, error) {
 			}
 			break
 		}
-		if p.isOp(",") {
-			p.advance()
-			continue
-		}
-		if !p.isOp(":") {
-			return nil, p.unexpected(p.tok())
+		if err := p.commaOr(":"); err != nil {
+			return nil, err
 		}
 	}
 	if n := len(params); n > 0 && params[n-1].kind == "*" && params[n-1].name == "" {
@@ -643,12 +674,8 @@ func (p *parser) callArgs(fn expr) (expr, error) {
 			a.value = v
 		}
 		c.args = append(c.args, a)
-		if p.isOp(",") {
-			p.advance()
-			continue
-		}
-		if !p.isOp(")") {
-			return nil, p.unexpected(p.tok())
+		if err := p.commaOr(")"); err != nil {
+			return nil, err
 		}
 	}
 	p.advance()
@@ -657,27 +684,7 @@ func (p *parser) callArgs(fn expr) (expr, error) {
 
 // slices: slice | slice (',' slice)* [',']
 func (p *parser) slices() (expr, error) {
-	start := p.tok().pos
-	s, err := p.slice()
-	if err != nil {
-		return nil, err
-	}
-	if !p.isOp(",") {
-		return s, nil
-	}
-	elts := []expr{s}
-	for p.isOp(",") {
-		p.advance()
-		if p.isOp("]") {
-			break
-		}
-		s, err := p.slice()
-		if err != nil {
-			return nil, err
-		}
-		elts = append(elts, s)
-	}
-	return &seqExpr{pos: start, kind: "tuple", elts: elts}, nil
+	return p.bareTuple(p.slice, p.atOp("]"))
 }
 
 func (p *parser) slice() (expr, error) {
@@ -784,14 +791,7 @@ func (p *parser) parenAtom() (expr, error) {
 		return nil, err
 	}
 	if p.isKw("for") || p.isKw("async") {
-		g, err := p.comprehension("gen", lpar, first, nil)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := p.expect(")"); err != nil {
-			return nil, err
-		}
-		return g, nil
+		return p.closedComprehension("gen", lpar, first, nil, ")")
 	}
 	if p.isOp(")") {
 		p.advance()
@@ -800,22 +800,7 @@ func (p *parser) parenAtom() (expr, error) {
 		}
 		return first, nil // parenthesized expression
 	}
-	elts := []expr{first}
-	for p.isOp(",") {
-		p.advance()
-		if p.isOp(")") {
-			break
-		}
-		e, err := p.starOrNamed()
-		if err != nil {
-			return nil, err
-		}
-		elts = append(elts, e)
-	}
-	if _, err := p.expect(")"); err != nil {
-		return nil, err
-	}
-	return &seqExpr{pos: lpar, kind: "tuple", elts: elts}, nil
+	return p.display("tuple", lpar, first, ")")
 }
 
 func (p *parser) listAtom() (expr, error) {
@@ -829,31 +814,9 @@ func (p *parser) listAtom() (expr, error) {
 		return nil, err
 	}
 	if p.isKw("for") || p.isKw("async") {
-		c, err := p.comprehension("list", lbrak, first, nil)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := p.expect("]"); err != nil {
-			return nil, err
-		}
-		return c, nil
+		return p.closedComprehension("list", lbrak, first, nil, "]")
 	}
-	elts := []expr{first}
-	for p.isOp(",") {
-		p.advance()
-		if p.isOp("]") {
-			break
-		}
-		e, err := p.starOrNamed()
-		if err != nil {
-			return nil, err
-		}
-		elts = append(elts, e)
-	}
-	if _, err := p.expect("]"); err != nil {
-		return nil, err
-	}
-	return &seqExpr{pos: lbrak, kind: "list", elts: elts}, nil
+	return p.display("list", lbrak, first, "]")
 }
 
 func (p *parser) braceAtom() (expr, error) {
@@ -880,43 +843,40 @@ func (p *parser) braceAtom() (expr, error) {
 			return nil, err
 		}
 		if p.isKw("for") || p.isKw("async") {
-			c, err := p.comprehension("dict", lbrace, first, v)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := p.expect("}"); err != nil {
-				return nil, err
-			}
-			return c, nil
+			return p.closedComprehension("dict", lbrace, first, v, "}")
 		}
 		return p.dictRest(lbrace, first, v)
 	}
 	if p.isKw("for") || p.isKw("async") {
-		c, err := p.comprehension("set", lbrace, first, nil)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := p.expect("}"); err != nil {
-			return nil, err
-		}
-		return c, nil
+		return p.closedComprehension("set", lbrace, first, nil, "}")
 	}
-	elts := []expr{first}
-	for p.isOp(",") {
-		p.advance()
-		if p.isOp("}") {
-			break
-		}
-		e, err := p.starOrNamed()
-		if err != nil {
-			return nil, err
-		}
-		elts = append(elts, e)
-	}
-	if _, err := p.expect("}"); err != nil {
+	return p.display("set", lbrace, first, "}")
+}
+
+// closedComprehension parses the for and if clauses of a comprehension of
+// kind whose element (elt, and val for a dict) has been read, then closer.
+func (p *parser) closedComprehension(kind string, pos int, elt, val expr, closer string) (expr, error) {
+	c, err := p.comprehension(kind, pos, elt, val)
+	if err != nil {
 		return nil, err
 	}
-	return &seqExpr{pos: lbrace, kind: "set", elts: elts}, nil
+	if _, err := p.expect(closer); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// display parses the rest of a tuple, list or set display of kind opened
+// at pos whose first element has been read, through closer.
+func (p *parser) display(kind string, pos int, first expr, closer string) (expr, error) {
+	elts, err := p.commaList(first, p.starOrNamed, p.atOp(closer))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(closer); err != nil {
+		return nil, err
+	}
+	return &seqExpr{pos: pos, kind: kind, elts: elts}, nil
 }
 
 // dictRest parses the remaining entries of a dict display whose first
@@ -958,12 +918,8 @@ func (p *parser) dictRest(lbrace int, k, v expr) (expr, error) {
 			d.keys = append(d.keys, k)
 			d.vals = append(d.vals, v)
 		}
-		if p.isOp(",") {
-			p.advance()
-			continue
-		}
-		if !p.isOp("}") {
-			return nil, p.unexpected(p.tok())
+		if err := p.commaOr("}"); err != nil {
+			return nil, err
 		}
 	}
 	p.advance()
@@ -1009,27 +965,7 @@ func (p *parser) comprehension(kind string, pos int, elt, val expr) (expr, error
 
 // targets parses the target list of a for clause: star_targets.
 func (p *parser) targets() (expr, error) {
-	start := p.tok().pos
-	t, err := p.target()
-	if err != nil {
-		return nil, err
-	}
-	if !p.isOp(",") {
-		return t, nil
-	}
-	elts := []expr{t}
-	for p.isOp(",") {
-		p.advance()
-		if p.isKw("in") {
-			break
-		}
-		t, err := p.target()
-		if err != nil {
-			return nil, err
-		}
-		elts = append(elts, t)
-	}
-	return &seqExpr{pos: start, kind: "tuple", elts: elts}, nil
+	return p.bareTuple(p.target, func() bool { return p.isKw("in") })
 }
 
 func (p *parser) target() (expr, error) {
@@ -1052,12 +988,8 @@ func (p *parser) target() (expr, error) {
 				return nil, err
 			}
 			elts = append(elts, e)
-			if p.isOp(",") {
-				p.advance()
-				continue
-			}
-			if !p.isOp(closer) {
-				return nil, p.unexpected(p.tok())
+			if err := p.commaOr(closer); err != nil {
+				return nil, err
 			}
 		}
 		p.advance()

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/codapipe/codapipe/internal/pystr"
 )
 
 // PyAutoGUIError reports why ParsePyAutoGUI rejected a program. Offset is
@@ -254,57 +256,19 @@ func (p *pyParser) stringLit(i int, raw bool) (string, int, error) {
 			i += 2
 			continue
 		}
-		i += 2
-		switch e {
-		case '\n':
-		case '\\':
+		if e >= utf8.RuneSelf {
+			// Not an escape: the backslash stays, the character after it
+			// is read as usual.
 			b.WriteByte('\\')
-		case '\'':
-			b.WriteByte('\'')
-		case '"':
-			b.WriteByte('"')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'v':
-			b.WriteByte('\v')
-		case 'x', 'u', 'U':
-			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
-			if i+n > len(s) {
-				return "", 0, p.errAt(i-2, "truncated \\%c escape", e)
-			}
-			v, err := strconv.ParseUint(s[i:i+n], 16, 32)
-			if err != nil {
-				return "", 0, p.errAt(i-2, "invalid \\%c escape %q", e, s[i:i+n])
-			}
-			if v > utf8.MaxRune {
-				return "", 0, p.errAt(i-2, "\\%c escape %q is not a valid code point", e, s[i:i+n])
-			}
-			b.WriteRune(rune(v))
-			i += n
-		default:
-			if '0' <= e && e <= '7' {
-				v := int(e - '0')
-				for k := 0; k < 2 && i < len(s) && '0' <= s[i] && s[i] <= '7'; k++ {
-					v = v*8 + int(s[i]-'0')
-					i++
-				}
-				b.WriteRune(rune(v))
-				continue
-			}
-			// Python keeps unknown escapes verbatim.
-			b.WriteByte('\\')
-			b.WriteByte(e)
+			i++
+			continue
 		}
+		i += 2
+		n, err := pystr.Escape(&b, rune(e), s[i:])
+		if err != nil {
+			return "", 0, p.errAt(i-2, "%v", err)
+		}
+		i += n
 	}
 }
 

@@ -329,31 +329,33 @@ func parseCall(body []byte, cache *msgCache) (*chatCall, *wireRequest, *apiError
 		}
 		c.topK, c.topKSet = *req.TopK, true
 	}
-	if req.MinP != nil {
-		if p := *req.MinP; !(p >= 0 && p <= 1) {
-			return nil, nil, badRequest("min_p", "must be in [0, 1], got %v", p)
+	// The float parameters' ranges, lo excluded when open, in the order
+	// their errors are reported.
+	for _, r := range []struct {
+		name   string
+		v      *float64
+		lo, hi float64
+		open   bool
+	}{
+		{"min_p", req.MinP, 0, 1, false},
+		{"repetition_penalty", req.RepetitionPenalty, 0, 2, true},
+		{"presence_penalty", req.PresencePenalty, -2, 2, false},
+		{"frequency_penalty", req.FrequencyPenalty, -2, 2, false},
+		{"top_p", req.TopP, 0, 1, true},
+	} {
+		if r.v == nil {
+			continue
 		}
-	}
-	if req.RepetitionPenalty != nil {
-		if p := *req.RepetitionPenalty; !(p > 0 && p <= 2) {
-			return nil, nil, badRequest("repetition_penalty", "must be in (0, 2], got %v", p)
-		}
-	}
-	for _, pen := range []struct {
-		name string
-		v    *float64
-	}{{"presence_penalty", req.PresencePenalty}, {"frequency_penalty", req.FrequencyPenalty}} {
-		if pen.v != nil && !(*pen.v >= -2 && *pen.v <= 2) {
-			return nil, nil, badRequest(pen.name, "must be in [-2, 2], got %v", *pen.v)
+		if p := *r.v; !(p >= r.lo && p <= r.hi) || r.open && p == r.lo {
+			bracket := "["
+			if r.open {
+				bracket = "("
+			}
+			return nil, nil, badRequest(r.name, "must be in %s%v, %v], got %v", bracket, r.lo, r.hi, p)
 		}
 	}
 	c.tokenIDs = req.ReturnTokenIDs != nil && *req.ReturnTokenIDs
 	c.tokensAsIDs = req.ReturnTokensAsTokenIDs != nil && *req.ReturnTokensAsTokenIDs
-	if req.TopP != nil {
-		if p := *req.TopP; !(p > 0 && p <= 1) {
-			return nil, nil, badRequest("top_p", "must be in (0, 1], got %v", p)
-		}
-	}
 	for _, mt := range []struct {
 		name string
 		v    *int

@@ -1,0 +1,79 @@
+package pystr
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// decode is the value of a literal's body made of escapes and other text.
+func decode(body string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' || i+1 == len(body) {
+			b.WriteByte(body[i])
+			continue
+		}
+		n, err := Escape(&b, rune(body[i+1]), body[i+2:])
+		if err != nil {
+			return "", err
+		}
+		i += 1 + n
+	}
+	return b.String(), nil
+}
+
+// The escapes Go and Python share mean the same in both.
+func TestEscapeAsGo(t *testing.T) {
+	for _, esc := range strings.Fields(`\a \b \f \n \r \t \v \\ \" \x41 \x7f \u00e9 \uFFFD \U0001F600 \101 \000`) {
+		want, err := strconv.Unquote(`"` + esc + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := decode(esc + "1"); err != nil || got != want+"1" {
+			t.Errorf("%s: got %q, %v; want %q", esc, got, err, want+"1")
+		}
+	}
+}
+
+// Python's own escapes: short octal, line continuations, unknown escapes
+// kept as written.
+func TestEscapePython(t *testing.T) {
+	for body, want := range map[string]string{
+		`\0`:       "\x00",
+		`\7x`:      "\ax",
+		`\18`:      "\x018",
+		`\1018`:    "A8",
+		`\377`:     "\u00ff", // a code point; Go's \377 is a byte
+		`\'`:       "'",
+		"a\\\nb":   "ab",
+		"a\\\r\nb": "ab",
+		"a\\\rb":   "ab",
+		`\q\8\9`:   `\q\8\9`,
+		`\`:        `\`,
+	} {
+		if got, err := decode(body); err != nil || got != want {
+			t.Errorf("%q: got %q, %v; want %q", body, got, err, want)
+		}
+	}
+}
+
+func TestEscapeErrors(t *testing.T) {
+	for body, want := range map[string]error{
+		`\x4`:         &EscapeError{Kind: Truncated, Letter: 'x', Digits: "4"},
+		`\u12zz`:      &EscapeError{Kind: Invalid, Letter: 'u', Digits: "12zz"},
+		`\U00110000`:  &EscapeError{Kind: Range, Letter: 'U', Digits: "00110000"},
+		`\ud800`:      &EscapeError{Kind: Surrogate, Letter: 'u', Digits: "d800"},
+		`\N{EM DASH}`: &EscapeError{Kind: Named, Letter: 'N'},
+	} {
+		_, err := decode(body)
+		var got *EscapeError
+		if !errors.As(err, &got) || *got != *want.(*EscapeError) || err.Error() != want.Error() {
+			t.Errorf("%s: err %#v, want %#v", body, err, want)
+		}
+	}
+	if got := (&EscapeError{Kind: Invalid, Letter: 'x', Digits: "ZZ"}).Error(); got != `invalid \x escape "ZZ"` {
+		t.Errorf("message %q", got)
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
+	"github.com/codapipe/codapipe/internal/syncio"
 )
 
 // guarded is a simulated model endpoint that answers only requests with
@@ -194,7 +195,7 @@ func (s secretSet) scanBucket(t *testing.T, ctx context.Context, srv *miniotest.
 // printed.
 func run(ctx context.Context, cmd service.Command, args ...string) (int, []byte) {
 	var out bytes.Buffer
-	w := &lockedWriter{w: &out}
+	w := &syncio.Writer{W: &out}
 	code := service.MainContext(ctx, cmd, args, w, w)
 	return code, out.Bytes()
 }

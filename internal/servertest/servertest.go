@@ -1,10 +1,12 @@
-// Package servertest has what the test helpers that run a real server binary (internal/miniotest,
-// internal/natstest) share: the binary, found or the test skipped (failed under CI=true); a free
-// loopback port; the server as a child process in its own process group, so that a signal reaches
-// it and whatever it started, with its exit watched.
+// Package servertest starts servers for tests and stops them when the test ends. For the test
+// helpers that run a real server binary (internal/miniotest, internal/natstest): the binary, found
+// or the test skipped (failed under CI=true); a free loopback port; the server as a child process
+// in its own process group, so that a signal reaches it and whatever it started, with its exit
+// watched. For in-process servers (the simulator's guest and model servers): Serve.
 package servertest
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -94,4 +96,34 @@ func (p *Process) Signal(sig syscall.Signal, grace time.Duration) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-p.done
 	}
+}
+
+// Server is an in-process server that closes Done when it has stopped.
+type Server interface {
+	Done() <-chan struct{}
+}
+
+// stopTimeout bounds Serve's wait for a server to stop at the end of the test.
+const stopTimeout = 10 * time.Second
+
+// Serve starts a server with start on a context that is canceled when the test ends; then it waits
+// for the server to stop and reports an error naming what when it has not within 10 s. A start
+// error fails the test.
+func Serve[S Server](t testing.TB, what string, start func(context.Context) (S, error)) S {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := start(ctx)
+	if err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", what, err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-srv.Done():
+		case <-time.After(stopTimeout):
+			t.Errorf("%s did not stop within %v", what, stopTimeout)
+		}
+	})
+	return srv
 }

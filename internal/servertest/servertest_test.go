@@ -1,8 +1,12 @@
 package servertest
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -54,4 +58,58 @@ func TestSignal(t *testing.T) {
 			p.Signal(syscall.SIGKILL, 0) // exited: nothing happens
 		})
 	}
+}
+
+// server stops when its context ends.
+type server struct{ done chan struct{} }
+
+func (s *server) Done() <-chan struct{} { return s.done }
+
+// Serve cancels the server's context when the test ends and waits for it.
+func TestServe(t *testing.T) {
+	var srv *server
+	t.Run("serve", func(t *testing.T) {
+		srv = Serve(t, "the test server", func(ctx context.Context) (*server, error) {
+			s := &server{done: make(chan struct{})}
+			go func() { <-ctx.Done(); close(s.done) }()
+			return s, nil
+		})
+		select {
+		case <-srv.done:
+			t.Fatal("stopped before the test ended")
+		default:
+		}
+	})
+	select {
+	case <-srv.done:
+	default:
+		t.Fatal("still running after the test ended")
+	}
+}
+
+// A start error fails the test and names the server.
+func TestServeStartError(t *testing.T) {
+	ft := &fatalT{TB: t}
+	done := make(chan struct{})
+	go func() { // Fatalf ends the goroutine, as it ends a test's
+		defer close(done)
+		Serve(ft, "the test server", func(context.Context) (*server, error) { return nil, errors.New("no port") })
+	}()
+	<-done
+	if ft.msg != "start the test server: no port" {
+		t.Errorf("Fatalf(%q), want the server's name and the error", ft.msg)
+	}
+}
+
+// fatalT records a Fatalf and ends its goroutine.
+type fatalT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalT) Helper() {}
+
+func (f *fatalT) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
 }

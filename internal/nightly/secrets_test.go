@@ -20,7 +20,6 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/codapipe/codapipe/internal/judge"
@@ -125,15 +124,7 @@ func (s secretSet) scanDir(t *testing.T, dir string) int {
 // are streams too) and scans its subject, headers and data.
 func (s secretSet) scanStreams(t *testing.T, ctx context.Context, url string, opts ...nats.Option) int {
 	t.Helper()
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		t.Fatalf("connect to read the streams: %v", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, url, opts...)
 	n := 0
 	streams := js.ListStreams(ctx)
 	for info := range streams.Info() {

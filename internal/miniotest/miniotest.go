@@ -121,6 +121,22 @@ func (s *Server) Config() blob.Config {
 	}
 }
 
+// Setenv points the S3 settings of the process environment (AWS_ENDPOINT_URL, AWS_REGION,
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) at this server and its root credentials until the test
+// ends, for tests of the commands, which read them there. Like t.Setenv, it cannot be used in
+// parallel tests.
+func (s *Server) Setenv(t testing.TB) {
+	t.Helper()
+	for _, kv := range [][2]string{
+		{"AWS_ENDPOINT_URL", s.Endpoint},
+		{"AWS_REGION", Region},
+		{"AWS_ACCESS_KEY_ID", s.AccessKey},
+		{"AWS_SECRET_ACCESS_KEY", s.SecretKey},
+	} {
+		t.Setenv(kv[0], kv[1])
+	}
+}
+
 // Log returns what the server has written to stdout and stderr so far.
 func (s *Server) Log() string { return s.log.String() }
 

@@ -2,7 +2,7 @@
 // helpers that run a real server binary (internal/miniotest, internal/natstest): the binary, found
 // or the test skipped (failed under CI=true); a free loopback port; the server as a child process
 // in its own process group, so that a signal reaches it and whatever it started, with its exit
-// watched. For in-process servers (the simulator's guest and model servers): Serve.
+// watched. For in-process servers (the simulator's world, its guest and model servers): Serve.
 package servertest
 
 import (
@@ -98,9 +98,9 @@ func (p *Process) Signal(sig syscall.Signal, grace time.Duration) {
 	}
 }
 
-// Server is an in-process server that closes Done when it has stopped.
+// Server is an in-process server whose Wait returns when it has stopped.
 type Server interface {
-	Done() <-chan struct{}
+	Wait()
 }
 
 // stopTimeout bounds Serve's wait for a server to stop at the end of the test.
@@ -119,8 +119,13 @@ func Serve[S Server](t testing.TB, what string, start func(context.Context) (S, 
 	}
 	t.Cleanup(func() {
 		cancel()
+		stopped := make(chan struct{})
+		go func() { // returns when the server has stopped (not at all when it hangs: the test fails)
+			srv.Wait()
+			close(stopped)
+		}()
 		select {
-		case <-srv.Done():
+		case <-stopped:
 		case <-time.After(stopTimeout):
 			t.Errorf("%s did not stop within %v", what, stopTimeout)
 		}

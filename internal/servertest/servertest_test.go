@@ -63,7 +63,7 @@ func TestSignal(t *testing.T) {
 // server stops when its context ends.
 type server struct{ done chan struct{} }
 
-func (s *server) Done() <-chan struct{} { return s.done }
+func (s *server) Wait() { <-s.done }
 
 // Serve cancels the server's context when the test ends and waits for it.
 func TestServe(t *testing.T) {

@@ -16,9 +16,7 @@ func TestConcurrentWrites(t *testing.T) {
 	var b Buffer
 	var wg sync.WaitGroup
 	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := range 100 {
 				line := fmt.Sprintf("%d.%d\n", i, j)
 				if n, err := w.Write([]byte(line)); n != len(line) || err != nil {
@@ -29,7 +27,7 @@ func TestConcurrentWrites(t *testing.T) {
 				}
 				_ = b.String()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for name, s := range map[string]string{"Writer": out.String(), "Buffer": b.String()} {

@@ -7,32 +7,14 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/syncio"
 )
-
-// syncBuffer is a log sink a test reads while the bus writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Damage to a stream's store (a truncated block file) is not silent: a
 // consumer that drains the stream reports the sequences it will never see,
@@ -58,7 +40,7 @@ func TestConsumeReportsMessagesLostToStoreDamage(t *testing.T) {
 	}
 	natstest.TruncateStreamBlock(t, filepath.Join(dir, "nats"), bus.StreamName(bus.Raw))
 
-	var logs syncBuffer
+	var logs syncio.Buffer
 	claims, err := blob.Open(ctx, filepath.Join(dir, "blobs"), blob.Config{})
 	if err != nil {
 		t.Fatal(err)

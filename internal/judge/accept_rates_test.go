@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
@@ -26,16 +27,7 @@ func startSimJudge(t testing.TB, seed int64, edit func(*simmodels.Config)) (*sim
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := m.Start(ctx)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		srv.Wait()
-	})
+	srv := servertest.Serve(t, "the simulator's model servers", m.Start)
 	return m, EndpointSpec{URL: srv.JudgeURL, Model: simmodels.DefaultJudgeModel}
 }
 

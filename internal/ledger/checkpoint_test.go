@@ -15,15 +15,7 @@ import (
 func TestBindCheckpoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	l, err := Open(ctx, b, bus.DefaultTopology())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l := openLedger(ctx, t, bus.Config{DataDir: t.TempDir()})
 	if _, ok, err := l.Checkpoint(ctx, "nightly.a"); ok || err != nil {
 		t.Fatalf("Checkpoint of a new run = %v, %v", ok, err)
 	}

@@ -11,17 +11,26 @@ import (
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
-func TestLedger(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	b, err := bus.Open(ctx, bus.Config{DataDir: dir})
+// openLedger opens a bus with cfg, closed when the test ends (closing it
+// before is fine), and the ledger on it.
+func openLedger(ctx context.Context, t *testing.T, cfg bus.Config) (*bus.Bus, *Ledger) {
+	t.Helper()
+	b, err := bus.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	l, err := Open(ctx, b, bus.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, l
+}
+
+func TestLedger(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, l := openLedger(ctx, t, bus.Config{DataDir: dir})
 	t0 := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
 	start, err := l.Start(ctx, "nightly chimerax.v2", t0)
 	if err != nil || !start.Equal(t0) {
@@ -43,15 +52,7 @@ func TestLedger(t *testing.T) {
 	b.Close()
 
 	// Reopen on the same data directory: the ledger survives.
-	b, err = bus.Open(ctx, bus.Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	l, err = Open(ctx, b, bus.DefaultTopology())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l = openLedger(ctx, t, bus.Config{DataDir: dir})
 	done, err := l.Done(ctx, "nightly chimerax.v2", tasks[:2])
 	if err != nil {
 		t.Fatal(err)

@@ -17,15 +17,7 @@ func TestLedgerWritesRetryThroughAnOutage(t *testing.T) {
 	srv := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), Timeout: time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	l, err := Open(ctx, b, bus.DefaultTopology())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l := openLedger(ctx, t, bus.Config{URL: srv.URL(), Timeout: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	l.timeout = time.Second
 	l.SetRetryBudget(30 * time.Second)
 	srv.Shutdown()

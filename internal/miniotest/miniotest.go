@@ -21,7 +21,6 @@
 package miniotest
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -46,6 +45,8 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/servertest"
+	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/internal/toolbin"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -72,13 +73,12 @@ type Server struct {
 	// Dir is the server's data directory.
 	Dir string
 
-	mu   sync.Mutex // guards cmd and done across Stop and Restart
-	cmd  *exec.Cmd
-	bin  string   // the binary, its arguments and environment, for Restart
-	args []string //
-	env  []string //
-	log  *syncBuffer
-	done chan struct{}  // closed when the current process has exited
+	mu   sync.Mutex          // guards proc across Stop and Restart
+	proc *servertest.Process // the current process
+	bin  string              // the binary, its arguments and environment, for Restart
+	args []string            //
+	env  []string            //
+	log  *syncio.Buffer
 	ca   *x509.CertPool // the certificate to trust, for a TLS server
 }
 
@@ -121,6 +121,22 @@ func (s *Server) Config() blob.Config {
 	}
 }
 
+// Setenv points the S3 settings of the process environment (AWS_ENDPOINT_URL, AWS_REGION,
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) at this server and its root credentials until the test
+// ends, for tests of the commands, which read them there. Like t.Setenv, it cannot be used in
+// parallel tests.
+func (s *Server) Setenv(t testing.TB) {
+	t.Helper()
+	for _, kv := range [][2]string{
+		{"AWS_ENDPOINT_URL", s.Endpoint},
+		{"AWS_REGION", Region},
+		{"AWS_ACCESS_KEY_ID", s.AccessKey},
+		{"AWS_SECRET_ACCESS_KEY", s.SecretKey},
+	} {
+		t.Setenv(kv[0], kv[1])
+	}
+}
+
 // Log returns what the server has written to stdout and stderr so far.
 func (s *Server) Log() string { return s.log.String() }
 
@@ -157,7 +173,10 @@ func (s *Server) NewBucket(t testing.TB) string {
 
 // Binary returns the path of the MinIO binary: $CODAPIPE_MINIO, or .bin/minio in the repository
 // root found by walking up from the working directory to go.mod. The error says how to get it.
-func Binary() (string, error) { return toolbin.Find(EnvBinary, "minio") }
+func Binary() (string, error) { return toolbin.Find(EnvBinary, binName) }
+
+// binName is the binary's name in .bin/.
+const binName = "minio"
 
 // Start launches a MinIO server for the test (or benchmark) and creates one bucket. When the
 // binary is missing it skips the test, or fails it when CI=true.
@@ -174,14 +193,9 @@ func StartTLS(t testing.TB) *Server {
 
 func start(t testing.TB, useTLS bool) *Server {
 	t.Helper()
-	bin, err := Binary()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("MinIO not installed (CI=true, so this is a failure): %v", err)
-		}
-		t.Skipf("MinIO not installed: run make tools (%v)", err)
-	}
+	bin := servertest.Binary(t, EnvBinary, binName, "MinIO")
 	var s *Server
+	var err error
 	for attempt := 1; ; attempt++ {
 		s, err = launch(t, bin, useTLS)
 		if err == nil {
@@ -201,11 +215,11 @@ var errPortTaken = errors.New("port already in use")
 // chosen ports were grabbed by someone else in the meantime, so that Start can retry.
 func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 	t.Helper()
-	api, err := freePort()
+	api, err := servertest.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	console, err := freePort()
+	console, err := servertest.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +229,7 @@ func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 		AccessKey: "codapipe" + randHex(4),
 		SecretKey: randHex(16),
 		Dir:       filepath.Join(base, "data"),
-		log:       &syncBuffer{},
-		done:      make(chan struct{}),
+		log:       &syncio.Buffer{},
 	}
 	if useTLS {
 		s.Endpoint = "https://" + api
@@ -242,7 +255,7 @@ func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() {
-			t.Logf("miniotest: MinIO server log (%s):\n%s", s.Endpoint, tail(s.Log(), 64<<10))
+			t.Logf("miniotest: MinIO server log (%s):\n%s", s.Endpoint, s.log.Tail(64<<10))
 		}
 	})
 	if err := s.waitLive(); err != nil {
@@ -250,7 +263,7 @@ func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 		if strings.Contains(s.Log(), "already in use") {
 			return nil, fmt.Errorf("%w: %v", errPortTaken, err)
 		}
-		return nil, fmt.Errorf("%v\nserver log:\n%s", err, tail(s.Log(), 16<<10))
+		return nil, fmt.Errorf("%v\nserver log:\n%s", err, s.log.Tail(16<<10))
 	}
 	return s, nil
 }
@@ -259,7 +272,7 @@ func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 // readyTimeout passes.
 func (s *Server) waitLive() error {
 	s.mu.Lock()
-	done, cmd := s.done, s.cmd
+	proc := s.proc
 	s.mu.Unlock()
 	client := &http.Client{Timeout: time.Second, Transport: s.Transport()}
 	deadline := time.Now().Add(readyTimeout)
@@ -272,8 +285,8 @@ func (s *Server) waitLive() error {
 			}
 		}
 		select {
-		case <-done:
-			return fmt.Errorf("MinIO exited before it was ready (%v)", cmd.ProcessState)
+		case <-proc.Done():
+			return fmt.Errorf("MinIO exited before it was ready (%v)", proc.State())
 		case <-time.After(delay):
 		}
 		if time.Now().After(deadline) {
@@ -289,56 +302,30 @@ func (s *Server) spawn() error {
 	cmd.Env = s.env
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := servertest.Start(cmd)
+	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.proc = proc
 	s.mu.Unlock()
-	go func() { // owned by the process: returns when it exits
-		_ = cmd.Wait() // its exit status is of no interest: stop and Stop end it
-		close(done)
-	}()
 	return nil
 }
 
-// stop sends SIGTERM to the server's process group, and SIGKILL if it has not exited after 5 s.
-func (s *Server) stop() {
+// current is the current process.
+func (s *Server) current() *servertest.Process {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	select {
-	case <-done:
-		return
-	default:
-	}
-	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-done
-	}
+	defer s.mu.Unlock()
+	return s.proc
 }
+
+// stop sends SIGTERM to the server's process group, and SIGKILL if it has not exited after 5 s.
+func (s *Server) stop() { s.current().Signal(syscall.SIGTERM, 5*time.Second) }
 
 // Stop kills the server (SIGKILL to its process group, as a crash or a
 // lost machine would) and waits until it has exited: a blob-store outage
 // until Restart. Calling it on a stopped server does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	select {
-	case <-done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done
-}
+func (s *Server) Stop() { s.current().Signal(syscall.SIGKILL, 0) }
 
 // Restart starts a stopped server again on the same address, data
 // directory and credentials, and waits until it is live; the objects
@@ -359,7 +346,7 @@ func (s *Server) Restart(t testing.TB) {
 		}
 		s.Stop()
 		if time.Now().After(deadline) {
-			t.Fatalf("miniotest: restart %s: %v\nserver log:\n%s", s.Endpoint, err, tail(s.Log(), 16<<10))
+			t.Fatalf("miniotest: restart %s: %v\nserver log:\n%s", s.Endpoint, err, s.log.Tail(16<<10))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -410,16 +397,6 @@ func writeCert(dir string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// freePort returns "127.0.0.1:<port>" for a port that was free a moment ago.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // filteredEnv is the process environment without MINIO_* and AWS_* variables, which would
 // otherwise reconfigure the test server.
 func filteredEnv() []string {
@@ -439,29 +416,4 @@ func randHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writers and the test's readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +62,16 @@ func TestStopRestartKeepsObjects(t *testing.T) {
 	body, err := io.ReadAll(o)
 	if err != nil || string(body) != "v" {
 		t.Fatalf("after Restart: %q, %v; want the object written before Stop", body, err)
+	}
+}
+
+// Setenv points the S3 environment at the server.
+func TestSetenv(t *testing.T) {
+	s := Start(t)
+	s.Setenv(t)
+	for k, want := range map[string]string{"AWS_ENDPOINT_URL": s.Endpoint, "AWS_REGION": Region, "AWS_ACCESS_KEY_ID": s.AccessKey, "AWS_SECRET_ACCESS_KEY": s.SecretKey} {
+		if got := os.Getenv(k); got != want {
+			t.Errorf("%s=%q, want %q", k, got, want)
+		}
 	}
 }

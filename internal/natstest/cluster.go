@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/servertest"
+	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/internal/toolbin"
 )
 
@@ -48,17 +49,19 @@ type node struct {
 	name                   string
 	client, route, monitor string // "127.0.0.1:<port>"
 	conf                   string // path of its configuration file
-	log                    *syncBuffer
+	log                    *syncio.Buffer
 	mu                     sync.Mutex
-	cmd                    *exec.Cmd
-	done                   chan struct{} // closed when cmd has exited
+	proc                   *servertest.Process // nil until started
 	starts                 int
 }
 
 // ClusterBinary returns the path of the nats-server binary: $CODAPIPE_NATS_SERVER, or
 // .bin/nats-server in the repository root found by walking up from the working directory to
 // go.mod (built by `make tools`). The error says how to get it.
-func ClusterBinary() (string, error) { return toolbin.Find(EnvBinary, "nats-server") }
+func ClusterBinary() (string, error) { return toolbin.Find(EnvBinary, binName) }
+
+// binName is the binary's name in .bin/.
+const binName = "nats-server"
 
 // StartCluster starts a JetStream cluster of n separate nats-server processes on loopback
 // (random client, route and monitoring ports; file stores in t.TempDir(); server names n0..n<n-1>;
@@ -75,13 +78,7 @@ func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	if n < 1 {
 		t.Fatalf("natstest: StartCluster(%d): need at least one node", n)
 	}
-	bin, err := ClusterBinary()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("nats-server not installed (CI=true, so this is a failure): %v", err)
-		}
-		t.Skipf("nats-server not installed: run make tools (%v)", err)
-	}
+	bin := servertest.Binary(t, EnvBinary, binName, "nats-server")
 	for attempt := 1; ; attempt++ {
 		c, err := launchCluster(t, bin, n, o)
 		if err == nil {
@@ -115,10 +112,10 @@ func launchCluster(t testing.TB, bin string, n int, o clusterOpts) (*Cluster, er
 	t.Helper()
 	c := &Cluster{t: t, bin: bin, http: &http.Client{Timeout: 2 * time.Second}}
 	for i := range n {
-		nd := &node{name: fmt.Sprintf("n%d", i), log: &syncBuffer{}}
+		nd := &node{name: fmt.Sprintf("n%d", i), log: &syncio.Buffer{}}
 		var err error
 		for _, p := range []*string{&nd.client, &nd.route, &nd.monitor} {
-			if *p, err = freeAddr(); err != nil {
+			if *p, err = servertest.FreeAddr(); err != nil {
 				return nil, err
 			}
 		}
@@ -148,7 +145,7 @@ func launchCluster(t testing.TB, bin string, n int, o clusterOpts) (*Cluster, er
 		}
 		if t.Failed() {
 			for _, nd := range c.nodes {
-				t.Logf("natstest: log of cluster node %s (client %s, monitor %s):\n%s", nd.name, nd.client, nd.monitor, tail(nd.log.String(), 32<<10))
+				t.Logf("natstest: log of cluster node %s (client %s, monitor %s):\n%s", nd.name, nd.client, nd.monitor, nd.log.Tail(32<<10))
 			}
 		}
 	})
@@ -202,31 +199,16 @@ func (c *Cluster) start(i int) error {
 	cmd := exec.Command(c.bin, "-c", nd.conf)
 	cmd.Stdout = nd.log
 	cmd.Stderr = nd.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := servertest.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("start node %s: %w", nd.name, err)
 	}
-	done := make(chan struct{})
-	go func() { // owned by the node: ends when the process exits (Kill/Stop/cleanup)
-		_ = cmd.Wait()
-		close(done)
-	}()
-	nd.cmd, nd.done = cmd, done
+	nd.proc = proc
 	return nil
 }
 
 // running reports whether the node's process is alive; nd.mu must be held.
-func (nd *node) running() bool {
-	if nd.done == nil {
-		return false
-	}
-	select {
-	case <-nd.done:
-		return false
-	default:
-		return true
-	}
-}
+func (nd *node) running() bool { return nd.proc != nil && nd.proc.Running() }
 
 // signal sends sig to node i's process group and waits for it to exit; after grace (when > 0)
 // it sends SIGKILL. A node that is not running is left alone.
@@ -234,20 +216,8 @@ func (c *Cluster) signal(i int, sig syscall.Signal, grace time.Duration) {
 	nd := c.nodes[i]
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
-	if !nd.running() {
-		return
-	}
-	pgid := nd.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, sig)
-	if grace <= 0 {
-		<-nd.done
-		return
-	}
-	select {
-	case <-nd.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-nd.done
+	if nd.proc != nil {
+		nd.proc.Signal(sig, grace)
 	}
 }
 
@@ -470,39 +440,4 @@ func readAll(resp *http.Response) ([]byte, error) {
 	var b bytes.Buffer
 	_, err := b.ReadFrom(resp.Body)
 	return b.Bytes(), err
-}
-
-// freeAddr returns "127.0.0.1:<port>" for a port that was free a moment ago.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writers and the test's readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

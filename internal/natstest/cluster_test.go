@@ -28,15 +28,7 @@ func TestClusterStreamSurvivesLeaderKill(t *testing.T) {
 	if _, err := cl.MetaLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(cl.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, cl.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	// retry repeats a request through the election (the harness's own test does not use the
 	// bus package's rule, to stay below it).
 	retry := func(what string, op func(ctx context.Context) error) {

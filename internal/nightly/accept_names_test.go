@@ -26,7 +26,6 @@ import (
 	"github.com/codapipe/codapipe/internal/sft"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -362,15 +361,7 @@ func checkWorks(t *testing.T, cases []hostileCase) {
 			}
 		}
 	}
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, srv.URL())
 	var subjects []string
 	for _, k := range []bus.Kind{bus.Raw, bus.Judged} {
 		st, err := js.Stream(ctx, bus.StreamName(k))

@@ -21,10 +21,7 @@ import (
 // summary says where.
 func TestAcceptNightlyExport(t *testing.T) {
 	srv := miniotest.Start(t)
-	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
-	t.Setenv("AWS_REGION", miniotest.Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	srv.Setenv(t)
 	dir := t.TempDir()
 	tasks := filepath.Join(t.TempDir(), "tasks")
 	if err := simtasks.Write(tasks, "ChimeraX/S03", "ChimeraX/S12"); err != nil {

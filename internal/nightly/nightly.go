@@ -36,6 +36,7 @@ import (
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sft"
 	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -180,9 +181,9 @@ type job struct {
 	o      Options
 	env    *service.Env
 	log    *slog.Logger
-	common []string // the common flags every stage gets
-	dir    string   // <data>/nightly/<night>: the stages' summaries
-	out    io.Writer
+	common []string  // the common flags every stage gets
+	dir    string    // <data>/nightly/<night>: the stages' summaries
+	out    io.Writer // the stages' shared output (a syncio.Writer: they run at once)
 }
 
 // Execute runs the night: every app, then the SFT set and its export. It
@@ -192,7 +193,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		return nil, err
 	}
 	start := time.Now()
-	j := &job{o: o, env: env, log: env.Log.With("night", o.Night), out: &lockedWriter{w: env.Stderr},
+	j := &job{o: o, env: env, log: env.Log.With("night", o.Night), out: &syncio.Writer{W: env.Stderr},
 		dir: filepath.Join(env.Common.DataDir, "nightly", o.Night)}
 	if err := os.MkdirAll(j.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("nightly: %w", err)
@@ -308,18 +309,6 @@ func (j *job) stage(ctx context.Context, name string, cmd service.Command, args 
 		return fmt.Errorf("%s: exit %d: %s", name, code, msg)
 	}
 	return nil
-}
-
-// lockedWriter serializes the writes of the stages running at once.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // lastLines keeps the tail of a stage's error output for its error.

@@ -20,7 +20,6 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/codapipe/codapipe/internal/judge"
@@ -33,6 +32,7 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
+	"github.com/codapipe/codapipe/internal/syncio"
 )
 
 // guarded is a simulated model endpoint that answers only requests with
@@ -124,15 +124,7 @@ func (s secretSet) scanDir(t *testing.T, dir string) int {
 // are streams too) and scans its subject, headers and data.
 func (s secretSet) scanStreams(t *testing.T, ctx context.Context, url string, opts ...nats.Option) int {
 	t.Helper()
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		t.Fatalf("connect to read the streams: %v", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, url, opts...)
 	n := 0
 	streams := js.ListStreams(ctx)
 	for info := range streams.Info() {
@@ -194,7 +186,7 @@ func (s secretSet) scanBucket(t *testing.T, ctx context.Context, srv *miniotest.
 // printed.
 func run(ctx context.Context, cmd service.Command, args ...string) (int, []byte) {
 	var out bytes.Buffer
-	w := &lockedWriter{w: &out}
+	w := &syncio.Writer{W: &out}
 	code := service.MainContext(ctx, cmd, args, w, w)
 	return code, out.Bytes()
 }

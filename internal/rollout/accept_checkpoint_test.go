@@ -18,6 +18,7 @@ import (
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/sched"
+	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -122,17 +123,9 @@ func TestAcceptNoCheckpointSource(t *testing.T) {
 // checkpoint is refused before anything runs.
 func TestAcceptCheckpointFromModelsList(t *testing.T) {
 	clearRolloutEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	wc := sim.DefaultWorldConfig()
 	wc.VMs, wc.Seed, wc.Clock = 1, 1, fault.Clock{Scale: 0.001}
-	wctx, stopWorld := context.WithCancel(ctx)
-	world, err := sim.StartWorld(wctx, wc)
-	if err != nil {
-		stopWorld()
-		t.Fatal(err)
-	}
-	defer func() { stopWorld(); world.Wait() }()
+	world := servertest.Serve(t, "the simulated world", func(ctx context.Context) (*sim.World, error) { return sim.StartWorld(ctx, wc) })
 
 	const root = "/ckpt/grpo-chimerax/global_step_7/actor/huggingface"
 	planner := modelsEndpoint(t, `{"object":"list","data":[{"id":"`+simmodels.DefaultPlannerModel+`","object":"model","owned_by":"vllm","root":"`+root+`","parent":null,"max_model_len":32768}]}`,
@@ -158,7 +151,7 @@ func TestAcceptCheckpointFromModelsList(t *testing.T) {
 	b.Close()
 
 	cfg.Planner.Checkpoint = "global_step_8"
-	_, err = runWithin(t, time.Minute, cfg)
+	_, err := runWithin(t, time.Minute, cfg)
 	if !errors.Is(err, ledger.ErrCheckpointChanged) || !strings.Contains(err.Error(), root) {
 		t.Fatalf("the same --run with another checkpoint: %v; want ErrCheckpointChanged naming %s", err, root)
 	}

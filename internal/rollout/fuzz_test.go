@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/filefuzz"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/nats-io/nats.go"
 )
@@ -78,26 +78,6 @@ func FuzzLoadSampling(f *testing.F) {
 	dir := f.TempDir()
 	path := filepath.Join(dir, "sampling.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		sf, err := LoadSampling(path)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "--sampling "+path+": ") {
-				t.Fatalf("error does not name the flag and file: %v", err)
-			}
-			return
-		}
-		enc, err := json.Marshal(sf)
-		if err != nil {
-			t.Fatalf("encode the accepted parameters: %v", err)
-		}
-		if err := os.WriteFile(path, enc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		again, err := LoadSampling(path)
-		if err != nil || !reflect.DeepEqual(again, sf) {
-			t.Fatalf("%s loads as %+v, %v; want %+v", enc, again, err, sf)
-		}
+		filefuzz.RoundTrip(t, path, data, func() (SamplingFile, error) { return LoadSampling(path) }, "--sampling "+path+": ", nil)
 	})
 }

@@ -2,11 +2,11 @@ package sft
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/filefuzz"
 )
 
 // FuzzReadManifest feeds arbitrary bytes as a dataset's manifest.json to
@@ -33,29 +33,10 @@ func FuzzReadManifest(f *testing.F) {
 	dir := f.TempDir()
 	path := filepath.Join(dir, ManifestName)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		m, err := ReadManifest(dir)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "sft: "+path+": ") {
-				t.Fatalf("error does not name the file: %v", err)
+		filefuzz.RoundTrip(t, path, data, func() (*Manifest, error) { return ReadManifest(dir) }, "sft: "+path+": ", func(m *Manifest) {
+			if m.Kind != ManifestKind {
+				t.Fatalf("accepted kind %q", m.Kind)
 			}
-			return
-		}
-		if m.Kind != ManifestKind {
-			t.Fatalf("accepted kind %q", m.Kind)
-		}
-		enc, err := json.Marshal(m)
-		if err != nil {
-			t.Fatalf("encode the accepted manifest: %v", err)
-		}
-		if err := os.WriteFile(path, enc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		again, err := ReadManifest(dir)
-		if err != nil || !reflect.DeepEqual(again, m) {
-			t.Fatalf("written back, the manifest reads %+v, %v; want %+v", again, err, m)
-		}
+		})
 	})
 }

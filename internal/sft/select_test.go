@@ -357,10 +357,7 @@ func TestEmptyArchive(t *testing.T) {
 func TestBuildToBucket(t *testing.T) {
 	c := smallCorpus(t) // small: this test runs under the race detector
 	srv := miniotest.Start(t)
-	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
-	t.Setenv("AWS_REGION", miniotest.Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	srv.Setenv(t)
 	data := t.TempDir()
 	stdout, stderr, code := runCLI(t, "build", "--data", data, "--store", c.StoreDir(), "--out", srv.URL("datasets/sft"))
 	if code != 0 {
@@ -442,10 +439,7 @@ func TestAcceptExportInterruptedBuildResumes(t *testing.T) {
 		t.Fatalf("%d of %d objects after the interruption, want at least %d and not all", present, len(m.Files), before)
 	}
 	// Resume with the command: only the missing objects are sent.
-	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
-	t.Setenv("AWS_REGION", miniotest.Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	srv.Setenv(t)
 	_, stderr, code := runCLI(t, "export", local, srv.URL("datasets/resume"))
 	if code != 0 {
 		t.Fatalf("export: exit %d\n%s", code, stderr)

@@ -10,6 +10,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/poll"
+	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/pkg/vmpool"
@@ -107,13 +108,7 @@ func TestPoolsShareVMsThroughNATS(t *testing.T) {
 	defer cancel()
 	wc := sim.DefaultWorldConfig()
 	wc.VMs, wc.Seed, wc.Clock = 2, 1, fault.Clock{Scale: 0.001}
-	wctx, stopWorld := context.WithCancel(ctx)
-	world, err := sim.StartWorld(wctx, wc)
-	if err != nil {
-		stopWorld()
-		t.Fatal(err)
-	}
-	defer func() { stopWorld(); world.Wait() }()
+	world := servertest.Serve(t, "the simulated world", func(ctx context.Context) (*sim.World, error) { return sim.StartWorld(ctx, wc) })
 	sc := simvm.URLs(world.GuestURLs...)
 	newPool := func(name string, l *Locker) *vmpool.Pool {
 		cfg := poolfile.Config{Backend: simvm.Name, Sim: &sc, Pool: vmpool.Config{ID: name, IdleCheck: -1, LockRetry: 100 * time.Millisecond, LockDir: t.TempDir()}}

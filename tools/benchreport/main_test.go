@@ -13,6 +13,20 @@ func runReport(t *testing.T, in string) (figures, stderr string, code int) {
 	return out.String(), errw.String(), code
 }
 
+// wantFigures runs the report on in, which must succeed and print the
+// figures want; it returns what it printed on stdout and stderr.
+func wantFigures(t *testing.T, in, want string) (got, stderr string) {
+	t.Helper()
+	got, stderr, code := runReport(t, in)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if got != want {
+		t.Errorf("figures:\n%s\nwant:\n%s", got, want)
+	}
+	return got, stderr
+}
+
 const textRun = `goos: linux
 goarch: amd64
 pkg: github.com/codapipe/codapipe/pkg/uitars
@@ -49,11 +63,7 @@ ok  	github.com/codapipe/codapipe/internal/rollout	72.0s
 `
 
 func TestText(t *testing.T) {
-	got, stderr, code := runReport(t, textRun)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	want := `uitars.BenchmarkParse.ns_per_op 3171
+	got, stderr := wantFigures(t, textRun, `uitars.BenchmarkParse.ns_per_op 3171
 uitars.BenchmarkParse.MB_per_s 62.13
 uitars.BenchmarkParse.B_per_op 984
 uitars.BenchmarkParse.allocs_per_op 17
@@ -74,10 +84,7 @@ rollout.BenchmarkScheduler.ns_per_op 70000000000
 sched.makespan_vs_bound 1.08
 sched.speedup_vs_static 1.45
 sched.dynamic_env_retries 12.00
-`
-	if got != want {
-		t.Errorf("figures:\n%s\nwant:\n%s", got, want)
-	}
+`)
 	for _, l := range strings.Split(strings.TrimSpace(got), "\n") {
 		if len(strings.Fields(l)) != 2 {
 			t.Errorf("line %q is not `name value`", l)
@@ -106,20 +113,13 @@ func TestJSON(t *testing.T) {
 {"Action":"output","Package":"github.com/codapipe/codapipe/internal/agent","Test":"BenchmarkStepLatency","Output":"       1\t21000000000 ns/op\t 1.07 agent.step_latency_ratio_g8"}
 {"Action":"pass","Package":"github.com/codapipe/codapipe/internal/agent","Elapsed":21}
 `
-	got, stderr, code := runReport(t, in)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	want := `uitars.BenchmarkParse.ns_per_op 1939
+	wantFigures(t, in, `uitars.BenchmarkParse.ns_per_op 1939
 uitars.BenchmarkParse.MB_per_s 101.58
 uitars.BenchmarkRender.ns_per_op 2999
 uitars.BenchmarkRender.B_per_op 618
 agent.BenchmarkStepLatency.ns_per_op 21000000000
 agent.step_latency_ratio_g8 1.07
-`
-	if got != want {
-		t.Errorf("figures:\n%s\nwant:\n%s", got, want)
-	}
+`)
 }
 
 func TestCountIsAveraged(t *testing.T) {
@@ -129,14 +129,7 @@ BenchmarkReward/click-2   	1000	 10.0 ns/op	 2.0 grpo.x
 BenchmarkReward/click-2   	1000	 9.5 ns/op	 2.5 grpo.x
 ok  	example.com/m/pkg/grpo	3s
 `
-	got, _, code := runReport(t, in)
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	want := "grpo.BenchmarkReward/click.ns_per_op 9.16667\ngrpo.x 2\n"
-	if got != want {
-		t.Errorf("figures:\n%s\nwant:\n%s", got, want)
-	}
+	wantFigures(t, in, "grpo.BenchmarkReward/click.ns_per_op 9.16667\ngrpo.x 2\n")
 }
 
 func TestFailures(t *testing.T) {
@@ -197,9 +190,5 @@ func TestKeepsFiguresOfAFailedRun(t *testing.T) {
 
 func TestSameFigureFromTwoBenchmarks(t *testing.T) {
 	in := "pkg: example.com/m/sched\nBenchmarkA-2 \t 1\t 5 ns/op\t 1.1 sched.ratio\nBenchmarkB-2 \t 1\t 6 ns/op\t 1.2 sched.ratio\nok  \texample.com/m/sched\t1s\n"
-	got, _, _ := runReport(t, in)
-	want := "sched.BenchmarkA.ns_per_op 5\nsched.ratio 1.1\nsched.BenchmarkB.ns_per_op 6\nsched.BenchmarkB.sched.ratio 1.2\n"
-	if got != want {
-		t.Errorf("figures:\n%s\nwant:\n%s", got, want)
-	}
+	wantFigures(t, in, "sched.BenchmarkA.ns_per_op 5\nsched.ratio 1.1\nsched.BenchmarkB.ns_per_op 6\nsched.BenchmarkB.sched.ratio 1.2\n")
 }

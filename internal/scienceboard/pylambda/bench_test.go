@@ -22,55 +22,54 @@ func benchDump(b *testing.B) any {
 	return dump
 }
 
+// benchValue is the words the predicate looks for.
+var benchValue = []any{"cat", "topo"}
+
+// compileBench compiles the benchmark's key and predicate.
+func compileBench(b *testing.B) (key, pred *Lambda) {
+	key, err := Compile(benchKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pred, err = Compile(benchPred)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return key, pred
+}
+
+// callBench evaluates the key on dump and the predicate on what it
+// returns, which must hold.
+func callBench(ctx context.Context, b *testing.B, key, pred *Lambda, dump any) {
+	k, err := key.Call(ctx, dump)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if ok, err := pred.Truth(ctx, k, benchValue); err != nil || !ok {
+		b.Fatalf("pred = %v, %v", ok, err)
+	}
+}
+
 // BenchmarkGrassCompileCall compiles a typical GRASS key and predicate and
 // evaluates them on a dump given as raw JSON, as an evaluator does once
 // per check.
 func BenchmarkGrassCompileCall(b *testing.B) {
 	dump := benchDump(b)
-	value := []any{"cat", "topo"}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		key, err := Compile(benchKey)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pred, err := Compile(benchPred)
-		if err != nil {
-			b.Fatal(err)
-		}
-		k, err := key.Call(ctx, dump)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ok, err := pred.Truth(ctx, k, value)
-		if err != nil || !ok {
-			b.Fatalf("pred = %v, %v", ok, err)
-		}
+		key, pred := compileBench(b)
+		callBench(ctx, b, key, pred, dump)
 	}
 }
 
 // BenchmarkGrassCall evaluates the precompiled key and predicate.
 func BenchmarkGrassCall(b *testing.B) {
 	dump := benchDump(b)
-	value := []any{"cat", "topo"}
 	ctx := context.Background()
-	key, err := Compile(benchKey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pred, err := Compile(benchPred)
-	if err != nil {
-		b.Fatal(err)
-	}
+	key, pred := compileBench(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		k, err := key.Call(ctx, dump)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ok, err := pred.Truth(ctx, k, value); err != nil || !ok {
-			b.Fatalf("pred = %v, %v", ok, err)
-		}
+		callBench(ctx, b, key, pred, dump)
 	}
 }

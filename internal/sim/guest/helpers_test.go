@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/screen"
@@ -106,22 +106,9 @@ func startVM(t *testing.T, cfg guest.Config, apps ...desktop.AppSpec) *vmT {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	m := desktop.NewMachine(desktop.MachineConfig{Apps: cat, Seed: 3})
 	rec := &recorder{}
 	cfg.Record = rec.record
-	srv, err := guest.Start(ctx, m, cfg)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-srv.Done():
-		case <-time.After(10 * time.Second):
-			t.Error("the servers did not stop")
-		}
-	})
+	srv := servertest.Serve(t, "the guest servers", func(ctx context.Context) (*guest.Server, error) { return guest.Start(ctx, m, cfg) })
 	return &vmT{srv: srv, m: m, rec: rec}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/apps/chimerax"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
@@ -88,20 +89,7 @@ func startModels(t testing.TB, cfg Config) *testModels {
 
 func startWith(t testing.TB, m *Endpoints) *testModels {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := m.Start(ctx)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-srv.Done():
-		case <-time.After(10 * time.Second):
-			t.Error("model servers did not stop within 10s")
-		}
-	})
+	srv := servertest.Serve(t, "the model servers", m.Start)
 	tm := &testModels{m: m, srv: srv, plannerRec: &recorder{}, executorRec: &recorder{}, judgeRec: &recorder{}}
 	tm.planner = newClient(srv.PlannerURL, tm.plannerRec)
 	tm.executor = newClient(srv.ExecutorURL, tm.executorRec)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/poll"
+	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
 
@@ -103,25 +104,9 @@ func (e *EventLog) String() string {
 	return b.String()
 }
 
-// SyncBuffer is a log sink safe for concurrent writes.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String is everything written so far.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// SyncBuffer is the type of Pool.Log, under the name realguest_test.go
+// (package simvm) gives it; other tests write syncio.Buffer.
+type SyncBuffer = syncio.Buffer
 
 // Config is a pool configuration with short times for tests and a lock
 // directory of the test's own.
@@ -139,8 +124,8 @@ func Config(t testing.TB) vmpool.Config {
 // Pool is a pool whose events and log the test reads.
 type Pool struct {
 	*vmpool.Pool
-	Events *EventLog   // every event of the pool
-	Log    *SyncBuffer // the pool's and its backend's log, at debug level
+	Events *EventLog      // every event of the pool
+	Log    *syncio.Buffer // the pool's and its backend's log, at debug level
 }
 
 // NewPool makes a pool under cfg over b and closes it when the test ends.
@@ -153,7 +138,7 @@ func NewPool(t testing.TB, cfg vmpool.Config, b vmpool.Backend) *Pool {
 // pool's logger, so that the test sees what the backend logs too.
 func NewLoggedPool(t testing.TB, cfg vmpool.Config, newBackend func(*slog.Logger) (vmpool.Backend, error)) *Pool {
 	t.Helper()
-	tp := &Pool{Events: &EventLog{}, Log: &SyncBuffer{}}
+	tp := &Pool{Events: &EventLog{}, Log: &syncio.Buffer{}}
 	log := slog.New(slog.NewTextHandler(tp.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := newBackend(log)
 	if err != nil {

@@ -1,0 +1,24 @@
+package natstest
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStream connects to the NATS server(s) at url (comma-separated) with opts and returns the
+// JetStream API on that connection, which is closed when the test ends. A failure fails the test.
+func JetStream(t testing.TB, url string, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatalf("natstest: connect to %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("natstest: JetStream on %s: %v", url, err)
+	}
+	return js
+}

@@ -1,0 +1,115 @@
+package servertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestFreeAddr(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on FreeAddr's %s: %v", addr, err)
+	}
+	l.Close()
+}
+
+// Signal ends the process group; a process that ignores SIGTERM is killed after the grace
+// period; a process that has exited is left alone.
+func TestSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		sig          syscall.Signal
+		grace        time.Duration
+	}{
+		{"term", "sleep 60", syscall.SIGTERM, 5 * time.Second},
+		{"term ignored", `trap "" TERM; sleep 60 & wait`, syscall.SIGTERM, 100 * time.Millisecond},
+		{"kill", "sleep 60", syscall.SIGKILL, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Start(exec.Command("sh", "-c", tc.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Running() {
+				t.Fatal("not running after Start")
+			}
+			start := time.Now()
+			p.Signal(tc.sig, tc.grace)
+			if p.Running() {
+				t.Fatal("still running after Signal")
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("Signal took %v", d)
+			}
+			if p.State() == nil || p.State().Success() {
+				t.Errorf("State = %v, want a process ended by a signal", p.State())
+			}
+			p.Signal(syscall.SIGKILL, 0) // exited: nothing happens
+		})
+	}
+}
+
+// server stops when its context ends.
+type server struct{ done chan struct{} }
+
+func (s *server) Wait() { <-s.done }
+
+// Serve cancels the server's context when the test ends and waits for it.
+func TestServe(t *testing.T) {
+	var srv *server
+	t.Run("serve", func(t *testing.T) {
+		srv = Serve(t, "the test server", func(ctx context.Context) (*server, error) {
+			s := &server{done: make(chan struct{})}
+			go func() { <-ctx.Done(); close(s.done) }()
+			return s, nil
+		})
+		select {
+		case <-srv.done:
+			t.Fatal("stopped before the test ended")
+		default:
+		}
+	})
+	select {
+	case <-srv.done:
+	default:
+		t.Fatal("still running after the test ended")
+	}
+}
+
+// A start error fails the test and names the server.
+func TestServeStartError(t *testing.T) {
+	ft := &fatalT{TB: t}
+	done := make(chan struct{})
+	go func() { // Fatalf ends the goroutine, as it ends a test's
+		defer close(done)
+		Serve(ft, "the test server", func(context.Context) (*server, error) { return nil, errors.New("no port") })
+	}()
+	<-done
+	if ft.msg != "start the test server: no port" {
+		t.Errorf("Fatalf(%q), want the server's name and the error", ft.msg)
+	}
+}
+
+// fatalT records a Fatalf and ends its goroutine.
+type fatalT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalT) Helper() {}
+
+func (f *fatalT) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}

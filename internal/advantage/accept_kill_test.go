@@ -103,28 +103,41 @@ func readKeys(t *testing.T, bucket blob.Bucket, m shard.Manifest) map[rowKey]int
 // finishes. The final shard set holds every expected row exactly once
 // (key: trajectory, step, candidate): none missing, none twice.
 func TestAcceptAdvantageKillAndRestart(t *testing.T) {
+	forDrainModes(t, killAndRestart)
+}
+
+// forDrainModes runs test in step and outcome modes, each as a subtest;
+// outcome mode only without the race detector (make test's acceptance
+// run).
+func forDrainModes(t *testing.T, test func(t *testing.T, mode string)) {
 	for _, mode := range []string{ModeStep, ModeOutcome} {
 		if raceEnabled && mode == ModeOutcome {
-			continue // run without the race detector (make test's acceptance run)
+			continue
 		}
-		t.Run(mode, func(t *testing.T) { killAndRestart(t, mode) })
+		t.Run(mode, func(t *testing.T) { test(t, mode) })
 	}
 }
 
-// killAndRestart is TestAcceptAdvantageKillAndRestart in one mode. In outcome mode
-// the groups (the samples of one task in one run) are completed by their
-// last member, whose message may come in another process than the
-// others': the members wait in the KV bucket across the kills.
-func killAndRestart(t *testing.T, mode string) {
-	const kills = 5
-	// The judged corpus is the package's shared one (the test's own copy of
-	// its data directory: blob store and archive); the advantage processes
-	// drain a fresh NATS server, on which the test publishes the copies of
-	// its judged trajectories, and nothing else.
+// drainRig is the set-up of a test that runs advantage processes: the
+// judged corpus is the package's shared one (the test's own copy of its
+// data directory: blob store and archive); the processes drain a fresh
+// NATS server, on which the test publishes copies of its judged
+// trajectories, and nothing else.
+type drainRig struct {
+	dir    string // the data directory
+	judged []*traj.Judged
+	b      *bus.Bus
+	store  *blob.Store
+	// args are those of an advantage drain of the rig in its mode.
+	args []string
+}
+
+// newDrainRig starts the NATS server with the topology and opens the
+// corpus's copy for a drain in mode.
+func newDrainRig(ctx context.Context, t *testing.T, mode string) *drainRig {
+	t.Helper()
 	srv := natstest.Start(t)
 	dir, judged := corpus(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	b := pipetest.Bus(t, srv.URL())
 	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
 		t.Fatal(err)
@@ -133,12 +146,40 @@ func killAndRestart(t *testing.T, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &drainRig{dir: dir, judged: judged, b: b, store: store,
+		args: []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--mode", mode,
+			"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40", "--since", SinceAll}}
+}
+
+// start starts an advantage drain writing its output to logf; done
+// receives its end (the caller receives it).
+func (r *drainRig) start(t *testing.T, logf *os.File) (cmd *exec.Cmd, done chan error) {
+	t.Helper()
+	cmd = proctest.Command(t, "", r.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return cmd, done
+}
+
+// killAndRestart is TestAcceptAdvantageKillAndRestart in one mode. In outcome mode
+// the groups (the samples of one task in one run) are completed by their
+// last member, whose message may come in another process than the
+// others': the members wait in the KV bucket across the kills.
+func killAndRestart(t *testing.T, mode string) {
+	const kills = 5
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rig := newDrainRig(ctx, t, mode)
 	// Many more messages: each judged trajectory again under new ids (and,
 	// so that each copy is a whole outcome group of its own, in a new run),
 	// so that the drain takes long enough to be killed in the middle. The
 	// copies go into the judge's archive too, where outcome mode reads the
 	// members of a complete group.
-	if len(expectedKeys(t, judged)) == 0 {
+	if len(expectedKeys(t, rig.judged)) == 0 {
 		t.Fatal("the run gave no clean-success rows: the test needs them")
 	}
 	var all []*traj.Judged
@@ -150,32 +191,20 @@ func killAndRestart(t *testing.T, mode string) {
 	publishCopies := func(n int) {
 		for range n {
 			round++
-			all = append(all, publishJudgedCopies(t, b, store, judged, round)...)
+			all = append(all, publishJudgedCopies(t, rig.b, rig.store, rig.judged, round)...)
 		}
 	}
 	publishCopies(copies)
 
-	args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--mode", mode,
-		"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40", "--since", SinceAll}
-	logf, err := os.Create(filepath.Join(dir, "advantage.log"))
+	logf, err := os.Create(filepath.Join(rig.dir, "advantage.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	start := func() *exec.Cmd {
-		cmd := proctest.Command(t, "", args...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	killed, early := 0, 0
 	for killed < kills {
-		cmd := start()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		cmd, done := rig.start(t, logf)
 		select {
 		case err := <-done:
 			// The drain beat the kill (a fast machine): give it more
@@ -190,12 +219,12 @@ func killAndRestart(t *testing.T, mode string) {
 			killed++
 		}
 	}
-	cmd := start()
-	if err := cmd.Wait(); err != nil {
+	_, done := rig.start(t, logf)
+	if err := <-done; err != nil {
 		log, _ := os.ReadFile(logf.Name())
 		t.Fatalf("the last run failed: %v\n%s", err, log)
 	}
-	checkShardSet(t, dir, store, all, mode, fmt.Sprintf("%d kills", killed))
+	checkShardSet(t, rig.dir, rig.store, all, mode, fmt.Sprintf("%d kills", killed))
 }
 
 // publishJudgedCopies publishes each judged trajectory again under a new
@@ -243,19 +272,7 @@ func checkShardSet(t *testing.T, dir string, store *blob.Store, all []*traj.Judg
 			want[rowKey{r.TrajectoryID, r.Step, r.Candidate}] = true
 		}
 	}
-	bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var set string
-	for info, err := range bucket.List(ctx, "") {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if filepath.Base(info.Key) == shard.ManifestName {
-			set = filepath.Dir(info.Key)
-		}
-	}
+	bucket, set := shardSet(ctx, t, dir)
 	m, err := shard.ReadManifest(ctx, bucket, set)
 	if err != nil {
 		t.Fatal(err)
@@ -282,6 +299,26 @@ func checkShardSet(t *testing.T, dir string, store *blob.Store, all []*traj.Judg
 		t.Fatalf("after %s: %d missing, %d duplicated, %d unexpected rows; manifest %+v (want %d rows of %d trajectories)",
 			what, missing, dup, extra, m.Counts, len(want), len(all))
 	}
+}
+
+// shardSet opens the shard bucket of data directory dir and returns it with
+// the name of the (last listed) set that has a manifest ("": none).
+func shardSet(ctx context.Context, tb testing.TB, dir string) (blob.Bucket, string) {
+	tb.Helper()
+	bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var set string
+	for info, err := range bucket.List(ctx, "") {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if filepath.Base(info.Key) == shard.ManifestName {
+			set = filepath.Dir(info.Key)
+		}
+	}
+	return bucket, set
 }
 
 // stepAdvantages is what pkg/grpo makes of one judged trajectory in step

@@ -10,11 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/blob"
-	"github.com/codapipe/codapipe/internal/bus"
-	"github.com/codapipe/codapipe/internal/natstest"
-	"github.com/codapipe/codapipe/internal/pipetest"
-	"github.com/codapipe/codapipe/internal/proctest"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -25,56 +20,30 @@ import (
 // group is written by one process only (its flush lease), the manifest by
 // one writer at a time (the manifest lease).
 func TestAcceptAdvantageTwoProcesses(t *testing.T) {
-	for _, mode := range []string{ModeStep, ModeOutcome} {
-		if raceEnabled && mode == ModeOutcome {
-			continue // run without the race detector (make test's acceptance run)
-		}
-		t.Run(mode, func(t *testing.T) { twoProcesses(t, mode) })
-	}
+	forDrainModes(t, twoProcesses)
 }
 
 func twoProcesses(t *testing.T, mode string) {
-	// The judged corpus is the package's shared one (the test's own copy of
-	// its data directory: blob store and archive); the advantage processes
-	// drain a fresh NATS server, on which the test publishes the copies of
-	// its judged trajectories, and nothing else.
-	srv := natstest.Start(t)
-	dir, judged := corpus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b := pipetest.Bus(t, srv.URL())
-	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-		t.Fatal(err)
-	}
-	store, err := blob.Open(ctx, filepath.Join(dir, "blobs"), blob.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rig := newDrainRig(ctx, t, mode)
+	dir := rig.dir
 	var all []*traj.Judged
 	copies := 18 // about 200 messages (the corpus has 12 judged trajectories)
 	if raceEnabled {
 		copies = 7
 	}
 	for round := 1; round <= copies; round++ {
-		all = append(all, publishJudgedCopies(t, b, store, judged, round)...)
+		all = append(all, publishJudgedCopies(t, rig.b, rig.store, rig.judged, round)...)
 	}
 
-	args := []string{"--drain", "--nats", srv.URL(), "--data", dir, "--log-level", "warn", "--mode", mode,
-		"--concurrency", "4", "--ack-wait", "2s", "--max-delay", "100ms", "--rows-per-shard", "40", "--since", SinceAll}
 	start := func(name string) (*exec.Cmd, chan error) {
 		logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { logf.Close() })
-		cmd := proctest.Command(t, "", args...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }() // owned by the test: every done is received below
-		return cmd, done
+		return rig.start(t, logf) // every done is received below
 	}
 	wait := func(name string, done chan error) {
 		t.Helper()
@@ -105,5 +74,5 @@ func twoProcesses(t *testing.T, mode string) {
 		wait("a", aDone)
 	}
 	wait("b", bDone)
-	checkShardSet(t, dir, store, all, mode, fmt.Sprintf("two processes, one killed: %v", killed))
+	checkShardSet(t, dir, rig.store, all, mode, fmt.Sprintf("two processes, one killed: %v", killed))
 }

@@ -413,19 +413,7 @@ func BenchmarkAdvantageService(b *testing.B) {
 		}
 
 		ctx := context.Background()
-		bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var set string
-		for info, err := range bucket.List(ctx, "") {
-			if err != nil {
-				b.Fatal(err)
-			}
-			if filepath.Base(info.Key) == shard.ManifestName {
-				set = filepath.Dir(info.Key)
-			}
-		}
+		bucket, set := shardSet(ctx, b, dir)
 		if set == "" {
 			b.Fatalf("no manifest\n%s", out.String())
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -290,18 +291,9 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 			return s.result(), err
 		}
 	}
-	var filter []string
-	for _, a := range cfg.Apps {
-		filter = append(filter, bus.Subject(bus.Judged, a))
-	}
-	fetchWait := time.Second
-	if cfg.Drain {
-		fetchWait = 250 * time.Millisecond
-	}
-	cst, cerr := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
-		Stream: bus.StreamName(bus.Judged), Durable: cfg.Durable, Filter: filter, StartTime: s.sel.startTime(),
-		Workers: cfg.Workers, MaxAckPending: max(1000, 4*cfg.Workers), AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
-	}, s.handle)
+	cst, cerr := cfg.Bus.Consume(ctx, service.StageConsumer(bus.Judged, cfg.Apps, bus.ConsumerSpec{
+		Durable: cfg.Durable, StartTime: s.sel.startTime(), Workers: cfg.Workers, AckWait: cfg.AckWait, Drain: cfg.Drain,
+	}), s.handle)
 	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	s.co.tick(context.WithoutCancel(ctx))
 	stopTick()

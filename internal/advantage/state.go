@@ -223,31 +223,38 @@ func (s *state) record(ctx context.Context, c Commit) error {
 // committed returns every commit record of the set, read from the bucket
 // (not only those this process has seen), ordered by id.
 func (s *state) committed(ctx context.Context) ([]Commit, error) {
+	return readRecords[Commit](ctx, s.kv, s.commitPrefix()+">", "commit")
+}
+
+// readRecords reads every JSON record of the bucket whose key matches
+// filter, ordered by key, within a minute; what names one record in
+// errors. A record deleted between the listing and its read is left out.
+func readRecords[T any](ctx context.Context, kv jetstream.KeyValue, filter, what string) ([]T, error) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	lister, err := s.kv.ListKeysFiltered(cctx, s.commitPrefix()+">")
+	lister, err := kv.ListKeysFiltered(cctx, filter)
 	if err != nil {
-		return nil, fmt.Errorf("advantage: list commits: %w", err)
+		return nil, fmt.Errorf("advantage: list %ss: %w", what, err)
 	}
 	var keys []string
 	for k := range lister.Keys() {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([]Commit, 0, len(keys))
+	out := make([]T, 0, len(keys))
 	for _, k := range keys {
-		e, err := s.kv.Get(cctx, k)
+		e, err := kv.Get(cctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("advantage: read commit %s: %w", k, err)
+			return nil, fmt.Errorf("advantage: read %s %s: %w", what, k, err)
 		}
-		var c Commit
-		if err := json.Unmarshal(e.Value(), &c); err != nil {
-			return nil, fmt.Errorf("advantage: commit %s: %w", k, err)
+		var rec T
+		if err := json.Unmarshal(e.Value(), &rec); err != nil {
+			return nil, fmt.Errorf("advantage: %s %s: %w", what, k, err)
 		}
-		out = append(out, c)
+		out = append(out, rec)
 	}
 	return out, nil
 }
@@ -299,33 +306,7 @@ func (s *state) addMember(ctx context.Context, id, run string, samples int, m Me
 
 // waiting returns every outcome group of the set in waiting.
 func (s *state) waiting(ctx context.Context) ([]Group, error) {
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	lister, err := s.kv.ListKeysFiltered(cctx, "group."+s.set+".>")
-	if err != nil {
-		return nil, fmt.Errorf("advantage: list groups: %w", err)
-	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var out []Group
-	for _, k := range keys {
-		e, err := s.kv.Get(cctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		var g Group
-		if err := json.Unmarshal(e.Value(), &g); err != nil {
-			return nil, fmt.Errorf("advantage: group %s: %w", k, err)
-		}
-		out = append(out, g)
-	}
-	return out, nil
+	return readRecords[Group](ctx, s.kv, "group."+s.set+".>", "group")
 }
 
 // forget deletes a committed group's waiting record.

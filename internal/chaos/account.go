@@ -239,6 +239,24 @@ func (a *account) problem(format string, args ...any) {
 	a.r.Problems = append(a.r.Problems, fmt.Sprintf(format, args...))
 }
 
+// idProblem is one kind of problem a stage found: the message, a format
+// taking the number of items (%d) and their list (%s), and the items.
+type idProblem struct {
+	format string
+	ids    []string
+}
+
+// addStage appends stage s to the report, and the problems that name any
+// item to its problems, in order.
+func (a *account) addStage(s Stage, problems ...idProblem) {
+	for _, p := range problems {
+		if len(p.ids) > 0 {
+			a.problem(p.format, len(p.ids), a.list(p.ids))
+		}
+	}
+	a.r.Stages = append(a.r.Stages, s)
+}
+
 // list names at most MaxIDs items.
 func (a *account) list(ids []string) string {
 	sort.Strings(ids)
@@ -288,10 +306,7 @@ func (a *account) trajectories(ctx context.Context) error {
 			}
 		}
 	}
-	runs := map[string]bool{}
-	for _, r := range a.cfg.Runs {
-		runs[r.Name] = true
-	}
+	runs := a.runNames()
 	byEpisode := map[episodeKey][]string{}
 	for _, app := range sortedKeys(apps) {
 		err := a.cfg.Bus.Scan(ctx, bus.Raw, bus.Subject(bus.Raw, app), timeZero, func(m bus.Stored) error {
@@ -351,17 +366,20 @@ func (a *account) trajectories(ctx context.Context) error {
 			extra = append(extra, fmt.Sprintf("%s/%s#%d", ek.run, ek.task, ek.sample))
 		}
 	}
-	if len(lost) > 0 {
-		a.problem("trajectories lost (%d): %s", len(lost), a.list(lost))
-	}
-	if len(dup) > 0 {
-		a.problem("trajectories duplicated (%d episodes): %s", len(dup), a.list(dup))
-	}
-	if len(extra) > 0 {
-		a.problem("trajectories of episodes nobody planned (%d): %s", len(extra), a.list(extra))
-	}
-	a.r.Stages = append(a.r.Stages, s)
+	a.addStage(s,
+		idProblem{"trajectories lost (%d): %s", lost},
+		idProblem{"trajectories duplicated (%d episodes): %s", dup},
+		idProblem{"trajectories of episodes nobody planned (%d): %s", extra})
 	return nil
+}
+
+// runNames is the set of the planned runs' names.
+func (a *account) runNames() map[string]bool {
+	runs := map[string]bool{}
+	for _, r := range a.cfg.Runs {
+		runs[r.Name] = true
+	}
+	return runs
 }
 
 // deadForEpisode: rollout dead-lettered the episode's trajectory as
@@ -471,16 +489,10 @@ func (a *account) judgements(ctx context.Context) (map[string]*traj.Judged, erro
 			}
 		}
 	}
-	if len(lost) > 0 {
-		a.problem("judgements lost (%d): %s", len(lost), a.list(lost))
-	}
-	if len(dup) > 0 {
-		a.problem("judgements duplicated (%d): %s", len(dup), a.list(dup))
-	}
-	if len(unreadable) > 0 {
-		a.problem("judged messages unreadable (%d): %s", len(unreadable), a.list(unreadable))
-	}
-	a.r.Stages = append(a.r.Stages, s)
+	a.addStage(s,
+		idProblem{"judgements lost (%d): %s", lost},
+		idProblem{"judgements duplicated (%d): %s", dup},
+		idProblem{"judged messages unreadable (%d): %s", unreadable})
 	return docs, nil
 }
 
@@ -501,11 +513,7 @@ func (a *account) archive(ctx context.Context) error {
 	s := Stage{Name: "archive", Note: "judged trajectory × version with a record in the blob store"}
 	seen := map[string]bool{}
 	var extra, lost []string
-	runs := map[string]bool{}
-	for _, r := range a.cfg.Runs {
-		runs[r.Name] = true
-	}
-	for run := range runs {
+	for run := range a.runNames() {
 		for info, err := range a.cfg.Archive.List(ctx, archive.Prefix+bus.KeyToken(run)+"/") {
 			if err != nil {
 				return fmt.Errorf("chaos: list the archive of %s: %w", run, err)
@@ -533,16 +541,12 @@ func (a *account) archive(ctx context.Context) error {
 			}
 		}
 	}
-	if len(lost) > 0 {
-		a.problem("archive records missing for judged messages (%d): %s", len(lost), a.list(lost))
-	}
-	if len(extra) > 0 {
-		// A record without its message: the judge archived and died
-		// before publishing, and nothing judged it again.
-		s.Lost += len(extra)
-		a.problem("archive records without a judged message (%d): %s", len(extra), a.list(extra))
-	}
-	a.r.Stages = append(a.r.Stages, s)
+	// A record without its message: the judge archived and died before
+	// publishing, and nothing judged it again.
+	s.Lost += len(extra)
+	a.addStage(s,
+		idProblem{"archive records missing for judged messages (%d): %s", lost},
+		idProblem{"archive records without a judged message (%d): %s", extra})
 	return nil
 }
 
@@ -653,25 +657,15 @@ func (a *account) shards(ctx context.Context, docs map[string]*traj.Judged) {
 		}
 	}
 	s.Duplicated = dupRows + len(extra)
-	if len(unread) > 0 {
-		a.problem("shard sets or files not read (%d): %s", len(unread), a.list(unread))
-		if s.Lost == 0 && s.Present == 0 && s.Planned > 0 {
-			s.Lost = s.Planned
-		}
+	if len(unread) > 0 && s.Lost == 0 && s.Present == 0 && s.Planned > 0 {
+		s.Lost = s.Planned
 	}
-	if len(lost) > 0 {
-		a.problem("labelled steps without rows (%d): %s", len(lost), a.list(lost))
-	}
-	if len(short) > 0 {
-		a.problem("labelled steps with rows missing (%d): %s", len(short), a.list(short))
-	}
-	if len(dup) > 0 {
-		a.problem("shard rows duplicated (%d): %s", len(dup), a.list(dup))
-	}
-	if len(extra) > 0 {
-		a.problem("shard rows of steps that are not labelled (%d steps): %s", len(extra), a.list(extra))
-	}
-	a.r.Stages = append(a.r.Stages, s)
+	a.addStage(s,
+		idProblem{"shard sets or files not read (%d): %s", unread},
+		idProblem{"labelled steps without rows (%d): %s", lost},
+		idProblem{"labelled steps with rows missing (%d): %s", short},
+		idProblem{"shard rows duplicated (%d): %s", dup},
+		idProblem{"shard rows of steps that are not labelled (%d steps): %s", extra})
 }
 
 // sft: every clean success's steps are in the SFT set exactly once, or the
@@ -683,7 +677,7 @@ func (a *account) sft(docs map[string]*traj.Judged) {
 	m, err := sft.ReadManifest(a.cfg.SFTDir)
 	if err != nil {
 		a.problem("SFT manifest: %v", err)
-		a.r.Stages = append(a.r.Stages, s)
+		a.addStage(s)
 		return
 	}
 	samples := map[stepKey]int{}
@@ -746,13 +740,9 @@ func (a *account) sft(docs map[string]*traj.Judged) {
 			s.Lost += got - leftOut
 		}
 	}
-	if len(lost) > 0 {
-		a.problem("SFT samples missing (%d): %s", len(lost), a.list(lost))
-	}
-	if len(dup) > 0 {
-		a.problem("SFT samples duplicated (%d): %s", len(dup), a.list(dup))
-	}
-	a.r.Stages = append(a.r.Stages, s)
+	a.addStage(s,
+		idProblem{"SFT samples missing (%d): %s", lost},
+		idProblem{"SFT samples duplicated (%d): %s", dup})
 }
 
 func readJSONL(path string, fn func(id string, step int)) error {

@@ -277,16 +277,88 @@ func TestAcceptFaults(t *testing.T) {
 	})
 }
 
-// judgeProcess starts the judge command in a child process (the test
-// binary in its TestMain mode) with args; its output goes to log.
-func judgeProcess(t *testing.T, log *os.File, args ...string) *exec.Cmd {
+// procRig is the set-up of a test that runs judge processes: a fresh NATS
+// server with the topology, on which the test republishes trajectories of
+// the shared corpus (raw), and the processes' log file, printed when the
+// test fails.
+type procRig struct {
+	srv  *natstest.Server
+	dir  string // the test's folder
+	c    *corpus
+	b    *bus.Bus
+	raw  []*traj.Trajectory
+	logf *os.File
+}
+
+// newProcRig sets up the rig with 24 of the corpus's trajectories
+// republished under run name run.
+func newProcRig(ctx context.Context, t *testing.T, run string) *procRig {
 	t.Helper()
-	cmd := proctest.Command(t, "", args...)
-	cmd.Stdout, cmd.Stderr = log, log
+	r := &procRig{srv: natstest.Start(t), dir: t.TempDir(), c: sharedCorpus(t)}
+	r.b = pipetest.Bus(t, r.srv.URL())
+	if err := r.b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
+		t.Fatal(err)
+	}
+	r.raw = republish(t, r.b, r.c.trajs, run, 24)
+	logf, err := os.Create(filepath.Join(r.dir, "judge.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.logf = logf
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("judge processes' output:\n%s", b)
+		}
+		logf.Close()
+	})
+	return r
+}
+
+// args are a judge drain's arguments: its data directory dir/data, the
+// corpus's blob store, endpoint ep, concurrency, an --ack-wait of 2 s (a
+// killed process's trajectories come back quickly).
+func (r *procRig) args(data string, ep EndpointSpec, concurrency int) []string {
+	return []string{
+		"--drain", "--nats", r.srv.URL(), "--data", filepath.Join(r.dir, data), "--store", filepath.Join(r.c.dir, "blobs"),
+		"--max-frames", fmt.Sprint(testFrames), "--judge", ep.URL + "=" + ep.Model, "--concurrency", fmt.Sprint(concurrency),
+		"--log-level", "warn", "--ack-wait", "2s",
+	}
+}
+
+// start starts the judge command with args in a child process (the test
+// binary in its TestMain mode), its output to the rig's log; exited
+// receives its end (the caller receives it).
+func (r *procRig) start(t *testing.T, args []string) (cmd *exec.Cmd, exited chan error) {
+	t.Helper()
+	cmd = proctest.Command(t, "", args...)
+	cmd.Stdout, cmd.Stderr = r.logf, r.logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return cmd, exited
+}
+
+// checkJudgedOnce checks that every republished trajectory has exactly one
+// judged message on the bus, and returns the judged messages.
+func (r *procRig) checkJudgedOnce(t *testing.T) []*traj.Judged {
+	t.Helper()
+	docs, _ := judgedOn(t, r.b)
+	seen := map[string]int{}
+	for _, d := range docs {
+		seen[d.Trajectory.ID]++
+	}
+	for _, tr := range r.raw {
+		if seen[tr.ID] != 1 {
+			t.Errorf("trajectory %s has %d judged messages, want 1", tr.ID, seen[tr.ID])
+		}
+	}
+	if len(docs) != len(r.raw) {
+		t.Errorf("%d judged messages for %d trajectories", len(docs), len(r.raw))
+	}
+	return docs
 }
 
 // Acceptance 4: the judge is killed with SIGKILL at random moments (3
@@ -302,16 +374,9 @@ func TestAcceptKillAndRestart(t *testing.T) {
 		kills       = 3
 		concurrency = 4
 	)
-	srv := natstest.Start(t)
-	dir := t.TempDir()
-	c := sharedCorpus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b := pipetest.Bus(t, srv.URL())
-	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-		t.Fatal(err)
-	}
-	raw := republish(t, b, c.trajs, "kill-"+traj.NewID(), 24)
+	rig := newProcRig(ctx, t, "kill-"+traj.NewID())
 
 	// Judge calls take 40 ms, so that kills land in the middle of calls.
 	edit := func(c *simmodels.Config) {
@@ -319,31 +384,13 @@ func TestAcceptKillAndRestart(t *testing.T) {
 		c.Judge.Faults.Latency = fault.Fixed(40 * time.Millisecond)
 	}
 	models, ep := startSimJudge(t, 1, edit)
-	args := []string{
-		"--drain", "--nats", srv.URL(), "--data", filepath.Join(dir, "judge"), "--store", filepath.Join(c.dir, "blobs"),
-		"--max-frames", fmt.Sprint(testFrames),
-		"--judge", ep.URL + "=" + ep.Model, "--concurrency", fmt.Sprint(concurrency), "--log-level", "warn",
-		"--ack-wait", "2s", // a killed process's trajectories come back quickly
-	}
-	logf, err := os.Create(filepath.Join(dir, "judge.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	defer func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("judge processes' output:\n%s", b)
-		}
-	}()
+	args := rig.args("judge", ep, concurrency)
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	killed := 0
 	for killed < kills {
 		before := len(models.Answered("judge"))
-		cmd := judgeProcess(t, logf, args...)
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }() // owned: received below
+		cmd, exited := rig.start(t, args)
 		// A random moment: after 1 to 5 more answered calls, plus up to
 		// 30 ms (often in the middle of a call).
 		target := before + 1 + rng.IntN(5)
@@ -366,8 +413,8 @@ func TestAcceptKillAndRestart(t *testing.T) {
 		killed++
 		t.Logf("kill %d after %d answered calls", killed, len(models.Answered("judge")))
 	}
-	cmd := judgeProcess(t, logf, args...)
-	if err := cmd.Wait(); err != nil {
+	_, exited := rig.start(t, args)
+	if err := <-exited; err != nil {
 		t.Fatalf("the last judge process: %v", err)
 	}
 
@@ -375,12 +422,12 @@ func TestAcceptKillAndRestart(t *testing.T) {
 	refModels, refEP := startSimJudge(t, 1, edit)
 	pol := DefaultPolicy()
 	pol.MaxFrames = testFrames
-	ref, err := New(Config{Endpoints: []EndpointSpec{refEP}, Policy: pol, Store: c.store(t), Log: quietLog()})
+	ref, err := New(Config{Endpoints: []EndpointSpec{refEP}, Policy: pol, Store: rig.c.store(t), Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	refDecision := map[string]*traj.Judgement{}
-	for _, tr := range raw {
+	for _, tr := range rig.raw {
 		jd, err := ref.Judge(ctx, tr, false)
 		if err != nil {
 			t.Fatal(err)
@@ -412,21 +459,10 @@ func TestAcceptKillAndRestart(t *testing.T) {
 		t.Errorf("%d calls beyond the uninterrupted run's %d; at most %d (the concurrency %d per kill) may be", extra, len(refCalls), kills*concurrency, concurrency)
 	}
 
-	docs, _ := judgedOn(t, b)
-	seen := map[string]int{}
-	for _, d := range docs {
+	for _, d := range rig.checkJudgedOnce(t) {
 		id := d.Trajectory.ID
-		seen[id]++
 		if r := refDecision[id]; r == nil || r.Decision != d.Judgement.Decision || len(r.Votes) != len(d.Judgement.Votes) {
 			t.Errorf("trajectory %s: judged %s with %d votes, uninterrupted %+v", id, d.Judgement.Decision, len(d.Judgement.Votes), r)
 		}
-	}
-	for _, tr := range raw {
-		if seen[tr.ID] != 1 {
-			t.Errorf("trajectory %s has %d judged messages, want 1", tr.ID, seen[tr.ID])
-		}
-	}
-	if len(docs) != len(raw) {
-		t.Errorf("%d judged messages for %d trajectories", len(docs), len(raw))
 	}
 }

@@ -7,11 +7,8 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
-	"github.com/codapipe/codapipe/internal/sim/apps"
-	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
-	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // benchCorpus is the benchmarks' simulated run: about 20 % true success
@@ -115,18 +112,7 @@ func BenchmarkJudgeThroughput(b *testing.B) {
 		}
 		n := 0
 		for range 3 {
-			for _, tr := range c.trajs {
-				cp := *tr
-				cp.ID = traj.NewID()
-				body, err := traj.MarshalCompact(&cp)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := bb.Publish(ctx, bus.Subject(bus.Raw, tr.Task.App), cp.ID, body, nil); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
+			n += len(republish(b, bb, c.trajs, "", len(c.trajs)))
 		}
 		cache, err := OpenCache(ctx, bb, bus.DefaultTopology(), 0)
 		if err != nil {
@@ -159,14 +145,7 @@ func BenchmarkJudgeThroughput(b *testing.B) {
 // BenchmarkResize: one simulated 1280×800 screenshot scaled to fit 640×400
 // (Catmull-Rom), as the low-resolution pass does for each frame.
 func BenchmarkResize(b *testing.B) {
-	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 3})
-	if err := m.Launch("chimerax"); err != nil {
-		b.Fatal(err)
-	}
-	shot, err := m.Screenshot()
-	if err != nil {
-		b.Fatal(err)
-	}
+	shot := chimeraxScreenshot(b)
 	b.SetBytes(int64(len(shot)))
 	for b.Loop() {
 		if _, _, err := Resize(shot, Size{640, 400}); err != nil {

@@ -128,18 +128,26 @@ func TestFitAndParseSize(t *testing.T) {
 	}
 }
 
+// chimeraxScreenshot is a simulated 1280×800 screenshot of ChimeraX just
+// launched (seed 3).
+func chimeraxScreenshot(tb testing.TB) []byte {
+	tb.Helper()
+	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 3})
+	if err := m.Launch("chimerax"); err != nil {
+		tb.Fatal(err)
+	}
+	shot, err := m.Screenshot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return shot
+}
+
 // TestResizeKeepsTheStateChunk: a simulated screenshot scaled down keeps
 // its text chunks (the simulator's state among them) and gets the size
 // asked for; one that fits comes back unchanged.
 func TestResizeKeepsTheStateChunk(t *testing.T) {
-	m := desktop.NewMachine(desktop.MachineConfig{Apps: apps.Catalog(), Seed: 3})
-	if err := m.Launch("chimerax"); err != nil {
-		t.Fatal(err)
-	}
-	shot, err := m.Screenshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	shot := chimeraxScreenshot(t)
 	want, err := desktop.ReadStateChunk(shot)
 	if err != nil {
 		t.Fatal(err)

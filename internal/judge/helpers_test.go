@@ -55,7 +55,8 @@ func skillCorpus(t testing.TB, skill float64, samples int, tasks ...string) *cor
 }
 
 // republish publishes up to n of trajs again under new ids and the run
-// name run (so that their judgements are new) and returns the copies.
+// name run ("": each one's own) so that their judgements are new, and
+// returns the copies.
 func republish(t testing.TB, b *bus.Bus, trajs []*traj.Trajectory, run string, n int) []*traj.Trajectory {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -63,7 +64,10 @@ func republish(t testing.TB, b *bus.Bus, trajs []*traj.Trajectory, run string, n
 	var out []*traj.Trajectory
 	for _, tr := range trajs[:min(n, len(trajs))] {
 		cp := *tr
-		cp.ID, cp.Run = traj.NewID(), run
+		cp.ID = traj.NewID()
+		if run != "" {
+			cp.Run = run
+		}
 		body, err := traj.MarshalCompact(&cp)
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
-	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Scale benchmark settings: each judge worker judges scalePerWorker
@@ -84,19 +83,7 @@ func BenchmarkJudgeScale(b *testing.B) {
 		}
 		total := 0
 		for range scaleRounds * n { // the same load per worker: n copies of the run
-			for _, tr := range c.trajs {
-				cp := *tr
-				cp.ID = traj.NewID()
-				cp.Run = fmt.Sprintf("scale-%d", phase)
-				body, err := traj.MarshalCompact(&cp)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := admin.Publish(ctx, bus.Subject(bus.Raw, tr.Task.App), cp.ID, body, nil); err != nil {
-					b.Fatal(err)
-				}
-				total++
-			}
+			total += len(republish(b, admin, c.trajs, fmt.Sprintf("scale-%d", phase), len(c.trajs)))
 		}
 		durable := fmt.Sprintf("judge_scale_%d", phase)
 		type worker struct {

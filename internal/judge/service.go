@@ -16,6 +16,7 @@ import (
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -143,10 +144,6 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	}
 	s := &server{cfg: cfg, log: cfg.Log.With("judge_version", cfg.Judge.VersionID()), start: time.Now()}
 	s.st.Decisions = map[traj.Decision]int{}
-	var filter []string
-	for _, a := range cfg.Apps {
-		filter = append(filter, bus.Subject(bus.Raw, a))
-	}
 	s.log.Info("judge: consuming trajectories", "consumer", cfg.Durable, "apps", appsOrAll(cfg.Apps), "workers", cfg.Workers,
 		"policy", cfg.Judge.Version().Policy, "models", cfg.Judge.Version().Models)
 
@@ -168,15 +165,9 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 			}
 		}()
 	}
-	fetchWait := time.Second
-	if cfg.Drain {
-		fetchWait = 250 * time.Millisecond // notice sooner that nothing is left
-	}
-	cst, err := cfg.Bus.Consume(ctx, bus.ConsumerSpec{
-		Stream: bus.StreamName(bus.Raw), Durable: cfg.Durable, Filter: filter,
-		Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, MaxAckPending: max(1000, 4*cfg.Workers),
-		AckWait: cfg.AckWait, Drain: cfg.Drain, FetchWait: fetchWait,
-	}, s.handle)
+	cst, err := cfg.Bus.Consume(ctx, service.StageConsumer(bus.Raw, cfg.Apps, bus.ConsumerSpec{
+		Durable: cfg.Durable, Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, AckWait: cfg.AckWait, Drain: cfg.Drain,
+	}), s.handle)
 	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	stopProgress()
 	pwg.Wait()

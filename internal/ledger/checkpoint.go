@@ -32,29 +32,12 @@ func (l *Ledger) Bind(ctx context.Context, run, checkpoint string) error {
 	if err != nil {
 		return err
 	}
-	// A retried Create whose first attempt was stored finds the key: the
-	// value read back is then ours and agrees.
-	err = l.retry(ctx, func(ctx context.Context) error {
-		_, err := l.kv.Create(ctx, key, val)
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return nil
-		}
-		return err
-	})
+	stored, err := l.createOnce(ctx, run, key, val, "the checkpoint")
 	if err != nil {
-		return fmt.Errorf("ledger: record the checkpoint of run %q: %w", run, err)
-	}
-	var e jetstream.KeyValueEntry
-	err = l.retry(ctx, func(ctx context.Context) error {
-		var err error
-		e, err = l.kv.Get(ctx, key)
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("ledger: read the checkpoint of run %q: %w", run, err)
 	}
 	var rec checkpointRecord
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	if err := json.Unmarshal(stored, &rec); err != nil {
 		return fmt.Errorf("ledger: checkpoint of run %q: %w", run, err)
 	}
 	if rec.Planner != checkpoint {

@@ -79,15 +79,32 @@ func (l *Ledger) retry(ctx context.Context, op func(ctx context.Context) error) 
 func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Time, error) {
 	key := bus.KeyToken(run) + ".start"
 	v := now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+	stored, err := l.createOnce(ctx, run, key, []byte(v), "start")
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(stored))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ledger: start of run %q: %w", run, err)
+	}
+	return t, nil
+}
+
+// createOnce stores val under key unless the key holds a value, and
+// returns the value the key holds then: the first writer's, which every
+// writer of the run agrees on. A retried Create whose first attempt was
+// stored finds the key: the value read back is then ours. what names the
+// value in errors ("start" of run ...).
+func (l *Ledger) createOnce(ctx context.Context, run, key string, val []byte, what string) ([]byte, error) {
 	err := l.retry(ctx, func(ctx context.Context) error {
-		_, err := l.kv.Create(ctx, key, []byte(v))
+		_, err := l.kv.Create(ctx, key, val)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return nil
 		}
 		return err
 	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("ledger: record start of run %q: %w", run, err)
+		return nil, fmt.Errorf("ledger: record %s of run %q: %w", what, run, err)
 	}
 	var e jetstream.KeyValueEntry
 	err = l.retry(ctx, func(ctx context.Context) error {
@@ -96,13 +113,9 @@ func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Tim
 		return err
 	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("ledger: read start of run %q: %w", run, err)
+		return nil, fmt.Errorf("ledger: read %s of run %q: %w", what, run, err)
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(e.Value()))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("ledger: start of run %q: %w", run, err)
-	}
-	return t, nil
+	return e.Value(), nil
 }
 
 // Finish records that an invocation of the run went through every episode

@@ -162,46 +162,37 @@ func addCreds(s *redact.Secrets, path string) {
 	}
 }
 
+// envDefault is the default of flag name with an environment fallback:
+// the value of variable env parsed by parse when it is set, else def. A
+// value that does not parse is an error of Parse, which says that the
+// variable must be want.
+func envDefault[T any](f *Flags, name, env string, def T, parse func(string) (T, error), want string) T {
+	v, ok := f.env(env)
+	if !ok {
+		return def
+	}
+	x, err := parse(v)
+	if err != nil {
+		f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want %s", env, v, want))
+		return def
+	}
+	f.markEnv(name)
+	return x
+}
+
 // Bool defines a bool flag with an environment fallback ("1", "true", ...).
 func (f *Flags) Bool(p *bool, name, env string, def bool, usage string) {
-	if v, ok := f.env(env); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want true or false", env, v))
-		} else {
-			def = b
-			f.markEnv(name)
-		}
-	}
-	f.BoolVar(p, name, def, withEnv(usage, env))
+	f.BoolVar(p, name, envDefault(f, name, env, def, strconv.ParseBool, "true or false"), withEnv(usage, env))
 }
 
 // Int defines an int flag with an environment fallback.
 func (f *Flags) Int(p *int, name, env string, def int, usage string) {
-	if v, ok := f.env(env); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want an integer", env, v))
-		} else {
-			def = n
-			f.markEnv(name)
-		}
-	}
-	f.IntVar(p, name, def, withEnv(usage, env))
+	f.IntVar(p, name, envDefault(f, name, env, def, strconv.Atoi, "an integer"), withEnv(usage, env))
 }
 
 // Duration defines a duration flag with an environment fallback ("90s", "2h").
 func (f *Flags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
-	if v, ok := f.env(env); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want a duration such as 90s or 2h", env, v))
-		} else {
-			def = d
-			f.markEnv(name)
-		}
-	}
-	f.DurationVar(p, name, def, withEnv(usage, env))
+	f.DurationVar(p, name, envDefault(f, name, env, def, time.ParseDuration, "a duration such as 90s or 2h"), withEnv(usage, env))
 }
 
 // Parse parses the arguments. Invalid environment values are reported
@@ -229,30 +220,14 @@ func (f *Flags) Usage() string {
 
 // Int64 defines an int64 flag with an environment fallback.
 func (f *Flags) Int64(p *int64, name, env string, def int64, usage string) {
-	if v, ok := f.env(env); ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want an integer", env, v))
-		} else {
-			def = n
-			f.markEnv(name)
-		}
-	}
-	f.Int64Var(p, name, def, withEnv(usage, env))
+	parse := func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
+	f.Int64Var(p, name, envDefault(f, name, env, def, parse, "an integer"), withEnv(usage, env))
 }
 
 // Float64 defines a float flag with an environment fallback.
 func (f *Flags) Float64(p *float64, name, env string, def float64, usage string) {
-	if v, ok := f.env(env); ok {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			f.envErrs = append(f.envErrs, fmt.Errorf("environment %s=%q: want a number", env, v))
-		} else {
-			def = x
-			f.markEnv(name)
-		}
-	}
-	f.Float64Var(p, name, def, withEnv(usage, env))
+	parse := func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }
+	f.Float64Var(p, name, envDefault(f, name, env, def, parse, "a number"), withEnv(usage, env))
 }
 
 // stringList is a flag that collects every value it is given.

@@ -14,7 +14,7 @@ import (
 	"github.com/codapipe/codapipe/internal/shard"
 )
 
-// benchBytes is how much shard data one benchmark iteration writes.
+// benchBytes is the size of one benchmark shard.
 const benchBytes = 128 << 20
 
 // benchImage is the embedded image size of the benchmark rows (a
@@ -79,25 +79,27 @@ func rawWrite(b *testing.B, dir string, buf []byte, n int64) {
 // benchWarmShards is how many shards (each followed by its raw write)
 // benchShardWrite writes before it starts the timer. A fresh process's
 // first shards cost more: its Go heap grows to its steady size (~110 MB
-// for Parquet) on fresh pages from the kernel (~8,000 minor page faults in
-// the first 128 MiB shard, ~1,700 in the second, a few hundred from the
-// third on) while the collector's pacing settles, so the first 128 MiB
-// Parquet shard after a 64 MiB one took 1.6-1.8 times the CPU of the later
-// ones. That is paid once per process, not per
-// shard: `make bench` runs one short run per benchmark in a fresh process,
-// where these shards weighed most (shard.parquet_write_vs_raw 0.37, 0.475
-// in make bench against 0.56-0.67 in the later runs of a -count series).
+// for Parquet) on fresh pages from the kernel while the collector's pacing
+// settles. Traced shard by shard (Parquet, 128 MiB, a new process), the
+// first shard took 0.73-0.79 s of CPU (~16,000 minor page faults), the
+// second 0.34-0.38 s (~6,000), the third on ~0.22 s (tens to hundreds).
+// That is paid once per process, not per shard; but `make bench` runs one
+// short run per benchmark in a fresh process, where those shards weighed
+// most (shard.parquet_write_vs_raw 0.37 and 0.475 in make bench against
+// 0.56-0.67 in the later runs of a -count series).
 const benchWarmShards = 3
 
-// benchShardWrite writes a shard of benchBytes of rows with embedded images
-// per iteration into a local directory bucket (spooled in the same file
-// system) with one long-lived Writer, as the advantage service does, and
-// as many bytes with plain sequential writes and an fsync to the same disk,
-// and reports the shard writer's throughput against the raw one. The two
-// alternate in each iteration (shard first in even iterations, raw first in
-// odd ones), so both see the same machine state and neither always follows
-// the other's fsync; benchWarmShards shards and raw writes come before the
-// timer starts.
+// benchShardWrite writes two shards of benchBytes of rows with embedded
+// images per iteration into a local directory bucket (spooled in the same
+// file system) with one long-lived Writer, as the advantage service does,
+// and as many bytes with plain sequential writes and an fsync to the same
+// disk, and reports the shard writer's throughput against the raw one. The
+// two are interleaved, shard-raw-raw-shard, so both see the same machine
+// state and each follows the other's fsync as often; two shards an
+// iteration (make bench's one-second run measures at least these two)
+// also smooth single shards whose system time doubles now and then under
+// load. benchWarmShards shards and raw writes come before the timer
+// starts.
 func benchShardWrite(b *testing.B, format shard.Format, prefix string) {
 	bucket, dir := localBucket(b)
 	tmp := b.TempDir()
@@ -136,15 +138,12 @@ func benchShardWrite(b *testing.B, format shard.Format, prefix string) {
 		rawTime += time.Since(start)
 		rawWritten += last
 	}
-	b.SetBytes(benchBytes)
-	for i := 0; b.Loop(); i++ {
-		if i%2 == 0 {
-			timeShard()
-			timeRaw()
-		} else {
-			timeRaw()
-			timeShard()
-		}
+	b.SetBytes(2 * benchBytes)
+	for b.Loop() {
+		timeShard()
+		timeRaw()
+		timeRaw()
+		timeShard()
 	}
 	shardRate := float64(written) / shardTime.Seconds()
 	rawRate := float64(rawWritten) / rawTime.Seconds()

@@ -13,8 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/codapipe/codapipe/internal/shard"
 )
 
 // Row groups of the Parquet shards: a group is written once it holds
@@ -96,28 +97,14 @@ func ParquetSchema(split string) *arrow.Schema {
 	return arrow.NewSchema(fields, &md)
 }
 
-// parquetProps: zstd for every column but the image bytes (PNG, already
-// compressed), dictionaries for the small repeated strings only, no
-// statistics for the large values, and a fixed created_by so that the
-// bytes depend on nothing but the rows.
+// parquetProps are the shards' writer properties: those of the GRPO
+// shard files (shard.ParquetProperties: the same kind of rows, embedded
+// screenshots next to text), with no statistics for the large values and
+// a fixed created_by, so that the bytes depend on nothing but the rows.
 func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
-	opts := []parquet.WriterProperty{
-		parquet.WithAllocator(mem),
-		parquet.WithCreatedBy("parquet-go version " + arrow.PkgVersion + " (build codapipe-sftpack)"),
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionLevel(1),
-		parquet.WithCompressionFor("images.list.element.bytes", compress.Codecs.Uncompressed),
-		parquet.WithDictionaryDefault(false),
-		parquet.WithStats(true),
-		parquet.WithBatchSize(16),
-	}
-	for _, p := range []string{"app", "task", "run", "judge_version", "messages.list.element.role"} {
-		opts = append(opts, parquet.WithDictionaryFor(p, true))
-	}
-	for _, p := range []string{"messages.list.element.content", "images.list.element.bytes", "images.list.element.path", "planner_messages", "id", "trajectory_id"} {
-		opts = append(opts, parquet.WithStatsFor(p, false))
-	}
-	return parquet.NewWriterProperties(opts...)
+	return shard.ParquetProperties(mem, "images.list.element.bytes",
+		[]string{"messages.list.element.content", "images.list.element.bytes", "images.list.element.path", "planner_messages", "id", "trajectory_id"},
+		parquet.WithCreatedBy("parquet-go version "+arrow.PkgVersion+" (build codapipe-sftpack)"))
 }
 
 // hashWriter counts and hashes what goes through it (and is not an

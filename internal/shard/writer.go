@@ -367,15 +367,32 @@ func (w *Writer) open() error {
 	return nil
 }
 
-// parquetProps are the Parquet writer properties: zstd (level 1) for every
-// column but the embedded image bytes (PNG data, compressed already: zstd
-// would spend CPU to gain nothing); PLAIN encoding everywhere (no
-// dictionaries: a row group of the repeated small strings compresses as
-// well with zstd alone, 5 % smaller in BenchmarkShardFileSize, and each
-// dictionary cost a hash table and a page per column chunk); no min/max
-// statistics for the large unique values (prompt, completion, image
-// bytes, log-probs).
+// parquetProps are the shard files' Parquet writer properties
+// (ParquetProperties): their embedded image bytes stored as they are, no
+// min/max statistics for the large unique values (prompt, completion,
+// image bytes, log-probs, token ids, message texts).
 func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
+	return ParquetProperties(mem, parquetImageBytes, []string{"prompt", "completion", parquetImageBytes,
+		"logprobs.list.element", "completion_token_ids.list.element",
+		"messages.list.element.content.list.element.text"})
+}
+
+// ParquetProperties returns the Parquet writer properties of files of rows
+// that embed images (screenshots) next to text columns: the shard files
+// and the SFT dataset's Parquet (internal/sft). imageBytes is the column
+// path of the embedded image bytes (PNG data, compressed already), stored
+// uncompressed: zstd would spend CPU to gain nothing. Every other column
+// is zstd (level 1). noStats are the column paths of large unique values,
+// which get no min/max statistics (the others do); extra properties are
+// applied last (e.g. parquet.WithCreatedBy).
+//
+// Encoding: PLAIN everywhere (no dictionaries: a row group of the repeated
+// small strings compresses as well with zstd alone, 5 % smaller in
+// BenchmarkShardFileSize, and each dictionary cost a hash table and a page
+// per column chunk), V1 data pages of at most parquetPageSize, their size
+// checked after every value. Every reader decodes these (DuckDB, pyarrow,
+// Hugging Face datasets, arrow-go).
+func ParquetProperties(mem memory.Allocator, imageBytes string, noStats []string, extra ...parquet.WriterProperty) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(compress.Codecs.Zstd),
@@ -383,7 +400,7 @@ func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
 		// compresses as well as the default level 3 (within 0.2%), runs
 		// faster, and its encoders carry a 4 MB window instead of 8 MB.
 		parquet.WithCompressionLevel(1),
-		parquet.WithCompressionFor(parquetImageBytes, compress.Codecs.Uncompressed),
+		parquet.WithCompressionFor(imageBytes, compress.Codecs.Uncompressed),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithStats(true),
 		// The column writers check the page size after every WithBatchSize
@@ -393,11 +410,10 @@ func parquetProps(mem memory.Allocator) *parquet.WriterProperties {
 		parquet.WithBatchSize(parquetWriteBatch),
 		parquet.WithDataPageSize(parquetPageSize),
 	}
-	for _, path := range []string{"prompt", "completion", parquetImageBytes, "logprobs.list.element",
-		"completion_token_ids.list.element", "messages.list.element.content.list.element.text"} {
+	for _, path := range noStats {
 		opts = append(opts, parquet.WithStatsFor(path, false))
 	}
-	return parquet.NewWriterProperties(opts...)
+	return parquet.NewWriterProperties(append(opts, extra...)...)
 }
 
 // parquetWriteBatch is how many values a Parquet column writer encodes

@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/codapipe/codapipe/internal/syncio"
 )
 
 // serviceWidth is the width of the service column: the longest service
@@ -34,17 +35,12 @@ const serviceWidth = 9
 // WithGroup share the writer and its lock, so they are safe for
 // concurrent use.
 type HumanHandler struct {
-	out     *lockedWriter
-	service string // padded to serviceWidth; "" without one
-	trim    string // "<service>: ", cut from the front of messages
+	out     *syncio.Writer // shared by the handlers WithAttrs/WithGroup derive
+	service string         // padded to serviceWidth; "" without one
+	trim    string         // "<service>: ", cut from the front of messages
 	level   slog.Leveler
 	prefix  string // the open groups: "a.b." (WithGroup)
 	context []byte // the attributes of WithAttrs, formatted, each after a space
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
 }
 
 // NewHumanHandler returns a HumanHandler writing to w the records at level
@@ -53,7 +49,7 @@ func NewHumanHandler(w io.Writer, service string, level slog.Leveler) *HumanHand
 	if level == nil {
 		level = slog.LevelInfo
 	}
-	h := &HumanHandler{out: &lockedWriter{w: w}, level: level}
+	h := &HumanHandler{out: &syncio.Writer{W: w}, level: level}
 	if service != "" {
 		h.service = fmt.Sprintf("%-*s", serviceWidth, service)
 		h.trim = service + ": "
@@ -101,9 +97,7 @@ func (h *HumanHandler) Handle(_ context.Context, r slog.Record) error {
 		buf = append(buf, h.context...)
 	}
 	buf = append(buf, '\n')
-	h.out.mu.Lock()
-	defer h.out.mu.Unlock()
-	_, err := h.out.w.Write(buf)
+	_, err := h.out.Write(buf)
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
+	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/pooltest"
@@ -97,7 +98,7 @@ func TestSimBackendRealGuestDiesAndRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := &pooltest.Pool{Events: &pooltest.EventLog{}, Log: &pooltest.SyncBuffer{}}
+	tp := &pooltest.Pool{Events: &pooltest.EventLog{}, Log: &syncio.Buffer{}}
 	p, err := vmpool.NewPool(context.Background(), pooltest.Config(t), b, vmpool.WithEvents(tp.Events.Add), vmpool.WithLogger(slog.New(slog.DiscardHandler)),
 		vmpool.WithGuestOptions(guest.Options{ScreenshotTimeout: 2 * time.Second, Retries: -1}))
 	if err != nil {

@@ -104,10 +104,6 @@ func (e *EventLog) String() string {
 	return b.String()
 }
 
-// SyncBuffer is the type of Pool.Log, under the name realguest_test.go
-// (package simvm) gives it; other tests write syncio.Buffer.
-type SyncBuffer = syncio.Buffer
-
 // Config is a pool configuration with short times for tests and a lock
 // directory of the test's own.
 func Config(t testing.TB) vmpool.Config {

@@ -171,9 +171,7 @@ func (r *drainRig) start(t *testing.T, logf *os.File) (cmd *exec.Cmd, done chan 
 // others': the members wait in the KV bucket across the kills.
 func killAndRestart(t *testing.T, mode string) {
 	const kills = 5
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	rig := newDrainRig(ctx, t, mode)
+	rig := newDrainRig(t.Context(), t, mode)
 	// Many more messages: each judged trajectory again under new ids (and,
 	// so that each copy is a whole outcome group of its own, in a new run),
 	// so that the drain takes long enough to be killed in the middle. The

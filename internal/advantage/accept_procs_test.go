@@ -24,9 +24,9 @@ func TestAcceptAdvantageTwoProcesses(t *testing.T) {
 }
 
 func twoProcesses(t *testing.T, mode string) {
+	rig := newDrainRig(t.Context(), t, mode) // the rig first (it may build the corpus), then the drains' deadline
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rig := newDrainRig(ctx, t, mode)
 	dir := rig.dir
 	var all []*traj.Judged
 	copies := 18 // about 200 messages (the corpus has 12 judged trajectories)

@@ -17,9 +17,11 @@ import (
 // trajectory the killed process held comes back after --ack-wait and is
 // judged by either).
 func TestAcceptJudgeTwoProcesses(t *testing.T) {
+	// The rig first (the first test of the pass to ask for the shared corpus
+	// builds it), then the deadline of the drains.
+	rig := newProcRig(t.Context(), t, "procs-"+traj.NewID())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rig := newProcRig(ctx, t, "procs-"+traj.NewID())
 	models, ep := startSimJudge(t, 1, func(c *simmodels.Config) {
 		c.Clock = fault.Clock{Scale: 1}
 		c.Judge.Faults.Latency = fault.Fixed(20 * time.Millisecond)

@@ -374,9 +374,9 @@ func TestAcceptKillAndRestart(t *testing.T) {
 		kills       = 3
 		concurrency = 4
 	)
+	rig := newProcRig(t.Context(), t, "kill-"+traj.NewID()) // the rig (and the corpus) first, then the deadline
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rig := newProcRig(ctx, t, "kill-"+traj.NewID())
 
 	// Judge calls take 40 ms, so that kills land in the middle of calls.
 	edit := func(c *simmodels.Config) {

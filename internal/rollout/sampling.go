@@ -88,6 +88,8 @@ func (sf *samplingFlags) register(fs *service.Flags, def traj.Sampling) {
 			fs.Int(v, name, env, *p.field(&def).(*int), help)
 		case *[]string:
 			fs.Strings(v, name, env, help)
+		default:
+			panic(fmt.Sprintf("rollout: sampling parameter %s has a field of type %T, which has no flag kind", p.flag, v))
 		}
 	}
 }
@@ -116,6 +118,8 @@ func (sf *samplingFlags) over(fs *service.Flags, base traj.Sampling) (traj.Sampl
 			*dst = *p.field(&sf.v).(*int)
 		case *[]string:
 			*dst = append([]string(nil), *p.field(&sf.v).(*[]string)...)
+		default:
+			panic(fmt.Sprintf("rollout: sampling parameter %s has a field of type %T, which has no flag kind", p.flag, dst))
 		}
 	}
 	if err := s.Check(); err != nil {

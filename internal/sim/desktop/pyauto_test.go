@@ -95,6 +95,11 @@ func TestParsePyAutoGUIErrors(t *testing.T) {
 		{"missing paren", "pyautogui.click(1, 2", "expected ',' or ')'", 20},
 		{"trailing garbage", "pyautogui.click(1, 2) x", "unexpected", 22},
 		{"bad escape", `pyautogui.write('\xZZ')`, "invalid \\x escape", 17},
+		// Python would accept these two; the simulator says it cannot
+		// (internal/pystr: no Unicode name table; a surrogate has no UTF-8
+		// form to type) rather than typing something else than Python.
+		{"named escape", `pyautogui.write('\N{BULLET}')`, "\\N{...} escapes are not supported", 17},
+		{"surrogate escape", `pyautogui.write('a\ud800')`, "is a surrogate", 18},
 		{"hotkey without keys", "pyautogui.hotkey()", "hotkey needs at least one key", 0},
 		{"scroll float", "pyautogui.scroll(1.5)", "integer number of clicks", 0},
 		{"write number", "pyautogui.write(5)", "message must be a string", 16},

@@ -215,14 +215,11 @@ var errPortTaken = errors.New("port already in use")
 // chosen ports were grabbed by someone else in the meantime, so that Start can retry.
 func launch(t testing.TB, bin string, useTLS bool) (*Server, error) {
 	t.Helper()
-	api, err := servertest.FreeAddr()
+	addrs, err := servertest.FreeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	console, err := servertest.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
+	api, console := addrs[0], addrs[1]
 	base := t.TempDir()
 	s := &Server{
 		Endpoint:  "http://" + api,

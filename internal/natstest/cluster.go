@@ -111,14 +111,13 @@ func StoreIn(dir string) ClusterOption { return func(o *clusterOpts) { o.dir = d
 func launchCluster(t testing.TB, bin string, n int, o clusterOpts) (*Cluster, error) {
 	t.Helper()
 	c := &Cluster{t: t, bin: bin, http: &http.Client{Timeout: 2 * time.Second}}
+	addrs, err := servertest.FreeAddrs(3 * n)
+	if err != nil {
+		return nil, err
+	}
 	for i := range n {
 		nd := &node{name: fmt.Sprintf("n%d", i), log: &syncio.Buffer{}}
-		var err error
-		for _, p := range []*string{&nd.client, &nd.route, &nd.monitor} {
-			if *p, err = servertest.FreeAddr(); err != nil {
-				return nil, err
-			}
-		}
+		nd.client, nd.route, nd.monitor = addrs[3*i], addrs[3*i+1], addrs[3*i+2]
 		c.nodes = append(c.nodes, nd)
 	}
 	base := t.TempDir()

@@ -32,14 +32,22 @@ func Binary(t testing.TB, env, name, what string) string {
 	return bin
 }
 
-// FreeAddr returns "127.0.0.1:<port>" for a port that was free a moment ago.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// FreeAddrs returns n addresses "127.0.0.1:<port>" of ports that were free
+// a moment ago, all different: each is held open until all are chosen (a
+// port closed before the next is asked for may be handed out again, and
+// two nodes of one cluster then share it). Another process may still take
+// one before the server binds it: callers retry on "address already in use".
+func FreeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs, nil
 }
 
 // Process is a server started by Start.

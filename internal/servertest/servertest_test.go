@@ -12,16 +12,28 @@ import (
 	"time"
 )
 
-func TestFreeAddr(t *testing.T) {
-	addr, err := FreeAddr()
+// FreeAddrs gives distinct addresses (a cluster of 8 nodes asks for 24),
+// each free to listen on once FreeAddrs has returned.
+func TestFreeAddrs(t *testing.T) {
+	addrs, err := FreeAddrs(24)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on FreeAddr's %s: %v", addr, err)
+	if len(addrs) != 24 {
+		t.Fatalf("%d addresses, want 24", len(addrs))
 	}
-	l.Close()
+	seen := map[string]bool{}
+	for _, addr := range addrs {
+		if seen[addr] {
+			t.Fatalf("address %s given twice: %v", addr, addrs)
+		}
+		seen[addr] = true
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen on FreeAddrs' %s: %v", addr, err)
+		}
+		defer l.Close()
+	}
 }
 
 // Signal ends the process group; a process that ignores SIGTERM is killed after the grace

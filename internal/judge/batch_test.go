@@ -61,7 +61,14 @@ func TestBatchVotes(t *testing.T) {
 	c := sharedCorpus(t)
 	store := c.store(t)
 	trajs := c.trajs[:min(len(c.trajs), 40)]
+	// The second server (it ignores n) judges only the trajectories that
+	// passed the first vote with the first one: a trajectory the first vote
+	// rejects is one call with n = 1 on either server.
+	var passedFirst []*traj.Trajectory
 	for _, ignoreN := range []bool{false, true} {
+		if ignoreN {
+			trajs = passedFirst
+		}
 		var rec nRecorder
 		_, ep := startSimJudge(t, 1, func(cfg *simmodels.Config) {
 			rec.hook(cfg)
@@ -97,6 +104,7 @@ func TestBatchVotes(t *testing.T) {
 			if ignoreN || len(jd.Votes) < 2 {
 				continue
 			}
+			passedFirst = append(passedFirst, tr)
 			// vLLM-like server: vote 0 alone, votes 1..3 from one call.
 			batched++
 			if !reflect.DeepEqual(ns, []int{1, 3}) {

@@ -45,6 +45,13 @@ func (r *nRecorder) take() []int {
 	return out
 }
 
+// batchCorpus is the small corpus of the batch-vote tests that run under
+// the race detector in make test: 6 tasks once each, of which at least one
+// trajectory passes the first vote (seeded: the same every run).
+func batchCorpus(t testing.TB) *corpus {
+	return skillCorpus(t, 0.3, 1, "S01", "S02", "S03", "S04", "S05", "S06")
+}
+
 // batchPolicy is the bench's cheaper policy on two frames (fast).
 func batchPolicy() Policy {
 	pol := DefaultPolicy()
@@ -52,12 +59,14 @@ func batchPolicy() Policy {
 	return pol
 }
 
-// TestBatchVotes: with BatchVotes the votes after the first are one call
-// with n = 3, each vote recorded with its choice, and the judgement counts
-// the calls the server got; a server that ignores n gets further calls for
-// the votes it did not answer (never more calls than votes), and every
-// judgement still has the votes its decision needs.
-func TestBatchVotes(t *testing.T) {
+// TestAcceptBatchVotes: with BatchVotes the votes after the first are one
+// call with n = 3, each vote recorded with its choice, and the judgement
+// counts the calls the server got; a server that ignores n gets further
+// calls for the votes it did not answer (never more calls than votes), and
+// every judgement still has the votes its decision needs. On the acceptance
+// corpus, without the race detector (make test; under -race on its small
+// corpus): TestBatchVotesCache runs the batched path under the detector.
+func TestAcceptBatchVotes(t *testing.T) {
 	c := sharedCorpus(t)
 	store := c.store(t)
 	trajs := c.trajs[:min(len(c.trajs), 40)]
@@ -128,7 +137,7 @@ func TestBatchVotes(t *testing.T) {
 // its own key; a trajectory judged again asks nothing, and with one vote's
 // entry gone asks for that vote alone (n = 1).
 func TestBatchVotesCache(t *testing.T) {
-	c := sharedCorpus(t)
+	c := batchCorpus(t)
 	store := c.store(t)
 	var rec nRecorder
 	_, ep := startSimJudge(t, 1, rec.hook)

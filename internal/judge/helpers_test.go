@@ -32,8 +32,7 @@ var testFrames = map[bool]int{false: DefaultMaxFrames, true: 6}[raceEnabled]
 
 // sharedCorpus is the acceptance tests' simulated run at about 20 % true
 // success: every task of acceptApp 8 times, or under -race 6 tasks twice
-// (the race pass builds it for the batch-vote tests alone: 12 episodes
-// still give batched votes and successes).
+// (12 episodes still give batched votes and successes).
 func sharedCorpus(t testing.TB) *corpus {
 	if raceEnabled {
 		return skillCorpus(t, 0.3, 2, "S01", "S02", "S03", "S04", "S05", "S06")

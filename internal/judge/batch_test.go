@@ -45,11 +45,12 @@ func (r *nRecorder) take() []int {
 	return out
 }
 
-// batchCorpus is the small corpus of the batch-vote tests that run under
-// the race detector in make test: 6 tasks once each, of which at least one
-// trajectory passes the first vote (seeded: the same every run).
+// batchCorpus is the small corpus of the batch-vote test that runs under
+// the race detector in make test: 2 tasks once each by a skilled planner
+// (0.9), so that a trajectory passes the first vote (seeded: the same
+// every run; the test fails if none does).
 func batchCorpus(t testing.TB) *corpus {
-	return skillCorpus(t, 0.3, 1, "S01", "S02", "S03", "S04", "S05", "S06")
+	return skillCorpus(t, 0.9, 1, "S01", "S02")
 }
 
 // batchPolicy is the bench's cheaper policy on two frames (fast).

@@ -287,13 +287,14 @@ func benchJudged(rng *rand.Rand, n, steps int, prompts string, shots []traj.Imag
 	id := traj.NewID()
 	now := time.Now().UTC()
 	coords := &traj.Coords{Space: traj.Grid1000}
+	sampling := &traj.Sampling{Temperature: 1, TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 512}
 	t := traj.Trajectory{
 		SchemaVersion: traj.SchemaVersion, ID: id, Run: "bench",
 		Task:    traj.TaskRef{ID: fmt.Sprintf("%s/B-%02d", app, n%20), App: app, Instruction: "Color the protein chain A red and show its surface.", StepLimit: 15},
 		Samples: 1, Group: benchGroup,
 		Models: traj.Models{
-			Planner:  traj.ModelRef{Endpoint: "http://planner", Model: "planner-32b", Checkpoint: "ckpt-7", Coords: coords},
-			Executor: traj.ModelRef{Endpoint: "http://executor", Model: "executor-7b", Coords: coords},
+			Planner:  traj.ModelRef{Endpoint: "http://planner", Model: "planner-32b", Checkpoint: "ckpt-7", Coords: coords, Sampling: sampling},
+			Executor: traj.ModelRef{Endpoint: "http://executor", Model: "executor-7b", Coords: coords, Sampling: sampling},
 		},
 		Prompts: prompts, VM: "vm-0", Outcome: traj.Outcome{Kind: traj.OutcomeFinished}, StartedAt: now, EndedAt: now,
 	}

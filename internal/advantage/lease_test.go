@@ -70,6 +70,42 @@ func TestLeaseOneHolderAcrossProcesses(t *testing.T) {
 	}
 }
 
+// The manifest lease lasts --ack-wait: a process that died holding it
+// (its own --ack-wait, 700 ms here) blocks the next writer that long, not
+// a fixed minute, and the next writer holds it for its --ack-wait in turn.
+func TestManifestLeaseLastsAckWait(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func() *state {
+		st, err := openState(ctx, pipetest.Bus(t, srv.URL()), bus.DefaultTopology(), "set1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	const ackWait = 700 * time.Millisecond
+	dead := &server{st: open(), cfg: Config{AckWait: ackWait}}
+	ld, err := dead.manifestLease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Until(ld.rec.Until); d <= 0 || d > ackWait {
+		t.Fatalf("the lease is held for %v, want at most --ack-wait %v", d, ackWait)
+	}
+	next := &server{st: open(), cfg: Config{AckWait: ackWait}}
+	ln, err := next.manifestLease(ctx) // the dead holder never gives it back
+	if err != nil {
+		t.Fatalf("next writer: %v", err)
+	}
+	if ln.rec.Owner != next.st.owner || !ln.rec.Until.After(ld.rec.Until) {
+		t.Fatalf("next writer got %+v after the dead holder's %+v", ln.rec, ld.rec)
+	}
+	if err := next.st.release(ctx, ln, false, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The state bucket is created with the topology's replicas (--replicas):
 // three on a 3-server cluster.
 func TestStateBucketReplicas(t *testing.T) {

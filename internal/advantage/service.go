@@ -578,17 +578,18 @@ func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, err
 	return jd, err
 }
 
-// manifestLeaseTTL is how long a process may hold the set's manifest lease.
-const manifestLeaseTTL = time.Minute
-
 // manifestLease waits for the set's manifest lease (another process
 // writing the manifest holds it for a moment; a dead one until its time
-// passes) and takes it.
+// passes) and takes it for --ack-wait: like a message, the manifest of a
+// process that died passes to another that long after. A writer that
+// stalls past its lease cannot shrink the manifest (writeManifest). The
+// wait is bounded by twice --ack-wait, and never by less than two minutes.
 func (s *server) manifestLease(ctx context.Context) (lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*manifestLeaseTTL)
+	ttl := s.cfg.AckWait
+	ctx, cancel := context.WithTimeout(ctx, max(2*ttl, 2*time.Minute))
 	defer cancel()
 	for {
-		l, err := s.st.acquire(ctx, s.st.manifestKey(), manifestLeaseTTL)
+		l, err := s.st.acquire(ctx, s.st.manifestKey(), ttl)
 		var held *heldError
 		if !errors.As(err, &held) {
 			if err != nil {

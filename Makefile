@@ -80,8 +80,8 @@ test: tools lint
 	  first=$$(for f in $(ACCEPT_FIRST); do echo "$$acc" | grep -x ".*/$$f" || true; done); \
 	  rest=$$(echo "$$acc" | grep -vxF "$$first" || true); \
 	  $(GO) test $(TRIM) -count=1 -json -run '$(ACCEPTANCE)' $$first $$rest || r=1; wait; exit $$r; } \
-	  | tee $(TOOLS)/test.json | $(TOOLS)/testreport
-	@cat $(TOOLS)/fuzz-short.log; test "$$(cat $(TOOLS)/fuzz-short.rc)" = 0
+	  | tee $(TOOLS)/test.json | $(TOOLS)/testreport; r=$$?; \
+	cat $(TOOLS)/fuzz-short.log; test "$$(cat $(TOOLS)/fuzz-short.rc)" = 0 && exit $$r
 
 ## lint: gofmt check + vet
 lint: vet

@@ -185,21 +185,16 @@ type Backend struct {
 // New returns the "docker" backend of cfg for pool poolID, with its lock
 // files in lockDir (vmpool.DefaultLockDir() if empty). log may be nil.
 func New(poolID, lockDir string, cfg Config, log *slog.Logger) (*Backend, error) {
-	cfg = cfg.withDefaults()
+	cfg, err := backendkit.Prepare(cfg, Config.withDefaults)
 	poolID = cmp.Or(poolID, vmpool.DefaultPoolID)
-	err := cfg.Validate()
 	if !vmpool.ValidID(poolID) {
 		err = errors.Join(err, &vmpool.ConfigError{Field: "id", Msg: fmt.Sprintf("%q: want letters, digits, '.', '_' and '-' (it labels and names the containers)", poolID)})
 	}
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	b := &Backend{cfg: cfg, poolID: poolID, lockDir: cmp.Or(lockDir, vmpool.DefaultLockDir()), log: log,
-		ports: map[string][]int{}}
-	b.client = guest.NewHTTPClient()
+	b := &Backend{cfg: cfg, poolID: poolID, lockDir: cmp.Or(lockDir, vmpool.DefaultLockDir()), log: cmp.Or(log, slog.Default()),
+		ports: map[string][]int{}, client: guest.NewHTTPClient()}
 	for i := 0; i < cfg.Count; i++ {
 		id := fmt.Sprintf("docker-%d", i)
 		name := b.containerName(id)

@@ -97,15 +97,11 @@ type Backend struct {
 
 // New returns the "guest" backend of cfg. log may be nil.
 func New(cfg Config, log *slog.Logger) (*Backend, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := backendkit.Prepare(cfg, Config.withDefaults)
+	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	b := &Backend{cfg: cfg, log: log, hosts: map[string]Host{}}
-	b.client = guest.NewHTTPClient()
+	b := &Backend{cfg: cfg, log: cmp.Or(log, slog.Default()), hosts: map[string]Host{}, client: guest.NewHTTPClient()}
 	for _, h := range cfg.VMs {
 		ep, key := backendkit.GuestAddrs(h.URL, h.StateURL)
 		h.URL, h.StateURL = ep.GuestURL, ep.StateURL

@@ -109,12 +109,11 @@ type Backend struct {
 
 // New returns the "sim" backend of cfg.
 func New(cfg Config) (*Backend, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := backendkit.Prepare(cfg, Config.withDefaults)
+	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, eps: map[string]vmpool.Endpoint{}}
-	b.client = guest.NewHTTPClient()
+	b := &Backend{cfg: cfg, eps: map[string]vmpool.Endpoint{}, client: guest.NewHTTPClient()}
 	for _, vm := range cfg.VMs {
 		ep, key := backendkit.GuestAddrs(vm.URL, vm.StateURL)
 		b.eps[vm.ID] = ep

@@ -177,15 +177,11 @@ type Backend struct {
 
 // New returns the "vmware" backend of cfg. log may be nil.
 func New(cfg Config, log *slog.Logger) (*Backend, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := backendkit.Prepare(cfg, Config.withDefaults)
+	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	b := &Backend{cfg: cfg, log: log, vms: map[string]VM{}}
-	b.client = guest.NewHTTPClient()
+	b := &Backend{cfg: cfg, log: cmp.Or(log, slog.Default()), vms: map[string]VM{}, client: guest.NewHTTPClient()}
 	for _, vm := range cfg.VMs {
 		abs, err := filepath.Abs(vm.VMX)
 		if err != nil {

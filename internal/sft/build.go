@@ -45,23 +45,9 @@ type Config struct {
 	// Since and Until bound the trajectories' start time: Since ≤
 	// started_at < Until (zero: unbounded).
 	Since, Until time.Time
-	// JudgeVersion takes each trajectory's judgement by this judge version
-	// (judge ids as traj.JudgeVersion.ID); "" takes the latest.
-	JudgeVersion string
-	// RequireEval keeps only clean successes whose task evaluator passed,
-	// when it ran.
-	RequireEval bool
-	// MaxPerTask keeps at most this many trajectories of a task (the
-	// shortest, then the smallest ids); 0: no limit.
-	MaxPerTask int
-	// ValFraction is the share of tasks in the val split (by a hash of
-	// Seed and the task id, so a task's split does not depend on the
-	// other tasks).
-	ValFraction float64
-	Seed        int64
-	// ShardBytes is about how much image and text data one Parquet shard
-	// holds (0: one shard per split).
-	ShardBytes int64
+	// Rules are the judgement, filter, split and shard settings (the
+	// manifest's selection records them).
+	Rules
 	// Workers is how many records are read, and screenshots copied, at
 	// once (default 8).
 	Workers int
@@ -223,8 +209,7 @@ func newManifest(cfg Config) *Manifest {
 	m := &Manifest{
 		Kind: ManifestKind, Producer: cfg.Producer, Layout: Layout,
 		Selection: Selection{
-			Runs: nonNil(cfg.Runs), Apps: nonNil(cfg.Apps), JudgeVersion: cfg.JudgeVersion, RequireEval: cfg.RequireEval,
-			MaxPerTask: cfg.MaxPerTask, ValFraction: cfg.ValFraction, Seed: cfg.Seed, ShardBytes: cfg.ShardBytes,
+			Runs: nonNil(cfg.Runs), Apps: nonNil(cfg.Apps), Rules: cfg.Rules,
 		},
 		Splits: map[string]SplitInfo{}, Apps: map[string]Count{}, Tasks: map[string]TaskCount{}, Runs: map[string]Count{},
 		JudgeVersions: map[string]JudgeVersionCount{}, PromptSets: []string{}, Skipped: []Skipped{}, Files: []File{},

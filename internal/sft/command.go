@@ -25,19 +25,14 @@ var Version = "dev"
 // Options are the build command's settings as the command line gives
 // them.
 type Options struct {
-	Out          string // DIR or s3://bucket/prefix
-	Runs         []string
-	Apps         []string
-	Since        string
-	Until        string
-	JudgeVersion string
-	RequireEval  bool
-	MaxPerTask   int
-	ValFraction  float64
-	Seed         int64
-	ShardBytes   int64
-	Workers      int
-	Summary      string
+	Out   string // DIR or s3://bucket/prefix
+	Runs  []string
+	Apps  []string
+	Since string
+	Until string
+	Rules
+	Workers int
+	Summary string
 }
 
 // Result is what Execute did.
@@ -82,8 +77,7 @@ func parseTime(flag, s string) (time.Time, error) {
 // (without Store and Dir).
 func (o *Options) config() (Config, error) {
 	cfg := Config{
-		Runs: splitList(o.Runs), Apps: splitList(o.Apps), JudgeVersion: o.JudgeVersion, RequireEval: o.RequireEval,
-		MaxPerTask: o.MaxPerTask, ValFraction: o.ValFraction, Seed: o.Seed, ShardBytes: o.ShardBytes, Workers: o.Workers,
+		Runs: splitList(o.Runs), Apps: splitList(o.Apps), Rules: o.Rules, Workers: o.Workers,
 		Producer: "codapipe sftpack " + Version,
 	}
 	if o.Out == "" {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -81,9 +82,7 @@ func Build(ctx context.Context, cfg Config) (*Manifest, error) {
 	if cfg.Store == nil || cfg.Dir == "" {
 		return nil, errors.New("sft: Build needs a store and a folder")
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 8
-	}
+	cfg.Workers = service.Positive(cfg.Workers, 8)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}

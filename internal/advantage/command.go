@@ -70,6 +70,11 @@ func (o *Options) estimator() (grpo.Estimator, error) {
 	return e, e.Validate()
 }
 
+// DefaultOut is where the shard sets go without --out: <data>/shards. The
+// string is part of every set's identity (Config.OutURL), so it is kept
+// as it has always been written (not cleaned).
+func DefaultOut(dataDir string) string { return dataDir + "/shards" }
+
 // Execute runs the advantage service as the command does.
 func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	est, err := o.estimator()
@@ -83,7 +88,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, service.Usage(err)
 	}
 	if o.Out == "" {
-		o.Out = env.Common.DataDir + "/shards"
+		o.Out = DefaultOut(env.Common.DataDir)
 	}
 	store, err := env.Store(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@
 package advantage
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -108,15 +109,11 @@ func (c *Config) defaults() error {
 	if c.Bus == nil || c.Store == nil || c.Out == nil {
 		return errors.New("advantage: needs a bus, a blob store and an output location")
 	}
-	if c.Mode == "" {
-		c.Mode = ModeStep
-	}
+	c.Mode = cmp.Or(c.Mode, ModeStep)
 	if c.Mode != ModeStep && c.Mode != ModeOutcome {
 		return fmt.Errorf("advantage: mode %q, want step or outcome", c.Mode)
 	}
-	if c.Label == "" {
-		c.Label = grpo.LabelModeClean
-	}
+	c.Label = cmp.Or(c.Label, grpo.LabelModeClean)
 	if c.Estimator == (grpo.Estimator{}) {
 		c.Estimator = grpo.DefaultEstimator()
 	}
@@ -135,21 +132,11 @@ func (c *Config) defaults() error {
 	if err := c.Outcome.Validate(); err != nil {
 		return fmt.Errorf("advantage: %w", err)
 	}
-	if c.Workers <= 0 {
-		c.Workers = 64
-	}
-	if c.AckWait <= 0 {
-		c.AckWait = 60 * time.Second
-	}
-	if c.Idle <= 0 {
-		c.Idle = 250 * time.Millisecond
-	}
-	if c.MaxDelay <= 0 {
-		c.MaxDelay = 10 * time.Second
-	}
-	if c.Format == "" {
-		c.Format = shard.FormatArrow
-	}
+	c.Workers = service.Positive(c.Workers, 64)
+	c.AckWait = service.Positive(c.AckWait, 60*time.Second)
+	c.Idle = service.Positive(c.Idle, 250*time.Millisecond)
+	c.MaxDelay = service.Positive(c.MaxDelay, 10*time.Second)
+	c.Format = cmp.Or(c.Format, shard.FormatArrow)
 	c.Select = c.Select.normalized()
 	if c.Durable == "" {
 		c.Durable = "advantage_" + bus.KeyToken(c.Set())

@@ -175,6 +175,24 @@ func TestAcceptNightlyTwice(t *testing.T) {
 	t.Logf("%d trajectories, %d clean successes (%d steps), %d SFT samples, rows %d+%d", len(raw), clean, cleanSteps, samplesN, first.New.Rows, second.New.Rows)
 }
 
+// readStream reads every message of the stream of kind k and decodes it.
+func readStream[T any](ctx context.Context, t *testing.T, b *bus.Bus, k bus.Kind, decode func([]byte) (T, error)) []T {
+	t.Helper()
+	msgs, err := pipetest.ReadStream(ctx, b, k, bus.AllSubjects(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]T, 0, len(msgs))
+	for _, m := range msgs {
+		v, err := decode(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // readStreams reads the raw and judged trajectories back.
 func readStreams(t *testing.T, dir string) ([]*traj.Trajectory, []*traj.Judged) {
 	t.Helper()
@@ -186,29 +204,8 @@ func readStreams(t *testing.T, dir string) ([]*traj.Trajectory, []*traj.Judged) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var raw []*traj.Trajectory
-	msgs, err := pipetest.ReadStream(ctx, b, bus.Raw, bus.AllSubjects(bus.Raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range msgs {
-		tr, err := traj.DecodeTrajectory(m.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw = append(raw, tr)
-	}
-	var judged []*traj.Judged
-	if msgs, err = pipetest.ReadStream(ctx, b, bus.Judged, bus.AllSubjects(bus.Judged)); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range msgs {
-		jd, err := traj.DecodeJudged(m.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		judged = append(judged, jd)
-	}
+	raw := readStream(ctx, t, b, bus.Raw, traj.DecodeTrajectory)
+	judged := readStream(ctx, t, b, bus.Judged, traj.DecodeJudged)
 	slices.SortFunc(judged, func(a, b *traj.Judged) int { return strings.Compare(a.Trajectory.ID, b.Trajectory.ID) })
 	return raw, judged
 }

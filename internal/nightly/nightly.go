@@ -12,6 +12,7 @@ package nightly
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/advantage"
+	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/judge/report"
@@ -221,7 +223,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		if a.Err != "" {
 			s.Errors = append(s.Errors, app+": "+a.Err)
 		}
-		if a.Shards != nil && isLocal(a.Shards.Dir) {
+		if a.Shards != nil && localDir(a.Shards.Dir) != "" {
 			s.ShardFiles = append(s.ShardFiles, shardFiles(a.Shards.Dir)...)
 		}
 		if ctx.Err() != nil {
@@ -456,15 +458,13 @@ func (j *job) app(ctx context.Context, app string) App {
 
 // shards reads the manifest of the set (from a local --out).
 func (j *job) shards(set string) *Shards {
-	out := j.o.Shards
-	if out == "" {
-		out = filepath.Join(j.env.Common.DataDir, "shards")
-	}
+	out := cmp.Or(j.o.Shards, advantage.DefaultOut(j.env.Common.DataDir))
 	sh := &Shards{Set: set, Dir: strings.TrimRight(out, "/") + "/" + set}
-	if !isLocal(out) {
+	dir := localDir(out)
+	if dir == "" {
 		return sh
 	}
-	sh.Dir = filepath.Join(out, set)
+	sh.Dir = filepath.Join(dir, set)
 	var m shard.Manifest
 	if err := readJSON(filepath.Join(sh.Dir, shard.ManifestName), &m); err != nil {
 		j.log.Warn("shard manifest not read", "set", set, "err", err)
@@ -474,13 +474,19 @@ func (j *job) shards(set string) *Shards {
 	return sh
 }
 
-func isLocal(out string) bool {
-	return !strings.Contains(out, "://") || strings.HasPrefix(out, "file://")
+// localDir returns the folder out names (a path or a file:// URL, as
+// blob.ParseURL reads --out), or "" when out is a bucket.
+func localDir(out string) string {
+	loc, err := blob.ParseURL(out, "")
+	if err != nil || loc.Scheme != "file" {
+		return ""
+	}
+	return loc.Dir
 }
 
-// shardFiles lists the files of the set in dir, as its manifest does.
+// shardFiles lists the files of the set in its folder dir, as its manifest
+// does.
 func shardFiles(dir string) []string {
-	dir = strings.TrimPrefix(dir, "file://")
 	var m shard.Manifest
 	if readJSON(filepath.Join(dir, shard.ManifestName), &m) != nil {
 		return nil

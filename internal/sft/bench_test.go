@@ -24,7 +24,7 @@ func BenchmarkBuild(b *testing.B) {
 	samples, n := 0, 0
 	start := time.Now()
 	for b.Loop() {
-		m, err := Build(ctx, Config{Store: store, Dir: filepath.Join(dir, fmt.Sprint(n)), ValFraction: 0.2, ShardBytes: DefaultShardBytes})
+		m, err := Build(ctx, Config{Store: store, Dir: filepath.Join(dir, fmt.Sprint(n)), Rules: Rules{ValFraction: 0.2, ShardBytes: DefaultShardBytes}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -45,23 +46,9 @@ type Config struct {
 	// Since and Until bound the trajectories' start time: Since ≤
 	// started_at < Until (zero: unbounded).
 	Since, Until time.Time
-	// JudgeVersion takes each trajectory's judgement by this judge version
-	// (judge ids as traj.JudgeVersion.ID); "" takes the latest.
-	JudgeVersion string
-	// RequireEval keeps only clean successes whose task evaluator passed,
-	// when it ran.
-	RequireEval bool
-	// MaxPerTask keeps at most this many trajectories of a task (the
-	// shortest, then the smallest ids); 0: no limit.
-	MaxPerTask int
-	// ValFraction is the share of tasks in the val split (by a hash of
-	// Seed and the task id, so a task's split does not depend on the
-	// other tasks).
-	ValFraction float64
-	Seed        int64
-	// ShardBytes is about how much image and text data one Parquet shard
-	// holds (0: one shard per split).
-	ShardBytes int64
+	// Rules are the judgement, filter, split and shard settings (the
+	// manifest's selection records them).
+	Rules
 	// Workers is how many records are read, and screenshots copied, at
 	// once (default 8).
 	Workers int
@@ -95,9 +82,7 @@ func Build(ctx context.Context, cfg Config) (*Manifest, error) {
 	if cfg.Store == nil || cfg.Dir == "" {
 		return nil, errors.New("sft: Build needs a store and a folder")
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 8
-	}
+	cfg.Workers = service.Positive(cfg.Workers, 8)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -223,8 +208,7 @@ func newManifest(cfg Config) *Manifest {
 	m := &Manifest{
 		Kind: ManifestKind, Producer: cfg.Producer, Layout: Layout,
 		Selection: Selection{
-			Runs: nonNil(cfg.Runs), Apps: nonNil(cfg.Apps), JudgeVersion: cfg.JudgeVersion, RequireEval: cfg.RequireEval,
-			MaxPerTask: cfg.MaxPerTask, ValFraction: cfg.ValFraction, Seed: cfg.Seed, ShardBytes: cfg.ShardBytes,
+			Runs: nonNil(cfg.Runs), Apps: nonNil(cfg.Apps), Rules: cfg.Rules,
 		},
 		Splits: map[string]SplitInfo{}, Apps: map[string]Count{}, Tasks: map[string]TaskCount{}, Runs: map[string]Count{},
 		JudgeVersions: map[string]JudgeVersionCount{}, PromptSets: []string{}, Skipped: []Skipped{}, Files: []File{},

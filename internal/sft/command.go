@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -25,19 +26,14 @@ var Version = "dev"
 // Options are the build command's settings as the command line gives
 // them.
 type Options struct {
-	Out          string // DIR or s3://bucket/prefix
-	Runs         []string
-	Apps         []string
-	Since        string
-	Until        string
-	JudgeVersion string
-	RequireEval  bool
-	MaxPerTask   int
-	ValFraction  float64
-	Seed         int64
-	ShardBytes   int64
-	Workers      int
-	Summary      string
+	Out   string // DIR or s3://bucket/prefix
+	Runs  []string
+	Apps  []string
+	Since string
+	Until string
+	Rules
+	Workers int
+	Summary string
 }
 
 // Result is what Execute did.
@@ -82,8 +78,7 @@ func parseTime(flag, s string) (time.Time, error) {
 // (without Store and Dir).
 func (o *Options) config() (Config, error) {
 	cfg := Config{
-		Runs: splitList(o.Runs), Apps: splitList(o.Apps), JudgeVersion: o.JudgeVersion, RequireEval: o.RequireEval,
-		MaxPerTask: o.MaxPerTask, ValFraction: o.ValFraction, Seed: o.Seed, ShardBytes: o.ShardBytes, Workers: o.Workers,
+		Runs: splitList(o.Runs), Apps: splitList(o.Apps), Rules: o.Rules, Workers: o.Workers,
 		Producer: "codapipe sftpack " + Version,
 	}
 	if o.Out == "" {
@@ -123,12 +118,6 @@ func (o *Options) config() (Config, error) {
 	return cfg, nil
 }
 
-// isBucketURL reports whether out names a bucket (s3://) rather than a
-// local folder.
-func isBucketURL(out string) bool {
-	return strings.Contains(out, "://") && !strings.HasPrefix(out, "file:")
-}
-
 // Execute runs sftpack build: it builds the dataset into --out (a folder,
 // replaced whole once the new dataset is complete), or into a staging
 // folder under the data directory that is then exported to the bucket.
@@ -137,13 +126,17 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, service.Usage(err)
 	}
+	loc, err := blob.ParseURL(o.Out, "") // a folder (path or file://) or a bucket
+	if err != nil {
+		return Result{}, service.Usage(fmt.Errorf("--out: %w", err))
+	}
 	store, err := env.Store(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	cfg.Store, cfg.Log, cfg.Progress, cfg.Report = store, env.Log, env.Stderr, env.Stdout
 	res := Result{Out: redact.URL(o.Out)}
-	if isBucketURL(o.Out) {
+	if loc.Scheme != "file" {
 		sum := sha256.Sum256([]byte(o.Out))
 		res.Dir = filepath.Join(env.Common.DataDir, "sftpack", "staging-"+hex.EncodeToString(sum[:8]))
 		if err := os.RemoveAll(res.Dir); err != nil {
@@ -163,11 +156,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Result, error) {
 		fmt.Fprintf(env.Stdout, "sftpack: exported to %s\n", redact.URL(o.Out))
 		return res, os.RemoveAll(res.Dir)
 	}
-	out := strings.TrimPrefix(o.Out, "file://")
-	res.Dir, err = filepath.Abs(out)
-	if err != nil {
-		return res, err
-	}
+	res.Dir = loc.Dir
 	res.Manifest, err = buildInto(ctx, cfg, res.Dir)
 	if err != nil {
 		return res, err

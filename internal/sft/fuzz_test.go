@@ -15,7 +15,7 @@ import (
 // written back it reads the same.
 func FuzzReadManifest(f *testing.F) {
 	good, err := json.MarshalIndent(Manifest{Kind: ManifestKind, Producer: "sftpack", Layout: Layout,
-		Selection: Selection{Runs: []string{"nightly-1"}, Apps: []string{"ChimeraX"}, ValFraction: 0.1, Seed: 7, ShardBytes: 1 << 28},
+		Selection: Selection{Runs: []string{"nightly-1"}, Apps: []string{"ChimeraX"}, Rules: Rules{ValFraction: 0.1, Seed: 7, ShardBytes: 1 << 28}},
 		Counts:    Counts{Records: 3, Trajectories: 3, Decisions: map[string]int{"clean_success": 2, "failure": 1}, Kept: 2, Samples: 9, Images: 9},
 		Splits:    map[string]SplitInfo{"train": {Tasks: 2, Count: Count{Trajectories: 2, Samples: 9}, JSONL: TrainName, Parquet: []string{"parquet/train-00000.parquet"}}},
 		Apps:      map[string]Count{"ChimeraX": {Trajectories: 2, Samples: 9}},

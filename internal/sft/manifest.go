@@ -66,16 +66,35 @@ type Manifest struct {
 
 // Selection is the selection flags as a build used them.
 type Selection struct {
-	Runs         []string `json:"runs"`
-	Apps         []string `json:"apps"`
-	Since        string   `json:"since,omitempty"`
-	Until        string   `json:"until,omitempty"`
-	JudgeVersion string   `json:"judge_version,omitempty"`
-	RequireEval  bool     `json:"require_eval"`
-	MaxPerTask   int      `json:"max_per_task"`
-	ValFraction  float64  `json:"val_fraction"`
-	Seed         int64    `json:"seed"`
-	ShardBytes   int64    `json:"shard_bytes"`
+	Runs  []string `json:"runs"`
+	Apps  []string `json:"apps"`
+	Since string   `json:"since,omitempty"`
+	Until string   `json:"until,omitempty"`
+	Rules
+}
+
+// Rules are a build's settings past the runs, apps and time bounds: which
+// judgement, which clean successes, the split and the Parquet shard size.
+// Options (the flags), Config (Build) and Selection (the manifest) hold
+// them alike.
+type Rules struct {
+	// JudgeVersion takes each trajectory's judgement by this judge version
+	// (judge ids as traj.JudgeVersion.ID); "" takes the latest.
+	JudgeVersion string `json:"judge_version,omitempty"`
+	// RequireEval keeps only clean successes whose task evaluator passed,
+	// when it ran.
+	RequireEval bool `json:"require_eval"`
+	// MaxPerTask keeps at most this many trajectories of a task (the
+	// shortest, then the smallest ids); 0: no limit.
+	MaxPerTask int `json:"max_per_task"`
+	// ValFraction is the share of tasks in the val split (by a hash of
+	// Seed and the task id, so a task's split does not depend on the
+	// other tasks).
+	ValFraction float64 `json:"val_fraction"`
+	Seed        int64   `json:"seed"`
+	// ShardBytes is about how much image and text data one Parquet shard
+	// holds (0: one shard per split).
+	ShardBytes int64 `json:"shard_bytes"`
 }
 
 // Counts follow the archive's records through the selection, in order.

@@ -320,6 +320,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"build", "--data", data, "--store", store, "--out", t.TempDir() + "/x", "--val-fraction", "1.5"}, "--val-fraction"},
 		{[]string{"build", "--data", data, "--store", store, "--out", t.TempDir() + "/x", "--runs", "[a"}, "pattern"},
 		{[]string{"build", "--data", data, "--store", store, "--out", foreign}, "not an sftpack dataset"},
+		{[]string{"build", "--data", data, "--store", store, "--out", "ftp://host/x"}, "--out"},
 		{[]string{"export", t.TempDir(), "s3://bucket/x"}, "not an sftpack dataset"},
 		{[]string{"export", t.TempDir()}, "want DIR"},
 	} {

@@ -186,19 +186,7 @@ func BenchmarkShardFileSize(b *testing.B) {
 	images := benchRowPool()
 	size := func(format shard.Format, rows []shard.Row) int64 {
 		bucket, _ := localBucket(b)
-		w, err := shard.NewWriter(shard.Config{Bucket: bucket, Format: format, TempDir: b.TempDir(), Meta: testMeta()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Close()
-		if err := w.Add(rows); err != nil {
-			b.Fatal(err)
-		}
-		f, err := w.Commit(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		return f.Bytes
+		return writeOne(b, shard.Config{Bucket: bucket, Format: format, TempDir: b.TempDir(), Meta: testMeta()}, rows).Bytes
 	}
 	var pqSmall, arrowSmall, pqImages, arrowImages int64
 	for b.Loop() {

@@ -74,7 +74,14 @@ func newActionBuilder(b array.Builder) actionBuilder {
 	}
 }
 
-func appendOptFloat(b *array.Float64Builder, v *float64) {
+// optBuilder is an Arrow builder of a nullable column of T.
+type optBuilder[T any] interface {
+	Append(T)
+	AppendNull()
+}
+
+// appendOpt appends *v, or a null when v is nil.
+func appendOpt[T any](b optBuilder[T], v *T) {
 	if v == nil {
 		b.AppendNull()
 		return
@@ -94,10 +101,10 @@ func (ab *actionBuilder) append(a *Action) {
 	}
 	ab.s.Append(true)
 	ab.typ.Append(a.Type)
-	appendOptFloat(ab.x, a.X)
-	appendOptFloat(ab.y, a.Y)
-	appendOptFloat(ab.endX, a.EndX)
-	appendOptFloat(ab.endY, a.EndY)
+	appendOpt(ab.x, a.X)
+	appendOpt(ab.y, a.Y)
+	appendOpt(ab.endX, a.EndX)
+	appendOpt(ab.endY, a.EndY)
 	ab.text.Append(a.Text)
 	ab.keys.Append(true)
 	for _, k := range a.Keys {
@@ -161,14 +168,6 @@ func (b *rowBuilder) reserveImageBytes(n int) {
 	}
 }
 
-func appendOptInt(b *array.Int32Builder, v *int32) {
-	if v == nil {
-		b.AppendNull()
-		return
-	}
-	b.Append(*v)
-}
-
 // append adds one row.
 func (b *rowBuilder) append(r *Row) {
 	b.str[colRun].Append(r.Run)
@@ -216,8 +215,8 @@ func (b *rowBuilder) append(r *Row) {
 	}
 
 	b.str[colCompletion].Append(r.Completion)
-	appendOptInt(b.i32[colPromptTokens], r.PromptTokens)
-	appendOptInt(b.i32[colCompletionTokens], r.CompletionTokens)
+	appendOpt(b.i32[colPromptTokens], r.PromptTokens)
+	appendOpt(b.i32[colCompletionTokens], r.CompletionTokens)
 	if r.LogProbs == nil {
 		b.logprobs.AppendNull()
 	} else {

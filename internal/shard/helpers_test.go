@@ -189,6 +189,36 @@ func openLocal(t testing.TB, dir string) blob.Bucket {
 	return b
 }
 
+// newWriter returns a writer of cfg, closed when the test ends.
+func newWriter(t testing.TB, cfg shard.Config) *shard.Writer {
+	t.Helper()
+	w, err := shard.NewWriter(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// writeOne writes rows as one shard with a writer of cfg, commits it and
+// closes the writer.
+func writeOne(t testing.TB, cfg shard.Config, rows []shard.Row) shard.File {
+	t.Helper()
+	w, err := shard.NewWriter(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(rows); err != nil {
+		t.Fatal(err)
+	}
+	f, err := w.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // writeRolling adds rows one at a time and commits whenever the shard is
 // full, and once at the end; it returns the committed files.
 func writeRolling(t testing.TB, w *shard.Writer, rows []shard.Row) []shard.File {

@@ -26,12 +26,8 @@ func TestManifest(t *testing.T) {
 	if _, err := shard.ReadManifest(ctx, b, "sets/m"); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("ReadManifest of a missing set: %v, want ErrNotFound", err)
 	}
-	w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "sets/m", Format: shard.FormatParquet, RowsPerShard: 40,
+	w := newWriter(t, shard.Config{Bucket: b, Prefix: "sets/m", Format: shard.FormatParquet, RowsPerShard: 40,
 		TempDir: t.TempDir(), Meta: testMeta()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	rows := manyRows(100, 9)
 	files := writeRolling(t, w, rows)
 
@@ -112,12 +108,8 @@ func TestManifest(t *testing.T) {
 func TestManifestMovedSet(t *testing.T) {
 	ctx := context.Background()
 	b, dir := localBucket(t)
-	w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "out/2026-11-25/set-a", Format: shard.FormatArrow, RowsPerShard: 30,
+	w := newWriter(t, shard.Config{Bucket: b, Prefix: "out/2026-11-25/set-a", Format: shard.FormatArrow, RowsPerShard: 30,
 		TempDir: t.TempDir(), Meta: testMeta()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	rows := manyRows(70, 3)
 	files := writeRolling(t, w, rows)
 	m := shard.NewManifest("out/2026-11-25/set-a", shard.FormatArrow, testMeta(), files)
@@ -148,7 +140,7 @@ func TestManifestMovedSet(t *testing.T) {
 
 	// Readable by others (the umask of a test run may take write bits, but
 	// not read bits: a 0600 file fails here).
-	err = filepath.WalkDir(filepath.Join(dir, "out"), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(dir, "out"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

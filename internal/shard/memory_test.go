@@ -80,12 +80,8 @@ func memoryChild(t *testing.T) {
 	bucketDir, tmp := filepath.Join(dir, "bucket"), filepath.Join(dir, "tmp")
 	os.MkdirAll(tmp, 0o755)
 	b := openLocal(t, bucketDir)
-	w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "mem", Format: shard.Format(parts[0]), TempDir: tmp,
+	w := newWriter(t, shard.Config{Bucket: b, Prefix: "mem", Format: shard.Format(parts[0]), TempDir: tmp,
 		BytesPerShard: 512 << 20, Meta: testMeta()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	pool := benchRowPool()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	var peak, live uint64

@@ -15,12 +15,8 @@ func TestReadFile(t *testing.T) {
 	for _, format := range []shard.Format{shard.FormatArrow, shard.FormatParquet} {
 		t.Run(string(format), func(t *testing.T) {
 			b, dir := localBucket(t)
-			w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "s", Format: format, BatchRows: 16,
+			w := newWriter(t, shard.Config{Bucket: b, Prefix: "s", Format: format, BatchRows: 16,
 				TempDir: t.TempDir(), Meta: testMeta()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
 			rows := append(edgeRows(), manyRows(50, 4)...)
 			rows = append(rows, imageRows(3, 1000, 5)...)
 			files := writeRolling(t, w, rows)

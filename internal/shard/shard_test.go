@@ -112,18 +112,7 @@ func TestFileStructure(t *testing.T) {
 	for _, format := range formats {
 		t.Run(string(format), func(t *testing.T) {
 			b, dir := localBucket(t)
-			w, err := shard.NewWriter(shard.Config{Bucket: b, Format: format, BatchRows: 64, TempDir: t.TempDir(), Meta: testMeta()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			if err := w.Add(rows); err != nil {
-				t.Fatal(err)
-			}
-			f, err := w.Commit(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := writeOne(t, shard.Config{Bucket: b, Format: format, BatchRows: 64, TempDir: t.TempDir(), Meta: testMeta()}, rows)
 			path := paths(dir, []shard.File{f})[0]
 			switch format {
 			case shard.FormatArrow:
@@ -185,14 +174,10 @@ func TestRolling(t *testing.T) {
 				if format == shard.FormatParquet {
 					batch = 4 // fewer row groups: each costs 50 zstd streams, slow under the race detector
 				}
-				w, err := shard.NewWriter(shard.Config{
+				w := newWriter(t, shard.Config{
 					Bucket: b, Prefix: "roll", Format: format, RowsPerShard: tc.rows, BytesPerShard: tc.bytes,
 					BatchRows: batch, TempDir: tmp, Meta: testMeta(),
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer w.Close()
 				files := writeRolling(t, w, rows)
 				if tc.wantFiles > 0 && len(files) != tc.wantFiles {
 					t.Errorf("%d files, want %d", len(files), tc.wantFiles)
@@ -239,11 +224,7 @@ func TestCommitVisibility(t *testing.T) {
 		t.Run(string(format), func(t *testing.T) {
 			b, _ := localBucket(t)
 			tmp := t.TempDir()
-			w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "vis", Format: format, BatchRows: 2, TempDir: tmp, Meta: testMeta()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
+			w := newWriter(t, shard.Config{Bucket: b, Prefix: "vis", Format: format, BatchRows: 2, TempDir: tmp, Meta: testMeta()})
 
 			if _, err := w.Commit(ctx); !errors.Is(err, shard.ErrEmpty) {
 				t.Errorf("Commit with no shard: %v, want ErrEmpty", err)
@@ -271,12 +252,7 @@ func TestCommitVisibility(t *testing.T) {
 			if err := w.Abort(); err != nil {
 				t.Fatal(err)
 			}
-			if keys := listKeys(t, b, ""); len(keys) != 0 {
-				t.Errorf("after Abort the bucket holds %v", keys)
-			}
-			if left := dirEntries(t, tmp); len(left) != 0 {
-				t.Errorf("after Abort the temp dir holds %v", left)
-			}
+			checkStored(t, b, tmp, "after Abort")
 			if w.Rows() != 0 || w.Bytes() != 0 || w.Full() {
 				t.Errorf("after Abort: Rows %d Bytes %d Full %v", w.Rows(), w.Bytes(), w.Full())
 			}
@@ -302,12 +278,7 @@ func TestCommitVisibility(t *testing.T) {
 			if f.Rows != 3 {
 				t.Errorf("committed %d rows, want 3", f.Rows)
 			}
-			if keys := listKeys(t, b, ""); !slices.Equal(keys, []string{f.Key}) {
-				t.Errorf("bucket holds %v, want [%s]", keys, f.Key)
-			}
-			if left := dirEntries(t, tmp); len(left) != 0 {
-				t.Errorf("after Commit the temp dir holds %v", left)
-			}
+			checkStored(t, b, tmp, "after Commit", f.Key)
 
 			// Close drops an open shard without committing it.
 			if err := w.Add(rows); err != nil {
@@ -316,12 +287,7 @@ func TestCommitVisibility(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if keys := listKeys(t, b, ""); len(keys) != 1 {
-				t.Errorf("after Close the bucket holds %v", keys)
-			}
-			if left := dirEntries(t, tmp); len(left) != 0 {
-				t.Errorf("after Close the temp dir holds %v", left)
-			}
+			checkStored(t, b, tmp, "after Close", f.Key)
 			if err := w.Add(rows); err == nil {
 				t.Error("Add after Close succeeded")
 			}
@@ -329,18 +295,26 @@ func TestCommitVisibility(t *testing.T) {
 	}
 }
 
+// checkStored checks that the bucket holds exactly keys and that the
+// writer's temp dir is empty, when (e.g. "after Abort").
+func checkStored(t *testing.T, b blob.Bucket, tmp, when string, keys ...string) {
+	t.Helper()
+	if got := listKeys(t, b, ""); !slices.Equal(got, keys) {
+		t.Errorf("%s the bucket holds %v, want %v", when, got, keys)
+	}
+	if left := dirEntries(t, tmp); len(left) != 0 {
+		t.Errorf("%s the temp dir holds %v", when, left)
+	}
+}
+
 // TestAddValidatesFirst checks that a row with invalid UTF-8 fails Add
 // without adding any of the call's rows.
 func TestAddValidatesFirst(t *testing.T) {
 	b, _ := localBucket(t)
-	w, err := shard.NewWriter(shard.Config{Bucket: b, TempDir: t.TempDir(), Meta: testMeta()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newWriter(t, shard.Config{Bucket: b, TempDir: t.TempDir(), Meta: testMeta()})
 	rows := manyRows(3, 1)
 	rows[2].Action.Keys = []string{"ok", "bad\xff"}
-	err = w.Add(rows)
+	err := w.Add(rows)
 	if err == nil || !strings.Contains(err.Error(), "row 2") || !strings.Contains(err.Error(), "action.keys") {
 		t.Errorf("Add = %v, want an error naming row 2 and action.keys", err)
 	}
@@ -373,11 +347,7 @@ func TestCommitRetry(t *testing.T) {
 	b, dir := localBucket(t)
 	fb := &flakyBucket{Bucket: b, fails: 1}
 	tmp := t.TempDir()
-	w, err := shard.NewWriter(shard.Config{Bucket: fb, Prefix: "retry", TempDir: tmp, Meta: testMeta()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := newWriter(t, shard.Config{Bucket: fb, Prefix: "retry", TempDir: tmp, Meta: testMeta()})
 	rows := edgeRows()
 	if err := w.Add(rows); err != nil {
 		t.Fatal(err)
@@ -408,12 +378,8 @@ func TestCommitRetry(t *testing.T) {
 func TestNames(t *testing.T) {
 	b, dir := localBucket(t)
 	n := 0
-	w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "/named/", Format: shard.FormatParquet, TempDir: t.TempDir(), Meta: testMeta(),
+	w := newWriter(t, shard.Config{Bucket: b, Prefix: "/named/", Format: shard.FormatParquet, TempDir: t.TempDir(), Meta: testMeta(),
 		Name: func() string { n++; return []string{"batch-0001", "a/b"}[n-1] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
 	if err := w.Add(manyRows(2, 1)); err != nil {
 		t.Fatal(err)
 	}

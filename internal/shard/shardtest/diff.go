@@ -145,6 +145,19 @@ func (c *differ) action(col string, got, want *shard.Action) {
 	c.str(col+".direction", got.Direction, want.Direction)
 }
 
+// diffList compares two lists of structs: a difference in length is one
+// line ("3 <unit>" against the wanted length), else each pair of elements
+// is compared by elem under the column name col[i].
+func diffList[T any](c *differ, col, unit string, got, want []T, elem func(col string, g, w *T)) {
+	if len(got) != len(want) {
+		c.add(col, fmt.Sprintf("%d %s", len(got), unit), fmt.Sprintf("%d", len(want)))
+		return
+	}
+	for i := range got {
+		elem(fmt.Sprintf("%s[%d]", col, i), &got[i], &want[i])
+	}
+}
+
 func (c *differ) diffRow(want, got *shard.Row) {
 	c.str("run", got.Run, want.Run)
 	c.str("app", got.App, want.App)
@@ -156,37 +169,20 @@ func (c *differ) diffRow(want, got *shard.Row) {
 	c.i32("candidate", got.Candidate, want.Candidate)
 	c.i32("group_size", got.GroupSize, want.GroupSize)
 	c.str("prompt", got.Prompt, want.Prompt)
-	if len(got.Messages) != len(want.Messages) {
-		c.add("messages", fmt.Sprintf("%d messages", len(got.Messages)), fmt.Sprintf("%d", len(want.Messages)))
-	} else {
-		for i := range got.Messages {
-			g, w := &got.Messages[i], &want.Messages[i]
-			col := fmt.Sprintf("messages[%d]", i)
-			c.str(col+".role", g.Role, w.Role)
-			if len(g.Content) != len(w.Content) {
-				c.add(col+".content", fmt.Sprintf("%d parts", len(g.Content)), fmt.Sprintf("%d", len(w.Content)))
-				continue
-			}
-			for k := range g.Content {
-				pc := fmt.Sprintf("%s.content[%d]", col, k)
-				c.str(pc+".type", g.Content[k].Type, w.Content[k].Type)
-				c.str(pc+".text", g.Content[k].Text, w.Content[k].Text)
-				c.str(pc+".image", g.Content[k].Image, w.Content[k].Image)
-			}
-		}
-	}
-	if len(got.Images) != len(want.Images) {
-		c.add("images", fmt.Sprintf("%d images", len(got.Images)), fmt.Sprintf("%d", len(want.Images)))
-	} else {
-		for i := range got.Images {
-			g, w := &got.Images[i], &want.Images[i]
-			col := fmt.Sprintf("images[%d]", i)
-			c.str(col+".sha256", g.SHA256, w.SHA256)
-			c.i32(col+".width", g.Width, w.Width)
-			c.i32(col+".height", g.Height, w.Height)
-			c.bytes(col+".bytes", g.Bytes, w.Bytes)
-		}
-	}
+	diffList(c, "messages", "messages", got.Messages, want.Messages, func(col string, g, w *shard.Message) {
+		c.str(col+".role", g.Role, w.Role)
+		diffList(c, col+".content", "parts", g.Content, w.Content, func(pc string, g, w *shard.Part) {
+			c.str(pc+".type", g.Type, w.Type)
+			c.str(pc+".text", g.Text, w.Text)
+			c.str(pc+".image", g.Image, w.Image)
+		})
+	})
+	diffList(c, "images", "images", got.Images, want.Images, func(col string, g, w *shard.Image) {
+		c.str(col+".sha256", g.SHA256, w.SHA256)
+		c.i32(col+".width", g.Width, w.Width)
+		c.i32(col+".height", g.Height, w.Height)
+		c.bytes(col+".bytes", g.Bytes, w.Bytes)
+	})
 	c.str("completion", got.Completion, want.Completion)
 	c.optI32("prompt_tokens", got.PromptTokens, want.PromptTokens)
 	c.optI32("completion_tokens", got.CompletionTokens, want.CompletionTokens)

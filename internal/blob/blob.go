@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -180,6 +181,24 @@ func validatePrefix(p string) error {
 // opError wraps err with the operation and key: "blob: get shards/x: not found".
 func opError(op, key string, err error) error {
 	return fmt.Errorf("blob: %s %s: %w", op, key, err)
+}
+
+// putFile is Bucket.PutFile for a bucket whose Put needs nothing more: it
+// Puts the content of the regular file at path with its size.
+func putFile(ctx context.Context, b Bucket, key, path string, opts PutOptions) (Info, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Info{}, opError("put", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Info{}, opError("put", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Info{}, opError("put", key, fmt.Errorf("%s is not a regular file", path))
+	}
+	return b.Put(ctx, key, f, fi.Size(), opts)
 }
 
 // ReadAll reads the object under key whole, verified as Bucket.Get

@@ -85,6 +85,16 @@ func copyBuffered(dst io.Writer, src io.Reader) (int64, error) {
 	return io.CopyBuffer(writerOnly{dst}, src, *bp)
 }
 
+// createTemp makes the directory of key's file and a temporary file in it,
+// next to the final name (List and Open remove one left behind after a day).
+func (b *localBucket) createTemp(key string) (*os.File, error) {
+	dir := filepath.Dir(b.path(key))
+	if err := mkdirAllSync(dir); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(dir, tmpPrefix+"-*")
+}
+
 func (b *localBucket) Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Info, error) {
 	if err := checkPut(key, opts); err != nil {
 		return Info{}, opError("put", key, err)
@@ -92,11 +102,7 @@ func (b *localBucket) Put(ctx context.Context, key string, r io.Reader, size int
 	if err := ctx.Err(); err != nil {
 		return Info{}, opError("put", key, err)
 	}
-	final := b.path(key)
-	if err := mkdirAllSync(filepath.Dir(final)); err != nil {
-		return Info{}, opError("put", key, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(final), tmpPrefix+"-*")
+	f, err := b.createTemp(key)
 	if err != nil {
 		return Info{}, opError("put", key, err)
 	}
@@ -114,19 +120,7 @@ func (b *localBucket) Put(ctx context.Context, key string, r io.Reader, size int
 }
 
 func (b *localBucket) PutFile(ctx context.Context, key, path string, opts PutOptions) (Info, error) {
-	src, err := os.Open(path)
-	if err != nil {
-		return Info{}, opError("put", key, err)
-	}
-	defer src.Close()
-	fi, err := src.Stat()
-	if err != nil {
-		return Info{}, opError("put", key, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return Info{}, opError("put", key, fmt.Errorf("%s is not a regular file", path))
-	}
-	return b.Put(ctx, key, src, fi.Size(), opts)
+	return putFile(ctx, b, key, path, opts)
 }
 
 // commit makes the complete temporary file f the object key: it records sum, fsyncs, renames f

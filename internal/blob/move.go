@@ -42,14 +42,10 @@ func (b *localBucket) MoveFile(ctx context.Context, key, path string, opts PutOp
 	if !fi.Mode().IsRegular() {
 		return Info{}, opError("move", key, fmt.Errorf("%s is not a regular file", path))
 	}
-	final := b.path(key)
-	if err := mkdirAllSync(filepath.Dir(final)); err != nil {
-		return Info{}, opError("move", key, err)
-	}
 	// Move the file to a temporary name next to its final one first, so that a crash in between
 	// leaves a stale temporary file (removed by List and Open after a day), never a partial object.
-	// CreateTemp reserves the unique name; the rename replaces the empty file.
-	reserved, err := os.CreateTemp(filepath.Dir(final), tmpPrefix+"-*")
+	// createTemp reserves the unique name; the rename replaces the empty file.
+	reserved, err := b.createTemp(key)
 	if err != nil {
 		return Info{}, opError("move", key, err)
 	}
@@ -66,6 +62,7 @@ func (b *localBucket) MoveFile(ctx context.Context, key, path string, opts PutOp
 		}
 		return Info{}, opError("move", key, err)
 	}
+	final := b.path(key)
 	giveBack := func(err error) (Info, error) {
 		if os.Rename(tmp, path) != nil {
 			os.Remove(tmp)

@@ -278,19 +278,7 @@ func (b *s3Bucket) Put(ctx context.Context, key string, r io.Reader, size int64,
 }
 
 func (b *s3Bucket) PutFile(ctx context.Context, key, path string, opts PutOptions) (Info, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Info{}, opError("put", key, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Info{}, opError("put", key, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return Info{}, opError("put", key, fmt.Errorf("%s is not a regular file", path))
-	}
-	return b.Put(ctx, key, f, fi.Size(), opts)
+	return putFile(ctx, b, key, path, opts)
 }
 
 // putSeekable uploads size bytes from a rewindable source. Unless the caller already computed

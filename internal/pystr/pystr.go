@@ -2,7 +2,9 @@
 // the one decoder of the task files' lambdas (internal/scienceboard/pylambda),
 // the simulator's pyautogui interpreter (internal/sim/desktop) and the tests
 // of pkg/uitars's pyautogui rendering; each of them finds where its literals
-// begin and end, this package says what an escape inside one means.
+// begin and end, this package says what an escape inside one means. Quote
+// writes such literals: pkg/uitars's pyautogui code and the simulated guest
+// server's repr() (internal/sim/guest).
 package pystr
 
 import (
@@ -106,4 +108,39 @@ func Escape(b *strings.Builder, e rune, rest string) (int, error) {
 	}
 	b.WriteRune(rune(v))
 	return n, nil
+}
+
+// Quote returns s as a Python str literal between quotes q (' or "), the
+// inverse of Escape: \\, q, \n, \r and \t escaped, the other ASCII control
+// characters and DEL as \xHH. With ascii, each non-ASCII character is
+// written as \uXXXX or \UXXXXXXXX, so that the literal is pure ASCII;
+// without it, as itself, as Python's repr() keeps printable characters.
+// Each byte that is not valid UTF-8 stands for U+FFFD.
+func Quote(s string, q byte, ascii bool) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte(q)
+	for _, r := range s { // an invalid byte ranges as (RuneError, 1)
+		switch {
+		case r == '\\' || r == rune(q):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < utf8.RuneSelf || !ascii:
+			b.WriteRune(r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
 }

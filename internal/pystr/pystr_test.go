@@ -77,3 +77,32 @@ func TestEscapeErrors(t *testing.T) {
 		t.Errorf("message %q", got)
 	}
 }
+
+// Quote writes what Python's repr() writes for these strings (with ascii,
+// non-ASCII as \u or \U escapes), and Escape reads each literal back.
+func TestQuote(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		q     byte
+		ascii bool
+		want  string
+	}{
+		{"", '\'', false, `''`},
+		{`it's "x"`, '\'', false, `'it\'s "x"'`},
+		{`it's`, '"', false, `"it's"`},
+		{"a\\b\n\r\t\x00\x1b\x7f", '\'', false, `'a\\b\n\r\t\x00\x1b\x7f'`},
+		{"é日😀", '\'', false, "'é日😀'"},
+		{"é日😀", '\'', true, `'\u00e9\u65e5\U0001f600'`},
+		{"a\xffb", '\'', false, "'a\ufffdb'"},
+		{"a\xffb", '"', true, `"a\ufffdb"`},
+	} {
+		got := Quote(c.s, c.q, c.ascii)
+		if got != c.want {
+			t.Errorf("Quote(%q, %c, %v) = %s, want %s", c.s, c.q, c.ascii, got, c.want)
+		}
+		back, err := decode(got[1 : len(got)-1])
+		if want := strings.ToValidUTF8(c.s, "\ufffd"); err != nil || back != want {
+			t.Errorf("%s decodes to %q, %v; want %q", got, back, err, want)
+		}
+	}
+}

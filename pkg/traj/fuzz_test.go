@@ -2,7 +2,6 @@ package traj
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 )
@@ -38,10 +37,7 @@ func fuzzDecoded[T any](t *testing.T, data []byte, what string, decode func([]by
 // parser of archived judgement records and of the vote cache's judgements
 // (sftpack reads them from the archive bucket).
 func FuzzDecodeJudgement(f *testing.F) {
-	good, err := os.ReadFile("testdata/judgement.golden.json")
-	if err != nil {
-		f.Fatal(err)
-	}
+	good := testdata(f, "judgement.golden.json")
 	f.Add(good)
 	f.Add([]byte(`{"schema_version":1}`))
 	f.Add([]byte(`{"schema_version":6,"votes":[{"verdict":{"redundant":[-1],"first_error_step":99}}]}`))
@@ -55,14 +51,8 @@ func FuzzDecodeJudgement(f *testing.F) {
 // the judged stream's messages (the advantage service, sftpack and the
 // run report read them).
 func FuzzDecodeJudged(f *testing.F) {
-	tr, err := os.ReadFile("testdata/trajectory.golden.json")
-	if err != nil {
-		f.Fatal(err)
-	}
-	jd, err := os.ReadFile("testdata/judgement.golden.json")
-	if err != nil {
-		f.Fatal(err)
-	}
+	tr := testdata(f, "trajectory.golden.json")
+	jd := testdata(f, "judgement.golden.json")
 	f.Add([]byte(`{"schema_version":6,"judgement":` + string(jd) + `,"trajectory":` + string(tr) + `}`))
 	f.Add([]byte(`{"schema_version":6,"judgement":{"schema_version":0},"trajectory":{"schema_version":6}}`))
 	f.Add([]byte(`{"schema_version":6,"judgement":{"schema_version":6},"trajectory":{"schema_version":6,"steps":[{}]}}`))

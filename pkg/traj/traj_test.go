@@ -144,6 +144,16 @@ func exampleJudgement() *Judgement {
 	}
 }
 
+// testdata returns the content of testdata/name.
+func testdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
 // golden compares got with testdata/name, rewriting it under -update.
 func golden(t *testing.T, name string, got []byte) []byte {
 	t.Helper()
@@ -208,11 +218,7 @@ func TestDocsShowGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"trajectory.golden.json", "judgement.golden.json"} {
-		g, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(doc, g) {
+		if !bytes.Contains(doc, testdata(t, name)) {
 			t.Errorf("docs/contracts.md does not contain pkg/traj/testdata/%s verbatim; paste it in", name)
 		}
 	}
@@ -394,10 +400,7 @@ func TestVerdictDecide(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	good, err := os.ReadFile("testdata/trajectory.golden.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := testdata(t, "trajectory.golden.json")
 	cases := []struct {
 		name, in, want string
 	}{
@@ -421,10 +424,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func FuzzDecodeTrajectory(f *testing.F) {
-	good, err := os.ReadFile("testdata/trajectory.golden.json")
-	if err != nil {
-		f.Fatal(err)
-	}
+	good := testdata(f, "trajectory.golden.json")
 	f.Add(good)
 	f.Add([]byte(`{"schema_version":1}`))
 	f.Add([]byte(`{"steps":[{"candidates":[{"action":{"type":"click","point":{"x":2}}}]}]}`))
@@ -447,10 +447,7 @@ func FuzzDecodeTrajectory(f *testing.F) {
 // A version 1 document (written before coordinate spaces were recorded)
 // still decodes and validates, and its models read as grid1000.
 func TestVersion1DocumentsStillRead(t *testing.T) {
-	b, err := os.ReadFile("testdata/trajectory.v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testdata(t, "trajectory.v1.json")
 	tr, err := DecodeTrajectory(b)
 	if err != nil {
 		t.Fatal(err)

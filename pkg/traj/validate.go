@@ -109,10 +109,10 @@ func (t *Trajectory) Validate() error {
 	}
 	c.nonEmpty("models.planner.model", t.Models.Planner.Model)
 	c.nonEmpty("models.executor.model", t.Models.Executor.Model)
-	t.Models.Planner.validateCoords(c, "models.planner.coords", t.SchemaVersion)
-	t.Models.Executor.validateCoords(c, "models.executor.coords", t.SchemaVersion)
-	t.Models.Planner.validateSampling(c, "models.planner.sampling", t.SchemaVersion)
-	t.Models.Executor.validateSampling(c, "models.executor.sampling", t.SchemaVersion)
+	checkSince(c, "models.planner.coords", t.Models.Planner.Coords, t.SchemaVersion, 2)
+	checkSince(c, "models.executor.coords", t.Models.Executor.Coords, t.SchemaVersion, 2)
+	checkSince(c, "models.planner.sampling", t.Models.Planner.Sampling, t.SchemaVersion, 6)
+	checkSince(c, "models.executor.sampling", t.Models.Executor.Sampling, t.SchemaVersion, 6)
 	switch {
 	case t.Prompts == "" && t.SchemaVersion >= 4:
 		c.add("prompts", "required from schema_version 4")
@@ -176,30 +176,16 @@ func (s *Step) validate(c *checker, p string, i, group, version int) {
 	c.nonNeg(p+".timings.exec_ms", s.Timings.ExecMS)
 }
 
-// validateCoords checks a model's coordinate space: required from schema
-// version 2.
-func (m *ModelRef) validateCoords(c *checker, p string, version int) {
-	if m.Coords == nil {
-		if version >= 2 {
-			c.add(p, "required from schema_version 2")
+// checkSince checks a field that schema version since added: required
+// from that version on, and checked by its Check when it is there.
+func checkSince[T interface{ Check() error }](c *checker, p string, v *T, version, since int) {
+	if v == nil {
+		if version >= since {
+			c.add(p, "required from schema_version %d", since)
 		}
 		return
 	}
-	if err := m.Coords.Check(); err != nil {
-		c.add(p, "%v", err)
-	}
-}
-
-// validateSampling checks a model's sampling parameters: required from
-// schema version 6.
-func (m *ModelRef) validateSampling(c *checker, p string, version int) {
-	if m.Sampling == nil {
-		if version >= 6 {
-			c.add(p, "required from schema_version 6")
-		}
-		return
-	}
-	if err := m.Sampling.Check(); err != nil {
+	if err := (*v).Check(); err != nil {
 		c.add(p, "%v", err)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/pystr"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -231,40 +231,4 @@ func toPixel(n float64, size int) int {
 // literal: \\, \', \n, \r and \t escaped, other control characters and
 // DEL as \xHH, non-ASCII characters as \uXXXX or \UXXXXXXXX, and each byte
 // that is not valid UTF-8 as \ufffd (U+FFFD).
-func PyString(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('\'')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			i++
-			switch {
-			case c == '\\':
-				b.WriteString(`\\`)
-			case c == '\'':
-				b.WriteString(`\'`)
-			case c == '\n':
-				b.WriteString(`\n`)
-			case c == '\r':
-				b.WriteString(`\r`)
-			case c == '\t':
-				b.WriteString(`\t`)
-			case c < 0x20 || c == 0x7f:
-				fmt.Fprintf(&b, `\x%02x`, c)
-			default:
-				b.WriteByte(c)
-			}
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size // an invalid byte decodes as (RuneError, 1)
-		if r <= 0xffff {
-			fmt.Fprintf(&b, `\u%04x`, r)
-		} else {
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
+func PyString(s string) string { return pystr.Quote(s, '\'', true) }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/pystr"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 )
 
@@ -227,32 +228,11 @@ func pyStr(v any) string {
 func pyRepr(v any) string {
 	switch x := v.(type) {
 	case string:
-		q := "'"
+		q := byte('\'')
 		if strings.Contains(x, "'") && !strings.Contains(x, `"`) {
-			q = `"`
+			q = '"'
 		}
-		var b strings.Builder
-		b.WriteString(q)
-		for _, r := range x {
-			switch {
-			case r == '\\':
-				b.WriteString(`\\`)
-			case string(r) == q:
-				b.WriteString(`\` + q)
-			case r == '\n':
-				b.WriteString(`\n`)
-			case r == '\r':
-				b.WriteString(`\r`)
-			case r == '\t':
-				b.WriteString(`\t`)
-			case r < 0x20 || r == 0x7f:
-				fmt.Fprintf(&b, `\x%02x`, r)
-			default:
-				b.WriteRune(r)
-			}
-		}
-		b.WriteString(q)
-		return b.String()
+		return pystr.Quote(x, q, false)
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {

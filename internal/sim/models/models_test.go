@@ -97,6 +97,26 @@ func startWith(t testing.TB, m *Endpoints) *testModels {
 	return tm
 }
 
+// sampleAnswers returns the answers of client to req with MaxChoices
+// choices for each of the seeds 0-7, in order.
+func sampleAnswers(t *testing.T, client *openai.Client, req openai.ChatCompletionRequest) []string {
+	t.Helper()
+	req.N = MaxChoices
+	var out []string
+	for seed := 0; seed < 8; seed++ {
+		s := seed
+		req.Seed = &s
+		resp, err := client.CreateChatCompletion(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range resp.Choices {
+			out = append(out, c.Message.Content)
+		}
+	}
+	return out
+}
+
 // fastConfig is the default configuration without latency and without
 // the planner's generation config: go-openai cannot send top_k, so with
 // the default (Qwen2.5-VL's top_k 1) every planner request of these
@@ -879,20 +899,11 @@ func TestModelsPlannerSkillRate(t *testing.T) {
 	tm = startModels(t, cfg)
 	want := PlanText(taskOracle(task)[0])
 	req := plannerRequest(taskInstruction(task), nil, pngWithState(t, 16, 10, nil))
-	req.N = MaxChoices
 	hits, total := 0, 0
-	for seed := 0; seed < 8; seed++ {
-		s := seed
-		req.Seed = &s
-		resp, err := tm.planner.CreateChatCompletion(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range resp.Choices {
-			total++
-			if c.Message.Content == want {
-				hits++
-			}
+	for _, a := range sampleAnswers(t, tm.planner, req) {
+		total++
+		if a == want {
+			hits++
 		}
 	}
 	if rate := float64(hits) / float64(total); rate < 0.25 || rate > 0.35 {
@@ -1021,20 +1032,7 @@ func TestModelsExecutorNoise(t *testing.T) {
 		cfg.Executor.MisgroundRate = misground
 		tm := startModels(t, cfg)
 		req := executorRequest(fmt.Sprintf("Click the '%s' %s.", target.Label, target.Kind))
-		req.N = MaxChoices
-		var out []string
-		for seed := 0; seed < 8; seed++ {
-			s := seed
-			req.Seed = &s
-			resp, err := tm.executor.CreateChatCompletion(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range resp.Choices {
-				out = append(out, c.Message.Content)
-			}
-		}
-		return out
+		return sampleAnswers(t, tm.executor, req)
 	}
 	// Misgrounding without noise: the answer is the target's centre or
 	// another element's.

@@ -112,35 +112,27 @@ func TestCelestia(t *testing.T) {
 
 func TestServerRoutes(t *testing.T) {
 	_, c, call := server(t)
-	for _, r := range []struct {
-		method, path, body string
-		status             int
-		want               string // exact body; "-" for not checked
-	}{
-		{"GET", "/version", "", 200, "1.0"},
-		{"HEAD", "/version", "", 200, "1.0"},
-		{"POST", "/version", "x", 405, ""},
-		{"GET", "/dump", "", 405, ""},
-		{"GET", "/celestia/dump", "", 404, ""},
-		{"POST", "/dump", "", 400, ""},
-		{"HEAD", "/dump", "", 400, ""},
-		{"POST", "/dump", "[{\"name\": \"Mercury\"", 400, ""},
-		{"POST", "/dump", `[{"name": "Mercury", "type": 2}] []`, 400, ""},
-		{"POST", "/dump", `[{"name": "Vulcan", "type": 2}]`, 400, ""},    // unknown: the fork throws
-		{"POST", "/dump", `[{"name": "Mercury", "type": 1}]`, 400, ""},   // not a star
-		{"POST", "/dump", `[{"name": "Mercury", "type": "2"}]`, 400, ""}, // type not a number
-		{"POST", "/dump", `[{"type": 2}]`, 400, ""},
-		{"POST", "/dump", `[3]`, 400, ""},
-		{"POST", "/dump", `[]`, 200, "-"},
-		{"POST", "/dump", `null`, 200, "-"},
-		{"POST", "/dump", `{"a": {"name": "Sol", "type": 1}}`, 200, "-"},
-		{"POST", "/dump", `[{"name": "mercury", "type": 2.0}]`, 200, "-"},
-	} {
-		got, status := call(r.method, r.path, r.body)
-		if status != r.status || r.want != "-" && got != r.want {
-			t.Errorf("%s %s %s = %d %q, want %d %q", r.method, r.path, r.body, status, got, r.status, r.want)
-		}
+	routes := []desktoptest.Route{
+		{Method: "GET", Path: "/version", Status: 200, Want: "1.0"},
+		{Method: "HEAD", Path: "/version", Status: 200, Want: "1.0"},
+		{Method: "POST", Path: "/version", Body: "x", Status: 405},
+		{Method: "GET", Path: "/dump", Status: 405},
+		{Method: "GET", Path: "/celestia/dump", Status: 404},
+		{Method: "POST", Path: "/dump", Status: 400},
+		{Method: "HEAD", Path: "/dump", Status: 400},
+		{Method: "POST", Path: "/dump", Body: "[{\"name\": \"Mercury\"", Status: 400},
+		{Method: "POST", Path: "/dump", Body: `[{"name": "Mercury", "type": 2}] []`, Status: 400},
+		{Method: "POST", Path: "/dump", Body: `[{"name": "Vulcan", "type": 2}]`, Status: 400},    // unknown: the fork throws
+		{Method: "POST", Path: "/dump", Body: `[{"name": "Mercury", "type": 1}]`, Status: 400},   // not a star
+		{Method: "POST", Path: "/dump", Body: `[{"name": "Mercury", "type": "2"}]`, Status: 400}, // type not a number
+		{Method: "POST", Path: "/dump", Body: `[{"type": 2}]`, Status: 400},
+		{Method: "POST", Path: "/dump", Body: `[3]`, Status: 400},
+		{Method: "POST", Path: "/dump", Body: `[]`, Status: 200, Want: "-"},
+		{Method: "POST", Path: "/dump", Body: `null`, Status: 200, Want: "-"},
+		{Method: "POST", Path: "/dump", Body: `{"a": {"name": "Sol", "type": 1}}`, Status: 200, Want: "-"},
+		{Method: "POST", Path: "/dump", Body: `[{"name": "mercury", "type": 2.0}]`, Status: 200, Want: "-"},
 	}
+	desktoptest.CheckRoutes(t, call, routes)
 
 	body, status := call("POST", "/dump", `[{"name": "Mercury", "type": 2}, {"name": "Sol", "type": 1}, {"name": "Andromeda Galaxy", "type": 3}]`)
 	if status != 200 {

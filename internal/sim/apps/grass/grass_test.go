@@ -36,46 +36,39 @@ func TestServerRoutes(t *testing.T) {
 	if g.loc.Name != WorldLocation {
 		t.Fatalf("started in %s", g.loc.Name)
 	}
-	for _, r := range []struct {
-		method, path, body string
-		status             int
-		want               string // exact body; "-" for not checked
-	}{
-		{"GET", "/version", "", 200, "1.0"},
-		{"HEAD", "/version", "", 200, "1.0"},
-		{"POST", "/version", "{}", 405, "-"},
-		{"GET", "/init/map", "", 405, "-"},
-		{"HEAD", "/gcmd", "", 405, "-"},
-		{"GET", "/quit", "", 404, ""},
-		{"GET", "/gcmd2", "", 404, ""},
-		{"POST", "/init/map", "{", 400, "-"},
-		{"POST", "/init/map", "[1]", 500, "-"},
-		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset"}`, 500, "-"},
-		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "nowhere", "mapset": "PERMANENT"}`, 200, "ERROR"},
-		{"POST", "/init/map", `{"grassdb": "/tmp", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`, 200, "ERROR"},
-		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "user1"}`, 200, "ERROR"},
-		{"POST", "/init/map", `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`, 200, "OK"},
-		{"POST", "/init/layer", `{"query": {"name": "natural_earth"}}`, 200, "OK"},
-		{"POST", "/init/layer", `{"query": {"name": "boundary_region"}}`, 200, "ERROR"}, // another location: a modal dialog
-		{"POST", "/init/layer", `{"query": {"name": "nothing"}}`, 200, "ERROR"},
-		{"POST", "/init/layer", `{"query": ["countries"]}`, 200, "ERROR"},
-		{"POST", "/init/layer", `{"query": {"type": "location", "name": "natural_earth_dataset"}}`, 200, "OK"},
-		{"POST", "/init/layer", `{"query": {"name": "countries", "type": "vector"}}`, 200, "OK"},
-		{"POST", "/init/layer", `{}`, 500, "-"},
-		{"POST", "/init/scale", `{"scale": "25"}`, 200, "ERROR"},
-		{"POST", "/init/scale", `{"scale": 25}`, 200, "OK"},
-		{"POST", "/init/scale", `{}`, 500, "-"},
-		{"POST", "/gcmd", `{"cmd": "g.list"}`, 500, "-"},
-		{"POST", "/gcmd", `{"cmd": "g.list", "kwargs": [1]}`, 500, "-"},
-		{"POST", "/gcmd", `{"cmd": 5, "kwargs": {}}`, 200, "ERROR"},
-		{"POST", "/gcmd", `{"cmd": "g.list", "kwargs": {"type": "raster", "format": "json"}}`, 500, "-"}, // plain text is no JSON
-	} {
-		got, status := call(r.method, r.path, r.body)
-		if status != r.status || r.want != "-" && got != r.want {
-			t.Errorf("%s %s %s = %d %.100q, want %d %q", r.method, r.path, r.body, status, got, r.status, r.want)
-		}
-		if status == 405 && !strings.Contains(got, "<title>405 Method Not Allowed</title>") {
-			t.Errorf("%s %s: not Werkzeug's 405 page: %q", r.method, r.path, got)
+	routes := []desktoptest.Route{
+		{Method: "GET", Path: "/version", Status: 200, Want: "1.0"},
+		{Method: "HEAD", Path: "/version", Status: 200, Want: "1.0"},
+		{Method: "POST", Path: "/version", Body: "{}", Status: 405, Want: "-"},
+		{Method: "GET", Path: "/init/map", Status: 405, Want: "-"},
+		{Method: "HEAD", Path: "/gcmd", Status: 405, Want: "-"},
+		{Method: "GET", Path: "/quit", Status: 404},
+		{Method: "GET", Path: "/gcmd2", Status: 404},
+		{Method: "POST", Path: "/init/map", Body: "{", Status: 400, Want: "-"},
+		{Method: "POST", Path: "/init/map", Body: "[1]", Status: 500, Want: "-"},
+		{Method: "POST", Path: "/init/map", Body: `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset"}`, Status: 500, Want: "-"},
+		{Method: "POST", Path: "/init/map", Body: `{"grassdb": "/home/user/grassdata", "location": "nowhere", "mapset": "PERMANENT"}`, Status: 200, Want: "ERROR"},
+		{Method: "POST", Path: "/init/map", Body: `{"grassdb": "/tmp", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`, Status: 200, Want: "ERROR"},
+		{Method: "POST", Path: "/init/map", Body: `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "user1"}`, Status: 200, Want: "ERROR"},
+		{Method: "POST", Path: "/init/map", Body: `{"grassdb": "/home/user/grassdata", "location": "natural_earth_dataset", "mapset": "PERMANENT"}`, Status: 200, Want: "OK"},
+		{Method: "POST", Path: "/init/layer", Body: `{"query": {"name": "natural_earth"}}`, Status: 200, Want: "OK"},
+		{Method: "POST", Path: "/init/layer", Body: `{"query": {"name": "boundary_region"}}`, Status: 200, Want: "ERROR"}, // another location: a modal dialog
+		{Method: "POST", Path: "/init/layer", Body: `{"query": {"name": "nothing"}}`, Status: 200, Want: "ERROR"},
+		{Method: "POST", Path: "/init/layer", Body: `{"query": ["countries"]}`, Status: 200, Want: "ERROR"},
+		{Method: "POST", Path: "/init/layer", Body: `{"query": {"type": "location", "name": "natural_earth_dataset"}}`, Status: 200, Want: "OK"},
+		{Method: "POST", Path: "/init/layer", Body: `{"query": {"name": "countries", "type": "vector"}}`, Status: 200, Want: "OK"},
+		{Method: "POST", Path: "/init/layer", Body: `{}`, Status: 500, Want: "-"},
+		{Method: "POST", Path: "/init/scale", Body: `{"scale": "25"}`, Status: 200, Want: "ERROR"},
+		{Method: "POST", Path: "/init/scale", Body: `{"scale": 25}`, Status: 200, Want: "OK"},
+		{Method: "POST", Path: "/init/scale", Body: `{}`, Status: 500, Want: "-"},
+		{Method: "POST", Path: "/gcmd", Body: `{"cmd": "g.list"}`, Status: 500, Want: "-"},
+		{Method: "POST", Path: "/gcmd", Body: `{"cmd": "g.list", "kwargs": [1]}`, Status: 500, Want: "-"},
+		{Method: "POST", Path: "/gcmd", Body: `{"cmd": 5, "kwargs": {}}`, Status: 200, Want: "ERROR"},
+		{Method: "POST", Path: "/gcmd", Body: `{"cmd": "g.list", "kwargs": {"type": "raster", "format": "json"}}`, Status: 500, Want: "-"}, // plain text is no JSON
+	}
+	for i, got := range desktoptest.CheckRoutes(t, call, routes) {
+		if r := routes[i]; r.Status == 405 && !strings.Contains(got, "<title>405 Method Not Allowed</title>") {
+			t.Errorf("%s %s: not Werkzeug's 405 page: %q", r.Method, r.Path, got)
 		}
 	}
 

@@ -75,6 +75,30 @@ func (r *Running[A]) Call(method, path, body string) (string, int) {
 	return string(resp), status
 }
 
+// Route is one request to an app's own server and the answer a test
+// wants: the status and the exact body, or "-" for a body not checked.
+type Route struct {
+	Method, Path, Body string
+	Status             int
+	Want               string
+}
+
+// CheckRoutes sends each route's request with call (a Running's Call)
+// and reports every answer that is not the route's; it returns the bodies
+// answered, one per route.
+func CheckRoutes(t testing.TB, call func(method, path, body string) (string, int), routes []Route) []string {
+	t.Helper()
+	bodies := make([]string, len(routes))
+	for i, r := range routes {
+		got, status := call(r.Method, r.Path, r.Body)
+		if status != r.Status || r.Want != "-" && got != r.Want {
+			t.Errorf("%s %s %s = %d %.100q, want %d %q", r.Method, r.Path, r.Body, status, got, r.Status, r.Want)
+		}
+		bodies[i] = got
+	}
+	return bodies
+}
+
 // Start launches an app from a command line.
 func (m *Machine) Start(command string) {
 	m.t.Helper()

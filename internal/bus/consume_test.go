@@ -48,9 +48,7 @@ func TestDeadLetterFailureOnLastDeliveryKeepsTheMessage(t *testing.T) {
 	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "A"), "m1", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "A"), "m1", []byte("x"))
 	// The dead-letter stream goes away during the last delivery and comes
 	// back once the copy has failed.
 	var calls atomic.Int32
@@ -99,9 +97,7 @@ func TestDeadLetterFailureOnLastDeliveryKeepsTheMessage(t *testing.T) {
 func TestAckAfterShutdownGraceReachesTheServer(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx := context.Background()
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "A"), "m1", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "A"), "m1", []byte("x"))
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := spec("late-ack")

@@ -192,6 +192,13 @@ func (b *Bus) ensureStream(ctx context.Context, t Topology, cfg jetstream.Stream
 	return false, nil
 }
 
+// KeyValueConfig is the configuration of a codapipe key-value bucket, as
+// EnsureKeyValue takes it: one revision a key, on file, entries expiring
+// after ttl (0: never).
+func KeyValueConfig(bucket, description string, ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: bucket, Description: description, History: 1, TTL: ttl, Storage: jetstream.FileStorage}
+}
+
 // EnsureKeyValue returns the key-value bucket cfg names, creating it with
 // t.Replicas when it is missing. An existing bucket is used as it is,
 // unless t.Update is set, which updates it to cfg (with t.Replicas).

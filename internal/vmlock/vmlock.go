@@ -47,13 +47,7 @@ func Open(ctx context.Context, b *bus.Bus, t bus.Topology, ttl time.Duration, lo
 	if log == nil {
 		log = slog.Default()
 	}
-	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
-		Bucket:      Bucket,
-		Description: "codapipe VM locks shared by rollout hosts (key: VM machine key; expire unless renewed)",
-		History:     1,
-		TTL:         ttl,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := b.EnsureKeyValue(ctx, t, bus.KeyValueConfig(Bucket, "codapipe VM locks shared by rollout hosts (key: VM machine key; expire unless renewed)", ttl))
 	if err != nil {
 		return nil, fmt.Errorf("vmlock: %w", err)
 	}

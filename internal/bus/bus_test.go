@@ -32,12 +32,19 @@ func open(t testing.TB, dir string) *bus.Bus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bus.Open(ctx, bus.Config{DataDir: dir, Claims: claims, Timeout: 5 * time.Second})
+	return openWith(t, bus.Config{DataDir: dir, Claims: claims, Timeout: 5 * time.Second})
+}
+
+// openWith opens a bus with cfg, closed when the test ends, and ensures
+// the topology.
+func openWith(t testing.TB, cfg bus.Config) *bus.Bus {
+	t.Helper()
+	b, err := bus.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
+	if err := b.EnsureTopology(context.Background(), bus.DefaultTopology()); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -280,15 +287,8 @@ func TestClaimCheckCarriesLargeBody(t *testing.T) {
 }
 
 func TestTooLargeWithoutClaimStore(t *testing.T) {
-	b, err := bus.Open(context.Background(), bus.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.EnsureTopology(context.Background(), bus.DefaultTopology()); err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Publish(context.Background(), bus.Subject(bus.Raw, "x"), "id", make([]byte, 2<<20), nil)
+	b := openWith(t, bus.Config{DataDir: t.TempDir()})
+	_, err := b.Publish(context.Background(), bus.Subject(bus.Raw, "x"), "id", make([]byte, 2<<20), nil)
 	if !errors.Is(err, bus.ErrTooLarge) {
 		t.Fatalf("want ErrTooLarge, got %v", err)
 	}
@@ -425,14 +425,7 @@ func TestExternalServerAuth(t *testing.T) {
 			!strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			t.Fatalf("wrong password: want an authorization error, got %v", err)
 		}
-		b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), User: "coda", Password: "s3cret"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-			t.Fatal(err)
-		}
+		b := openWith(t, bus.Config{URL: srv.URL(), User: "coda", Password: "s3cret"})
 		if b.URL() != "" {
 			t.Errorf("URL() = %q for an external server", b.URL())
 		}
@@ -455,14 +448,7 @@ func TestExternalServerAuth(t *testing.T) {
 	t.Run("external restart keeps stream", func(t *testing.T) {
 		srv := natstest.Start(t)
 		ctx := context.Background()
-		b, err := bus.Open(ctx, bus.Config{URL: srv.URL()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-			t.Fatal(err)
-		}
+		b := openWith(t, bus.Config{URL: srv.URL()})
 		publish(t, b, bus.Subject(bus.Raw, "a"), "x1", []byte("x"))
 		srv.Restart()
 		var n uint64

@@ -424,30 +424,38 @@ func startCapturedWorld(t *testing.T, group int, skill float64) (*world, *captur
 	return w, capt, store
 }
 
-// Acceptance (advantage issue, item 2): a simulated rollout records the
-// hash of its prompt set, and for every step of every trajectory the
-// planner's messages rendered again from the trajectory, the prompt set
-// fetched by that hash and the screenshots in the blob store are
-// identical to what the planner endpoint received (images by hash).
-func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
-	w, capt, store := startCapturedWorld(t, 3, 0.6)
+// capturedEpisode is a simulated episode run on a captured world: its
+// trajectory, what the planner endpoint received for each step and the
+// prompt set the trajectory names, fetched from the blob store.
+type capturedEpisode struct {
+	tr      *traj.Trajectory
+	sent    [][]openai.ChatCompletionMessage
+	prompts *prompt.Set
+}
+
+// runCaptured runs the first n simulated tasks (nRace under the race
+// detector) one after the other on a captured world (startCapturedWorld)
+// and returns their episodes and the world's blob store. Each trajectory
+// names its prompt set, and the planner received one request a step.
+func runCaptured(t *testing.T, group int, skill float64, n, nRace int) ([]capturedEpisode, *blob.Store) {
+	t.Helper()
+	w, capt, store := startCapturedWorld(t, group, skill)
 	tasks, err := simtasks.All()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 5
 	if raceEnabled {
-		n = 2
+		n = nRace
 	}
-	steps := 0
+	var eps []capturedEpisode
 	for _, tk := range tasks[:n] {
 		tr := w.runOne(t, tk.ID)
 		sent := capt.take()
 		if tr.Prompts == "" {
 			t.Fatal("the trajectory records no prompt set")
 		}
-		if err := tr.Validate(); err != nil {
-			t.Fatal(err)
+		if len(sent) != len(tr.Steps) {
+			t.Fatalf("%s: the planner received %d requests for %d steps", tr.ID, len(sent), len(tr.Steps))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		prompts, err := prompt.Fetch(ctx, store, tr.Prompts)
@@ -455,8 +463,23 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(sent) != len(tr.Steps) {
-			t.Fatalf("%s: the planner received %d requests for %d steps", tr.ID, len(sent), len(tr.Steps))
+		eps = append(eps, capturedEpisode{tr: tr, sent: sent, prompts: prompts})
+	}
+	return eps, store
+}
+
+// Acceptance (advantage issue, item 2): a simulated rollout records the
+// hash of its prompt set, and for every step of every trajectory the
+// planner's messages rendered again from the trajectory, the prompt set
+// fetched by that hash and the screenshots in the blob store are
+// identical to what the planner endpoint received (images by hash).
+func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
+	eps, store := runCaptured(t, 3, 0.6, 5, 2)
+	steps := 0
+	for _, ep := range eps {
+		tr, sent, prompts := ep.tr, ep.sent, ep.prompts
+		if err := tr.Validate(); err != nil {
+			t.Fatal(err)
 		}
 		fromStore := func(r traj.ImageRef) (string, error) {
 			png, err := store.GetBytes(context.Background(), r.SHA256)
@@ -480,10 +503,10 @@ func TestRebuiltPlannerMessagesAreWhatThePlannerReceived(t *testing.T) {
 			steps++
 		}
 	}
-	if steps < 2*n {
-		t.Fatalf("only %d steps over %d trajectories: the test needs multi-step trajectories", steps, n)
+	if steps < 2*len(eps) {
+		t.Fatalf("only %d steps over %d trajectories: the test needs multi-step trajectories", steps, len(eps))
 	}
-	t.Logf("%d steps of %d trajectories rebuilt identically", steps, n)
+	t.Logf("%d steps of %d trajectories rebuilt identically", steps, len(eps))
 }
 
 // Settings of BenchmarkStepLatency (docs/performance.md explains them).

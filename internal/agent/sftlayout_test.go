@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/sft"
-	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -26,26 +24,10 @@ import (
 // parts concatenated, each image an <image> and its SHA-256), so the test
 // does not lean on sft.ShareGPT to check sft.ShareGPT.
 func TestAcceptServedLayoutIsTheSFTLayout(t *testing.T) {
-	w, capt, store := startCapturedWorld(t, 2, 0.8)
-	tasks, err := simtasks.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 3
-	if raceEnabled {
-		n = 1
-	}
+	eps, _ := runCaptured(t, 2, 0.8, 3, 1)
 	withHistory := 0
-	for _, tk := range tasks[:n] {
-		tr := w.runOne(t, tk.ID)
-		sent := capt.take()
-		if len(sent) != len(tr.Steps) {
-			t.Fatalf("%s: the planner received %d requests for %d steps", tr.ID, len(sent), len(tr.Steps))
-		}
-		prompts, err := prompt.Fetch(context.Background(), store, tr.Prompts)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ep := range eps {
+		tr, sent, prompts := ep.tr, ep.sent, ep.prompts
 		for i := range tr.Steps {
 			s := &tr.Steps[i]
 			if s.Executed < 0 {

@@ -341,13 +341,10 @@ func (b *Bus) Publish(ctx context.Context, subject, id string, body []byte, hdr 
 		m.Data = nil
 		claimed = true
 	}
-	var ack *jetstream.PubAck
-	err := b.retry(ctx, "publish", func(ctx context.Context) error {
+	ack, err := retryFor(ctx, b, "publish", func(ctx context.Context) (*jetstream.PubAck, error) {
 		cctx, cancel := context.WithTimeout(ctx, b.timeout)
 		defer cancel()
-		var err error
-		ack, err = b.js.PublishMsg(cctx, m, jetstream.WithMsgID(id))
-		return err
+		return b.js.PublishMsg(cctx, m, jetstream.WithMsgID(id))
 	}, "subject", subject, "id", id)
 	if err != nil {
 		b.metrics.publishErrors.Inc()
@@ -365,6 +362,18 @@ func (b *Bus) retry(ctx context.Context, what string, op func(context.Context) e
 		b.metrics.retries.WithLabelValues(what).Inc()
 		b.log.Warn("bus: transient error; retrying", append([]any{"op", what, "attempt", attempt, "err", err}, logArgs...)...)
 	})
+}
+
+// retryFor is retry of an op with a result: the result of its last
+// attempt.
+func retryFor[T any](ctx context.Context, b *Bus, what string, op func(context.Context) (T, error), logArgs ...any) (T, error) {
+	var v T
+	err := b.retry(ctx, what, func(ctx context.Context) error {
+		var err error
+		v, err = op(ctx)
+		return err
+	}, logArgs...)
+	return v, err
 }
 
 // resolve returns the message body, fetching it from the claim store when

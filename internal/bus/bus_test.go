@@ -32,15 +32,31 @@ func open(t testing.TB, dir string) *bus.Bus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bus.Open(ctx, bus.Config{DataDir: dir, Claims: claims, Timeout: 5 * time.Second})
+	return openWith(t, bus.Config{DataDir: dir, Claims: claims, Timeout: 5 * time.Second})
+}
+
+// openWith opens a bus with cfg, closed when the test ends, and ensures
+// the topology.
+func openWith(t testing.TB, cfg bus.Config) *bus.Bus {
+	t.Helper()
+	b, err := bus.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
+	if err := b.EnsureTopology(context.Background(), bus.DefaultTopology()); err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// publish publishes body on subject with the message id, or fails the
+// test.
+func publish(t testing.TB, b *bus.Bus, subject, id string, body []byte) {
+	t.Helper()
+	if _, err := b.Publish(context.Background(), subject, id, body, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func streamMsgs(t *testing.T, b *bus.Bus, k bus.Kind) uint64 {
@@ -89,9 +105,7 @@ func TestPublishSameIDTwiceStoresOne(t *testing.T) {
 func TestRetryWithDelayIsRedeliveredLater(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx := context.Background()
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "Celestia"), "m1", []byte("hello"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "Celestia"), "m1", []byte("hello"))
 	const delay = 400 * time.Millisecond
 	var times []time.Time
 	var deliveries []uint64
@@ -145,9 +159,7 @@ func TestRejectCopiesToDeadLetterSubject(t *testing.T) {
 	if _, err := b.Publish(ctx, subj, "bad-1", []byte("{not json"), hdr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Publish(ctx, subj, "good-1", []byte("{}"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, subj, "good-1", []byte("{}"))
 	s := spec("judge")
 	s.Drain = true
 	var handled []string
@@ -198,9 +210,7 @@ func TestRejectCopiesToDeadLetterSubject(t *testing.T) {
 func TestRetriesExhaustedAreDeadLettered(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx := context.Background()
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "KAlgebra"), "m", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "KAlgebra"), "m", []byte("x"))
 	s := spec("exhaust")
 	s.Drain, s.MaxDeliver = true, 3
 	var calls atomic.Int32
@@ -223,9 +233,7 @@ func TestRetriesExhaustedAreDeadLettered(t *testing.T) {
 func TestHandlerPanicIsRetriedNotFatal(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx := context.Background()
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "ChimeraX"), "p", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "ChimeraX"), "p", []byte("x"))
 	s := spec("panic")
 	s.Drain, s.AckWait = true, time.Second
 	var calls atomic.Int32
@@ -279,15 +287,8 @@ func TestClaimCheckCarriesLargeBody(t *testing.T) {
 }
 
 func TestTooLargeWithoutClaimStore(t *testing.T) {
-	b, err := bus.Open(context.Background(), bus.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.EnsureTopology(context.Background(), bus.DefaultTopology()); err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Publish(context.Background(), bus.Subject(bus.Raw, "x"), "id", make([]byte, 2<<20), nil)
+	b := openWith(t, bus.Config{DataDir: t.TempDir()})
+	_, err := b.Publish(context.Background(), bus.Subject(bus.Raw, "x"), "id", make([]byte, 2<<20), nil)
 	if !errors.Is(err, bus.ErrTooLarge) {
 		t.Fatalf("want ErrTooLarge, got %v", err)
 	}
@@ -297,9 +298,7 @@ func TestDrainExitsWhenDone(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx := context.Background()
 	for i := range 25 {
-		if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "Celestia"), fmt.Sprint("d", i), []byte("x"), nil); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, b, bus.Subject(bus.Raw, "Celestia"), fmt.Sprint("d", i), []byte("x"))
 	}
 	s := spec("drain")
 	s.Drain, s.Workers = true, 3
@@ -321,9 +320,7 @@ func TestDrainExitsWhenDone(t *testing.T) {
 func TestLongHandlerKeptAliveByHeartbeats(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx := context.Background()
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "ChimeraX"), "slow", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "ChimeraX"), "slow", []byte("x"))
 	s := spec("slow")
 	s.Drain, s.AckWait, s.Workers = true, time.Second, 2
 	var calls atomic.Int32
@@ -343,9 +340,7 @@ func TestLongHandlerKeptAliveByHeartbeats(t *testing.T) {
 func TestShutdownLetsInFlightHandlerFinish(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "ChimeraX"), "inflight", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "ChimeraX"), "inflight", []byte("x"))
 	started := make(chan struct{})
 	release := make(chan struct{})
 	done := make(chan bus.Stats)
@@ -377,9 +372,7 @@ func TestRestartKeepsUnacknowledgedMessages(t *testing.T) {
 	ctx := context.Background()
 	b := open(t, dir)
 	for i := range 5 {
-		if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "ChimeraX"), fmt.Sprint("r", i), []byte(fmt.Sprint(i)), nil); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, b, bus.Subject(bus.Raw, "ChimeraX"), fmt.Sprint("r", i), []byte(fmt.Sprint(i)))
 	}
 	// Handle two, then stop (as a killed worker would, before the rest).
 	ctx1, stop := context.WithCancel(ctx)
@@ -432,14 +425,7 @@ func TestExternalServerAuth(t *testing.T) {
 			!strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			t.Fatalf("wrong password: want an authorization error, got %v", err)
 		}
-		b, err := bus.Open(ctx, bus.Config{URL: srv.URL(), User: "coda", Password: "s3cret"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-			t.Fatal(err)
-		}
+		b := openWith(t, bus.Config{URL: srv.URL(), User: "coda", Password: "s3cret"})
 		if b.URL() != "" {
 			t.Errorf("URL() = %q for an external server", b.URL())
 		}
@@ -462,17 +448,8 @@ func TestExternalServerAuth(t *testing.T) {
 	t.Run("external restart keeps stream", func(t *testing.T) {
 		srv := natstest.Start(t)
 		ctx := context.Background()
-		b, err := bus.Open(ctx, bus.Config{URL: srv.URL()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "a"), "x1", []byte("x"), nil); err != nil {
-			t.Fatal(err)
-		}
+		b := openWith(t, bus.Config{URL: srv.URL()})
+		publish(t, b, bus.Subject(bus.Raw, "a"), "x1", []byte("x"))
 		srv.Restart()
 		var n uint64
 		poll.Until(t, "reconnect and stream state", 15*time.Second, func() bool {

@@ -373,24 +373,7 @@ func (r *runner) handle(ctx context.Context, jm jetstream.Msg) {
 	log := r.b.log.With("consumer", r.spec.Durable, "subject", m.Subject, "id", m.ID, "seq", m.Seq, "delivery", m.Deliveries)
 
 	// Keep the message alive while it is being handled.
-	hbCtx, stopHB := context.WithCancel(ctx)
-	var hb sync.WaitGroup
-	hb.Add(1)
-	go func() { // owned by handle: stopped and waited for below
-		defer hb.Done()
-		t := time.NewTicker(r.spec.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-t.C:
-				if err := jm.InProgress(); err != nil {
-					log.Warn("in-progress heartbeat failed", "err", err)
-				}
-			}
-		}
-	}()
+	stopHB := KeepInProgress(ctx, jm, r.spec.AckWait/3, log, "in-progress heartbeat failed")
 
 	var res Result
 	if m.Deliveries > uint64(r.spec.MaxDeliver) {
@@ -404,7 +387,6 @@ func (r *runner) handle(ctx context.Context, jm jetstream.Msg) {
 		r.b.metrics.handleSeconds.WithLabelValues(r.spec.Durable).Observe(time.Since(start).Seconds())
 	}
 	stopHB()
-	hb.Wait()
 
 	if res.action == actRetry && m.Deliveries >= uint64(r.spec.MaxDeliver) {
 		res = Reject(fmt.Sprintf("retries exhausted after %d deliveries: %s", m.Deliveries, res.reason))

@@ -40,17 +40,8 @@ func TestDeadLetterFailureOnLastDeliveryKeepsTheMessage(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	failed := watchLog{msg: "dead-letter publish failed; retrying the message later", seen: make(chan struct{}), once: new(atomic.Bool)}
-	b, err := bus.Open(ctx, bus.Config{DataDir: dir, Timeout: 5 * time.Second, Logger: slog.New(failed)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "A"), "m1", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	b := openWith(t, bus.Config{DataDir: dir, Timeout: 5 * time.Second, Logger: slog.New(failed)})
+	publish(t, b, bus.Subject(bus.Raw, "A"), "m1", []byte("x"))
 	// The dead-letter stream goes away during the last delivery and comes
 	// back once the copy has failed.
 	var calls atomic.Int32
@@ -99,9 +90,7 @@ func TestDeadLetterFailureOnLastDeliveryKeepsTheMessage(t *testing.T) {
 func TestAckAfterShutdownGraceReachesTheServer(t *testing.T) {
 	b := open(t, t.TempDir())
 	ctx := context.Background()
-	if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "A"), "m1", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b, bus.Subject(bus.Raw, "A"), "m1", []byte("x"))
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := spec("late-ack")
@@ -163,14 +152,7 @@ func TestClaimStoreErrors(t *testing.T) {
 			}
 			fc := &flakyClaims{Store: store}
 			fc.fail.Store(tt.fail)
-			b, err := bus.Open(ctx, bus.Config{DataDir: dir, Claims: fc, Timeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
-				t.Fatal(err)
-			}
+			b := openWith(t, bus.Config{DataDir: dir, Claims: fc, Timeout: 5 * time.Second})
 			ack, err := b.Publish(ctx, bus.Subject(bus.Raw, "A"), "big", make([]byte, 2<<20), nil)
 			if err != nil || !ack.Claimed {
 				t.Fatalf("publish: %+v, %v: want a claim check", ack, err)

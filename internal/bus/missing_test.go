@@ -26,9 +26,7 @@ func TestConsumeReportsMessagesLostToStoreDamage(t *testing.T) {
 	b := open(t, dir)
 	body := bytes.Repeat([]byte("x"), 1000)
 	for i := range 12 {
-		if _, err := b.Publish(ctx, bus.Subject(bus.Raw, "ChimeraX"), fmt.Sprint("m", i), body, nil); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, b, bus.Subject(bus.Raw, "ChimeraX"), fmt.Sprint("m", i), body)
 	}
 	early := spec("early") // handles every message before the damage
 	early.Drain = true
@@ -70,9 +68,7 @@ func TestConsumeReportsMessagesLostToStoreDamage(t *testing.T) {
 		t.Fatalf("no warning naming the stream and the missing range %s:\n%s", wantGap, l)
 	}
 	// Reported once: the next run of the same consumer does not again.
-	if _, err := b2.Publish(ctx, bus.Subject(bus.Raw, "ChimeraX"), "after", body, nil); err != nil {
-		t.Fatal(err)
-	}
+	publish(t, b2, bus.Subject(bus.Raw, "ChimeraX"), "after", body)
 	st, err = b2.Consume(ctx, late, func(context.Context, *bus.Msg) bus.Result { return bus.Ack() })
 	if err != nil || len(st.Missing) != 0 || st.Acked != 1 {
 		t.Fatalf("the next run of the consumer: missing %q, %d acked, err %v; want nothing missing, 1 acked", st.Missing, st.Acked, err)

@@ -142,6 +142,23 @@ func (b *Bus) Get(ctx context.Context, k Kind, seq uint64) ([]byte, nats.Header,
 	return body, m.Header, nil
 }
 
+// SubjectCount is the number of messages on subject in the stream of
+// kind k.
+func (b *Bus) SubjectCount(ctx context.Context, k Kind, subject string) (uint64, error) {
+	name := StreamName(k)
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	s, err := b.js.Stream(cctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("bus: count %s in %s: %w", subject, name, err)
+	}
+	info, err := s.Info(cctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, fmt.Errorf("bus: count %s in %s: %w", subject, name, err)
+	}
+	return info.State.Subjects[subject], nil
+}
+
 // scanEnd is the end of a scan whose last fetch brought nothing: complete
 // when the consumer had nothing pending, else a transient error (Scan
 // retries, resuming after the last message seen).

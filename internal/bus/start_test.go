@@ -21,9 +21,7 @@ func TestConsumerStartTime(t *testing.T) {
 	subj := bus.Subject(bus.Raw, "ChimeraX")
 	pub := func(id string) {
 		t.Helper()
-		if _, err := b.Publish(ctx, subj, id, []byte(id), nil); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, b, subj, id, []byte(id))
 	}
 	drain := func(durable string, start time.Time) []string {
 		t.Helper()

@@ -148,11 +148,8 @@ func (b *Bus) EnsureTopology(ctx context.Context, t Topology) error {
 	var created []string
 	for _, k := range Kinds {
 		cfg := t.StreamConfig(k)
-		var made bool
-		err := b.retry(ctx, "ensure", func(ctx context.Context) error {
-			var err error
-			made, err = b.ensureStream(ctx, t, cfg)
-			return err
+		made, err := retryFor(ctx, b, "ensure", func(ctx context.Context) (bool, error) {
+			return b.ensureStream(ctx, t, cfg)
 		}, "stream", cfg.Name)
 		if err != nil {
 			return fmt.Errorf("bus: ensure stream %s: %w", StreamName(k), err)
@@ -195,16 +192,20 @@ func (b *Bus) ensureStream(ctx context.Context, t Topology, cfg jetstream.Stream
 	return false, nil
 }
 
+// KeyValueConfig is the configuration of a codapipe key-value bucket, as
+// EnsureKeyValue takes it: one revision a key, on file, entries expiring
+// after ttl (0: never).
+func KeyValueConfig(bucket, description string, ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: bucket, Description: description, History: 1, TTL: ttl, Storage: jetstream.FileStorage}
+}
+
 // EnsureKeyValue returns the key-value bucket cfg names, creating it with
 // t.Replicas when it is missing. An existing bucket is used as it is,
 // unless t.Update is set, which updates it to cfg (with t.Replicas).
 func (b *Bus) EnsureKeyValue(ctx context.Context, t Topology, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	cfg.Replicas = max(t.Replicas, 1)
-	var kv jetstream.KeyValue
-	err := b.retry(ctx, "ensure", func(ctx context.Context) error {
-		var err error
-		kv, err = b.ensureKeyValue(ctx, t, cfg)
-		return err
+	kv, err := retryFor(ctx, b, "ensure", func(ctx context.Context) (jetstream.KeyValue, error) {
+		return b.ensureKeyValue(ctx, t, cfg)
 	}, "bucket", cfg.Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("bus: ensure key-value bucket %s: %w", cfg.Bucket, err)

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,25 +181,12 @@ func TestAcceptChaos(t *testing.T) {
 	for _, p := range append(append(slices.Clone(judges), advs...), rollouts...) {
 		h.launch(p)
 	}
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var samplers sync.WaitGroup
-	samplers.Add(1)
-	go func() { // owned by the test: stopSampling ends it
-		defer samplers.Done()
-		client := &http.Client{Timeout: time.Second}
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-sampleCtx.Done():
-				return
-			case <-tick.C:
-			}
-			for _, p := range h.procs {
-				p.sample(sampleCtx, client)
-			}
+	client := &http.Client{Timeout: time.Second}
+	stopSampling := bus.Every(ctx, time.Second, func(ctx context.Context) {
+		for _, p := range h.procs {
+			p.sample(ctx, client)
 		}
-	}()
+	})
 
 	// The chaos schedule: kills of each kind, the stream leader node and
 	// the MinIO outage, shuffled, a random gap apart. Kills of judge and
@@ -341,7 +327,6 @@ func TestAcceptChaos(t *testing.T) {
 		p.stop(20 * time.Second)
 	}
 	stopSampling()
-	samplers.Wait()
 	t.Logf("chaos %5.1fs: workers stopped; draining", time.Since(start).Seconds())
 	var drains []*proc
 	for i := range 2 {

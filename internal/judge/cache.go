@@ -62,13 +62,7 @@ func OpenCache(ctx context.Context, b *bus.Bus, t bus.Topology, ttl time.Duratio
 	if ttl <= 0 {
 		ttl = DefaultVoteTTL
 	}
-	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
-		Bucket:      VoteBucket,
-		Description: "codapipe judge: every answered judge call, by trajectory.version.vote.attempt",
-		History:     1,
-		TTL:         ttl,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := b.EnsureKeyValue(ctx, t, bus.KeyValueConfig(VoteBucket, "codapipe judge: every answered judge call, by trajectory.version.vote.attempt", ttl))
 	if err != nil {
 		return nil, fmt.Errorf("judge: vote cache: %w", err)
 	}

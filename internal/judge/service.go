@@ -147,30 +147,12 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	s.log.Info("judge: consuming trajectories", "consumer", cfg.Durable, "apps", appsOrAll(cfg.Apps), "workers", cfg.Workers,
 		"policy", cfg.Judge.Version().Policy, "models", cfg.Judge.Version().Models)
 
-	pctx, stopProgress := context.WithCancel(ctx)
-	var pwg sync.WaitGroup
-	if cfg.ProgressEvery > 0 {
-		pwg.Add(1)
-		go func() { // owned by Serve: stopped and waited for below
-			defer pwg.Done()
-			t := time.NewTicker(cfg.ProgressEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-pctx.Done():
-					return
-				case <-t.C:
-					s.progress("judge: progress")
-				}
-			}
-		}()
-	}
+	stopProgress := bus.Every(ctx, cfg.ProgressEvery, func(context.Context) { s.progress("judge: progress") })
 	cst, err := cfg.Bus.Consume(ctx, service.StageConsumer(bus.Raw, cfg.Apps, bus.ConsumerSpec{
 		Durable: cfg.Durable, Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, AckWait: cfg.AckWait, Drain: cfg.Drain,
 	}), s.handle)
 	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	stopProgress()
-	pwg.Wait()
 	if cfg.ProgressEvery > 0 {
 		if cfg.Drain && err == nil {
 			s.progress("judge: drained")

@@ -105,11 +105,11 @@ func TestAcceptVerifyRerunsTrajectoriesLostToStoreDamage(t *testing.T) {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := subjectCount(ctx, b, bus.Raw, bus.Subject(bus.Raw, acceptApp))
+	raw, err := b.SubjectCount(ctx, bus.Raw, bus.Subject(bus.Raw, acceptApp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	jd, err := subjectCount(ctx, b, bus.Judged, bus.Subject(bus.Judged, acceptApp))
+	jd, err := b.SubjectCount(ctx, bus.Judged, bus.Subject(bus.Judged, acceptApp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,14 +42,20 @@ const acceptApp = "KAlgebra"
 func simTaskDir(t testing.TB, app string, ids ...string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if err := simtasks.Write(dir, taskNames(app, ids)...); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// taskNames are the full task ids of the given ids of app ("S01" →
+// "KAlgebra/S01"), as the task files and the ledger name them.
+func taskNames(app string, ids []string) []string {
 	names := make([]string, len(ids))
 	for i, id := range ids {
 		names[i] = strings.ReplaceAll(app, " ", "") + "/" + id
 	}
-	if err := simtasks.Write(dir, names...); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return names
 }
 
 // writeSimConfig writes a sim.WorldConfig overlay (JSON, decoded over
@@ -191,19 +197,6 @@ func openTestBus(t *testing.T, dataDir string) *bus.Bus {
 	return b
 }
 
-// subjectCount is the number of messages on subject in the stream of kind.
-func subjectCount(ctx context.Context, b *bus.Bus, k bus.Kind, subject string) (uint64, error) {
-	s, err := b.JetStream().Stream(ctx, bus.StreamName(k))
-	if err != nil {
-		return 0, err
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, err
-	}
-	return info.State.Subjects[subject], nil
-}
-
 // published is one message of coda.traj.<app>.
 type published struct {
 	Seq    uint64
@@ -235,7 +228,7 @@ func readPublished(t *testing.T, b *bus.Bus, store *blob.Store, app string) []pu
 
 func readPublishedOnce(ctx context.Context, b *bus.Bus, store *blob.Store, app string) ([]published, error) {
 	subject := bus.Subject(bus.Raw, app)
-	n, err := subjectCount(ctx, b, bus.Raw, subject)
+	n, err := b.SubjectCount(ctx, bus.Raw, subject)
 	if err != nil {
 		return nil, fmt.Errorf("count %s: %w", subject, err)
 	}

@@ -47,15 +47,8 @@ func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	runs, err := ledger.Open(ctx, b, bus.DefaultTopology())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, id := range taskIDs {
-		names = append(names, acceptApp+"/"+id)
-	}
-	done, err := runs.Done(ctx, cfg.Run, names)
+	names := taskNames(acceptApp, taskIDs)
+	done, err := mustLedger(t, b).Done(ctx, cfg.Run, names)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +171,7 @@ func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
 	if sum.Run != cfg.Run || sum.App != acceptApp || sum.Tasks != len(taskIDs) || sum.Samples != K || sum.Group != G || sum.Skipped != 0 || sum.Retries != 0 || len(sum.Quarantined) != 0 {
 		t.Errorf("summary %+v: want run %s, app %s, %d tasks, K %d, G %d, nothing skipped, retried or quarantined", sum, cfg.Run, acceptApp, len(taskIDs), K, G)
 	}
-	if dead, err := subjectCount(ctx, b, bus.Dead, bus.DeadSubject(bus.Subject(bus.Raw, acceptApp))); err != nil || dead != 0 {
+	if dead, err := b.SubjectCount(ctx, bus.Dead, bus.DeadSubject(bus.Subject(bus.Raw, acceptApp))); err != nil || dead != 0 {
 		t.Errorf("dead letters of %s: %d (%v), want none (an invalid trajectory goes there)", acceptApp, dead, err)
 	}
 	t.Logf("summary: %d episodes, outcomes %v, success rate %.2f, mean steps %.2f, %d distinct screenshots", sum.Episodes, sum.Outcomes, sum.Rate, sum.MeanSteps, len(blobsChecked))
@@ -252,15 +245,7 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 	// The ledger holds the stream's trajectories again.
 	b = openTestBus(t, dir)
 	defer b.Close()
-	l, err := ledger.Open(ctx, b, bus.DefaultTopology())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, id := range taskIDs {
-		names = append(names, acceptApp+"/"+id)
-	}
-	done, err := l.Done(ctx, run, names)
+	done, err := mustLedger(t, b).Done(ctx, run, taskNames(acceptApp, taskIDs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +257,7 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 			t.Errorf("ledger %s/%d: %+v, want the stream's %+v", p.Task, p.Sample, got, want)
 		}
 	}
-	if n, err := subjectCount(ctx, b, bus.Raw, bus.Subject(bus.Raw, acceptApp)); err != nil || n != uint64(total) {
+	if n, err := b.SubjectCount(ctx, bus.Raw, bus.Subject(bus.Raw, acceptApp)); err != nil || n != uint64(total) {
 		t.Errorf("%d trajectories on the stream (%v), want %d", n, err, total)
 	}
 }
@@ -294,10 +279,7 @@ func TestAcceptKillAndResume(t *testing.T) {
 	)
 	taskIDs := []string{"S01", "S02", "S03"}
 	total := len(taskIDs) * K
-	var names []string
-	for _, id := range taskIDs {
-		names = append(names, acceptApp+"/"+id)
-	}
+	names := taskNames(acceptApp, taskIDs)
 	dir := t.TempDir()
 	tasks := simTaskDir(t, acceptApp, taskIDs...)
 	subject := bus.Subject(bus.Raw, acceptApp)
@@ -338,7 +320,7 @@ watch:
 			t.Fatal("no trajectory was published in time")
 		case <-tick.C:
 			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			n, err := subjectCount(cctx, held, bus.Raw, subject)
+			n, err := held.SubjectCount(cctx, bus.Raw, subject)
 			cancel()
 			if err == nil && n >= kill {
 				cancel1() // the kill
@@ -352,15 +334,11 @@ watch:
 	}
 
 	cctx := context.Background()
-	onStream1, err := subjectCount(cctx, held, bus.Raw, subject)
+	onStream1, err := held.SubjectCount(cctx, bus.Raw, subject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := ledger.Open(cctx, held, bus.DefaultTopology())
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, err := runs.Done(cctx, run, names)
+	done, err := mustLedger(t, held).Done(cctx, run, names)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestAcceptSpoolWhenNATSIsAway(t *testing.T) {
 		defer close(stopped)
 		subject := bus.Subject(bus.Raw, acceptApp)
 		for ctx.Err() == nil {
-			if n, err := subjectCount(ctx, watch, bus.Raw, subject); err == nil && n >= 1 {
+			if n, err := watch.SubjectCount(ctx, bus.Raw, subject); err == nil && n >= 1 {
 				watch.Close()
 				srv.Shutdown()
 				return

@@ -25,7 +25,6 @@ import (
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/poolfile"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -228,9 +227,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.SharedQueue = queue != nil
 	sum.Lengths = lengths.summary()
 	sum.SpoolLeft = spoolLeft(cfg.Spool)
-	if n, err := streamCount(ctx, cfg.Bus, subject); err == nil {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if n, err := cfg.Bus.SubjectCount(cctx, bus.Raw, subject); err == nil {
 		sum.OnStream = n
 	}
+	cancel()
 	log.Debug("rollout: summarised")
 	if runErr != nil {
 		return sum, runErr
@@ -458,20 +459,6 @@ func (p *Publisher) Publish(ctx context.Context, j sched.Job, t *traj.Trajectory
 			"task", j.Task.ID, "sample", j.Sample, "trajectory", t.ID, "path", path, "err", err)
 	}
 	return fmt.Errorf("%w: %s: %w", errSpooled, path, err)
-}
-
-func streamCount(ctx context.Context, b *bus.Bus, subject string) (uint64, error) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	s, err := b.JetStream().Stream(cctx, bus.StreamName(bus.Raw))
-	if err != nil {
-		return 0, err
-	}
-	info, err := s.Info(cctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, err
-	}
-	return info.State.Subjects[subject], nil
 }
 
 // plannerParams are the planner's request parameters: s (zero: the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
@@ -124,27 +125,11 @@ func (r *vmRecorder) save(ctx context.Context, final bool) error {
 // keep rewrites the document every interval until ctx ends or stop is
 // called; stop waits for the goroutine to return.
 func (r *vmRecorder) keep(ctx context.Context, every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := r.save(ctx, false); err != nil && ctx.Err() == nil {
-					r.log.Warn("rollout: could not write the VM events", "key", r.key, "err", err)
-				}
-			}
+	return bus.Every(ctx, every, func(ctx context.Context) {
+		if err := r.save(ctx, false); err != nil && ctx.Err() == nil {
+			r.log.Warn("rollout: could not write the VM events", "key", r.key, "err", err)
 		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	})
 }
 
 // finish writes the final document, also when ctx was cancelled (a stopped

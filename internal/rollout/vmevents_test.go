@@ -3,7 +3,6 @@ package rollout
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -59,12 +58,7 @@ func TestVMRecorder(t *testing.T) {
 	wg.Wait()
 	rec.finish(ctx)
 
-	rc, _, err := store.Bucket().Get(ctx, ledger.VMEventsKey("run-a", t0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(rc)
-	rc.Close()
+	body, err := blob.ReadAll(ctx, store.Bucket(), ledger.VMEventsKey("run-a", t0))
 	if err != nil {
 		t.Fatal(err)
 	}

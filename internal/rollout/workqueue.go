@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
@@ -240,8 +239,8 @@ func (q *workQueue) claim(ctx context.Context, m jetstream.Msg) (*workClaim, err
 	if md, err := m.Metadata(); err == nil {
 		delivered = md.NumDelivered
 	}
-	c := &workClaim{m: m, job: job, retaken: delivered > 1, budget: min(cmp.Or(q.budget, bus.DefaultRetryBudget), q.lease), log: q.log, stop: make(chan struct{}), stopped: make(chan struct{})}
-	c.keep(q.lease/3, q.log)
+	c := &workClaim{m: m, job: job, retaken: delivered > 1, budget: min(cmp.Or(q.budget, bus.DefaultRetryBudget), q.lease), log: q.log}
+	c.end = bus.KeepInProgress(context.WithoutCancel(ctx), m, q.lease/3, q.log, "rollout: could not renew the lease of an episode", "task", task.ID, "sample", it.Sample)
 	// Another host may have published it and lost its acknowledgement
 	// (a crash between the two, or the server away): not run twice.
 	if _, done, err := q.ledger.Published(ctx, q.run, ledger.EpisodeKey{Task: it.Task, Sample: it.Sample}); err != nil {
@@ -273,34 +272,9 @@ type workClaim struct {
 	retaken bool
 	budget  time.Duration
 	log     *slog.Logger
-	once    sync.Once
-	stop    chan struct{}
-	stopped chan struct{}
-}
-
-func (c *workClaim) keep(every time.Duration, log *slog.Logger) {
-	go func() { // owned by c: stopped by end
-		defer close(c.stopped)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-t.C:
-				if err := c.m.InProgress(); err != nil {
-					log.Warn("rollout: could not renew the lease of an episode", "task", c.job.Task.ID, "sample", c.job.Sample, "err", err)
-				}
-			}
-		}
-	}()
-}
-
-func (c *workClaim) end() {
-	c.once.Do(func() {
-		close(c.stop)
-		<-c.stopped
-	})
+	// end stops the in-progress acknowledgements (and waits for them);
+	// again, it does nothing.
+	end func()
 }
 
 // Job is the claimed episode.

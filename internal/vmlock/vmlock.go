@@ -47,13 +47,7 @@ func Open(ctx context.Context, b *bus.Bus, t bus.Topology, ttl time.Duration, lo
 	if log == nil {
 		log = slog.Default()
 	}
-	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
-		Bucket:      Bucket,
-		Description: "codapipe VM locks shared by rollout hosts (key: VM machine key; expire unless renewed)",
-		History:     1,
-		TTL:         ttl,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := b.EnsureKeyValue(ctx, t, bus.KeyValueConfig(Bucket, "codapipe VM locks shared by rollout hosts (key: VM machine key; expire unless renewed)", ttl))
 	if err != nil {
 		return nil, fmt.Errorf("vmlock: %w", err)
 	}
@@ -91,66 +85,60 @@ func (l *Locker) TryLock(key, note string) (vmpool.Lock, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("vmlock: lock %s: %w", key, err)
 	}
-	h := &held{l: l, key: key, k: k, val: val, rev: rev, stop: make(chan struct{}), done: make(chan struct{})}
-	go h.renew() // owned by h: stopped by Unlock
+	rctx, lose := context.WithCancel(context.Background())
+	h := &held{l: l, key: key, k: k, val: val, rev: rev, lose: lose}
+	h.stopRenew = bus.Every(rctx, l.ttl/3, h.renew)
 	return h, "", nil
 }
 
 // held is a lock this process holds.
 type held struct {
-	l    *Locker
-	key  string
-	k    string
-	val  []byte
-	once sync.Once
-	stop chan struct{}
-	done chan struct{}
+	l   *Locker
+	key string
+	k   string
+	val []byte
+	// stopRenew stops the renewals and waits for them; lose ends them
+	// from within, once the lock is lost.
+	stopRenew func()
+	lose      context.CancelFunc
 
 	mu   sync.Mutex
 	rev  uint64
 	lost bool
 }
 
-// renew rewrites the key every third of the TTL, only over the revision
-// it wrote last; a renewal refused means the lock expired and another
-// took it.
-func (h *held) renew() {
-	defer close(h.done)
-	t := time.NewTicker(h.l.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
-		}
+// renew rewrites the key (every third of the TTL), only over the
+// revision it wrote last; a renewal refused means the lock expired and
+// another took it: the renewals end.
+func (h *held) renew(context.Context) {
+	h.mu.Lock()
+	rev := h.rev
+	h.mu.Unlock()
+	// Not under ctx: Unlock waits for a renewal under way rather than
+	// cancel it and take the cancellation for a lost lock.
+	uctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
+	next, err := h.l.kv.Update(uctx, h.k, h.val, rev)
+	cancel()
+	switch {
+	case err == nil:
 		h.mu.Lock()
-		rev := h.rev
+		h.rev = next
 		h.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
-		next, err := h.l.kv.Update(ctx, h.k, h.val, rev)
-		cancel()
-		switch {
-		case err == nil:
-			h.mu.Lock()
-			h.rev = next
-			h.mu.Unlock()
-		case bus.IsTransient(err):
-			h.l.log.Warn("vmlock: could not renew a VM lock; retrying", "key", h.key, "err", err)
-		default:
-			h.mu.Lock()
-			h.lost = true
-			h.mu.Unlock()
-			h.l.log.Error("vmlock: VM lock lost (it expired and another holder may have it)", "key", h.key, "err", err)
-			return
-		}
+	case bus.IsTransient(err):
+		h.l.log.Warn("vmlock: could not renew a VM lock; retrying", "key", h.key, "err", err)
+	default:
+		h.mu.Lock()
+		h.lost = true
+		h.mu.Unlock()
+		h.l.log.Error("vmlock: VM lock lost (it expired and another holder may have it)", "key", h.key, "err", err)
+		h.lose()
 	}
 }
 
 // Unlock stops renewing and deletes the key if it is still this holder's.
 func (h *held) Unlock() error {
-	h.once.Do(func() { close(h.stop) })
-	<-h.done
+	h.stopRenew()
+	h.lose()
 	h.mu.Lock()
 	rev, lost := h.rev, h.lost
 	h.mu.Unlock()

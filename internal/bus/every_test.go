@@ -1,0 +1,52 @@
+package bus_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/poll"
+)
+
+func TestEvery(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	var running atomic.Bool
+	stop := bus.Every(ctx, time.Millisecond, func(ctx context.Context) {
+		running.Store(true)
+		defer running.Store(false)
+		calls.Add(1)
+		time.Sleep(time.Millisecond)
+	})
+	poll.Until(t, "three calls at an interval of 1 ms", 10*time.Second, func() bool { return calls.Load() >= 3 })
+	stop()
+	if running.Load() {
+		t.Fatal("f still running after stop returned")
+	}
+	n := calls.Load()
+	time.Sleep(10 * time.Millisecond)
+	stop() // again: nothing
+	if calls.Load() != n {
+		t.Fatalf("%d calls after stop", calls.Load()-n)
+	}
+
+	// f ends the loop by cancelling the context it was started with.
+	lctx, end := context.WithCancel(ctx)
+	calls.Store(0)
+	stop = bus.Every(lctx, time.Millisecond, func(context.Context) {
+		calls.Add(1)
+		end()
+	})
+	time.Sleep(20 * time.Millisecond)
+	stop()
+	if calls.Load() != 1 {
+		t.Fatalf("%d calls, want 1: the first cancelled the loop's context", calls.Load())
+	}
+
+	// No interval, no calls.
+	stop = bus.Every(ctx, 0, func(context.Context) { t.Error("called with an interval of 0") })
+	time.Sleep(5 * time.Millisecond)
+	stop()
+}

@@ -117,12 +117,7 @@ type state struct {
 }
 
 func openState(ctx context.Context, b *bus.Bus, t bus.Topology, set string) (*state, error) {
-	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
-		Bucket:      StateBucket,
-		Description: "codapipe advantage: shard-set commit records and outcome groups in waiting",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := b.EnsureKeyValue(ctx, t, bus.KeyValueConfig(StateBucket, "codapipe advantage: shard-set commit records and outcome groups in waiting", 0))
 	if err != nil {
 		return nil, fmt.Errorf("advantage: state bucket: %w", err)
 	}

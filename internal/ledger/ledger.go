@@ -40,12 +40,7 @@ type Ledger struct {
 // Open creates (with t's replicas) or opens the ledger bucket; an
 // existing bucket is used as the operator configured it unless t.Update.
 func Open(ctx context.Context, b *bus.Bus, t bus.Topology) (*Ledger, error) {
-	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
-		Bucket:      Bucket,
-		Description: "codapipe rollout runs and their published episodes",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := b.EnsureKeyValue(ctx, t, bus.KeyValueConfig(Bucket, "codapipe rollout runs and their published episodes", 0))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}

@@ -99,12 +99,7 @@ type History struct {
 // OpenHistory creates (with t's replicas) or opens the history bucket;
 // budget bounds each write's retries (bus.DefaultRetryBudget when 0).
 func OpenHistory(ctx context.Context, b *bus.Bus, t bus.Topology, budget time.Duration) (*History, error) {
-	kv, err := b.EnsureKeyValue(ctx, t, jetstream.KeyValueConfig{
-		Bucket:      LengthBucket,
-		Description: "codapipe rollout: episode-length history, by app.family.task",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := b.EnsureKeyValue(ctx, t, bus.KeyValueConfig(LengthBucket, "codapipe rollout: episode-length history, by app.family.task", 0))
 	if err != nil {
 		return nil, fmt.Errorf("sched: length history: %w", err)
 	}

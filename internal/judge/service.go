@@ -2,6 +2,7 @@ package judge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -127,21 +128,11 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	if cfg.Durable == "" {
 		cfg.Durable = DurableName(cfg.Judge.VersionID(), cfg.Apps)
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 8
-	}
-	if cfg.MaxDeliver <= 0 {
-		cfg.MaxDeliver = 10
-	}
-	if cfg.RetryDelay <= 0 {
-		cfg.RetryDelay = 5 * time.Second
-	}
-	if cfg.AckWait <= 0 {
-		cfg.AckWait = 60 * time.Second
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	cfg.Workers = service.Positive(cfg.Workers, 8)
+	cfg.MaxDeliver = service.Positive(cfg.MaxDeliver, 10)
+	cfg.RetryDelay = service.Positive(cfg.RetryDelay, 5*time.Second)
+	cfg.AckWait = service.Positive(cfg.AckWait, 60*time.Second)
+	cfg.Log = cmp.Or(cfg.Log, slog.Default())
 	s := &server{cfg: cfg, log: cfg.Log.With("judge_version", cfg.Judge.VersionID()), start: time.Now()}
 	s.st.Decisions = map[traj.Decision]int{}
 	s.log.Info("judge: consuming trajectories", "consumer", cfg.Durable, "apps", appsOrAll(cfg.Apps), "workers", cfg.Workers,

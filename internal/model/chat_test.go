@@ -198,6 +198,10 @@ func TestChatParsesChoices(t *testing.T) {
 			[][]int32{nil}, []int{3}, []int{3}, false, []string{"stop"}},
 		{"nothing per choice: usage / n, marked", `{"choices":[{"index":0,"message":{"content":"a"}},{"index":1,"message":{"content":"b"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":10}}`,
 			[][]int32{nil, nil}, []int{0, 0}, []int{5, 5}, true, []string{"", "stop"}},
+		{"listed out of index order: index order", `{"choices":[{"index":1,"message":{"content":"b"},"finish_reason":"length","token_ids":[7]},{"index":0,"message":{"content":"a"},"finish_reason":"stop","token_ids":[5,6]}],"usage":{"prompt_tokens":9,"completion_tokens":3}}`,
+			[][]int32{{5, 6}, {7}}, []int{0, 0}, []int{2, 1}, false, []string{"stop", "length"}},
+		{"indexes not 0..n-1: as listed", `{"choices":[{"index":1,"message":{"content":"b"},"finish_reason":"length","token_ids":[7]},{"index":1,"message":{"content":"a"},"finish_reason":"stop","token_ids":[5,6]}],"usage":{"prompt_tokens":9,"completion_tokens":3}}`,
+			[][]int32{{7}, {5, 6}}, []int{0, 0}, []int{1, 2}, false, []string{"length", "stop"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, m, _ := newRecorded(t, answer{status: 200, body: tc.body})

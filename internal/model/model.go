@@ -266,7 +266,8 @@ func (m *Client) Encode(r Request) ([]byte, error) {
 }
 
 // Chat sends r, retrying retryable failures, and returns its answers as
-// the server gave them (Sample also makes up for servers that ignore n).
+// the server gave them, in index order (Sample also makes up for servers
+// that ignore n).
 // Every attempt has its own deadline; ctx bounds the whole call. A 400
 // saying the context length was exceeded is an error that Is
 // ErrContextOverflow and is not retried; other error answers come back as
@@ -308,10 +309,25 @@ type chatResponse struct {
 	} `json:"usage"`
 }
 
-// choices turns the answer into Choices; lat is the request's latency.
+// choices turns the answer into Choices, in the order of their index
+// field (the OpenAI contract; a server may list them in another order)
+// when the indexes are 0..n-1, else as listed; lat is the request's
+// latency.
 func (r *chatResponse) choices(lat time.Duration) []Choice {
+	order := make([]int, len(r.Choices))
+	seen := make([]bool, len(r.Choices))
+	for i, c := range r.Choices {
+		if c.Index < 0 || c.Index >= len(r.Choices) || seen[c.Index] {
+			for i := range order {
+				order[i] = i
+			}
+			break
+		}
+		seen[c.Index], order[c.Index] = true, i
+	}
 	out := make([]Choice, 0, len(r.Choices))
-	for _, c := range r.Choices {
+	for _, i := range order {
+		c := r.Choices[i]
 		ch := Choice{PromptTokens: r.Usage.PromptTokens, Latency: lat}
 		if c.Message.Content != nil {
 			ch.Content = *c.Message.Content

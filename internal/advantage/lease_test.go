@@ -10,24 +10,29 @@ import (
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/poll"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Leases of two processes (two states on one bucket): one holder at a
-// time; a lease given back is free at once; one marked done stays done
-// for everyone; one whose holder stopped renewing it is taken over once
-// its time has passed.
-func TestLeaseOneHolderAcrossProcesses(t *testing.T) {
+// statesOn starts a NATS server and returns a function that opens the
+// state of set "set1" on it as one more process would.
+func statesOn(ctx context.Context, t *testing.T) func() *state {
 	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	open := func() *state {
+	return func() *state {
 		st, err := openState(ctx, pipetest.Bus(t, srv.URL()), bus.DefaultTopology(), "set1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st
 	}
+}
+
+// Leases of two processes (two states on one bucket): one holder at a
+// time; a lease given back is free at once; one marked done stays done
+// for everyone; one whose holder stopped renewing it is taken over once
+// its time has passed.
+func TestLeaseOneHolderAcrossProcesses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := statesOn(ctx, t)
 	a, b := open(), open()
 	key := a.flushKey("run.task")
 
@@ -74,16 +79,9 @@ func TestLeaseOneHolderAcrossProcesses(t *testing.T) {
 // (its own --ack-wait, 700 ms here) blocks the next writer that long, not
 // a fixed minute, and the next writer holds it for its --ack-wait in turn.
 func TestManifestLeaseLastsAckWait(t *testing.T) {
-	srv := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	open := func() *state {
-		st, err := openState(ctx, pipetest.Bus(t, srv.URL()), bus.DefaultTopology(), "set1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	open := statesOn(ctx, t)
 	const ackWait = 700 * time.Millisecond
 	dead := &server{st: open(), cfg: Config{AckWait: ackWait}}
 	ld, err := dead.manifestLease(ctx)
@@ -118,11 +116,7 @@ func TestStateBucketReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := st.kv.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := s.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+	if r := natstest.Replicas(ctx, t, st.kv); r != 3 {
 		t.Fatalf("%s created with %d replicas, want 3", StateBucket, r)
 	}
 }

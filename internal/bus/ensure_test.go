@@ -78,22 +78,14 @@ func TestEnsureTopologyLeavesOperatorStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+	if r := natstest.Replicas(ctx, t, kv); r != 3 {
 		t.Fatalf("bucket created with %d replicas, want 3", r)
 	}
 	kv, err = b.EnsureKeyValue(ctx, bus.DefaultTopology(), kvc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err = kv.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+	if r := natstest.Replicas(ctx, t, kv); r != 3 {
 		t.Errorf("bucket after a default start: %d replicas, want 3 (left as configured)", r)
 	}
 }

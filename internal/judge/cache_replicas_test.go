@@ -8,7 +8,6 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/pipetest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The vote cache bucket is created with the topology's replicas
@@ -27,11 +26,7 @@ func TestVoteCacheReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := kv.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := s.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
+	if r := natstest.Replicas(ctx, t, kv); r != 3 {
 		t.Fatalf("%s created with %d replicas, want 3", VoteBucket, r)
 	}
 }

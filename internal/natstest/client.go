@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -21,4 +22,15 @@ func JetStream(t testing.TB, url string, opts ...nats.Option) jetstream.JetStrea
 		t.Fatalf("natstest: JetStream on %s: %v", url, err)
 	}
 	return js
+}
+
+// Replicas returns how many replicas the stream behind key-value bucket kv
+// has. A failure fails the test.
+func Replicas(ctx context.Context, t testing.TB, kv jetstream.KeyValue) int {
+	t.Helper()
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatalf("natstest: status of bucket %s: %v", kv.Bucket(), err)
+	}
+	return st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas
 }

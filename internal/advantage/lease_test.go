@@ -3,6 +3,8 @@ package advantage
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -88,7 +90,7 @@ func TestManifestLeaseLastsAckWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Until(ld.rec.Until); d <= 0 || d > ackWait {
+	if d := time.Until(ld.rec.Until); d > ackWait {
 		t.Fatalf("the lease is held for %v, want at most --ack-wait %v", d, ackWait)
 	}
 	next := &server{st: open(), cfg: Config{AckWait: ackWait}}
@@ -96,11 +98,86 @@ func TestManifestLeaseLastsAckWait(t *testing.T) {
 	if err != nil {
 		t.Fatalf("next writer: %v", err)
 	}
+	if time.Now().Before(ld.rec.Until) {
+		t.Fatalf("the next writer took the lease before the dead holder's time (%v)", ld.rec.Until)
+	}
 	if ln.rec.Owner != next.st.owner || !ln.rec.Until.After(ld.rec.Until) {
 		t.Fatalf("next writer got %+v after the dead holder's %+v", ln.rec, ld.rec)
 	}
 	if err := next.st.release(ctx, ln, false, 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A manifest writer that stalled past its lease between listing the
+// commits and writing them finds out when it renews the lease just before
+// the write: while another process holds it, or after another wrote a
+// manifest of more commits and gave it back, it does not write; a writer
+// whose lease is still its own, or whose listing is as long, writes.
+func TestStalledManifestWriterDoesNotWrite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := statesOn(ctx, t)
+	const ackWait = 300 * time.Millisecond
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := &server{st: open(), cfg: Config{AckWait: ackWait}, log: quiet}
+	b := &server{st: open(), cfg: Config{AckWait: time.Minute}, log: quiet}
+	for _, tc := range []struct {
+		name        string
+		other       func(t *testing.T) // what b does while a stalls
+		listed      int
+		held, write bool
+	}{
+		{"no stall", nil, 3, true, true},
+		{"another holds it", func(t *testing.T) {
+			if _, err := b.manifestLease(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, 3, false, false},
+		{"another wrote more and gave it back", func(t *testing.T) {
+			lb, err := b.manifestLease(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.st.release(ctx, lb, false, 5); err != nil {
+				t.Fatal(err)
+			}
+		}, 3, true, false},
+		{"another wrote as many and gave it back", func(t *testing.T) {
+			lb, err := b.manifestLease(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.st.release(ctx, lb, false, 5); err != nil {
+				t.Fatal(err)
+			}
+		}, 5, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := a.manifestLease(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.other != nil {
+				poll.Until(t, "a's lease to pass its time", 10*time.Second, func() bool { return time.Now().After(l.rec.Until) })
+				tc.other(t)
+			}
+			nl, held, write, err := a.renewManifestLease(ctx, l, tc.listed)
+			if err != nil || held != tc.held || write != tc.write {
+				t.Fatalf("renew: held %v, write %v, err %v; want held %v, write %v", held, write, err, tc.held, tc.write)
+			}
+			// Leave the lease free for the next case.
+			owner := a
+			if !held {
+				owner = b
+				if nl, err = b.st.acquire(ctx, b.st.manifestKey(), time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := owner.st.release(ctx, nl, false, 0); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

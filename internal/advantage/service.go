@@ -568,9 +568,9 @@ func (s *server) readArchive(ctx context.Context, key string) (*traj.Judged, err
 // manifestLease waits for the set's manifest lease (another process
 // writing the manifest holds it for a moment; a dead one until its time
 // passes) and takes it for --ack-wait: like a message, the manifest of a
-// process that died passes to another that long after. A writer that
-// stalls past its lease cannot shrink the manifest (writeManifest). The
-// wait is bounded by twice --ack-wait, and never by less than two minutes.
+// process that died passes to another that long after (a writer that
+// stalls past its lease: writeManifest). The wait is bounded by twice
+// --ack-wait, and never by less than two minutes.
 func (s *server) manifestLease(ctx context.Context) (lease, error) {
 	ttl := s.cfg.AckWait
 	ctx, cancel := context.WithTimeout(ctx, max(2*ttl, 2*time.Minute))
@@ -598,14 +598,16 @@ func (s *server) manifestLease(ctx context.Context) (lease, error) {
 // every process) and publishes it on CODA_MANIFEST. Several processes on
 // one set write it one at a time: each holds the set's manifest lease
 // while it lists the commit records and writes the file, so a later
-// writer lists at least what an earlier one did; and a writer whose
-// listing holds fewer commits than the manifest last written (a writer
-// that stalled past its lease) leaves that manifest as it is.
+// writer lists at least what an earlier one did. The lease is renewed
+// just before the write (renewManifestLease): a writer that stalled past
+// it while listing leaves the manifest to the process that took it over,
+// or to the newer manifest written meanwhile.
 func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	l, err := s.manifestLease(ctx)
 	if err != nil {
 		return nil, err
 	}
+	held := true
 	commits, err := s.st.committed(ctx)
 	if err != nil {
 		_ = s.st.release(ctx, l, false, 0)
@@ -613,11 +615,13 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	}
 	written := len(commits)
 	defer func() {
+		if !held {
+			return
+		}
 		if err := s.st.release(ctx, l, false, written); err != nil {
 			s.log.Warn("advantage: manifest lease not released; it expires", "err", err)
 		}
 	}()
-	newer := len(commits) < l.rec.Commits
 	var total Counts
 	var files []shard.File
 	for _, c := range commits {
@@ -635,9 +639,10 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	m.SetSources(total.Sources)
 	sel := s.sel.sel
 	m.Selection = &sel
-	if newer {
-		s.log.Warn("advantage: a newer manifest was written meanwhile; left as it is", "commits", len(commits), "manifest_commits", l.rec.Commits)
-		return m, nil
+	var write bool
+	l, held, write, err = s.renewManifestLease(ctx, l, len(commits))
+	if err != nil || !write {
+		return m, err
 	}
 	if err := shard.WriteManifest(ctx, s.cfg.Out, s.set, mf); err != nil {
 		return nil, err
@@ -653,6 +658,31 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	s.log.Info("advantage: manifest written", "runs", strings.Join(m.Runs, ","), "checkpoints", strings.Join(m.Checkpoints, ","), "rows", total.Rows, "files", len(m.Files), "trajectories", total.Trajectories,
 		"groups", total.Groups, "dropped_groups", total.Dropped, "manifest", s.cfg.Out.String()+"/"+s.set+"/manifest.json")
 	return m, nil
+}
+
+// renewManifestLease renews the held manifest lease l just before a
+// manifest listing listed commits is written, and says whether to write
+// it: not when another process took the lease over meanwhile (this one
+// stalled past it; held is then false, there is nothing to give back),
+// nor when a manifest written meanwhile listed more commits. Only a write
+// that itself stalls past the renewed lease can still put back an older
+// manifest, until the next manifest write of the set lists every commit
+// again.
+func (s *server) renewManifestLease(ctx context.Context, l lease, listed int) (_ lease, held, write bool, err error) {
+	nl, err := s.st.acquire(ctx, s.st.manifestKey(), s.cfg.AckWait)
+	var other *heldError
+	switch {
+	case errors.As(err, &other):
+		s.log.Warn("advantage: the manifest lease passed to another process while this one listed the commits; the manifest is left to it",
+			"commits", listed, "err", err)
+		return l, false, false, nil
+	case err != nil:
+		return l, true, false, fmt.Errorf("advantage: manifest lease: %w", err)
+	case listed < nl.rec.Commits:
+		s.log.Warn("advantage: a newer manifest was written meanwhile; left as it is", "commits", listed, "manifest_commits", nl.rec.Commits)
+		return nl, true, false, nil
+	}
+	return nl, true, true, nil
 }
 
 // selectionText is a selection in one line, for logs and summaries.

@@ -464,6 +464,9 @@ func (j *job) shards(set string) *Shards {
 	if dir == "" {
 		return sh
 	}
+	if !strings.Contains(out, "://") {
+		dir = out // a path is reported as given, as the SFT folder is
+	}
 	sh.Dir = filepath.Join(dir, set)
 	var m shard.Manifest
 	if err := readJSON(filepath.Join(sh.Dir, shard.ManifestName), &m); err != nil {

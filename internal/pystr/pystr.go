@@ -114,7 +114,8 @@ func Escape(b *strings.Builder, e rune, rest string) (int, error) {
 // inverse of Escape: \\, q, \n, \r and \t escaped, the other ASCII control
 // characters and DEL as \xHH. With ascii, each non-ASCII character is
 // written as \uXXXX or \UXXXXXXXX, so that the literal is pure ASCII;
-// without it, as itself, as Python's repr() keeps printable characters.
+// without it, every non-ASCII character as itself (where Python's repr()
+// would still escape the non-printable ones).
 // Each byte that is not valid UTF-8 stands for U+FFFD.
 func Quote(s string, q byte, ascii bool) string {
 	var b strings.Builder

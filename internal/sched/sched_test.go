@@ -56,6 +56,34 @@ func (r *failFirst) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory
 // simPool starts n simulated guests — those in hung with a snapshot
 // revert that never ends, so the pool quarantines them at start — and a
 // real vmpool.Pool over them.
+// dynamic is a dynamic scheduler of r on pool, with workers and
+// envRetries, one sample a job, logging nowhere.
+func dynamic(r Runner, pool *vmpool.Pool, workers, envRetries int) *Scheduler {
+	return &Scheduler{Runner: r, Pool: VMPool(pool), Workers: workers, EnvRetries: envRetries, Samples: 1, Mode: Dynamic,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// runFor runs s on jobs (nil: its Source's) within d; an error fails the
+// test, with why (what it means) when given.
+func runFor(t *testing.T, s *Scheduler, jobs []Job, d time.Duration, why string) []Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	results, err := s.Run(ctx, jobs)
+	switch {
+	case err != nil && why != "":
+		t.Fatalf("Run: %v (%s)", err, why)
+	case err != nil:
+		t.Fatalf("Run: %v", err)
+	}
+	return results
+}
+
+// finished reports whether res ended with a finished trajectory.
+func finished(res Result) bool {
+	return res.Err == nil && res.Trajectory != nil && res.Trajectory.Outcome.Kind == traj.OutcomeFinished
+}
+
 func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmpool.Pool {
 	t.Helper()
 	return simPoolWith(t, n, hung, nil, opts...)
@@ -122,16 +150,9 @@ func TestSchedulerRetryWithOneUsableVM(t *testing.T) {
 	task := &scienceboard.Task{ID: "A", Steps: 5}
 	jobs := []Job{{Task: task, Sample: 0}}
 	r := &failFirst{fail: map[benchKey]bool{{"A", 0}: true}, runs: map[benchKey][]string{}}
-	s := &Scheduler{Runner: r, Pool: VMPool(pool), Workers: 2, EnvRetries: 2, Samples: 1, Mode: Dynamic,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	results, err := s.Run(ctx, jobs)
-	if err != nil {
-		t.Fatalf("Run: %v (hung until the test's deadline)", err)
-	}
+	results := runFor(t, dynamic(r, pool, 2, 2), jobs, time.Minute, "hung until the test's deadline")
 	for _, res := range results {
-		if res.Err != nil || res.Trajectory == nil || res.Trajectory.Outcome.Kind != traj.OutcomeFinished {
+		if !finished(res) {
 			t.Errorf("%s/%d: %+v: want it finished", res.Job.Task.ID, res.Job.Sample, res)
 		}
 	}
@@ -189,16 +210,9 @@ func TestSchedulerUnusedVMKeepsItsFailures(t *testing.T) {
 				{Task: &scienceboard.Task{ID: "Y", Steps: 5}, Sample: 0},
 			}
 			r := &failOn{vm: "sim-0", took: 200 * time.Millisecond, runs: map[string]int{}}
-			s := &Scheduler{Runner: r, Pool: VMPool(pool), Workers: 2, EnvRetries: 5, Samples: 1, Mode: Dynamic,
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			results, err := s.Run(ctx, jobs)
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
+			results := runFor(t, dynamic(r, pool, 2, 5), jobs, time.Minute, "")
 			for _, res := range results {
-				if res.Err != nil || res.Trajectory == nil || res.Trajectory.Outcome.Kind != traj.OutcomeFinished {
+				if !finished(res) {
 					t.Errorf("%s/%d: %+v: want it finished on sim-1", res.Job.Task.ID, res.Job.Sample, res)
 				}
 			}
@@ -259,8 +273,7 @@ func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
 					fail[benchKey{id, 0}] = true
 				}
 				r := &failFirst{fail: fail, runs: map[benchKey][]string{}}
-				s := &Scheduler{Runner: r, Pool: VMPool(pool), Workers: 4, EnvRetries: 2, Samples: 1, Mode: Dynamic,
-					Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				s := dynamic(r, pool, 4, 2)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				start := time.Now()
@@ -273,11 +286,10 @@ func TestSchedulerRetriesWithFewUsableVMsNeverStall(t *testing.T) {
 					t.Fatalf("Run after %v: %v (stalled)", time.Since(start).Round(time.Millisecond), err)
 				}
 				for _, res := range results {
-					finished := res.Err == nil && res.Trajectory != nil && res.Trajectory.Outcome.Kind == traj.OutcomeFinished
 					switch {
-					case tc.quarantine == 0 && !finished && !errors.Is(res.Err, vmpool.ErrNoVMs):
+					case tc.quarantine == 0 && !finished(res) && !errors.Is(res.Err, vmpool.ErrNoVMs):
 						t.Errorf("%s/%d: %+v: want it finished, or failed for want of a VM", res.Job.Task.ID, res.Job.Sample, res)
-					case tc.quarantine > 0 && !finished:
+					case tc.quarantine > 0 && !finished(res):
 						t.Errorf("%s/%d: %+v: want it finished", res.Job.Task.ID, res.Job.Sample, res)
 					case tc.quarantine > 0 && len(res.VMs) != 2:
 						t.Errorf("%s/%d ran on %v: want the failed attempt and one retry", res.Job.Task.ID, res.Job.Sample, res.VMs)
@@ -303,14 +315,8 @@ func TestSchedulerEndsWhileAWorkerWaitsForAVM(t *testing.T) {
 	}
 
 	r := &failOn{vm: "sim-0", runs: map[string]int{}}
-	s := &Scheduler{Runner: r, Pool: VMPool(pool), Workers: 2, EnvRetries: 0, Samples: 1, Mode: Dynamic,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer rcancel()
-	results, err := s.Run(rctx, []Job{{Task: &scienceboard.Task{ID: "A", Steps: 5}, Sample: 0}})
-	if err != nil {
-		t.Fatalf("Run: %v (a worker kept waiting for a VM after the last job ended)", err)
-	}
+	results := runFor(t, dynamic(r, pool, 2, 0), []Job{{Task: &scienceboard.Task{ID: "A", Steps: 5}, Sample: 0}}, 30*time.Second,
+		"a worker kept waiting for a VM after the last job ended")
 	if res := results[0]; res.Trajectory == nil || !res.Trajectory.Outcome.IsEnvError() {
 		t.Errorf("A/0: %+v: want its env_error trajectory kept (no retries)", res)
 	}
@@ -364,15 +370,8 @@ func (r *blockUntilRetry) Run(ctx context.Context, ep agent.Episode) (*traj.Traj
 func TestSchedulerRetryAfterAModelErrorMayUseTheSameVM(t *testing.T) {
 	pool := simPool(t, 2, nil)
 	r := &blockUntilRetry{retried: make(chan struct{})}
-	s := &Scheduler{Runner: r, Pool: VMPool(pool), Workers: 2, EnvRetries: 1, Samples: 1, Mode: Dynamic,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	jobs := []Job{{Task: &scienceboard.Task{ID: "A", Steps: 10}}, {Task: &scienceboard.Task{ID: "B", Steps: 5}}}
-	results, err := s.Run(ctx, jobs)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	results := runFor(t, dynamic(r, pool, 2, 1), jobs, time.Minute, "")
 	if r.gaveUp {
 		t.Errorf("B's retry (on %v) waited for A's VM: an error outside the VM steered it away from its own", r.bOnVM)
 	}

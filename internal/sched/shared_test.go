@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -107,14 +105,9 @@ func TestSharedRunsEachJobOnceAndKeepsRetries(t *testing.T) {
 	jobs := sharedJobs(4)
 	src := newMemSource(jobs)
 	r := &failFirst{fail: map[benchKey]bool{{"T0", 0}: true}, runs: map[benchKey][]string{}}
-	s := &Scheduler{Runner: r, Pool: VMPool(pool), Workers: 2, EnvRetries: 2, Samples: 1, Mode: Dynamic, Source: src,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	results, err := s.Run(ctx, nil)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	s := dynamic(r, pool, 2, 2)
+	s.Source = src
+	results := runFor(t, s, nil, time.Minute, "")
 	if len(results) != len(jobs) {
 		t.Fatalf("%d results, want %d", len(results), len(jobs))
 	}
@@ -144,8 +137,8 @@ func TestSharedStopGivesJobsBack(t *testing.T) {
 	jobs := sharedJobs(5)
 	src := newMemSource(jobs)
 	r := &blockRunner{started: make(chan struct{}, 5)}
-	s := &Scheduler{Runner: r, Pool: VMPool(pool), Workers: 2, Samples: 1, Mode: Dynamic, Source: src,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := dynamic(r, pool, 2, 0)
+	s.Source = src
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { // owned: ends once two episodes run
 		<-r.started
@@ -172,8 +165,8 @@ func TestSharedPoolGaveOut(t *testing.T) {
 	pool := simPool(t, 2, map[int]bool{0: true, 1: true})
 	jobs := sharedJobs(3)
 	src := newMemSource(jobs)
-	s := &Scheduler{Runner: &failFirst{runs: map[benchKey][]string{}}, Pool: VMPool(pool), Workers: 2, Samples: 1, Mode: Dynamic, Source: src,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := dynamic(&failFirst{runs: map[benchKey][]string{}}, pool, 2, 0)
+	s.Source = src
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := s.Run(ctx, nil)
@@ -204,14 +197,9 @@ func TestSharedRetryOfTheLastJobGetsAVM(t *testing.T) {
 		}
 		return r.Run(ctx, ep)
 	})
-	s := &Scheduler{Runner: run, Pool: VMPool(pool), Workers: 2, EnvRetries: 2, Samples: 1, Mode: Dynamic, Source: src,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	results, err := s.Run(ctx, nil)
-	if err != nil {
-		t.Fatalf("Run: %v (the retry waited for a VM held by a worker waiting for the queue)", err)
-	}
+	s := dynamic(run, pool, 2, 2)
+	s.Source = src
+	results := runFor(t, s, nil, 20*time.Second, "the retry waited for a VM held by a worker waiting for the queue")
 	if len(results) != 1 || src.done[benchKey{"T0", 0}] != 1 {
 		t.Fatalf("%d results, T0 done %d times; want 1 and 1", len(results), src.done[benchKey{"T0", 0}])
 	}

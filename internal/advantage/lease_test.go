@@ -122,6 +122,15 @@ func TestStalledManifestWriterDoesNotWrite(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := &server{st: open(), cfg: Config{AckWait: ackWait}, log: quiet}
 	b := &server{st: open(), cfg: Config{AckWait: time.Minute}, log: quiet}
+	wroteFive := func(t *testing.T) { // b writes a manifest of 5 commits
+		lb, err := b.manifestLease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.st.release(ctx, lb, false, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name        string
 		other       func(t *testing.T) // what b does while a stalls
@@ -134,24 +143,8 @@ func TestStalledManifestWriterDoesNotWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, 3, false, false},
-		{"another wrote more and gave it back", func(t *testing.T) {
-			lb, err := b.manifestLease(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.st.release(ctx, lb, false, 5); err != nil {
-				t.Fatal(err)
-			}
-		}, 3, true, false},
-		{"another wrote as many and gave it back", func(t *testing.T) {
-			lb, err := b.manifestLease(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.st.release(ctx, lb, false, 5); err != nil {
-				t.Fatal(err)
-			}
-		}, 5, true, true},
+		{"another wrote more and gave it back", wroteFive, 3, true, false},
+		{"another wrote as many and gave it back", wroteFive, 5, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := a.manifestLease(ctx)

@@ -216,7 +216,7 @@ func Command() service.Command {
 			fs.String(&o.Since, "since", "CODAPIPE_ADVANTAGE_SINCE", "", "only episodes started at or after this time: RFC 3339 (2026-11-25T02:00:00Z) or a duration back from the set's start (36h); all: every judged trajectory the stream retains")
 			fs.Int(&o.Workers, "concurrency", "CODAPIPE_ADVANTAGE_CONCURRENCY", 64, "judged trajectories handled at once; a commit holds at most this many")
 			fs.String(&o.Durable, "durable", "CODAPIPE_ADVANTAGE_DURABLE", "", "consumer name shared by the processes (default advantage_<set>)")
-			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat; an outcome group's or the manifest's lease passes to another process this long after it was taken")
+			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat; an outcome group's or the manifest's lease passes to another process this long after it was taken or last renewed")
 			fs.Duration(&o.MaxDelay, "max-delay", "CODAPIPE_ADVANTAGE_MAX_DELAY", 10*time.Second, "rows wait at most this long for their shard to be committed")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")
 		},

@@ -86,9 +86,13 @@ func TestManifestLeaseLastsAckWait(t *testing.T) {
 	open := statesOn(ctx, t)
 	const ackWait = 700 * time.Millisecond
 	dead := &server{st: open(), cfg: Config{AckWait: ackWait}}
+	before := time.Now()
 	ld, err := dead.manifestLease(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ld.rec.Until.Before(before.Add(ackWait)) {
+		t.Fatalf("the lease is held until %v, want at least --ack-wait (%v) from when it was taken", ld.rec.Until, ackWait)
 	}
 	if d := time.Until(ld.rec.Until); d > ackWait {
 		t.Fatalf("the lease is held for %v, want at most --ack-wait %v", d, ackWait)

@@ -641,8 +641,11 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	m.Selection = &sel
 	var write bool
 	l, held, write, err = s.renewManifestLease(ctx, l, len(commits))
-	if err != nil || !write {
-		return m, err
+	if err != nil {
+		return nil, err
+	}
+	if !write {
+		return m, nil
 	}
 	if err := shard.WriteManifest(ctx, s.cfg.Out, s.set, mf); err != nil {
 		return nil, err

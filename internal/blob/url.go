@@ -39,6 +39,12 @@ func (l Location) String() string {
 	return ""
 }
 
+// IsPath reports whether ParseURL reads raw as a path (a local directory
+// named without a URL scheme) rather than as a URL.
+func IsPath(raw string) bool {
+	return !strings.Contains(raw, "://") && !strings.HasPrefix(raw, "file:")
+}
+
 // ParseURL parses a blob store location:
 //
 //	""                      the default directory (defaultDir; an error when it is empty too)
@@ -55,7 +61,7 @@ func ParseURL(raw, defaultDir string) (Location, error) {
 		}
 		raw = defaultDir
 	}
-	if !strings.Contains(raw, "://") && !strings.HasPrefix(raw, "file:") {
+	if IsPath(raw) {
 		return localLocation(raw, raw)
 	}
 	shown := redact.URL(raw) // for messages: never the credentials

@@ -266,8 +266,8 @@ func (m *Client) Encode(r Request) ([]byte, error) {
 }
 
 // Chat sends r, retrying retryable failures, and returns its answers as
-// the server gave them, in index order (Sample also makes up for servers
-// that ignore n).
+// the server gave them, in the order of their index field when it numbers
+// them 0..n-1 (Sample also makes up for servers that ignore n).
 // Every attempt has its own deadline; ctx bounds the whole call. A 400
 // saying the context length was exceeded is an error that Is
 // ErrContextOverflow and is not retried; other error answers come back as

@@ -464,7 +464,7 @@ func (j *job) shards(set string) *Shards {
 	if dir == "" {
 		return sh
 	}
-	if !strings.Contains(out, "://") {
+	if blob.IsPath(out) {
 		dir = out // a path is reported as given, as the SFT folder is
 	}
 	sh.Dir = filepath.Join(dir, set)

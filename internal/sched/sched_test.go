@@ -56,6 +56,11 @@ func (r *failFirst) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory
 // simPool starts n simulated guests — those in hung with a snapshot
 // revert that never ends, so the pool quarantines them at start — and a
 // real vmpool.Pool over them.
+func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmpool.Pool {
+	t.Helper()
+	return simPoolWith(t, n, hung, nil, opts...)
+}
+
 // dynamic is a dynamic scheduler of r on pool, with workers and
 // envRetries, one sample a job, logging nowhere.
 func dynamic(r Runner, pool *vmpool.Pool, workers, envRetries int) *Scheduler {
@@ -82,11 +87,6 @@ func runFor(t *testing.T, s *Scheduler, jobs []Job, d time.Duration, why string)
 // finished reports whether res ended with a finished trajectory.
 func finished(res Result) bool {
 	return res.Err == nil && res.Trajectory != nil && res.Trajectory.Outcome.Kind == traj.OutcomeFinished
-}
-
-func simPool(t *testing.T, n int, hung map[int]bool, opts ...vmpool.Option) *vmpool.Pool {
-	t.Helper()
-	return simPoolWith(t, n, hung, nil, opts...)
 }
 
 // simPoolWith is simPool with a change to the pool's configuration.

@@ -78,10 +78,17 @@ func copyTracked(dir string) error {
 		if name == "" {
 			continue
 		}
-		body, err := os.ReadFile(name)
+		fi, err := os.Lstat(name)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // deleted in the working tree
 		}
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			continue // links and submodules, which duplicates leaves out too
+		}
+		body, err := os.ReadFile(name)
 		if err != nil {
 			return err
 		}
@@ -104,6 +111,13 @@ func copyRevision(rev, dir string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	waited := false
+	defer func() { // after an early return: stop git and reap it
+		if !waited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -124,6 +138,7 @@ func copyRevision(rev, dir string) error {
 			return err
 		}
 	}
+	waited = true
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("git archive %s: %w", rev, err)
 	}

@@ -277,9 +277,24 @@ func TestAcceptSharedRunKillOnCluster(t *testing.T) {
 func testSharedRunKill(t *testing.T, w *sharedWorld, extra ...string) {
 	const run = "shared-kill"
 	a := startSharedHost(t, "a", w.url, w.dir, w.tasks, run, w.samples, 2, extra...)
+	// b joins once a has taken an episode: on a cluster just formed, setting
+	// up the streams can hold a host for seconds, in which b alone would
+	// run the whole queue and leave a nothing to be killed with.
+	deadline := time.Now().Add(time.Minute)
+	for len(a.episodeLogs(t, msgEpisodeTaken)) == 0 {
+		select {
+		case err := <-a.exited:
+			t.Fatalf("host a ended (%v) before it took an episode; its log:\n%s", err, tail(a.log, 40))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host a took no episode within a minute; its log:\n%s", tail(a.log, 40))
+		}
+		time.Sleep(poll.Interval)
+	}
 	b := startSharedHost(t, "b", w.url, w.dir, w.tasks, run, w.samples, 2, extra...)
 	// Kill a once it has finished an episode and holds others.
-	deadline := time.Now().Add(time.Minute)
+	deadline = time.Now().Add(time.Minute)
 	for {
 		done, taken := a.episodeLogs(t, msgEpisodeDone), a.episodeLogs(t, msgEpisodeTaken)
 		if len(done) >= 1 && len(taken) > len(done) {

@@ -102,7 +102,6 @@ type EmbeddedCluster struct {
 func StartEmbeddedCluster(t testing.TB, n int) *EmbeddedCluster {
 	t.Helper()
 	c := &EmbeddedCluster{}
-	t.Cleanup(c.Shutdown)
 	// Route ports are chosen up front so every server can list all the
 	// others (a clustered JetStream server opens its ports only once it
 	// can reach its peers).
@@ -115,7 +114,12 @@ func StartEmbeddedCluster(t testing.TB, n int) *EmbeddedCluster {
 		ports[i] = ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
 	}
-	for i := range n {
+	// The stores are made before the shutdown is registered: cleanups run
+	// last-registered first, so the servers stop before t.TempDir's folders
+	// are removed (removing them under a running server fails the test with
+	// "directory not empty").
+	opts := make([]server.Options, n)
+	for i := range opts {
 		o := options(t, fmt.Sprintf("natstest-%d", i))
 		o.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: ports[i]}
 		for j, p := range ports {
@@ -123,7 +127,11 @@ func StartEmbeddedCluster(t testing.TB, n int) *EmbeddedCluster {
 				o.Routes = append(o.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
 			}
 		}
-		srv, err := server.NewServer(&o)
+		opts[i] = o
+	}
+	t.Cleanup(c.Shutdown)
+	for i := range opts {
+		srv, err := server.NewServer(&opts[i])
 		if err != nil {
 			t.Fatalf("natstest: cluster server %d: %v", i, err)
 		}

@@ -66,6 +66,11 @@ ACCEPTANCE := ^TestAccept
 # with its longest packages (CI's test.json, 2026-11-26: rollout 142 s, judge 136 s, chaos 136 s,
 # advantage 93 s; the other seven 7-47 s), so that no long one runs alone at the end.
 ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantage
+# GORACE=atexit_sleep_ms=0: a binary built with -race sleeps 1 s before it exits (the race
+# runtime's default, to catch races of threads still running at exit), so each of the ~75 test
+# binaries of the race pass, and each child process its tests start, ended 1 s late: ~40 s of
+# the pass's wall time on 2 cores. Races are still reported as they happen; a GORACE of the
+# user's own still applies.
 # Two at a time (go test's default on 2 cores): with three, the acceptance pass took longer
 # (docs/performance.md, "make test").
 # The report lists skipped and failed tests with their output, the tests that
@@ -74,7 +79,7 @@ ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantag
 test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
 	@set -o pipefail; { { nice -n 19 $(MAKE) --no-print-directory fuzz-short; echo $$? > $(TOOLS)/fuzz-short.rc; } > $(TOOLS)/fuzz-short.log 2>&1 & \
-	  $(GO) test $(TRIM) -race -count=1 -json -skip '$(ACCEPTANCE)' $(PKGS); r=$$?; \
+	  GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test $(TRIM) -race -count=1 -json -skip '$(ACCEPTANCE)' $(PKGS); r=$$?; \
 	  acc=$$($(GO) list -f '{{.ImportPath}} {{.Dir}}' $(PKGS) | \
 	    while read -r p d; do if grep -qs '^func TestAccept' "$$d"/*_test.go; then echo "$$p"; fi; done); \
 	  first=$$(for f in $(ACCEPT_FIRST); do echo "$$acc" | grep -x ".*/$$f" || true; done); \

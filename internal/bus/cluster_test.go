@@ -151,15 +151,23 @@ func TestClusterPublishThroughLeaderKill(t *testing.T) {
 		defer mu.Unlock()
 		return len(got)
 	}
+	// alive fails the test at once when the publisher or the consumer
+	// has stopped: neither may end before the test stops it.
+	alive := func() {
+		t.Helper()
+		select {
+		case err := <-pubDone:
+			t.Fatalf("publisher stopped: %v", err)
+		case err := <-consDone:
+			t.Fatalf("consumer stopped: %v", err)
+		default:
+		}
+	}
 	waitMore := func(what string, more int64) {
 		t.Helper()
 		target := published.Load() + more
 		poll.Until(t, what, 40*time.Second, func() bool {
-			select {
-			case err := <-pubDone:
-				t.Fatalf("publisher stopped: %v", err)
-			default:
-			}
+			alive()
 			return published.Load() >= target
 		})
 	}
@@ -176,7 +184,7 @@ func TestClusterPublishThroughLeaderKill(t *testing.T) {
 		t.Fatalf("stream leader after the kill: %d (%v); killed %d", l, err, leader)
 	}
 	before := received()
-	poll.Until(t, "the consumer to receive after the kill", 40*time.Second, func() bool { return received() > before+50 })
+	poll.Until(t, "the consumer to receive after the kill", 40*time.Second, func() bool { alive(); return received() > before+50 })
 	cl.Restart(leader)
 	if err := cl.WaitReady(ctx); err != nil {
 		t.Fatal(err)

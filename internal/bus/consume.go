@@ -165,15 +165,22 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 		t := spec.StartTime.UTC()
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
 	}
-	cctx, cancel := context.WithTimeout(ctx, b.timeout)
-	if old, err := b.js.Consumer(cctx, spec.Stream, spec.Durable); err == nil {
-		// Where an existing consumer starts is fixed at its creation.
-		have := old.CachedInfo().Config
-		cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = have.DeliverPolicy, have.OptStartTime, have.OptStartSeq
-		cfg.Metadata = have.Metadata // the server's own keys, and what the runner recorded (checkMissing)
-	}
-	cons, err := b.js.CreateOrUpdateConsumer(cctx, spec.Stream, cfg)
-	cancel()
+	// Retried through transient errors, as creating the streams is: a
+	// consumer created while the stream's leader is being elected (a node
+	// killed, a cluster just formed) times out, and a service would end
+	// at its start.
+	cons, err := retryFor(ctx, b, "ensure", func(ctx context.Context) (jetstream.Consumer, error) {
+		cctx, cancel := context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+		c := cfg // each attempt from the configuration asked for
+		if old, err := b.js.Consumer(cctx, spec.Stream, spec.Durable); err == nil {
+			// Where an existing consumer starts is fixed at its creation.
+			have := old.CachedInfo().Config
+			c.DeliverPolicy, c.OptStartTime, c.OptStartSeq = have.DeliverPolicy, have.OptStartTime, have.OptStartSeq
+			c.Metadata = have.Metadata // the server's own keys, and what the runner recorded (checkMissing)
+		}
+		return b.js.CreateOrUpdateConsumer(cctx, spec.Stream, c)
+	}, "consumer", spec.Durable)
 	if err != nil {
 		return Stats{}, fmt.Errorf("bus: consumer %s on %s: %w", spec.Durable, spec.Stream, err)
 	}

@@ -39,7 +39,14 @@ func TestEvery(t *testing.T) {
 		calls.Add(1)
 		end()
 	})
-	time.Sleep(20 * time.Millisecond)
+	// Wait for the first call's cancel rather than for a guessed time: on a
+	// loaded machine the ticker's goroutine may not have run within 20 ms,
+	// and stop would end the loop before its first call.
+	select {
+	case <-lctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no call within 10s at an interval of 1 ms")
+	}
 	stop()
 	if calls.Load() != 1 {
 		t.Fatalf("%d calls, want 1: the first cancelled the loop's context", calls.Load())

@@ -29,7 +29,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		duplicates:    f.CounterVec("codapipe_bus_duplicates_total", "Publishes that JetStream de-duplicated by message id.", "stream"),
 		claimed:       f.CounterVec("codapipe_bus_claim_checks_total", "Publishes whose body went to the claim store.", "stream"),
 		publishErrors: f.Counter("codapipe_bus_publish_errors_total", "Publishes that failed (after their retries)."),
-		retries:       f.CounterVec("codapipe_bus_retries_total", "Requests repeated after a transient error (leader election, timeout, reconnect), by operation: publish, dead_letter, ack, ensure (creating streams and buckets).", "op"),
+		retries:       f.CounterVec("codapipe_bus_retries_total", "Requests repeated after a transient error (leader election, timeout, reconnect), by operation: publish, dead_letter, ack, ensure (creating streams, buckets and consumers).", "op"),
 		handled:       f.CounterVec("codapipe_bus_handled_total", "Messages handled, by consumer and result (ack, retry, reject).", "consumer", "result"),
 		dead:          f.CounterVec("codapipe_bus_dead_letters_total", "Messages moved to the dead-letter subject.", "consumer"),
 		missing:       f.GaugeVec("codapipe_bus_stream_missing_messages", "Sequences of a stream that it no longer holds (store damage or removed by hand) and that the consumer never handled, as it found them last.", "stream", "consumer"),

@@ -8,16 +8,19 @@
 package natstest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -101,30 +104,49 @@ type EmbeddedCluster struct {
 // binary; StartCluster runs separate processes that can be killed.
 func StartEmbeddedCluster(t testing.TB, n int) *EmbeddedCluster {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, err := launchEmbedded(t, n)
+		if err == nil {
+			return c
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatalf("natstest: start a %d-server embedded cluster: %v", n, err)
+		}
+	}
+}
+
+// launchEmbedded is one attempt of StartEmbeddedCluster. It returns
+// errPortTaken when a route port chosen up front was taken by another
+// process before its server listened on it, so that StartEmbeddedCluster
+// can try again with fresh ports.
+func launchEmbedded(t testing.TB, n int) (*EmbeddedCluster, error) {
+	t.Helper()
 	c := &EmbeddedCluster{}
 	// Route ports are chosen up front so every server can list all the
 	// others (a clustered JetStream server opens its ports only once it
 	// can reach its peers).
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("natstest: pick a route port: %v", err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+	addrs, err := servertest.FreeAddrs(n)
+	if err != nil {
+		return nil, fmt.Errorf("pick the route ports: %w", err)
 	}
 	// The stores are made before the shutdown is registered: cleanups run
 	// last-registered first, so the servers stop before t.TempDir's folders
 	// are removed (removing them under a running server fails the test with
-	// "directory not empty").
+	// "directory not empty"). Each attempt registers its own.
 	opts := make([]server.Options, n)
 	for i := range opts {
 		o := options(t, fmt.Sprintf("natstest-%d", i))
-		o.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1", Port: ports[i]}
-		for j, p := range ports {
+		_, port, err := net.SplitHostPort(addrs[i])
+		if err != nil {
+			return nil, err
+		}
+		o.Cluster = server.ClusterOpts{Name: "natstest", Host: "127.0.0.1"}
+		if o.Cluster.Port, err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("route address %s: %w", addrs[i], err)
+		}
+		for j, a := range addrs {
 			if j != i {
-				o.Routes = append(o.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+				o.Routes = append(o.Routes, &url.URL{Scheme: "nats-route", Host: a})
 			}
 		}
 		opts[i] = o
@@ -133,14 +155,18 @@ func StartEmbeddedCluster(t testing.TB, n int) *EmbeddedCluster {
 	for i := range opts {
 		srv, err := server.NewServer(&opts[i])
 		if err != nil {
-			t.Fatalf("natstest: cluster server %d: %v", i, err)
+			return nil, fmt.Errorf("server %d: %w", i, err)
 		}
 		go srv.Start() // owned by c: Shutdown stops it
 		c.servers = append(c.servers, srv)
 	}
 	for i, srv := range c.servers {
 		if !srv.ReadyForConnections(30 * time.Second) {
-			t.Fatalf("natstest: cluster server %d not ready within 30s", i)
+			if srv.ClusterAddr() == nil { // its route listener failed: the port was taken
+				c.Shutdown()
+				return nil, fmt.Errorf("%w: server %d: no route listener on %s", errPortTaken, i, addrs[i])
+			}
+			return nil, fmt.Errorf("server %d not ready within 30s", i)
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -154,10 +180,10 @@ func StartEmbeddedCluster(t testing.TB, n int) *EmbeddedCluster {
 			ready = ready && s.JetStreamIsCurrent() && s.NumRoutes() >= n-1
 		}
 		if leader && ready {
-			return c
+			return c, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("natstest: the %d-server cluster elected no JetStream leader within 30s", n)
+			return nil, fmt.Errorf("the %d-server cluster elected no JetStream leader within 30s", n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -25,8 +25,27 @@ type Lease struct {
 	spec     VMSpec
 	guest    *guest.Client
 	ep       Endpoint
-	at       time.Time // guarded by p.mu
-	released bool      // guarded by p.mu
+	at       time.Time     // guarded by p.mu
+	released bool          // guarded by p.mu
+	lost     chan struct{} // closed when the VM's lock is lost during the lease
+	isLost   bool          // guarded by p.mu
+}
+
+// Lost is closed when the pool loses the VM's machine lock during the
+// lease (a Locker whose locks can be lost, see LossNotifier): another
+// pool may drive the VM now, so what the caller does on it from then on,
+// and maybe a little before, cannot be trusted. The caller should stop,
+// discard the episode and End the lease (any verdict: the pool neither
+// resets the VM nor counts a fault; it takes the lock again once it is
+// free).
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// loseLocked closes Lost, once.
+func (l *Lease) loseLocked() {
+	if !l.isLost {
+		l.isLost = true
+		close(l.lost)
+	}
 }
 
 // ID is the VM's id; record it with the trajectory.
@@ -114,7 +133,7 @@ func (p *Pool) acceptsLocked(w *waiter, v *vm) bool {
 
 func (p *Pool) leaseLocked(v *vm) *Lease {
 	v.state = StateLeased
-	l := &Lease{p: p, v: v, spec: v.spec, guest: v.guest, ep: v.ep, at: time.Now()}
+	l := &Lease{p: p, v: v, spec: v.spec, guest: v.guest, ep: v.ep, at: time.Now(), lost: make(chan struct{})}
 	v.lease = l
 	return l
 }
@@ -188,9 +207,14 @@ func (p *Pool) Lease(ctx context.Context, opts ...LeaseOption) (*Lease, error) {
 		p.mu.Lock()
 		v := r.lease.v
 		v.lease = nil
-		v.state = StateReady // nobody holds it, closed pool or not
-		if !p.closed {
-			p.dispatchLocked(v)
+		switch {
+		case v.lockLost && !p.closed:
+			p.relockLocked(v)
+		default:
+			v.state = StateReady // nobody holds it, closed pool or not
+			if !p.closed {
+				p.dispatchLocked(v)
+			}
 		}
 		p.mu.Unlock()
 	}
@@ -283,6 +307,16 @@ func (l *Lease) End(v Verdict) error {
 	vm, held, err := p.endLeaseLocked(l)
 	if err != nil {
 		return err
+	}
+	if vm.lockLost {
+		// Not ours any more: no reset, no verdict; the lock is retried.
+		p.st.Busy += held
+		p.st.Releases++
+		p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReleased, Healthy: v.fault == nil, Duration: held, Err: v.fault})
+		if !p.closed {
+			p.relockLocked(vm)
+		}
+		return nil
 	}
 	if v.unused {
 		// held is not Busy: the VM did no work.

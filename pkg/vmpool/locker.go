@@ -24,6 +24,16 @@ type Lock interface {
 	Unlock() error
 }
 
+// LossNotifier is implemented by a Lock that can be lost while it is held:
+// a lease with a TTL that expired because its renewals failed, so that
+// another pool may have taken the VM. Lost's channel is closed then. The
+// pool watches it: it stops driving the VM at once (no reset, no
+// Backend.Stop at Close), closes Lease.Lost of a lease out on the VM, and
+// tries to take the lock again like that of a VM another process holds.
+type LossNotifier interface {
+	Lost() <-chan struct{}
+}
+
 // WithLocker sets the Locker of the pool's machine locks (default: lock
 // files in Config.LockDir).
 func WithLocker(l Locker) Option { return func(o *options) { o.locker = l } }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -110,6 +111,7 @@ const (
 	EventReturned    EventKind = "returned"    // ended Unused: ready again without a reset (Duration: how long it was leased)
 	EventFailed      EventKind = "failed"      // a start, reset or health check failed (Err)
 	EventQuarantined EventKind = "quarantined" // taken out of rotation (Err)
+	EventLockLost    EventKind = "lock-lost"   // the VM's lock was lost (LossNotifier): the pool lets the VM go (Err)
 	EventStopped     EventKind = "stopped"     // Backend.Stop returned during Close (Err, if it failed)
 )
 
@@ -142,6 +144,7 @@ type Stats struct {
 	ResetFailures     int64 // Backend.Reset calls that failed (or their health check did)
 	HealthChecks      int64 // health checks after starts and resets and of idle VMs
 	HealthFailures    int64 // health checks of idle VMs that failed
+	LocksLost         int64 // VM locks lost while held (LossNotifier)
 	// Failures is UnhealthyReleases + StartFailures + ResetFailures +
 	// HealthFailures.
 	Failures int64
@@ -241,14 +244,20 @@ type Pool struct {
 	closed      bool
 	quarantined int
 	st          Stats // counters only; states are counted on demand
+	lockLoop    bool  // lockLoop is running
 	closeOnce   sync.Once
 	closeErr    error
 }
 
 // vm is the pool's record of one VM; guarded by Pool.mu except where noted.
 type vm struct {
-	spec       VMSpec
-	lock       Lock
+	spec     VMSpec
+	lock     Lock
+	lockLost bool // lock lost while leased, starting, resetting or checking: its owner lets it go
+	// ctx lives as long as the pool holds lock: the VM's starts, resets
+	// and health checks run under it, and losing the lock cancels it.
+	ctx        context.Context
+	cancel     context.CancelFunc
 	state      State
 	started    bool // Backend.Start was called: Stop it on Close
 	ep         Endpoint
@@ -359,7 +368,7 @@ func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (
 		}
 	}
 	if lockErr == nil && elsewhere > 0 {
-		p.goLocked(p.lockLoop)
+		p.startLockLoopLocked()
 	}
 	if lockErr == nil && cfg.IdleCheck > 0 {
 		p.goLocked(p.checkLoop)
@@ -422,11 +431,81 @@ func (p *Pool) applyLockLocked(v *vm, l Lock, holder string, err error) (bool, e
 	}
 	v.lock = l
 	v.lastErr = nil
+	v.ctx, v.cancel = context.WithCancel(p.ctx)
+	if ln, ok := l.(LossNotifier); ok {
+		lost, held := ln.Lost(), v.ctx
+		p.goLocked(func() {
+			select {
+			case <-lost:
+				p.mu.Lock()
+				p.loseLockLocked(v, l)
+				p.mu.Unlock()
+			case <-held.Done(): // Close, or the lock was let go
+			}
+		})
+	}
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventLocked})
 	v.state = StateStarting
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventStarting})
 	p.goLocked(func() { p.bringUp(v, "start") })
 	return true, nil
+}
+
+// loseLockLocked lets v go after its lock l was lost: another pool may
+// drive it now. Its start, reset or health check under way is cancelled,
+// and it is not stopped at Close. A ready VM leaves the idle queue; a
+// leased one waits for its lease's End (Lease.Lost tells the caller), a
+// starting, resetting or checking one for the goroutine that owns it; then
+// relockLocked. A quarantined VM stays quarantined.
+func (p *Pool) loseLockLocked(v *vm, l Lock) {
+	if p.closed || v.lock != l || v.lockLost {
+		return
+	}
+	err := errors.New("the VM's machine lock was lost; another process may drive the VM now")
+	p.st.LocksLost++
+	v.started = false // not ours to stop any more
+	v.cancel()
+	p.log.Error("vmpool: VM lock lost; the pool lets the VM go and will take it again once it is free",
+		"vm", v.spec.ID, "key", v.spec.Key, "state", v.state)
+	p.emitLocked(Event{VM: v.spec.ID, Kind: EventLockLost, Err: err})
+	switch v.state {
+	case StateReady:
+		p.idle = slices.DeleteFunc(p.idle, func(o *vm) bool { return o == v })
+		p.relockLocked(v)
+	case StateQuarantined:
+		_ = l.Unlock()
+		v.lock = nil
+	case StateLeased:
+		v.lockLost = true
+		if v.lease != nil {
+			v.lease.loseLocked()
+		}
+	default: // starting, resetting, checking
+		v.lockLost = true
+	}
+}
+
+// relockLocked hands v, whose lock was lost and which nobody holds now, to
+// the lock retries, like a VM another process holds.
+func (p *Pool) relockLocked(v *vm) {
+	v.lockLost = false
+	v.started = false
+	if v.lock != nil {
+		_ = v.lock.Unlock() // lost: nothing to release, but the Locker may keep state
+		v.lock = nil
+	}
+	v.state = StateLockedElsewhere
+	v.lastErr = nil // the next try logs who holds it
+	p.startLockLoopLocked()
+	p.matchLocked() // a waiter that avoided the idle VMs may now take one
+}
+
+// startLockLoopLocked starts lockLoop unless it runs.
+func (p *Pool) startLockLoopLocked() {
+	if !p.lockLoop {
+		p.lockLoop = true
+		p.goLocked(p.retryLocks)
+	}
 }
 
 // goLocked runs f in a goroutine the pool owns. Called with p.mu held and
@@ -465,10 +544,10 @@ func (p *Pool) tickLocked(t *time.Ticker) bool {
 	return true
 }
 
-// lockLoop retries the locks of VMs that other processes hold. The
+// retryLocks retries the locks of VMs that other processes hold. The
 // Locker is asked without the pool's mutex (a Locker over the network may
 // take a while), and the locks it gives are applied under it.
-func (p *Pool) lockLoop() {
+func (p *Pool) retryLocks() {
 	t := time.NewTicker(p.cfg.LockRetry)
 	defer t.Stop()
 	for p.tickLocked(t) {
@@ -506,11 +585,12 @@ func (p *Pool) lockLoop() {
 				left++
 			}
 		}
-		closed := p.closed
-		p.mu.Unlock()
-		if left == 0 || closed {
+		if left == 0 || p.closed {
+			p.lockLoop = false
+			p.mu.Unlock()
 			return
 		}
+		p.mu.Unlock()
 	}
 }
 
@@ -547,6 +627,10 @@ func (p *Pool) idleCheck(v *vm) {
 	if p.closed {
 		return
 	}
+	if v.lockLost {
+		p.relockLocked(v)
+		return
+	}
 	if err == nil {
 		v.failures = 0 // an idle VM that answers has recovered from any earlier trouble
 		p.readyLocked(v, time.Since(start))
@@ -566,9 +650,9 @@ func (p *Pool) idleCheck(v *vm) {
 func (p *Pool) health(v *vm, op string) error {
 	p.mu.Lock()
 	p.st.HealthChecks++
-	g := v.guest
+	g, vctx := v.guest, v.ctx
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.Timeouts.Health)
+	ctx, cancel := context.WithTimeout(vctx, p.cfg.Timeouts.Health)
 	defer cancel()
 	err := p.backend.Health(ctx, v.spec, g)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) {
@@ -592,6 +676,11 @@ func (p *Pool) bringUp(v *vm, op string) {
 			p.mu.Unlock()
 			return // Close cancelled the operation: not the VM's fault
 		}
+		if v.lockLost {
+			p.relockLocked(v)
+			p.mu.Unlock()
+			return
+		}
 		if err == nil {
 			p.readyLocked(v, time.Since(begin))
 			p.mu.Unlock()
@@ -606,14 +695,25 @@ func (p *Pool) bringUp(v *vm, op string) {
 			p.mu.Unlock()
 			return
 		}
+		vctx := v.ctx
 		p.mu.Unlock()
 		t := time.NewTimer(p.cfg.RetryWait)
 		select {
-		case <-p.ctx.Done():
-			t.Stop()
-			return
+		case <-vctx.Done(): // Close, or the lock was lost
 		case <-t.C:
 		}
+		t.Stop()
+		p.mu.Lock()
+		if p.closed || p.ctx.Err() != nil {
+			p.mu.Unlock()
+			return
+		}
+		if v.lockLost {
+			p.relockLocked(v)
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
 	}
 }
 
@@ -621,6 +721,10 @@ func (p *Pool) bringUp(v *vm, op string) {
 func (p *Pool) bringUpOnce(v *vm, op string) error {
 	timeout := p.cfg.Timeouts.Reset
 	p.mu.Lock()
+	if v.lockLost {
+		p.mu.Unlock()
+		return &VMError{VM: v.spec.ID, Op: op, Err: errors.New("the VM's lock was lost")}
+	}
 	if op == "start" {
 		timeout = p.cfg.Timeouts.Start
 		p.st.Starts++
@@ -629,9 +733,10 @@ func (p *Pool) bringUpOnce(v *vm, op string) error {
 		p.st.Resets++
 		v.resets++
 	}
+	vctx := v.ctx
 	p.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(p.ctx, timeout)
+	ctx, cancel := context.WithTimeout(vctx, timeout)
 	defer cancel()
 	var ep Endpoint
 	var err error

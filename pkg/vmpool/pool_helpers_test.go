@@ -140,3 +140,76 @@ func readLine(t *testing.T, r io.Reader) string {
 	}
 	return ""
 }
+
+// losableLocker is a Locker whose locks the test can take away, as a
+// key-value lock with a TTL is lost when its holder cannot renew it: lose
+// closes the lock's Lost channel and hands the key to "another host"
+// until free.
+type losableLocker struct {
+	mu    sync.Mutex
+	held  map[string]*losableLock
+	other map[string]bool // keys another holder has
+	takes map[string]int
+}
+
+type losableLock struct {
+	l    *losableLocker
+	key  string
+	lost chan struct{}
+	once sync.Once
+}
+
+func newLosableLocker() *losableLocker {
+	return &losableLocker{held: map[string]*losableLock{}, other: map[string]bool{}, takes: map[string]int{}}
+}
+
+func (f *losableLocker) TryLock(key, note string) (vmpool.Lock, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.other[key] {
+		return nil, "another host", nil
+	}
+	if f.held[key] != nil {
+		return nil, "this host", nil
+	}
+	l := &losableLock{l: f, key: key, lost: make(chan struct{})}
+	f.held[key] = l
+	f.takes[key]++
+	return l, "", nil
+}
+
+func (l *losableLock) Unlock() error {
+	l.l.mu.Lock()
+	defer l.l.mu.Unlock()
+	if l.l.held[l.key] == l {
+		delete(l.l.held, l.key)
+	}
+	return nil
+}
+
+func (l *losableLock) Lost() <-chan struct{} { return l.lost }
+
+// lose takes key's lock away from its holder and gives it to another.
+func (f *losableLocker) lose(key string) {
+	f.mu.Lock()
+	l := f.held[key]
+	delete(f.held, key)
+	f.other[key] = true
+	f.mu.Unlock()
+	if l != nil {
+		l.once.Do(func() { close(l.lost) })
+	}
+}
+
+// free lets the other holder go.
+func (f *losableLocker) free(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.other, key)
+}
+
+func (f *losableLocker) taken(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.takes[key]
+}

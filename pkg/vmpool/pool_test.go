@@ -926,3 +926,190 @@ func TestPoolWithEventsAddUp(t *testing.T) {
 		t.Errorf("first log:\n%s\nsecond log:\n%s", &first, &second)
 	}
 }
+
+// A VM whose lock is lost is let go whatever it is doing: it leaves the
+// idle queue, its lease's Lost closes and its End neither resets it nor
+// counts a fault, its reset under way is cancelled, a quarantined VM stays
+// quarantined; it is not stopped at Close (another pool drives it), and
+// the pool takes it again once it is free.
+func TestPoolLockLost(t *testing.T) {
+	resetStarted := make(chan struct{}, 1)
+	cases := []struct {
+		name string
+		// prepare brings vm-0 to the state in which its lock is lost; it
+		// returns the lease out on it, if any.
+		prepare func(t *testing.T, p *pooltest.Pool, b *testBackend) *vmpool.Lease
+		// after checks the pool right after the loss.
+		after func(t *testing.T, p *pooltest.Pool, b *testBackend, l *vmpool.Lease)
+		// quarantined: the VM stays quarantined (not retaken).
+		quarantined bool
+	}{
+		{
+			name: "ready",
+			prepare: func(t *testing.T, p *pooltest.Pool, b *testBackend) *vmpool.Lease {
+				p.Events.WaitCount(t, vmpool.EventReady, "vm-0", 1)
+				return nil
+			},
+		},
+		{
+			name: "leased",
+			prepare: func(t *testing.T, p *pooltest.Pool, b *testBackend) *vmpool.Lease {
+				return p.MustLease(t)
+			},
+			after: func(t *testing.T, p *pooltest.Pool, b *testBackend, l *vmpool.Lease) {
+				select {
+				case <-l.Lost():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the lease's Lost did not close")
+				}
+				if st := p.Stats(); st.Leased != 1 {
+					t.Fatalf("stats %+v: want the VM leased until End", st)
+				}
+				if err := l.End(vmpool.Fault(errors.New("the caller saw the VM misbehave"))); err != nil {
+					t.Fatal(err)
+				}
+				if n := b.count("reset", "vm-0"); n != 0 {
+					t.Errorf("%d resets after End of the lost lease; want none: the VM is not ours", n)
+				}
+				if st := p.Stats(); st.UnhealthyReleases != 0 || st.Failures != 0 {
+					t.Errorf("stats %+v: want no fault counted for a VM the pool let go", st)
+				}
+			},
+		},
+		{
+			name: "resetting",
+			prepare: func(t *testing.T, p *pooltest.Pool, b *testBackend) *vmpool.Lease {
+				b.onReset = func(ctx context.Context, id string) error {
+					resetStarted <- struct{}{}
+					return hang(ctx) // only the loss ends it
+				}
+				l := p.MustLease(t)
+				if err := l.End(vmpool.Healthy); err != nil {
+					t.Fatal(err)
+				}
+				<-resetStarted
+				return nil
+			},
+			after: func(t *testing.T, p *pooltest.Pool, b *testBackend, l *vmpool.Lease) {
+				if n := p.Events.Count(vmpool.EventFailed, "vm-0"); n != 0 {
+					t.Errorf("%d failed events: the cancelled reset is not the VM's failure", n)
+				}
+			},
+		},
+		{
+			name: "quarantined",
+			prepare: func(t *testing.T, p *pooltest.Pool, b *testBackend) *vmpool.Lease {
+				if err := p.MustLease(t).End(vmpool.Fault(errors.New("broken"))); err != nil {
+					t.Fatal(err)
+				}
+				p.WantQuarantine(t, "vm-0", "")
+				return nil
+			},
+			quarantined: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestBackend(1, t.Name()+":")
+			key := b.specs[0].Key
+			locks := newLosableLocker()
+			cfg := pooltest.Config(t)
+			cfg.QuarantineAfter = 1
+			cfg.Timeouts.Reset = time.Minute // the hung reset ends by the loss alone
+			p := pooltest.NewPool(t, cfg, b, vmpool.WithLocker(locks))
+			l := tc.prepare(t, p, b)
+
+			locks.lose(key)
+			p.Events.WaitCount(t, vmpool.EventLockLost, "vm-0", 1)
+			if tc.after != nil {
+				tc.after(t, p, b, l)
+			}
+			// The reset's goroutine lets the VM go once its cancelled
+			// reset returns.
+			poll.Until(t, "the VM let go", 10*time.Second, func() bool {
+				st := p.Stats()
+				return st.Quarantined+st.LockedElsewhere == 1
+			})
+			st := p.Stats()
+			switch {
+			case st.LocksLost != 1:
+				t.Fatalf("stats %+v: want 1 lock lost", st)
+			case tc.quarantined && st.Quarantined != 1:
+				t.Fatalf("stats %+v: want the VM still quarantined", st)
+			case !tc.quarantined && st.LockedElsewhere != 1:
+				t.Fatalf("stats %+v: want the VM locked elsewhere", st)
+			}
+			if !tc.quarantined {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				_, err := p.Lease(ctx)
+				cancel()
+				if err == nil {
+					t.Fatal("leased a VM whose lock another holder has")
+				}
+			}
+			resets := b.count("reset", "vm-0")
+
+			if !tc.quarantined {
+				// The other holder lets go: the pool takes the VM again,
+				// starts it and leases it.
+				b.onReset = nil
+				locks.free(key)
+				p.Events.WaitCount(t, vmpool.EventLocked, "vm-0", 2)
+				l := p.MustLease(t)
+				if n := b.count("start", "vm-0"); n != 2 {
+					t.Errorf("%d starts; want 2: the first and the one after the lock was taken again", n)
+				}
+				if err := l.End(vmpool.Unused); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if n := b.count("stop", "vm-0"); n != 1 {
+					t.Errorf("%d stops of the VM taken again; want 1", n)
+				}
+				return
+			}
+			if err := p.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := b.count("stop", "vm-0"); n != 0 {
+				t.Errorf("Close stopped a VM whose lock was lost (%d stops); another pool may drive it", n)
+			}
+			if n := b.count("reset", "vm-0"); n != resets {
+				t.Errorf("resets %d → %d after the lock was lost", resets, n)
+			}
+			if n := locks.taken(key); n != 1 {
+				t.Errorf("lock taken %d times; want 1: a quarantined VM is not taken again", n)
+			}
+		})
+	}
+}
+
+// A VM lost while another pool holds its lock is not stopped at Close.
+func TestPoolLockLostNotStopped(t *testing.T) {
+	b := newTestBackend(2, t.Name()+":")
+	locks := newLosableLocker()
+	p := pooltest.NewPool(t, pooltest.Config(t), b, vmpool.WithLocker(locks))
+	p.Events.WaitCount(t, vmpool.EventReady, "", 2)
+	l := p.MustLease(t)
+	locks.lose(b.specs[0].Key)
+	locks.lose(b.specs[1].Key)
+	p.Events.WaitCount(t, vmpool.EventLockLost, "", 2)
+	select {
+	case <-l.Lost():
+	default:
+		t.Fatal("Lost not closed after the lock-lost event")
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.End(vmpool.Healthy); err != nil {
+		t.Fatalf("End after Close: %v", err)
+	}
+	for _, s := range b.specs {
+		if n := b.count("stop", s.ID); n != 0 {
+			t.Errorf("%s stopped %d times; want 0", s.ID, n)
+		}
+	}
+}

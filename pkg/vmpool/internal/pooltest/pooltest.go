@@ -124,15 +124,16 @@ type Pool struct {
 	Log    *syncio.Buffer // the pool's and its backend's log, at debug level
 }
 
-// NewPool makes a pool under cfg over b and closes it when the test ends.
-func NewPool(t testing.TB, cfg vmpool.Config, b vmpool.Backend) *Pool {
+// NewPool makes a pool under cfg over b, with opts, and closes it when
+// the test ends.
+func NewPool(t testing.TB, cfg vmpool.Config, b vmpool.Backend, opts ...vmpool.Option) *Pool {
 	t.Helper()
-	return NewLoggedPool(t, cfg, func(*slog.Logger) (vmpool.Backend, error) { return b, nil })
+	return NewLoggedPool(t, cfg, func(*slog.Logger) (vmpool.Backend, error) { return b, nil }, opts...)
 }
 
 // NewLoggedPool is NewPool over the backend that newBackend makes with the
 // pool's logger, so that the test sees what the backend logs too.
-func NewLoggedPool(t testing.TB, cfg vmpool.Config, newBackend func(*slog.Logger) (vmpool.Backend, error)) *Pool {
+func NewLoggedPool(t testing.TB, cfg vmpool.Config, newBackend func(*slog.Logger) (vmpool.Backend, error), opts ...vmpool.Option) *Pool {
 	t.Helper()
 	tp := &Pool{Events: &EventLog{}, Log: &syncio.Buffer{}}
 	log := slog.New(slog.NewTextHandler(tp.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -140,7 +141,7 @@ func NewLoggedPool(t testing.TB, cfg vmpool.Config, newBackend func(*slog.Logger
 	if err != nil {
 		t.Fatalf("backend: %v", err)
 	}
-	p, err := vmpool.NewPool(context.Background(), cfg, b, vmpool.WithEvents(tp.Events.Add), vmpool.WithLogger(log))
+	p, err := vmpool.NewPool(context.Background(), cfg, b, append([]vmpool.Option{vmpool.WithEvents(tp.Events.Add), vmpool.WithLogger(log)}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewPool: %v", err)
 	}

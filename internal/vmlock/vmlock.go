@@ -35,7 +35,10 @@ type Locker struct {
 	log     *slog.Logger
 }
 
-var _ vmpool.Locker = (*Locker)(nil)
+var (
+	_ vmpool.Locker       = (*Locker)(nil)
+	_ vmpool.LossNotifier = (*held)(nil)
+)
 
 // Open creates (with t's replicas and ttl as the bucket's TTL; DefaultTTL
 // when ttl <= 0) or opens the lock bucket. An existing bucket keeps its
@@ -71,6 +74,7 @@ func (l *Locker) TryLock(key, note string) (vmpool.Lock, string, error) {
 	val := []byte(fmt.Sprintf("%s key=%s %s since=%s", l.owner, key, note, time.Now().UTC().Format(time.RFC3339)))
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
+	sent := time.Now()
 	rev, err := l.kv.Create(ctx, k, val)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		e, gerr := l.kv.Get(ctx, k)
@@ -86,7 +90,7 @@ func (l *Locker) TryLock(key, note string) (vmpool.Lock, string, error) {
 		return nil, "", fmt.Errorf("vmlock: lock %s: %w", key, err)
 	}
 	rctx, lose := context.WithCancel(context.Background())
-	h := &held{l: l, key: key, k: k, val: val, rev: rev, lose: lose}
+	h := &held{l: l, key: key, k: k, val: val, rev: rev, sent: sent, lose: lose, lostCh: make(chan struct{})}
 	h.stopRenew = bus.Every(rctx, l.ttl/3, h.renew)
 	return h, "", nil
 }
@@ -102,37 +106,65 @@ type held struct {
 	stopRenew func()
 	lose      context.CancelFunc
 
+	lostCh chan struct{} // closed when the lock is lost
+
 	mu   sync.Mutex
 	rev  uint64
+	sent time.Time // when the write of rev was sent: the key lives at least a TTL from then
 	lost bool
 }
 
+// Lost is closed once this holder can no longer be sure it holds the
+// lock: a renewal was refused (the key expired and another holder may
+// have it), or the renewals failed for so long that the key may expire
+// before the next one (a holder cut off from NATS).
+func (h *held) Lost() <-chan struct{} { return h.lostCh }
+
 // renew rewrites the key (every third of the TTL), only over the
-// revision it wrote last; a renewal refused means the lock expired and
-// another took it: the renewals end.
+// revision it wrote last. A renewal refused means the lock expired and
+// another took it; renewals that keep failing (NATS unreachable) mean the
+// key may expire before the next one. Either way the lock is lost: Lost's
+// channel is closed and the renewals end.
 func (h *held) renew(context.Context) {
 	h.mu.Lock()
-	rev := h.rev
+	rev, last := h.rev, h.sent
 	h.mu.Unlock()
 	// Not under ctx: Unlock waits for a renewal under way rather than
 	// cancel it and take the cancellation for a lost lock.
 	uctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
+	sent := time.Now()
 	next, err := h.l.kv.Update(uctx, h.k, h.val, rev)
 	cancel()
 	switch {
 	case err == nil:
 		h.mu.Lock()
-		h.rev = next
+		h.rev, h.sent = next, sent
 		h.mu.Unlock()
-	case bus.IsTransient(err):
+	case bus.IsTransient(err) && time.Since(last)+h.l.ttl/3+h.l.timeout < h.l.ttl:
 		h.l.log.Warn("vmlock: could not renew a VM lock; retrying", "key", h.key, "err", err)
+	case bus.IsTransient(err):
+		// The key lives at least a TTL from the last write this holder
+		// sent; the next renewal (within a third of the TTL, answered
+		// within the timeout) might not be written before it expires.
+		h.loseLock(fmt.Errorf("no renewal for %v of the TTL %v: %w", time.Since(last).Round(time.Millisecond), h.l.ttl, err))
 	default:
-		h.mu.Lock()
-		h.lost = true
-		h.mu.Unlock()
-		h.l.log.Error("vmlock: VM lock lost (it expired and another holder may have it)", "key", h.key, "err", err)
-		h.lose()
+		h.loseLock(err)
 	}
+}
+
+// loseLock marks the lock lost, once: Lost's channel closes and the
+// renewals end.
+func (h *held) loseLock(err error) {
+	h.mu.Lock()
+	first := !h.lost
+	h.lost = true
+	h.mu.Unlock()
+	if !first {
+		return
+	}
+	h.l.log.Error("vmlock: VM lock lost (it expired, or may have, and another holder may have it)", "key", h.key, "err", err)
+	close(h.lostCh)
+	h.lose()
 }
 
 // Unlock stops renewing and deletes the key if it is still this holder's.

@@ -100,8 +100,9 @@ func TestLockExcludesAndExpires(t *testing.T) {
 
 // Two VM pools over the same simulated VMs, each with its own Locker
 // connection: the second gets no VM while the first lives; when the
-// first's host dies (its connection closes, no Unlock), the second takes
-// the VMs within the TTL.
+// first's host is cut off (its connection closes, no Unlock), the first
+// lets its VMs go (the leased one's Lost closes) and the second takes
+// them within the TTL.
 func TestPoolsShareVMsThroughNATS(t *testing.T) {
 	srv := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -123,6 +124,12 @@ func TestPoolsShareVMsThroughNATS(t *testing.T) {
 	l2, _ := openLocker(t, srv, "host-2")
 	a := newPool("a", l1)
 	poll.Until(t, "pool a has both VMs ready", 30*time.Second, func() bool { return a.Stats().Ready == 2 })
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer lcancel()
+	held, err := a.Lease(lctx) // an episode under way on a
+	if err != nil {
+		t.Fatalf("pool a leases: %v", err)
+	}
 	b := newPool("b", l2)
 	for range 2 * testTTL / (100 * time.Millisecond) { // two TTLs: a's renewals keep the locks
 		if st := b.Stats(); st.LockedElsewhere != 2 {
@@ -130,13 +137,59 @@ func TestPoolsShareVMsThroughNATS(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	b1.Close() // a's host dies: its locks are no longer renewed
+	b1.Close() // a's host is cut off: its locks are no longer renewed
+	// a learns it: it lets both VMs go, and tells the episode under way.
+	poll.Until(t, "pool a lets its VMs go", 3*testTTL+5*time.Second, func() bool { return a.Stats().LocksLost == 2 })
+	select {
+	case <-held.Lost():
+	default:
+		t.Fatal("pool a lost the leased VM's lock but the lease's Lost is open")
+	}
+	if err := held.End(vmpool.Healthy); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.LockedElsewhere != 2 || st.Ready+st.Leased+st.Resetting != 0 {
+		t.Fatalf("pool a: %+v; want both VMs let go", st)
+	}
 	poll.Until(t, "pool b takes the VMs", 3*testTTL+5*time.Second, func() bool { return b.Stats().Ready == 2 })
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer lcancel()
 	l, err := b.Lease(lctx)
 	if err != nil {
 		t.Fatalf("pool b leases: %v", err)
 	}
 	_ = l.End(vmpool.Healthy)
+}
+
+// A holder cut off from NATS cannot renew: it takes its lock for lost
+// before the key can expire on the server (a TTL after its last renewal),
+// rather than learn it from a refused renewal once it is back.
+func TestLockLostWhenCutOff(t *testing.T) {
+	srv := natstest.Start(t)
+	l, _ := openLocker(t, srv, "host-1")
+	h, holder, err := l.TryLock("sim:http://127.0.0.1:5001", "pool=a vm=x")
+	if err != nil || h == nil {
+		t.Fatalf("lock: %v, holder %q", err, holder)
+	}
+	lost := h.(vmpool.LossNotifier).Lost()
+	for range testTTL / (100 * time.Millisecond) { // a TTL: renewals keep it
+		select {
+		case <-lost:
+			t.Fatal("lock lost while NATS answers")
+		default:
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	srv.Shutdown()
+	cut := time.Now()
+	poll.Until(t, "the cut-off holder takes its lock for lost", 5*testTTL, func() bool {
+		select {
+		case <-lost:
+			return true
+		default:
+			return false
+		}
+	})
+	t.Logf("lost %v after NATS went away (TTL %v, renewals every %v)", time.Since(cut).Round(10*time.Millisecond), testTTL, testTTL/3)
+	if err := h.Unlock(); err != nil {
+		t.Fatalf("Unlock of a lost lock: %v", err)
+	}
 }

@@ -11,6 +11,7 @@ type Metrics struct {
 	episodes        *prometheus.CounterVec
 	retries         prometheus.Counter
 	leaseFailures   prometheus.Counter
+	locksLost       prometheus.Counter
 	publishFailures prometheus.Counter
 	running         prometheus.Gauge
 	pending         prometheus.Gauge
@@ -26,6 +27,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		episodes:        f.CounterVec("codapipe_rollout_episodes_total", "Episodes ended, by outcome (finished, answered, failed, step_limit, env_error; none: no trajectory).", "outcome"),
 		retries:         f.Counter("codapipe_rollout_env_retries_total", "Episodes run again after an environment error."),
 		leaseFailures:   f.Counter("codapipe_rollout_lease_failures_total", "Episodes that got no VM (every VM quarantined, or the pool closed)."),
+		locksLost:       f.Counter("codapipe_rollout_vm_lock_losses_total", "Episode attempts abandoned because the VM's lock was lost during them (--vm-locks nats); their trajectories are discarded."),
 		publishFailures: f.Counter("codapipe_rollout_publish_failures_total", "Episodes whose trajectory could not be published."),
 		running:         f.Gauge("codapipe_rollout_episodes_running", "Episodes running on a VM now."),
 		pending:         f.Gauge("codapipe_rollout_episodes_pending", "Episodes waiting for a worker (retries included)."),

@@ -341,10 +341,15 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	}
 	start := time.Now()
 	s.Metrics.running.Inc()
-	t, err := s.Runner.Run(ctx, agent.Episode{ID: id, Task: j.Task, Sample: j.Sample, Samples: s.Samples, VM: vm.ID(), Guest: vm.Guest()})
+	ectx, lost := watchLoss(ctx, vm)
+	t, err := s.Runner.Run(ectx, agent.Episode{ID: id, Task: j.Task, Sample: j.Sample, Samples: s.Samples, VM: vm.ID(), Guest: vm.Guest()})
+	wasLost := lost()
 	s.Metrics.running.Dec()
 	it.res.Busy += time.Since(start)
 	s.Metrics.attemptSeconds.Observe(time.Since(start).Seconds())
+	if wasLost {
+		return s.lockLost(ctx, it, vm)
+	}
 	if t == nil { // ctx ended: abandon, unpublished (the VM was used: reset it)
 		s.Pool.End(vm, vmpool.Healthy)
 		return false
@@ -379,6 +384,70 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	}
 	return false
 }
+
+// lockLost ends an attempt during which the VM's lock was lost: another
+// process may have driven the VM, so whatever the attempt made is
+// discarded, not published. The job runs again within EnvRetries, like an
+// environment error; after that it ends without a trajectory (ErrNoVM and
+// ErrVMLockLost).
+func (s *Scheduler) lockLost(ctx context.Context, it *item, vm VM) (retry bool) {
+	s.Pool.End(vm, vmpool.Healthy) // the pool lets the VM go whatever the verdict
+	s.Metrics.locksLost.Inc()
+	j := it.job
+	if ctx.Err() != nil {
+		return false
+	}
+	if it.res.Attempts <= s.EnvRetries {
+		s.Log.Warn("sched: the VM's lock was lost during the episode; its trajectory is discarded and the episode runs again",
+			"task", j.Task.ID, "sample", j.Sample, "vm", vm.ID(), "attempt", it.res.Attempts)
+		return true
+	}
+	it.res.Err = fmt.Errorf("%w %s/%d: %w (VM %s, attempt %d of %d)", ErrNoVM, j.Task.ID, j.Sample, ErrVMLockLost, vm.ID(), it.res.Attempts, s.EnvRetries+1)
+	return false
+}
+
+// watchLoss returns a context for an attempt on vm that ends when ctx
+// ends or the VM's lock is lost (a VM with a Lost channel, as
+// *vmpool.Lease has), and lost, which ends the watch and reports whether
+// the lock was lost.
+func watchLoss(ctx context.Context, vm VM) (context.Context, func() (lost bool)) {
+	ln, ok := vm.(interface{ Lost() <-chan struct{} })
+	if !ok {
+		return ctx, func() bool { return false }
+	}
+	ch := ln.Lost()
+	ectx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // owned: waited for by lost
+		select {
+		case <-ch:
+			cancel(errLockLost)
+		case <-done:
+		}
+	})
+	return ectx, func() bool {
+		close(done)
+		wg.Wait()
+		cancel(nil)
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// errLockLost is the cause of an attempt's context cancelled because the
+// VM's lock was lost.
+var errLockLost = errors.New("the VM's lock was lost")
+
+// ErrVMLockLost is wrapped, with ErrNoVM, by the error of a job whose VM's
+// lock was lost during each of its attempts (see vmpool.LossNotifier).
+// On a shared queue the job goes back for another process, and this one
+// goes on.
+var ErrVMLockLost = errors.New("the VM's lock was lost during each attempt")
 
 // LongestFirst returns the jobs in the dynamic mode's order without
 // history: longest step limit first, stable among equals (Order with a nil

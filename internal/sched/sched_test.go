@@ -27,6 +27,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // failFirst is a Runner whose first attempt of each listed episode ends by
@@ -1095,4 +1096,130 @@ func indices(n int) []Job {
 		out[i].Sample = i
 	}
 	return out
+}
+
+// losingPool is a Pool whose leases have a Lost channel, as
+// *vmpool.Lease has; a test closes it to say the VM's lock was lost.
+type losingPool struct {
+	mu       sync.Mutex
+	n        int
+	leases   []*losingVM
+	verdicts []string
+}
+
+type losingVM struct {
+	id   string
+	lost chan struct{}
+}
+
+func (v *losingVM) ID() string                    { return v.id }
+func (v *losingVM) Guest() agent.Guest            { return nil }
+func (v *losingVM) Lost() <-chan struct{}         { return v.lost }
+func (v *losingVM) lose()                         { close(v.lost) }
+func (p *losingPool) End(vm VM, v vmpool.Verdict) { p.record(vm.ID()) }
+
+func (p *losingPool) Lease(ctx context.Context, avoid []string) (VM, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	vm := &losingVM{id: fmt.Sprintf("vm-%d", p.n), lost: make(chan struct{})}
+	p.n++
+	p.leases = append(p.leases, vm)
+	return vm, nil
+}
+
+func (p *losingPool) record(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.verdicts = append(p.verdicts, id)
+}
+
+// loseFirst is a Runner whose first lose attempts lose their VM's lock
+// midway and, like the agent when its guest calls are cancelled, return
+// an env_error trajectory; later attempts finish.
+type loseFirst struct {
+	pool *losingPool
+	lose int
+
+	mu       sync.Mutex
+	attempts int
+}
+
+func (r *loseFirst) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
+	r.mu.Lock()
+	r.attempts++
+	n := r.attempts
+	r.mu.Unlock()
+	t := &traj.Trajectory{ID: fmt.Sprintf("%s-%d-attempt-%d", ep.Task.ID, ep.Sample, n), Outcome: traj.Outcome{Kind: traj.OutcomeFinished}}
+	if n > r.lose {
+		return t, nil
+	}
+	r.pool.mu.Lock()
+	vm := r.pool.leases[len(r.pool.leases)-1]
+	r.pool.mu.Unlock()
+	vm.lose()
+	select {
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+		return nil, errors.New("the attempt's context did not end when the VM's lock was lost")
+	}
+	if !errors.Is(context.Cause(ctx), errLockLost) {
+		return nil, fmt.Errorf("the attempt's context ended with %v, want errLockLost", context.Cause(ctx))
+	}
+	ee := &agent.EnvError{Op: "screenshot", Err: ctx.Err(), VM: true}
+	t.Outcome = traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}
+	return t, ee
+}
+
+// An attempt during which the VM's lock is lost is cancelled and its
+// trajectory discarded, never published: the episode runs again within
+// EnvRetries, and ends without a trajectory (ErrNoVM) after them.
+func TestSchedulerLockLost(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lose       int
+		envRetries int
+		published  []string
+		wantErr    bool
+	}{
+		{name: "retried", lose: 1, envRetries: 2, published: []string{"A-0-attempt-2"}},
+		{name: "no retries left", lose: 2, envRetries: 1, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := &losingPool{}
+			var mu sync.Mutex
+			var published []string
+			m := NewMetrics(nil)
+			s := &Scheduler{Runner: &loseFirst{pool: pool, lose: tc.lose}, Pool: pool, Workers: 1, EnvRetries: tc.envRetries,
+				Samples: 1, Mode: Dynamic, Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Publish: func(ctx context.Context, j Job, t *traj.Trajectory) error {
+					mu.Lock()
+					defer mu.Unlock()
+					published = append(published, t.ID)
+					return nil
+				}}
+			jobs := []Job{{Task: &scienceboard.Task{ID: "A", Steps: 5}, Sample: 0}}
+			results := runFor(t, s, jobs, time.Minute, "")
+			res := results[0]
+			if fmt.Sprint(published) != fmt.Sprint(tc.published) {
+				t.Errorf("published %v, want %v", published, tc.published)
+			}
+			wantAttempts := 2
+			if tc.wantErr {
+				if !errors.Is(res.Err, ErrNoVM) || !errors.Is(res.Err, ErrVMLockLost) || res.Trajectory != nil {
+					t.Errorf("result %+v: want no trajectory, ErrNoVM and ErrVMLockLost", res)
+				}
+			} else if !finished(res) {
+				t.Errorf("result %+v: want it finished", res)
+			}
+			if res.Attempts != wantAttempts || len(res.VMs) != wantAttempts {
+				t.Errorf("%d attempts on %v, want %d", res.Attempts, res.VMs, wantAttempts)
+			}
+			if got := testutil.ToFloat64(m.locksLost); got != float64(tc.lose) {
+				t.Errorf("codapipe_rollout_vm_lock_losses_total = %v, want %d", got, tc.lose)
+			}
+			if len(pool.verdicts) != wantAttempts {
+				t.Errorf("leases ended: %v, want every lease ended", pool.verdicts)
+			}
+		})
+	}
 }

@@ -125,7 +125,7 @@ func (s *Scheduler) sharedOne(ctx, takeCtx context.Context, record func(Result))
 		if err := c.Release(qctx); err != nil {
 			s.Log.Warn("sched: could not give the job back to the shared queue; it returns after its lease", "task", it.job.Task.ID, "sample", it.job.Sample, "err", err)
 		}
-		if errors.Is(it.res.Err, ErrNoVM) {
+		if errors.Is(it.res.Err, ErrNoVM) && !errors.Is(it.res.Err, ErrVMLockLost) {
 			record(it.res)
 			return fmt.Errorf("%w: %w", ErrPoolGaveOut, it.res.Err)
 		}

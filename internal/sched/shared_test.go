@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -214,4 +216,31 @@ type runnerFunc func(ctx context.Context, ep agent.Episode) (*traj.Trajectory, e
 
 func (f runnerFunc) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
 	return f(ctx, ep)
+}
+
+// On a shared queue, a job whose VM's lock was lost in every attempt goes
+// back to the queue, and the process goes on taking jobs (a lost lock is
+// not a pool that gave out).
+func TestSharedLockLostGivesTheJobBack(t *testing.T) {
+	pool := &losingPool{}
+	jobs := sharedJobs(1)
+	src := newMemSource(jobs)
+	var published []string
+	s := &Scheduler{Runner: &loseFirst{pool: pool, lose: 2}, Pool: pool, Workers: 1, EnvRetries: 1, Samples: 1, Mode: Dynamic,
+		Source: src, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Publish: func(ctx context.Context, j Job, t *traj.Trajectory) error {
+			published = append(published, t.ID)
+			return nil
+		}}
+	results := runFor(t, s, nil, time.Minute, "a lost lock must not stop the process")
+	key := benchKey{jobs[0].Task.ID, 0}
+	if src.released[key] != 1 || src.done[key] != 1 {
+		t.Errorf("job released %d times, done %d; want given back once, then done", src.released[key], src.done[key])
+	}
+	if fmt.Sprint(published) != "[T0-0-attempt-3]" {
+		t.Errorf("published %v; want only the attempt that kept its VM", published)
+	}
+	if len(results) != 1 || !finished(results[0]) {
+		t.Errorf("results %+v; want the job finished", results)
+	}
 }

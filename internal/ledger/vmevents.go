@@ -53,6 +53,7 @@ type VMSpan struct {
 const (
 	VMFailed      = "failed"      // a start, reset, health check or leased episode failed
 	VMQuarantined = "quarantined" // the VM was taken out of rotation
+	VMLockLost    = "lock-lost"   // the VM's lock was lost; the pool let the VM go
 )
 
 // VMEvent is one failure or quarantine of a VM.

@@ -19,6 +19,8 @@ var (
 		"VM resets (revert to the snapshot, new container, simulator reset).", nil, nil)
 	descPoolFailures = prometheus.NewDesc("codapipe_vmpool_failures_total",
 		"VM failures by operation: episode (a lease ended with a fault), start, reset, health.", []string{"op"}, nil)
+	descPoolLocksLost = prometheus.NewDesc("codapipe_vmpool_locks_lost_total",
+		"VM locks lost while held (--vm-locks nats: renewals failed for a TTL); the pool let those VMs go.", nil, nil)
 	descPoolUtilisation = prometheus.NewDesc("codapipe_vmpool_utilisation",
 		"Busy time / (VMs × time since the pool was created).", nil, nil)
 )
@@ -28,7 +30,7 @@ type poolCollector struct{ p *vmpool.Pool }
 
 // Describe sends the descriptors of the pool's metrics.
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPoolVMs, descPoolLeases, descPoolLeaseWait, descPoolBusy, descPoolResets, descPoolFailures, descPoolUtilisation} {
+	for _, d := range []*prometheus.Desc{descPoolVMs, descPoolLeases, descPoolLeaseWait, descPoolBusy, descPoolResets, descPoolFailures, descPoolLocksLost, descPoolUtilisation} {
 		ch <- d
 	}
 }
@@ -50,5 +52,6 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for op, n := range map[string]int64{"episode": st.UnhealthyReleases, "start": st.StartFailures, "reset": st.ResetFailures, "health": st.HealthFailures} {
 		ch <- prometheus.MustNewConstMetric(descPoolFailures, prometheus.CounterValue, float64(n), op)
 	}
+	ch <- prometheus.MustNewConstMetric(descPoolLocksLost, prometheus.CounterValue, float64(st.LocksLost))
 	ch <- prometheus.MustNewConstMetric(descPoolUtilisation, prometheus.GaugeValue, st.Utilisation)
 }

@@ -100,6 +100,9 @@ func (r *vmRecorder) event(ev vmpool.Event) {
 	case vmpool.EventQuarantined:
 		delete(r.retry, ev.VM) // no retry of a quarantined VM
 		r.doc.Events = append(r.doc.Events, ledger.VMEvent{VM: ev.VM, Kind: ledger.VMQuarantined, Time: ev.Time.UTC(), Err: errText})
+	case vmpool.EventLockLost:
+		end() // a start or reset under way is cancelled and not retried
+		r.doc.Events = append(r.doc.Events, ledger.VMEvent{VM: ev.VM, Kind: ledger.VMLockLost, Time: ev.Time.UTC(), Err: errText})
 	}
 }
 

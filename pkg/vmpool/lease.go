@@ -310,9 +310,14 @@ func (l *Lease) End(v Verdict) error {
 	}
 	if vm.lockLost {
 		// Not ours any more: no reset, no verdict; the lock is retried.
-		p.st.Busy += held
-		p.st.Releases++
-		p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReleased, Healthy: v.fault == nil, Duration: held, Err: v.fault})
+		if v.unused {
+			p.st.Returns++
+			p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReturned, Duration: held})
+		} else {
+			p.st.Busy += held
+			p.st.Releases++
+			p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReleased, Healthy: v.fault == nil, Duration: held, Err: v.fault})
+		}
 		if !p.closed {
 			p.relockLocked(vm)
 		}

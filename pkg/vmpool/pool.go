@@ -485,6 +485,21 @@ func (p *Pool) loseLockLocked(v *vm, l Lock) {
 	}
 }
 
+// lockLost reports whether l is known to be lost (Close no longer heeds
+// the loss events: a lock lost while it waits is checked here).
+func lockLost(l Lock) bool {
+	ln, ok := l.(LossNotifier)
+	if !ok {
+		return false
+	}
+	select {
+	case <-ln.Lost():
+		return true
+	default:
+		return false
+	}
+}
+
 // relockLocked hands v, whose lock was lost and which nobody holds now, to
 // the lock retries, like a VM another process holds.
 func (p *Pool) relockLocked(v *vm) {
@@ -568,7 +583,6 @@ func (p *Pool) retryLocks() {
 			tries[i].l, tries[i].holder, tries[i].err = p.locker.TryLock(v.spec.Key, p.lockNote(v))
 		}
 		p.mu.Lock()
-		left := 0
 		for i, v := range want {
 			tr := tries[i]
 			if p.closed || v.state != StateLockedElsewhere {
@@ -577,11 +591,15 @@ func (p *Pool) retryLocks() {
 				}
 				continue
 			}
-			locked, err := p.applyLockLocked(v, tr.l, tr.holder, tr.err)
-			if err != nil {
+			if _, err := p.applyLockLocked(v, tr.l, tr.holder, tr.err); err != nil {
 				p.log.Warn("vmpool: lock failed", "vm", v.spec.ID, "err", err)
 			}
-			if !locked {
+		}
+		// Counted over every VM, not only those tried: a lock lost while
+		// the Locker was asked adds a VM to retry.
+		left := 0
+		for _, v := range p.vms {
+			if v.state == StateLockedElsewhere {
 				left++
 			}
 		}
@@ -899,7 +917,7 @@ func (p *Pool) close(ctx context.Context) error {
 	p.mu.Lock()
 	var started []*vm
 	for _, v := range p.vms {
-		if v.started {
+		if v.started && !lockLost(v.lock) {
 			started = append(started, v)
 		}
 	}

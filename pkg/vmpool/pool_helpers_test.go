@@ -150,6 +150,9 @@ type losableLocker struct {
 	held  map[string]*losableLock
 	other map[string]bool // keys another holder has
 	takes map[string]int
+	// gate, when set, is called (without mu) at the start of each
+	// TryLock: a test holds a TryLock there, as a slow network does.
+	gate func(key string)
 }
 
 type losableLock struct {
@@ -164,6 +167,9 @@ func newLosableLocker() *losableLocker {
 }
 
 func (f *losableLocker) TryLock(key, note string) (vmpool.Lock, string, error) {
+	if f.gate != nil {
+		f.gate(key)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.other[key] {

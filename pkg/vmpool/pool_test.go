@@ -1113,3 +1113,67 @@ func TestPoolLockLostNotStopped(t *testing.T) {
 		}
 	}
 }
+
+// A lock lost while the pool's lock retries ask the Locker about another
+// VM is retried too, although that other VM's lock is then taken.
+func TestPoolLockLostWhileRetryingOthers(t *testing.T) {
+	b := newTestBackend(2, t.Name()+":")
+	k0, k1 := b.specs[0].Key, b.specs[1].Key
+	locks := newLosableLocker()
+	locks.other[k1] = true // vm-1 is held elsewhere: the retries run
+	asking := make(chan struct{})
+	answer := make(chan struct{})
+	var once sync.Once
+	var asked atomic.Int32
+	locks.gate = func(key string) {
+		if key != k1 || asked.Add(1) == 1 { // NewPool's own try goes through
+			return
+		}
+		once.Do(func() { // the first retry of vm-1 waits for the test
+			close(asking)
+			<-answer
+		})
+	}
+	p := pooltest.NewPool(t, pooltest.Config(t), b, vmpool.WithLocker(locks))
+	p.Events.WaitCount(t, vmpool.EventReady, "vm-0", 1)
+	<-asking
+	locks.lose(k0) // while the Locker is asked about vm-1
+	p.Events.WaitCount(t, vmpool.EventLockLost, "vm-0", 1)
+	locks.free(k0)
+	locks.free(k1)
+	close(answer) // vm-1's lock is taken now
+	p.Events.WaitCount(t, vmpool.EventLocked, "vm-1", 1)
+	p.Events.WaitCount(t, vmpool.EventLocked, "vm-0", 2)
+	p.Events.WaitCount(t, vmpool.EventReady, "", 3)
+}
+
+// A lock lost while Close waits for a reset to end: the VM is not stopped.
+func TestPoolLockLostDuringClose(t *testing.T) {
+	b := newTestBackend(1, t.Name()+":")
+	locks := newLosableLocker()
+	p := pooltest.NewPool(t, pooltest.Config(t), b, vmpool.WithLocker(locks))
+	resetting, release := make(chan struct{}), make(chan struct{})
+	b.onReset = func(ctx context.Context, id string) error {
+		close(resetting)
+		<-release // a reset that does not heed its context at once
+		return ctx.Err()
+	}
+	if err := p.MustLease(t).End(vmpool.Healthy); err != nil {
+		t.Fatal(err)
+	}
+	<-resetting
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(context.Background()) }()
+	poll.Until(t, "Close begins", 10*time.Second, func() bool {
+		_, err := p.Lease(context.Background())
+		return errors.Is(err, vmpool.ErrClosed)
+	})
+	locks.lose(b.specs[0].Key)
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count("stop", "vm-0"); n != 0 {
+		t.Errorf("Close stopped the VM whose lock was lost while it waited (%d stops)", n)
+	}
+}

@@ -91,6 +91,9 @@ func (l *Locker) TryLock(key, note string) (vmpool.Lock, string, error) {
 	}
 	rctx, lose := context.WithCancel(context.Background())
 	h := &held{l: l, key: key, k: k, val: val, rev: rev, sent: sent, lose: lose, lostCh: make(chan struct{})}
+	h.mu.Lock()
+	h.expiry = time.AfterFunc(time.Until(h.deadlineLocked()), h.expire)
+	h.mu.Unlock()
 	h.stopRenew = bus.Every(rctx, l.ttl/3, h.renew)
 	return h, "", nil
 }
@@ -108,67 +111,100 @@ type held struct {
 
 	lostCh chan struct{} // closed when the lock is lost
 
-	mu   sync.Mutex
-	rev  uint64
-	sent time.Time // when the write of rev was sent: the key lives at least a TTL from then
-	lost bool
+	mu       sync.Mutex
+	rev      uint64
+	sent     time.Time   // when the write of rev was sent: the key lives at least a TTL from then
+	expiry   *time.Timer // at deadlineLocked: the lock is lost unless a renewal was written since
+	lost     bool
+	unlocked bool
 }
 
 // Lost is closed once this holder can no longer be sure it holds the
 // lock: a renewal was refused (the key expired and another holder may
-// have it), or the renewals failed for so long that the key may expire
-// before the next one (a holder cut off from NATS).
+// have it), or no renewal was written for nine tenths of the TTL (a holder
+// cut off from NATS, or stalled), so that the key may expire soon.
 func (h *held) Lost() <-chan struct{} { return h.lostCh }
 
-// renew rewrites the key (every third of the TTL), only over the
-// revision it wrote last. A renewal refused means the lock expired and
-// another took it; renewals that keep failing (NATS unreachable) mean the
-// key may expire before the next one. Either way the lock is lost: Lost's
-// channel is closed and the renewals end.
-func (h *held) renew(context.Context) {
+// deadlineLocked is when the lock is taken for lost unless a renewal is
+// written before: a tenth of the TTL before the key can expire, which is a
+// TTL after the last write was sent, or later.
+func (h *held) deadlineLocked() time.Time { return h.sent.Add(h.l.ttl - h.l.ttl/10) }
+
+// expire runs at the deadline: the lock is lost unless a renewal moved
+// the deadline meanwhile.
+func (h *held) expire() {
 	h.mu.Lock()
-	rev, last := h.rev, h.sent
+	deadline, last := h.deadlineLocked(), h.sent
 	h.mu.Unlock()
-	// Not under ctx: Unlock waits for a renewal under way rather than
-	// cancel it and take the cancellation for a lost lock.
-	uctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
-	sent := time.Now()
-	next, err := h.l.kv.Update(uctx, h.k, h.val, rev)
-	cancel()
-	switch {
-	case err == nil:
+	if time.Now().Before(deadline) {
+		return // renewed: the timer was set again
+	}
+	h.loseLock(fmt.Errorf("no renewal written for %v (TTL %v)", time.Since(last).Round(time.Millisecond), h.l.ttl))
+}
+
+// renew rewrites the key (every third of the TTL), only over the
+// revision it wrote last. A failure that may pass (NATS unreachable, a
+// leader election) is retried every second (a tenth of the TTL if that
+// is shorter) until a write goes through, or the deadline takes the lock
+// for lost; a renewal refused means the lock expired and another took it.
+// A lost lock's Lost channel is closed and its renewals end.
+func (h *held) renew(ctx context.Context) {
+	retry := min(time.Second, h.l.ttl/10)
+	for {
 		h.mu.Lock()
-		h.rev, h.sent = next, sent
+		rev := h.rev
 		h.mu.Unlock()
-	case bus.IsTransient(err) && time.Since(last)+h.l.ttl/3+h.l.timeout < h.l.ttl:
-		h.l.log.Warn("vmlock: could not renew a VM lock; retrying", "key", h.key, "err", err)
-	case bus.IsTransient(err):
-		// The key lives at least a TTL from the last write this holder
-		// sent; the next renewal (within a third of the TTL, answered
-		// within the timeout) might not be written before it expires.
-		h.loseLock(fmt.Errorf("no renewal for %v of the TTL %v: %w", time.Since(last).Round(time.Millisecond), h.l.ttl, err))
-	default:
-		h.loseLock(err)
+		// Not under ctx: Unlock waits for a renewal under way rather than
+		// cancel it and take the cancellation for a lost lock.
+		uctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
+		sent := time.Now()
+		next, err := h.l.kv.Update(uctx, h.k, h.val, rev)
+		cancel()
+		switch {
+		case err == nil:
+			h.mu.Lock()
+			h.rev, h.sent = next, sent
+			if !h.lost && !h.unlocked {
+				h.expiry.Reset(time.Until(h.deadlineLocked()))
+			}
+			h.mu.Unlock()
+			return
+		case !bus.IsTransient(err):
+			h.loseLock(err)
+			return
+		}
+		h.l.log.Warn("vmlock: could not renew a VM lock; retrying", "key", h.key, "retry", retry, "err", err)
+		t := time.NewTimer(retry)
+		select {
+		case <-ctx.Done(): // Unlock, or the deadline took the lock for lost
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
 
-// loseLock marks the lock lost, once: Lost's channel closes and the
-// renewals end.
+// loseLock marks the lock lost, once (not after Unlock): Lost's channel
+// closes and the renewals end.
 func (h *held) loseLock(err error) {
 	h.mu.Lock()
-	first := !h.lost
+	first := !h.lost && !h.unlocked
 	h.lost = true
 	h.mu.Unlock()
 	if !first {
 		return
 	}
-	h.l.log.Error("vmlock: VM lock lost (it expired, or may have, and another holder may have it)", "key", h.key, "err", err)
+	h.l.log.Error("vmlock: VM lock lost (it expired, or may expire before a renewal, and another holder may take it)", "key", h.key, "err", err)
 	close(h.lostCh)
 	h.lose()
 }
 
 // Unlock stops renewing and deletes the key if it is still this holder's.
 func (h *held) Unlock() error {
+	h.mu.Lock()
+	h.unlocked = true
+	h.expiry.Stop()
+	h.mu.Unlock()
 	h.stopRenew()
 	h.lose()
 	h.mu.Lock()

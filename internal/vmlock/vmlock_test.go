@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,15 +17,23 @@ import (
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/poolfile"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 const testTTL = 2 * time.Second
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// openLocker opens a Locker on its own connection to srv (a host of its
-// own, as far as NATS can tell).
+// openLocker opens a Locker with the TTL testTTL on its own connection to
+// srv (a host of its own, as far as NATS can tell).
 func openLocker(t *testing.T, srv *natstest.Server, name string) (*Locker, *bus.Bus) {
+	t.Helper()
+	return openLockerTTL(t, srv, name, testTTL)
+}
+
+// openLockerTTL is openLocker with the TTL ttl.
+func openLockerTTL(t *testing.T, srv *natstest.Server, name string, ttl time.Duration) (*Locker, *bus.Bus) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -33,7 +42,7 @@ func openLocker(t *testing.T, srv *natstest.Server, name string) (*Locker, *bus.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	l, err := Open(ctx, b, bus.DefaultTopology(), testTTL, quiet())
+	l, err := Open(ctx, b, bus.DefaultTopology(), ttl, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,5 +200,70 @@ func TestLockLostWhenCutOff(t *testing.T) {
 	t.Logf("lost %v after NATS went away (TTL %v, renewals every %v)", time.Since(cut).Round(10*time.Millisecond), testTTL, testTTL/3)
 	if err := h.Unlock(); err != nil {
 		t.Fatalf("Unlock of a lost lock: %v", err)
+	}
+}
+
+// flakyKV is the lock bucket with an outage: after the first successful
+// Update once armed, every Update fails with a timeout for d, as during a
+// leader election or a short network cut.
+type flakyKV struct {
+	jetstream.KeyValue
+	d time.Duration
+
+	mu        sync.Mutex
+	armed     bool
+	failUntil time.Time
+	failed    int
+}
+
+func (f *flakyKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	f.mu.Lock()
+	if time.Now().Before(f.failUntil) {
+		f.failed++
+		f.mu.Unlock()
+		return 0, nats.ErrTimeout
+	}
+	f.mu.Unlock()
+	r, err := f.KeyValue.Update(ctx, key, value, rev)
+	f.mu.Lock()
+	if err == nil && f.armed {
+		f.armed = false
+		f.failUntil = time.Now().Add(f.d)
+	}
+	f.mu.Unlock()
+	return r, err
+}
+
+// A short outage (renewals failing for a little over a third of the TTL,
+// from just after a renewal) does not cost the lock: the failed renewal
+// is retried every tenth of the TTL and goes through once the bucket
+// answers, well before the key could expire.
+func TestLockSurvivesFailedRenewals(t *testing.T) {
+	const ttl = 4 * time.Second
+	l, _ := openLockerTTL(t, natstest.Start(t), "host-1", ttl)
+	kv := &flakyKV{KeyValue: l.kv, d: ttl/3 + ttl/8, armed: true}
+	l.kv = kv
+	h, holder, err := l.TryLock("sim:http://127.0.0.1:5002", "pool=a vm=x")
+	if err != nil || h == nil {
+		t.Fatalf("lock: %v, holder %q", err, holder)
+	}
+	lost := h.(vmpool.LossNotifier).Lost()
+	for range 2 * ttl / (100 * time.Millisecond) {
+		select {
+		case <-lost:
+			t.Fatal("lock lost over a short outage")
+		default:
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	kv.mu.Lock()
+	failed := kv.failed
+	kv.mu.Unlock()
+	if failed == 0 {
+		t.Fatal("no renewal failed: the outage was not felt")
+	}
+	t.Logf("%d renewals failed during the outage; the lock was kept", failed)
+	if err := h.Unlock(); err != nil {
+		t.Fatalf("Unlock: %v", err)
 	}
 }

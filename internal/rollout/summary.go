@@ -53,7 +53,8 @@ type Summary struct {
 	Retries    int            `json:"env_retries"`
 	// PublishFailures counts episodes whose trajectory could not be
 	// published; LeaseFailures episodes that got no VM (every VM
-	// quarantined). Both are this invocation's.
+	// quarantined, or the VM's lock was lost in each attempt: see
+	// sched.ErrVMLockLost). Both are this invocation's.
 	PublishFailures int `json:"publish_failures"`
 	LeaseFailures   int `json:"lease_failures"`
 	// Spooled counts this invocation's trajectories that could not be
@@ -200,7 +201,7 @@ func (s *Summary) Print(w io.Writer) {
 		row("spooled", "%d trajectories kept on disk this run; %d still waiting (published on the next start)", s.Spooled, s.SpoolLeft)
 	}
 	if s.LeaseFailures > 0 {
-		row("episodes without a VM", "%d (every VM quarantined)", s.LeaseFailures)
+		row("episodes without a VM", "%d (every VM quarantined, or the VM's lock lost in each attempt)", s.LeaseFailures)
 	}
 	if p := s.Plans; p.Sampled > 0 {
 		row("plans", "%.1f%% of %d steps with all G+1 plans identical; %.1f%% of %d groups with two or more different plans",

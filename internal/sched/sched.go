@@ -474,6 +474,9 @@ type vmPool struct{ p *vmpool.Pool }
 
 type leased struct{ *vmpool.Lease }
 
+// A lease tells its attempt when the VM's lock is lost (watchLoss).
+var _ interface{ Lost() <-chan struct{} } = leased{}
+
 func (l leased) Guest() agent.Guest { return l.Lease.Guest() }
 
 func (a vmPool) Lease(ctx context.Context, avoid []string) (VM, error) {

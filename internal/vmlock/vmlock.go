@@ -6,10 +6,12 @@
 package vmlock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -71,7 +73,9 @@ func (l *Locker) TTL() time.Duration { return l.ttl }
 // it.
 func (l *Locker) TryLock(key, note string) (vmpool.Lock, string, error) {
 	k := bus.KeyToken(key)
-	val := []byte(fmt.Sprintf("%s key=%s %s since=%s", l.owner, key, note, time.Now().UTC().Format(time.RFC3339)))
+	// lock= tells this take's writes from any other's (renew's check of
+	// a write whose answer was lost).
+	val := []byte(fmt.Sprintf("%s key=%s %s since=%s lock=%016x", l.owner, key, note, time.Now().UTC().Format(time.RFC3339), rand.Uint64()))
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	sent := time.Now()
@@ -90,7 +94,7 @@ func (l *Locker) TryLock(key, note string) (vmpool.Lock, string, error) {
 		return nil, "", fmt.Errorf("vmlock: lock %s: %w", key, err)
 	}
 	rctx, lose := context.WithCancel(context.Background())
-	h := &held{l: l, key: key, k: k, val: val, rev: rev, sent: sent, lose: lose, lostCh: make(chan struct{})}
+	h := &held{l: l, key: key, k: k, val: val, rev: rev, sent: sent, rctx: rctx, lose: lose, lostCh: make(chan struct{})}
 	h.mu.Lock()
 	h.expiry = time.AfterFunc(time.Until(h.deadlineLocked()), h.expire)
 	h.mu.Unlock()
@@ -105,8 +109,10 @@ type held struct {
 	k   string
 	val []byte
 	// stopRenew stops the renewals and waits for them; lose ends them
-	// from within, once the lock is lost.
+	// from within, once the lock is lost, and cancels rctx, under which a
+	// renewal's requests run (so that it does not hold Unlock up).
 	stopRenew func()
+	rctx      context.Context
 	lose      context.CancelFunc
 
 	lostCh chan struct{} // closed when the lock is lost
@@ -146,32 +152,40 @@ func (h *held) expire() {
 // revision it wrote last. A failure that may pass (NATS unreachable, a
 // leader election) is retried every second (a tenth of the TTL if that
 // is shorter) until a write goes through, or the deadline takes the lock
-// for lost; a renewal refused means the lock expired and another took it.
-// A lost lock's Lost channel is closed and its renewals end.
+// for lost; a renewal refused means the lock expired and another took it
+// — unless an earlier try of this renewal was written after all and only
+// its answer was lost. A lost lock's Lost channel is closed and its
+// renewals end.
 func (h *held) renew(ctx context.Context) {
 	retry := min(time.Second, h.l.ttl/10)
+	var firstTry time.Time // when the first failed try of this renewal was sent
 	for {
 		h.mu.Lock()
 		rev := h.rev
 		h.mu.Unlock()
-		// Not under ctx: Unlock waits for a renewal under way rather than
-		// cancel it and take the cancellation for a lost lock.
-		uctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
+		// Under rctx, not ctx: Unlock waits for a renewal under way rather
+		// than cancel it and take the cancellation for a lost lock.
+		uctx, cancel := context.WithTimeout(h.rctx, h.l.timeout)
 		sent := time.Now()
 		next, err := h.l.kv.Update(uctx, h.k, h.val, rev)
 		cancel()
 		switch {
 		case err == nil:
-			h.mu.Lock()
-			h.rev, h.sent = next, sent
-			if !h.lost && !h.unlocked {
-				h.expiry.Reset(time.Until(h.deadlineLocked()))
-			}
-			h.mu.Unlock()
+			h.renewed(next, sent)
 			return
 		case !bus.IsTransient(err):
+			if !firstTry.IsZero() {
+				if rev, ok := h.ownWrite(); ok {
+					// Written at the earliest when the first try was sent.
+					h.renewed(rev, firstTry)
+					return
+				}
+			}
 			h.loseLock(err)
 			return
+		}
+		if firstTry.IsZero() {
+			firstTry = sent
 		}
 		h.l.log.Warn("vmlock: could not renew a VM lock; retrying", "key", h.key, "retry", retry, "err", err)
 		t := time.NewTimer(retry)
@@ -182,6 +196,28 @@ func (h *held) renew(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// renewed records a renewal written as revision rev, sent at sent.
+func (h *held) renewed(rev uint64, sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rev, h.sent = rev, sent
+	if !h.lost && !h.unlocked {
+		h.expiry.Reset(time.Until(h.deadlineLocked()))
+	}
+}
+
+// ownWrite reads the key: its revision, when it holds this lock's value
+// (a renewal whose answer was lost was written).
+func (h *held) ownWrite() (uint64, bool) {
+	ctx, cancel := context.WithTimeout(h.rctx, h.l.timeout)
+	defer cancel()
+	e, err := h.l.kv.Get(ctx, h.k)
+	if err != nil || !bytes.Equal(e.Value(), h.val) {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 // loseLock marks the lock lost, once (not after Unlock): Lost's channel
@@ -199,7 +235,9 @@ func (h *held) loseLock(err error) {
 	h.lose()
 }
 
-// Unlock stops renewing and deletes the key if it is still this holder's.
+// Unlock stops renewing and deletes the key if it is still this holder's
+// (also after a loss: a renewal may have been written after all). The
+// delete of a lost lock is a courtesy: its failure is not reported.
 func (h *held) Unlock() error {
 	h.mu.Lock()
 	h.unlocked = true
@@ -210,12 +248,9 @@ func (h *held) Unlock() error {
 	h.mu.Lock()
 	rev, lost := h.rev, h.lost
 	h.mu.Unlock()
-	if lost {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.l.timeout)
 	defer cancel()
-	if err := h.l.kv.Delete(ctx, h.k, jetstream.LastRevision(rev)); err != nil {
+	if err := h.l.kv.Delete(ctx, h.k, jetstream.LastRevision(rev)); err != nil && !lost {
 		return fmt.Errorf("vmlock: unlock %s: %w", h.key, err)
 	}
 	return nil

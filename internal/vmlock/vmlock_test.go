@@ -2,6 +2,7 @@ package vmlock
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -205,10 +206,12 @@ func TestLockLostWhenCutOff(t *testing.T) {
 
 // flakyKV is the lock bucket with an outage: after the first successful
 // Update once armed, every Update fails with a timeout for d, as during a
-// leader election or a short network cut.
+// leader election or a short network cut. With written, the first of
+// them is written all the same: only its answer is lost.
 type flakyKV struct {
 	jetstream.KeyValue
-	d time.Duration
+	d       time.Duration
+	written bool
 
 	mu        sync.Mutex
 	armed     bool
@@ -220,7 +223,13 @@ func (f *flakyKV) Update(ctx context.Context, key string, value []byte, rev uint
 	f.mu.Lock()
 	if time.Now().Before(f.failUntil) {
 		f.failed++
+		write := f.written && f.failed == 1
 		f.mu.Unlock()
+		if write {
+			if _, err := f.KeyValue.Update(ctx, key, value, rev); err != nil {
+				return 0, err
+			}
+		}
 		return 0, nats.ErrTimeout
 	}
 	f.mu.Unlock()
@@ -237,33 +246,48 @@ func (f *flakyKV) Update(ctx context.Context, key string, value []byte, rev uint
 // A short outage (renewals failing for a little over a third of the TTL,
 // from just after a renewal) does not cost the lock: the failed renewal
 // is retried every tenth of the TTL and goes through once the bucket
-// answers, well before the key could expire.
+// answers, well before the key could expire. A try that was written
+// although its answer was lost (the retry over the old revision is then
+// refused) is found and taken as the renewal.
 func TestLockSurvivesFailedRenewals(t *testing.T) {
 	const ttl = 4 * time.Second
-	l, _ := openLockerTTL(t, natstest.Start(t), "host-1", ttl)
-	kv := &flakyKV{KeyValue: l.kv, d: ttl/3 + ttl/8, armed: true}
-	l.kv = kv
-	h, holder, err := l.TryLock("sim:http://127.0.0.1:5002", "pool=a vm=x")
-	if err != nil || h == nil {
-		t.Fatalf("lock: %v, holder %q", err, holder)
-	}
-	lost := h.(vmpool.LossNotifier).Lost()
-	for range 2 * ttl / (100 * time.Millisecond) {
-		select {
-		case <-lost:
-			t.Fatal("lock lost over a short outage")
-		default:
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	kv.mu.Lock()
-	failed := kv.failed
-	kv.mu.Unlock()
-	if failed == 0 {
-		t.Fatal("no renewal failed: the outage was not felt")
-	}
-	t.Logf("%d renewals failed during the outage; the lock was kept", failed)
-	if err := h.Unlock(); err != nil {
-		t.Fatalf("Unlock: %v", err)
+	srv := natstest.Start(t)
+	for _, written := range []bool{false, true} {
+		t.Run(fmt.Sprintf("written=%v", written), func(t *testing.T) {
+			l, _ := openLockerTTL(t, srv, "host-1", ttl)
+			kv := &flakyKV{KeyValue: l.kv, d: ttl/3 + ttl/8, armed: true, written: written}
+			l.kv = kv
+			key := "sim:http://127.0.0.1:5002/" + t.Name()
+			h, holder, err := l.TryLock(key, "pool=a vm=x")
+			if err != nil || h == nil {
+				t.Fatalf("lock: %v, holder %q", err, holder)
+			}
+			lost := h.(vmpool.LossNotifier).Lost()
+			for range (ttl + ttl/2) / (100 * time.Millisecond) {
+				select {
+				case <-lost:
+					t.Fatal("lock lost over a short outage")
+				default:
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			kv.mu.Lock()
+			failed := kv.failed
+			kv.mu.Unlock()
+			if failed == 0 {
+				t.Fatal("no renewal failed: the outage was not felt")
+			}
+			t.Logf("%d renewals failed during the outage; the lock was kept", failed)
+			if err := h.Unlock(); err != nil {
+				t.Fatalf("Unlock: %v", err)
+			}
+			// Unlock deleted the key: another takes it at once.
+			l2, _ := openLockerTTL(t, srv, "host-2", ttl)
+			h2, holder, err := l2.TryLock(key, "pool=b vm=x")
+			if err != nil || h2 == nil {
+				t.Fatalf("after Unlock: %v, holder %q", err, holder)
+			}
+			_ = h2.Unlock()
+		})
 	}
 }

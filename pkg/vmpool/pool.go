@@ -473,7 +473,7 @@ func (p *Pool) loseLockLocked(v *vm, l Lock) {
 		p.idle = slices.DeleteFunc(p.idle, func(o *vm) bool { return o == v })
 		p.relockLocked(v)
 	case StateQuarantined:
-		_ = l.Unlock()
+		p.unlockLocked(l)
 		v.lock = nil
 	case StateLeased:
 		v.lockLost = true
@@ -506,13 +506,23 @@ func (p *Pool) relockLocked(v *vm) {
 	v.lockLost = false
 	v.started = false
 	if v.lock != nil {
-		_ = v.lock.Unlock() // lost: nothing to release, but the Locker may keep state
+		p.unlockLocked(v.lock)
 		v.lock = nil
 	}
 	v.state = StateLockedElsewhere
 	v.lastErr = nil // the next try logs who holds it
 	p.startLockLoopLocked()
 	p.matchLocked() // a waiter that avoided the idle VMs may now take one
+}
+
+// unlockLocked releases a lost lock in the background, not under p.mu:
+// a Locker over the network may take a while (Close waits for it).
+func (p *Pool) unlockLocked(l Lock) {
+	p.goLocked(func() {
+		if err := l.Unlock(); err != nil {
+			p.log.Debug("vmpool: unlock of a lost lock", "err", err)
+		}
+	})
 }
 
 // startLockLoopLocked starts lockLoop unless it runs.

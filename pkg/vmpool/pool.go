@@ -244,7 +244,7 @@ type Pool struct {
 	closed      bool
 	quarantined int
 	st          Stats // counters only; states are counted on demand
-	lockLoop    bool  // lockLoop is running
+	lockLoop    bool  // retryLocks is running
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -525,7 +525,7 @@ func (p *Pool) unlockLocked(l Lock) {
 	})
 }
 
-// startLockLoopLocked starts lockLoop unless it runs.
+// startLockLoopLocked starts retryLocks unless it runs.
 func (p *Pool) startLockLoopLocked() {
 	if !p.lockLoop {
 		p.lockLoop = true

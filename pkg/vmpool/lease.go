@@ -308,35 +308,29 @@ func (l *Lease) End(v Verdict) error {
 	if err != nil {
 		return err
 	}
-	if vm.lockLost {
-		// Not ours any more: no reset, no verdict; the lock is retried.
-		if v.unused {
-			p.st.Returns++
-			p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReturned, Duration: held})
-		} else {
-			p.st.Busy += held
-			p.st.Releases++
-			p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReleased, Healthy: v.fault == nil, Duration: held, Err: v.fault})
-		}
-		if !p.closed {
-			p.relockLocked(vm)
-		}
-		return nil
-	}
 	if v.unused {
 		// held is not Busy: the VM did no work.
 		p.st.Returns++
 		p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReturned, Duration: held})
+	} else {
+		p.st.Busy += held
+		p.st.Releases++
+		p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReleased, Healthy: v.fault == nil, Duration: held, Err: v.fault})
+	}
+	switch {
+	case vm.lockLost:
+		// Not ours any more: no reset, no verdict; the lock is retried.
+		if !p.closed {
+			p.relockLocked(vm)
+		}
+		return nil
+	case v.unused:
 		vm.state = StateReady // nobody holds it, closed pool or not
 		if !p.closed {
 			p.dispatchLocked(vm)
 		}
 		return nil
-	}
-	p.st.Busy += held
-	p.st.Releases++
-	p.emitLocked(Event{VM: vm.spec.ID, Kind: EventReleased, Healthy: v.fault == nil, Duration: held, Err: v.fault})
-	if p.closed {
+	case p.closed:
 		return nil
 	}
 	if v.fault == nil {

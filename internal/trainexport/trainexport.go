@@ -1,26 +1,28 @@
 // Package trainexport turns a shard set (read through its manifest) into
-// the input files of the RL trainers users run:
+// the input files of the trainers users run:
 //
-//   - verl (volcengine/verl): a Parquet file that verl's RLHFDataset
+//   - jsonl: codapipe's own JSON Lines, one line per candidate (shard row):
+//     everything an offline decoupled-GRPO trainer trains on (token ids,
+//     behaviour log-probs, advantage, loss weight, group), images by path.
+//     The reference trainer (trainer/ in the repository) reads it.
+//   - verl (volcengine/verl): Parquet files that verl's RLHFDataset
 //     (verl/utils/dataset/rl_dataset.py) reads: "prompt" a list of chat
 //     messages whose string content holds one "<image>" placeholder per
-//     image, "images" a list of {"bytes", "path"} (vision_utils.process_image
-//     opens "bytes"), "data_source", "reward_model" {"style",
-//     "ground_truth"} and "extra_info" {"index", …}, as verl's example
-//     preprocessors (examples/data_preprocess/geo3k.py) write them.
+//     image, "images" a list of {"image": path} (vision_utils.process_image
+//     hands a dict without "bytes" to qwen_vl_utils.fetch_image, which
+//     opens a local path), "data_source", "reward_model" {"style",
+//     "ground_truth"} and "extra_info" {"index", …}.
 //   - OpenRLHF: JSON Lines that OpenRLHF's PromptDataset
 //     (openrlhf/datasets/prompts_dataset.py) reads: the chat messages under
-//     --data.input_key (default "input"; with --data.apply_chat_template
-//     "<image>" tags in string content become image parts), the label under
-//     --data.label_key, the images under --data.image_key (default
-//     "images"; openrlhf/utils/vlm_utils.py load_images opens paths, URLs or
-//     base64 data URIs) and "datasource".
+//     --data.input_key, the label under --data.label_key, image paths under
+//     --data.image_key (openrlhf/utils/vlm_utils.py load_images opens
+//     them) and "datasource".
 //
-// Every shard row (one candidate) becomes one trainer row; everything else
-// the row holds (ids, advantage, reward, group, token ids, log-probs,
-// sampling, provenance) goes along (verl: extra_info; OpenRLHF: the
-// "codapipe" object), so nothing is lost. docs/shards.md lists the fields
-// and the trainer command lines that consume them.
+// Online trainers (verl, OpenRLHF) generate their own responses, so they
+// get one row per group (per step prompt), not one per candidate, with a
+// validation split; the label names the group for the reward service.
+// Images are written once per distinct SHA-256 under <out>/images/.
+// docs/shards.md lists the fields and the trainer command lines.
 package trainexport
 
 import (
@@ -28,15 +30,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,19 +62,36 @@ type Format string
 
 // Formats.
 const (
-	// FormatVerl is verl's RL dataset: Parquet, file DataFile(FormatVerl).
+	// FormatJSONL is codapipe's candidate rows: JSON Lines, one line per
+	// shard row (CandidateRow).
+	FormatJSONL Format = "jsonl"
+	// FormatVerl is verl's RL dataset: Parquet, one row per group.
 	FormatVerl Format = "verl"
-	// FormatOpenRLHF is OpenRLHF's prompt dataset: JSON Lines.
+	// FormatOpenRLHF is OpenRLHF's prompt dataset: JSON Lines, one row per
+	// group.
 	FormatOpenRLHF Format = "openrlhf"
 )
 
-// DataFile returns the name of the data file a format writes in the
-// output folder: "train.parquet" (verl) or "train.jsonl" (OpenRLHF).
-func DataFile(f Format) string {
-	if f == FormatVerl {
-		return "train.parquet"
+// Formats are the formats Export writes.
+var Formats = []Format{FormatJSONL, FormatVerl, FormatOpenRLHF}
+
+// Splits of the per-group formats.
+const (
+	SplitTrain = "train"
+	SplitVal   = "val"
+)
+
+// DataFile returns the name of the file a format writes in the output
+// folder for a split: "candidates.jsonl" (jsonl, which has no split),
+// "<split>.parquet" (verl) or "<split>.jsonl" (OpenRLHF).
+func DataFile(f Format, split string) string {
+	switch f {
+	case FormatJSONL:
+		return "candidates.jsonl"
+	case FormatVerl:
+		return split + ".parquet"
 	}
-	return "train.jsonl"
+	return split + ".jsonl"
 }
 
 // ImagePlaceholder is the tag that stands for one image in a message's
@@ -79,8 +101,14 @@ const ImagePlaceholder = "<image>"
 // DefaultDataSource is the default Config.DataSource.
 const DefaultDataSource = "codapipe/scienceboard"
 
+// DefaultValFraction is the default Config.ValFraction.
+const DefaultValFraction = 0.05
+
 // ManifestName is the name of the export's manifest in the output folder.
 const ManifestName = "manifest.json"
+
+// ImageDir is the folder of the images in the output folder.
+const ImageDir = "images"
 
 // Config configures Export.
 type Config struct {
@@ -93,12 +121,22 @@ type Config struct {
 	// Out is the local folder the export is written to; it is created
 	// (0755 less the umask) and its files are 0644 less the umask.
 	Out string
-	// Format is FormatVerl or FormatOpenRLHF.
+	// Format is one of Formats.
 	Format Format
 	// DataSource is every row's data source ("data_source" for verl,
 	// "datasource" for OpenRLHF); default DefaultDataSource, to which
 	// "/<app>" is appended so that per-source metrics split by application.
 	DataSource string
+	// ValFraction is the share of trajectories whose groups go to the val
+	// split (verl and OpenRLHF; 0: no val file). A trajectory's split is
+	// decided by the SHA-256 of its id, so a group never straddles splits
+	// and the same set always splits the same way.
+	ValFraction float64
+	// ImageRoot is the folder the rows of verl and OpenRLHF name their
+	// images in: default the absolute path of Out/images (the trainers open
+	// paths relative to their own working folder). Set it when the export
+	// is read from another place than where it is written.
+	ImageRoot string
 	// TempDir is where shard files of a remote set are downloaded
 	// (default os.TempDir()).
 	TempDir string
@@ -116,9 +154,15 @@ type Manifest struct {
 	// Source is the shard set's manifest: its set name, schema version and
 	// meta, as read.
 	Source Source `json:"source"`
-	// Rows is the number of rows written.
+	// Rows is the number of rows written, over every data file.
 	Rows int `json:"rows"`
-	// Files are the files written.
+	// ValFraction is the share of trajectories asked for the val split
+	// (per-group formats).
+	ValFraction float64 `json:"val_fraction,omitempty"`
+	// ImageRoot is the folder the rows name their images in ("" for the
+	// jsonl format, whose image paths are relative to the manifest).
+	ImageRoot string `json:"image_root,omitempty"`
+	// Files are the data files written, then the images (Rows 0).
 	Files []File `json:"files"`
 }
 
@@ -138,6 +182,9 @@ type Source struct {
 type File struct {
 	// Path is relative to the export's folder.
 	Path string `json:"path"`
+	// Split is the data file's split ("train", "val"; "" for the jsonl
+	// format and for images).
+	Split string `json:"split,omitempty"`
 	// Rows is the number of rows it holds.
 	Rows int `json:"rows"`
 	// Bytes is its size.
@@ -146,14 +193,29 @@ type File struct {
 	SHA256 string `json:"sha256"`
 }
 
+// DataFiles are the manifest's data files (not the images).
+func (m *Manifest) DataFiles() []File {
+	var out []File
+	for _, f := range m.Files {
+		if !strings.HasPrefix(f.Path, ImageDir+"/") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Export reads the shard set cfg.Bucket/cfg.Prefix through its manifest
-// and writes it in cfg.Format to cfg.Out: the data file and a manifest.
+// and writes it in cfg.Format to cfg.Out: the data files, the images and
+// a manifest, written last.
 func Export(ctx context.Context, cfg Config) (*Manifest, error) {
-	if cfg.Format != FormatVerl && cfg.Format != FormatOpenRLHF {
-		return nil, fmt.Errorf("trainexport: format %q, want %q or %q", cfg.Format, FormatVerl, FormatOpenRLHF)
+	if !slices.Contains(Formats, cfg.Format) {
+		return nil, fmt.Errorf("trainexport: format %q, want one of %v", cfg.Format, Formats)
 	}
 	if cfg.Out == "" {
 		return nil, errors.New("trainexport: no output folder")
+	}
+	if cfg.ValFraction < 0 || cfg.ValFraction >= 1 || math.IsNaN(cfg.ValFraction) {
+		return nil, fmt.Errorf("trainexport: val fraction %g, want 0 <= f < 1", cfg.ValFraction)
 	}
 	if cfg.DataSource == "" {
 		cfg.DataSource = DefaultDataSource
@@ -174,56 +236,59 @@ func Export(ctx context.Context, cfg Config) (*Manifest, error) {
 	if sm.SchemaVersion < 2 {
 		return nil, fmt.Errorf("trainexport: shard set %s has schema version %d: it has no messages column (re-run advantage to write schema %d)", cfg.Prefix, sm.SchemaVersion, shard.SchemaVersion)
 	}
-	if err := os.MkdirAll(cfg.Out, blob.DirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Join(cfg.Out, ImageDir), blob.DirPerm); err != nil {
 		return nil, fmt.Errorf("trainexport: %w", err)
 	}
-	name := DataFile(cfg.Format)
-	final := filepath.Join(cfg.Out, name)
-	partial := final + ".partial"
-	f, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE|os.O_TRUNC, blob.FilePerm)
-	if err != nil {
-		return nil, fmt.Errorf("trainexport: %w", err)
+	if cfg.Format != FormatJSONL && cfg.ImageRoot == "" {
+		abs, err := filepath.Abs(filepath.Join(cfg.Out, ImageDir))
+		if err != nil {
+			return nil, fmt.Errorf("trainexport: %w", err)
+		}
+		cfg.ImageRoot = abs
 	}
-	defer os.Remove(partial) // after a failure; a no-op after the rename
-	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(f, h)}
-	var sink rowSink
-	if cfg.Format == FormatVerl {
-		sink, err = newVerlSink(cw)
-	} else {
-		sink = newOpenRLHFSink(cw)
+	ex := &exporter{cfg: cfg, set: sm.Set, images: newImageWriter(cfg.Out, cfg.Store), seen: map[groupKey]bool{}}
+	defer ex.abort() // after a failure; a no-op after close
+	splits := []string{SplitTrain}
+	if cfg.Format == FormatJSONL {
+		splits = []string{""}
+	} else if cfg.ValFraction > 0 {
+		splits = append(splits, SplitVal)
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trainexport: %w", err)
+	ex.outs = map[string]*output{}
+	for _, split := range splits {
+		o, err := newOutput(cfg.Out, cfg.Format, split)
+		if err != nil {
+			return nil, err
+		}
+		ex.outs[split] = o
+		ex.order = append(ex.order, o)
 	}
-	ex := &exporter{cfg: cfg, sink: sink, images: map[string][]byte{}}
 	for _, sf := range sm.Files {
 		if err := ex.file(ctx, sf); err != nil {
-			sink.abort()
-			f.Close()
 			return nil, err
 		}
 	}
-	if err := sink.close(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trainexport: %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trainexport: %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("trainexport: %s: %w", name, err)
-	}
-	if err := os.Rename(partial, final); err != nil {
-		return nil, fmt.Errorf("trainexport: %w", err)
+	if err := ex.flushGroup(ctx); err != nil {
+		return nil, err
 	}
 	m := &Manifest{
 		Format: cfg.Format, Created: time.Now().UTC(),
 		Source: Source{Set: sm.Set, SchemaVersion: sm.SchemaVersion, Meta: sm.Meta, TokenData: sm.TokenData},
-		Rows:   ex.index,
-		Files:  []File{{Path: name, Rows: ex.index, Bytes: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}},
+	}
+	if cfg.Format != FormatJSONL {
+		m.ValFraction, m.ImageRoot = cfg.ValFraction, cfg.ImageRoot
+	}
+	for _, o := range ex.order {
+		f, err := o.close()
+		if err != nil {
+			return nil, err
+		}
+		m.Files = append(m.Files, f)
+		m.Rows += f.Rows
+	}
+	m.Files = append(m.Files, ex.images.files...)
+	if o := ex.outs[SplitVal]; o != nil && o.rows == 0 {
+		cfg.Log.Warn("trainexport: the val split is empty (too few trajectories for the fraction)", "val_fraction", cfg.ValFraction)
 	}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -236,8 +301,82 @@ func Export(ctx context.Context, cfg Config) (*Manifest, error) {
 	if err := os.Rename(mpath+".partial", mpath); err != nil {
 		return nil, fmt.Errorf("trainexport: %w", err)
 	}
-	cfg.Log.Info("trainexport: written", "format", cfg.Format, "rows", ex.index, "file", final)
+	cfg.Log.Info("trainexport: written", "format", cfg.Format, "rows", m.Rows, "images", len(ex.images.files), "folder", cfg.Out)
 	return m, nil
+}
+
+// output is one data file being written: to a ".partial" file renamed
+// into place when closed.
+type output struct {
+	split, name, final string
+	f                  *os.File
+	h                  hash.Hash
+	cw                 *countWriter
+	sink               rowSink
+	rows               int
+	done               bool
+}
+
+func newOutput(dir string, format Format, split string) (*output, error) {
+	name := DataFile(format, split)
+	o := &output{split: split, name: name, final: filepath.Join(dir, name), h: sha256.New()}
+	f, err := os.OpenFile(o.final+".partial", os.O_RDWR|os.O_CREATE|os.O_TRUNC, blob.FilePerm)
+	if err != nil {
+		return nil, fmt.Errorf("trainexport: %w", err)
+	}
+	o.f = f
+	o.cw = &countWriter{w: io.MultiWriter(f, o.h)}
+	if format == FormatVerl {
+		o.sink, err = newVerlSink(o.cw)
+	} else {
+		o.sink = newJSONLinesSink(o.cw)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("trainexport: %s: %w", name, err)
+	}
+	return o, nil
+}
+
+// add writes one row.
+func (o *output) add(v any) error {
+	if err := o.sink.add(v); err != nil {
+		return fmt.Errorf("%s: %w", o.name, err)
+	}
+	o.rows++
+	return nil
+}
+
+// close finishes the file, syncs it and renames it into place.
+func (o *output) close() (File, error) {
+	o.done = true
+	err := o.sink.close()
+	if err == nil {
+		err = o.f.Sync()
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.final+".partial", o.final)
+	}
+	if err != nil {
+		os.Remove(o.final + ".partial")
+		return File{}, fmt.Errorf("trainexport: %s: %w", o.name, err)
+	}
+	return File{Path: o.name, Split: o.split, Rows: o.rows, Bytes: o.cw.n, SHA256: hex.EncodeToString(o.h.Sum(nil))}, nil
+}
+
+// abort drops the file after a failure.
+func (o *output) abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	o.sink.abort()
+	o.f.Close()
+	os.Remove(o.final + ".partial")
 }
 
 // countWriter counts the bytes written through it.
@@ -252,13 +391,32 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// groupKey is what one row of a per-group format stands for: a group's
+// step prompt. In step mode a group is one step of one trajectory; in
+// outcome mode a group spans trajectories and each of its rows has its own
+// prompt, so the trajectory and step are part of the key.
+type groupKey struct {
+	group, trajectory string
+	step              int32
+}
+
 // exporter converts the rows of one export.
 type exporter struct {
 	cfg    Config
-	sink   rowSink
+	set    string
+	outs   map[string]*output // by split ("" for jsonl)
+	order  []*output
+	images *imageWriter
 	index  int               // rows written
-	group  string            // group of the rows whose images are cached
-	images map[string][]byte // screenshots read for the current group
+	seen   map[groupKey]bool // groups written (per-group formats)
+	group  []*shard.Row      // rows of the group being collected
+}
+
+// abort drops the partial data files.
+func (ex *exporter) abort() {
+	for _, o := range ex.order {
+		o.abort()
+	}
 }
 
 // file converts the rows of one shard file, downloaded first when the
@@ -297,45 +455,83 @@ func (ex *exporter) file(ctx context.Context, sf shard.File) error {
 	})
 }
 
-// row converts and writes one shard row.
+// row converts one shard row: a candidate row at once (jsonl), or a
+// member of the group being collected (per-group formats).
 func (ex *exporter) row(ctx context.Context, r *shard.Row) error {
-	msgs, err := Flatten(r.Messages, r.Images)
-	if err != nil {
-		return err
+	if ex.cfg.Format == FormatJSONL {
+		return ex.candidate(ctx, r)
 	}
-	if r.GroupID != ex.group {
-		ex.group = r.GroupID
-		clear(ex.images)
-	}
-	imgs := make([][]byte, len(r.Images))
-	for i, im := range r.Images {
-		switch {
-		case im.Bytes != nil:
-			imgs[i] = im.Bytes
-		case ex.images[im.SHA256] != nil:
-			imgs[i] = ex.images[im.SHA256]
-		case ex.cfg.Store == nil:
-			return fmt.Errorf("image %s is not embedded and no blob store was given", im.SHA256)
-		default:
-			b, err := ex.cfg.Store.GetBytes(ctx, im.SHA256)
-			if err != nil {
-				return fmt.Errorf("image %s: %w", im.SHA256, err)
-			}
-			ex.images[im.SHA256] = b
-			imgs[i] = b
+	if len(ex.group) > 0 && keyOf(ex.group[0]) != keyOf(r) {
+		if err := ex.flushGroup(ctx); err != nil {
+			return err
 		}
 	}
-	out := &Row{
-		DataSource: ex.cfg.DataSource + "/" + r.App,
+	k := keyOf(r)
+	if ex.seen[k] {
+		return fmt.Errorf("group %s (trajectory %s step %d) comes again after other groups: the set's rows of one group are not together", r.GroupID, r.TrajectoryID, r.Step)
+	}
+	// The reader reuses nothing between rows, so a row can be kept.
+	ex.group = append(ex.group, r)
+	return nil
+}
+
+func keyOf(r *shard.Row) groupKey {
+	return groupKey{group: r.GroupID, trajectory: r.TrajectoryID, step: r.Step}
+}
+
+// splitOf is the split of a trajectory's groups: val when the first 8
+// bytes of the SHA-256 of its id, as a fraction of 2^64, fall below the
+// val fraction.
+func (ex *exporter) splitOf(trajectory string) string {
+	if ex.outs[SplitVal] == nil {
+		return SplitTrain
+	}
+	h := sha256.Sum256([]byte(trajectory))
+	if float64(binary.BigEndian.Uint64(h[:8]))/(1<<64) < ex.cfg.ValFraction {
+		return SplitVal
+	}
+	return SplitTrain
+}
+
+// flushGroup writes the collected group as one row.
+func (ex *exporter) flushGroup(ctx context.Context) error {
+	if len(ex.group) == 0 {
+		return nil
+	}
+	rows := ex.group
+	ex.group = nil
+	first := rows[0]
+	ex.seen[keyOf(first)] = true
+	msgs, err := Flatten(first.Messages, first.Images)
+	if err != nil {
+		return fmt.Errorf("trainexport: group %s: %w", first.GroupID, err)
+	}
+	paths := make([]string, len(first.Images))
+	for i, im := range first.Images {
+		p, err := ex.images.write(ctx, im)
+		if err != nil {
+			return fmt.Errorf("trainexport: group %s: %w", first.GroupID, err)
+		}
+		paths[i] = filepath.Join(ex.cfg.ImageRoot, filepath.Base(p))
+	}
+	split := ex.splitOf(first.TrajectoryID)
+	r := &Row{
+		DataSource: ex.cfg.DataSource + "/" + first.App,
 		Prompt:     msgs,
-		Images:     imgs,
+		Images:     paths,
 		Ability:    "gui-agent",
 		Style:      "rule",
-		Label:      r.ReferenceText,
-		Extra:      extra(ex.index, r),
+		Label:      Label{Set: ex.set, GroupID: first.GroupID, Reference: first.ReferenceText}.String(),
+		Extra:      groupExtra(ex.index, split, ex.set, rows),
 	}
-	if err := ex.sink.add(out); err != nil {
-		return err
+	var v any
+	if ex.cfg.Format == FormatVerl {
+		v = r.verl()
+	} else {
+		v = r.openRLHF()
+	}
+	if err := ex.outs[split].add(v); err != nil {
+		return fmt.Errorf("trainexport: group %s: %w", first.GroupID, err)
 	}
 	ex.index++
 	return nil
@@ -385,147 +581,165 @@ func Flatten(msgs []shard.Message, images []shard.Image) ([]Message, error) {
 	return out, nil
 }
 
-// Row is one trainer row before it is written in a format.
+// Row is one per-group trainer row before it is written in a format.
 type Row struct {
 	DataSource string
 	Prompt     []Message
-	Images     [][]byte // PNG bytes, in placeholder order
+	Images     []string // image paths under the image root, in placeholder order
 	Ability    string
 	Style      string // reward_model.style
-	Label      string // reward_model.ground_truth (verl), the label (OpenRLHF)
-	Extra      Extra
+	Label      string // reward_model.ground_truth (verl), the label (OpenRLHF): a Label
+	Extra      GroupExtra
 }
 
-// Extra is what a trainer row carries besides what the loader reads: the
-// shard row's ids, reward, advantage and group, token-level data, sampling
-// and provenance (verl: extra_info; OpenRLHF: "codapipe"). Field names are
-// the shard columns' (docs/shards.md), and Index is verl's extra_info.index.
-type Extra struct {
-	Index              int64     `json:"index"`
-	Split              string    `json:"split"`
-	Run                string    `json:"run"`
-	App                string    `json:"app"`
-	Task               string    `json:"task"`
-	TrajectoryID       string    `json:"trajectory_id"`
-	Sample             int32     `json:"sample"`
-	Step               int32     `json:"step"`
-	Candidate          int32     `json:"candidate"`
-	GroupID            string    `json:"group_id"`
-	GroupSize          int32     `json:"group_size"`
-	Completion         string    `json:"completion"`
-	ActionText         string    `json:"action_text"`
-	ReferenceText      string    `json:"reference_text"`
-	Reward             float64   `json:"reward"`
-	Advantage          float64   `json:"advantage"`
-	GroupMean          float64   `json:"group_mean"`
-	GroupStd           float64   `json:"group_std"`
-	GroupScale         float64   `json:"group_scale"`
-	ZeroVariance       bool      `json:"zero_variance"`
-	LossWeight         float64   `json:"loss_weight"`
-	Label              string    `json:"label"`
-	LabelSource        string    `json:"label_source"`
-	Unparsed           bool      `json:"unparsed"`
-	PromptTokens       *int32    `json:"prompt_tokens"`
-	CompletionTokens   *int32    `json:"completion_tokens"`
-	CompletionTokenIDs []int32   `json:"completion_token_ids"`
-	LogProbs           []float64 `json:"logprobs"`
-	FinishReason       string    `json:"finish_reason"`
-	Sampling           *string   `json:"sampling"`
-	PolicyModel        string    `json:"policy_model"`
-	PolicyCheckpoint   string    `json:"policy_checkpoint"`
-	JudgeVersion       string    `json:"judge_version"`
-	ImageSHA256        []string  `json:"image_sha256"`
+// GroupExtra is what a per-group trainer row carries besides what the
+// loader reads (verl: extra_info; OpenRLHF: "codapipe"): the group's ids,
+// statistics and provenance, and its stored candidates (text, reward,
+// advantage; token-level data is the jsonl format's). Field names are the
+// shard columns' (docs/shards.md); Index is verl's extra_info.index.
+type GroupExtra struct {
+	Index int64  `json:"index"`
+	Split string `json:"split"`
+	Set   string `json:"set"`
+	GroupIDs
+	ReferenceText    string            `json:"reference_text"`
+	GroupMean        float64           `json:"group_mean"`
+	GroupStd         float64           `json:"group_std"`
+	ZeroVariance     bool              `json:"zero_variance"`
+	LossWeight       float64           `json:"loss_weight"`
+	LabelSource      string            `json:"label_source"`
+	PolicyModel      string            `json:"policy_model"`
+	PolicyCheckpoint string            `json:"policy_checkpoint"`
+	JudgeVersion     string            `json:"judge_version"`
+	ImageSHA256      []string          `json:"image_sha256"`
+	Candidates       []StoredCandidate `json:"candidates"`
 }
 
-// extra fills Extra from a shard row.
-func extra(index int, r *shard.Row) Extra {
-	e := Extra{
-		Index: int64(index), Split: "train", Run: r.Run, App: r.App, Task: r.Task, TrajectoryID: r.TrajectoryID,
-		Sample: r.Sample, Step: r.Step, Candidate: r.Candidate, GroupID: r.GroupID, GroupSize: r.GroupSize,
-		Completion: r.Completion, ActionText: r.ActionText, ReferenceText: r.ReferenceText,
-		Reward: r.Reward, Advantage: r.Advantage, GroupMean: r.GroupMean, GroupStd: r.GroupStd, GroupScale: r.GroupScale,
-		ZeroVariance: r.ZeroVariance, LossWeight: r.LossWeight, Label: r.Label, LabelSource: r.LabelSource, Unparsed: r.Unparsed,
-		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
-		CompletionTokenIDs: r.CompletionTokenIDs, LogProbs: r.LogProbs, FinishReason: r.FinishReason, Sampling: r.Sampling,
-		PolicyModel: r.PolicyModel, PolicyCheckpoint: r.PolicyCheckpoint, JudgeVersion: r.JudgeVersion,
-		ImageSHA256: make([]string, len(r.Images)),
+// StoredCandidate is one stored candidate of a group, as a per-group row
+// carries it: for reference and evaluation, not for training on.
+type StoredCandidate struct {
+	Candidate  int32   `json:"candidate"`
+	Completion string  `json:"completion"`
+	ActionText string  `json:"action_text"`
+	Reward     float64 `json:"reward"`
+	Advantage  float64 `json:"advantage"`
+	Label      string  `json:"label"`
+}
+
+// groupExtra fills GroupExtra from a group's rows.
+func groupExtra(index int, split, set string, rows []*shard.Row) GroupExtra {
+	r := rows[0]
+	e := GroupExtra{
+		Index: int64(index), Split: split, Set: set, GroupIDs: idsOf(r), ReferenceText: r.ReferenceText,
+		GroupMean: r.GroupMean, GroupStd: r.GroupStd, ZeroVariance: r.ZeroVariance, LossWeight: r.LossWeight,
+		LabelSource: r.LabelSource, PolicyModel: r.PolicyModel, PolicyCheckpoint: r.PolicyCheckpoint,
+		JudgeVersion: r.JudgeVersion, ImageSHA256: imageSHAs(r.Images), Candidates: make([]StoredCandidate, len(rows)),
 	}
-	for i, im := range r.Images {
-		e.ImageSHA256[i] = im.SHA256
+	for i, c := range rows {
+		e.Candidates[i] = StoredCandidate{Candidate: c.Candidate, Completion: c.Completion, ActionText: c.ActionText,
+			Reward: c.Reward, Advantage: c.Advantage, Label: c.Label}
 	}
 	return e
 }
 
-// rowSink writes rows in one format.
+func imageSHAs(imgs []shard.Image) []string {
+	out := make([]string, len(imgs))
+	for i, im := range imgs {
+		out[i] = im.SHA256
+	}
+	return out
+}
+
+// rowSink writes rows, each a value that marshals to one JSON object.
 type rowSink interface {
-	add(r *Row) error
+	add(v any) error
 	close() error // finishes the output
 	abort()       // releases what it holds after a failure
 }
 
-// openRLHFSink writes OpenRLHF's JSON Lines.
-type openRLHFSink struct {
+// jsonLinesSink writes one JSON object per line.
+type jsonLinesSink struct {
 	w   *bufio.Writer
 	enc *json.Encoder
 }
 
-func newOpenRLHFSink(w io.Writer) *openRLHFSink {
+func newJSONLinesSink(w io.Writer) *jsonLinesSink {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	return &openRLHFSink{w: bw, enc: enc}
+	return &jsonLinesSink{w: bw, enc: enc}
 }
+
+func (s *jsonLinesSink) add(v any) error { return s.enc.Encode(v) }
+func (s *jsonLinesSink) close() error    { return s.w.Flush() }
+func (s *jsonLinesSink) abort()          {}
 
 // OpenRLHFRow is one line of the OpenRLHF export. Input, Label, Images and
 // DataSource are what PromptDataset reads (with --data.input_key input
 // --data.label_key label --data.image_key images); Codapipe is the rest.
 type OpenRLHFRow struct {
-	Input      []Message `json:"input"`
-	Label      string    `json:"label"`
-	Images     []string  `json:"images"` // data:image/png;base64,… URIs
-	DataSource string    `json:"datasource"`
-	Codapipe   Extra     `json:"codapipe"`
+	Input      []Message  `json:"input"`
+	Label      string     `json:"label"`
+	Images     []string   `json:"images"` // image file paths
+	DataSource string     `json:"datasource"`
+	Codapipe   GroupExtra `json:"codapipe"`
 }
 
-func (s *openRLHFSink) add(r *Row) error {
-	line := OpenRLHFRow{Input: r.Prompt, Label: r.Label, Images: make([]string, len(r.Images)), DataSource: r.DataSource, Codapipe: r.Extra}
-	for i, b := range r.Images {
-		line.Images[i] = "data:image/png;base64," + base64.StdEncoding.EncodeToString(b)
+func (r *Row) openRLHF() *OpenRLHFRow {
+	return &OpenRLHFRow{Input: r.Prompt, Label: r.Label, Images: r.Images, DataSource: r.DataSource, Codapipe: r.Extra}
+}
+
+// VerlImage is one element of the verl export's images column: a dict
+// without "bytes", which verl's process_image hands to qwen_vl_utils'
+// fetch_image, which opens "image" as a local path.
+type VerlImage struct {
+	Image string `json:"image"`
+}
+
+// verlRow is one row of the verl export, in VerlSchema's JSON form.
+type verlRow struct {
+	DataSource  string            `json:"data_source"`
+	Prompt      []Message         `json:"prompt"`
+	Images      []VerlImage       `json:"images"`
+	Ability     string            `json:"ability"`
+	RewardModel map[string]string `json:"reward_model"`
+	ExtraInfo   GroupExtra        `json:"extra_info"`
+}
+
+func (r *Row) verl() *verlRow {
+	imgs := make([]VerlImage, len(r.Images))
+	for i, p := range r.Images {
+		imgs[i] = VerlImage{Image: p}
 	}
-	return s.enc.Encode(line)
+	return &verlRow{DataSource: r.DataSource, Prompt: r.Prompt, Images: imgs, Ability: r.Ability,
+		RewardModel: map[string]string{"style": r.Style, "ground_truth": r.Label}, ExtraInfo: r.Extra}
 }
-
-func (s *openRLHFSink) close() error { return s.w.Flush() }
-func (s *openRLHFSink) abort()       {}
 
 // verlBatchRows is the rows of one Parquet row group of the verl export.
-const verlBatchRows = 64
+const verlBatchRows = 256
 
-// VerlSchema is the Arrow schema of the verl export's Parquet file.
+// VerlSchema is the Arrow schema of the verl export's Parquet files.
 var VerlSchema = func() *arrow.Schema {
 	str, i32, i64, f64 := arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64
 	b := arrow.FixedWidthTypes.Boolean
 	f := func(name string, t arrow.DataType, nullable bool) arrow.Field {
 		return arrow.Field{Name: name, Type: t, Nullable: nullable}
 	}
+	candidate := arrow.StructOf(f("candidate", i32, false), f("completion", str, false), f("action_text", str, false),
+		f("reward", f64, false), f("advantage", f64, false), f("label", str, false))
 	extra := arrow.StructOf(
-		f("index", i64, false), f("split", str, false), f("run", str, false), f("app", str, false), f("task", str, false),
-		f("trajectory_id", str, false), f("sample", i32, false), f("step", i32, false), f("candidate", i32, false),
-		f("group_id", str, false), f("group_size", i32, false), f("completion", str, false),
-		f("action_text", str, false), f("reference_text", str, false),
-		f("reward", f64, false), f("advantage", f64, false), f("group_mean", f64, false), f("group_std", f64, false),
-		f("group_scale", f64, false), f("zero_variance", b, false), f("loss_weight", f64, false),
-		f("label", str, false), f("label_source", str, false), f("unparsed", b, false),
-		f("prompt_tokens", i32, true), f("completion_tokens", i32, true),
-		f("completion_token_ids", arrow.ListOfNonNullable(i32), true), f("logprobs", arrow.ListOfNonNullable(f64), true),
-		f("finish_reason", str, false), f("sampling", str, true),
-		f("policy_model", str, false), f("policy_checkpoint", str, false), f("judge_version", str, false),
-		f("image_sha256", arrow.ListOfNonNullable(str), false),
+		f("index", i64, false), f("split", str, false), f("set", str, false), f("run", str, false), f("app", str, false),
+		f("task", str, false), f("trajectory_id", str, false), f("sample", i32, false), f("step", i32, false),
+		f("group_id", str, false), f("group_size", i32, false), f("reference_text", str, false),
+		f("group_mean", f64, false), f("group_std", f64, false), f("zero_variance", b, false), f("loss_weight", f64, false),
+		f("label_source", str, false), f("policy_model", str, false), f("policy_checkpoint", str, false),
+		f("judge_version", str, false), f("image_sha256", arrow.ListOfNonNullable(str), false),
+		f("candidates", arrow.ListOfNonNullable(candidate), false),
 	)
 	return arrow.NewSchema([]arrow.Field{
 		f("data_source", str, false),
 		f("prompt", arrow.ListOfNonNullable(arrow.StructOf(f("role", str, false), f("content", str, false))), false),
-		f("images", arrow.ListOfNonNullable(arrow.StructOf(f("bytes", arrow.BinaryTypes.Binary, true), f("path", str, true))), false),
+		f("images", arrow.ListOfNonNullable(arrow.StructOf(f("image", str, false))), false),
 		f("ability", str, false),
 		f("reward_model", arrow.StructOf(f("style", str, false), f("ground_truth", str, false)), false),
 		f("extra_info", extra, false),
@@ -542,8 +756,7 @@ type verlSink struct {
 }
 
 func newVerlSink(w io.Writer) (*verlSink, error) {
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionFor("images.list.element.bytes", compress.Codecs.Uncompressed))
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
 	pw, err := pqarrow.NewFileWriter(VerlSchema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, err
@@ -551,26 +764,7 @@ func newVerlSink(w io.Writer) (*verlSink, error) {
 	return &verlSink{w: pw}, nil
 }
 
-// verlImage is one element of the images column: Hugging Face datasets'
-// Image storage, which verl's process_image opens by "bytes".
-type verlImage struct {
-	Bytes []byte  `json:"bytes"`
-	Path  *string `json:"path"`
-}
-
-func (s *verlSink) add(r *Row) error {
-	imgs := make([]verlImage, len(r.Images))
-	for i, b := range r.Images {
-		imgs[i] = verlImage{Bytes: b}
-	}
-	obj := map[string]any{
-		"data_source":  r.DataSource,
-		"prompt":       r.Prompt,
-		"images":       imgs,
-		"ability":      r.Ability,
-		"reward_model": map[string]string{"style": r.Style, "ground_truth": r.Label},
-		"extra_info":   r.Extra,
-	}
+func (s *verlSink) add(v any) error {
 	if s.n == 0 {
 		s.pending.WriteByte('[')
 	} else {
@@ -578,7 +772,7 @@ func (s *verlSink) add(r *Row) error {
 	}
 	enc := json.NewEncoder(&s.pending)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	s.n++

@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -121,7 +122,7 @@ func newFixture(t *testing.T, format shard.Format) *fixture {
 	return fx
 }
 
-func export(t *testing.T, fx *fixture, format trainexport.Format) (string, *trainexport.Manifest) {
+func export(t *testing.T, fx *fixture, format trainexport.Format, val float64) (string, *trainexport.Manifest) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := blob.OpenBucket(ctx, fx.set, blob.Config{})
@@ -130,12 +131,38 @@ func export(t *testing.T, fx *fixture, format trainexport.Format) (string, *trai
 	}
 	out := filepath.Join(t.TempDir(), "export")
 	m, err := trainexport.Export(ctx, trainexport.Config{Bucket: b, Store: fx.store, Out: out, Format: format, TempDir: t.TempDir(),
-		Log: slog.New(slog.DiscardHandler)})
+		ValFraction: val, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Rows != len(fx.rows) || len(m.Files) != 1 || m.Files[0].Path != trainexport.DataFile(format) {
-		t.Errorf("manifest %+v", m)
+	want := len(fx.rows)
+	if format != trainexport.FormatJSONL {
+		want = len(fx.rows) / 2 // two candidates per group
+	}
+	if m.Rows != want {
+		t.Errorf("manifest: %d rows, want %d", m.Rows, want)
+	}
+	// Every file of the manifest is there with its size and SHA-256; the
+	// images are the fixture's four distinct screenshots, once each.
+	images := 0
+	for _, f := range m.Files {
+		b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(f.Path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != f.SHA256 || int64(len(b)) != f.Bytes {
+			t.Errorf("%s: %d bytes with another SHA-256 than the manifest's %+v", f.Path, len(b), f)
+		}
+		if strings.HasPrefix(f.Path, "images/") {
+			images++
+			if !bytes.Equal(b, fx.png[f.SHA256]) {
+				t.Errorf("%s is not the screenshot", f.Path)
+			}
+		}
+	}
+	if images != len(fx.png) {
+		t.Errorf("%d image files, want %d", images, len(fx.png))
 	}
 	err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -147,6 +174,9 @@ func export(t *testing.T, fx *fixture, format trainexport.Format) (string, *trai
 		}
 		if d.IsDir() && fi.Mode().Perm()&0o555 != 0o555 || !d.IsDir() && fi.Mode().Perm()&0o444 != 0o444 {
 			t.Errorf("%s: mode %o, not readable by others", p, fi.Mode().Perm())
+		}
+		if strings.HasSuffix(p, ".partial") {
+			t.Errorf("%s left behind", p)
 		}
 		return nil
 	})
@@ -165,39 +195,63 @@ var wantPrompt = []trainexport.Message{
 
 var bigint = regexp.MustCompile(`"index":"(\d+)"`)
 
-// checkExtra checks the fields of extra_info / "codapipe" against the row.
-func checkExtra(t *testing.T, i int, raw json.RawMessage, r shard.Row) {
+// checkGroup checks a per-group row's extra_info / "codapipe", its label
+// and its image paths against the group's shard rows (group g of the
+// fixture).
+func checkGroup(t *testing.T, fx *fixture, out string, i int, raw json.RawMessage, label string, images []string) {
 	t.Helper()
 	// tools/reader prints 64-bit integers (index) as decimal strings.
 	raw = bigint.ReplaceAll(raw, []byte(`"index":$1`))
-	var e trainexport.Extra
+	var e trainexport.GroupExtra
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
 		t.Fatalf("row %d: extra: %v\n%s", i, err, raw)
 	}
-	if e.Index != int64(i) || e.TrajectoryID != r.TrajectoryID || e.GroupID != r.GroupID || e.Step != r.Step ||
-		e.Candidate != r.Candidate || e.GroupSize != r.GroupSize || e.Advantage != r.Advantage || e.Reward != r.Reward ||
-		e.GroupMean != r.GroupMean || e.LossWeight != r.LossWeight || e.Completion != r.Completion ||
-		e.PolicyCheckpoint != r.PolicyCheckpoint || e.FinishReason != r.FinishReason || e.Run != r.Run ||
-		fmt.Sprint(e.CompletionTokenIDs) != fmt.Sprint(r.CompletionTokenIDs) || fmt.Sprint(e.LogProbs) != fmt.Sprint(r.LogProbs) ||
-		(e.CompletionTokenIDs == nil) != (r.CompletionTokenIDs == nil) ||
-		(e.Sampling == nil) != (r.Sampling == nil) || (e.Sampling != nil && *e.Sampling != *r.Sampling) ||
-		len(e.ImageSHA256) != len(r.Images) || e.ImageSHA256[0] != r.Images[0].SHA256 {
-		t.Errorf("row %d: extra %+v\nrow %+v", i, e, r)
+	rows := fx.rows[2*i : 2*i+2]
+	r := rows[0]
+	if e.Index != int64(i) || e.Split != "train" || e.Set != "set-a" || e.TrajectoryID != r.TrajectoryID || e.GroupID != r.GroupID ||
+		e.Step != r.Step || e.GroupSize != r.GroupSize || e.GroupMean != r.GroupMean || e.LossWeight != r.LossWeight ||
+		e.PolicyCheckpoint != r.PolicyCheckpoint || e.Run != r.Run || e.ReferenceText != r.ReferenceText ||
+		len(e.ImageSHA256) != len(r.Images) || e.ImageSHA256[0] != r.Images[0].SHA256 || len(e.Candidates) != len(rows) {
+		t.Fatalf("row %d: extra %+v\nrow %+v", i, e, r)
+	}
+	for k, c := range e.Candidates {
+		if c.Candidate != rows[k].Candidate || c.Completion != rows[k].Completion || c.Reward != rows[k].Reward || c.Advantage != rows[k].Advantage {
+			t.Errorf("row %d candidate %d: %+v", i, k, c)
+		}
+	}
+	l, err := trainexport.ParseLabel(label)
+	if err != nil || l != (trainexport.Label{Set: "set-a", GroupID: r.GroupID, Reference: r.ReferenceText}) {
+		t.Errorf("row %d: label %q (%v)", i, label, err)
+	}
+	if len(images) != len(r.Images) {
+		t.Fatalf("row %d: %d images, want %d", i, len(images), len(r.Images))
+	}
+	for k, p := range images {
+		if !filepath.IsAbs(p) {
+			t.Errorf("row %d image %d: path %q is not absolute", i, k, p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(b, fx.png[r.Images[k].SHA256]) || !strings.HasPrefix(p, filepath.Join(out, "images")) {
+			t.Errorf("row %d image %d: %s is not the screenshot (%v)", i, k, p, err)
+		}
 	}
 }
 
 // TestVerl exports a shard set for verl and reads the Parquet back with
-// DuckDB (tools/reader), checking every field verl's loader reads, as of
-// volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7:
+// DuckDB (tools/reader), one row per group, checking every field verl's
+// loader reads, as of volcengine/verl
+// b178a3cd56f58b2d502255daba591e92833930a7:
 //   - verl/utils/dataset/rl_dataset.py RLHFDataset: prompt_key "prompt" (a
 //     list of {role, content} with string content); image_key "images";
-//     _build_messages splits content on "<image>" and asserts the count
-//     equals len(images); __getitem__ reads extra_info.index (and
-//     tools_kwargs / interaction_kwargs, optional) and data_source.
-//   - verl/utils/dataset/vision_utils.py process_image: a dict image is
-//     opened from its "bytes".
+//     _build_messages splits content on "<image>", puts each image dict in
+//     a content part and asserts the count equals len(images);
+//     __getitem__ reads extra_info.index and data_source.
+//   - verl/utils/dataset/vision_utils.py process_image: a dict with a
+//     "bytes" key is opened from those bytes (a null would fail); a dict
+//     without goes to qwen_vl_utils fetch_image, which opens "image" as a
+//     local path.
 //   - examples/data_preprocess/geo3k.py: data_source, prompt, images,
 //     ability, reward_model {style, ground_truth}, extra_info {split, index}.
 func TestVerl(t *testing.T) {
@@ -205,10 +259,10 @@ func TestVerl(t *testing.T) {
 	for _, format := range []shard.Format{shard.FormatArrow, shard.FormatParquet} {
 		t.Run(string(format), func(t *testing.T) {
 			fx := newFixture(t, format)
-			out, _ := export(t, fx, trainexport.FormatVerl)
+			out, _ := export(t, fx, trainexport.FormatVerl, 0)
 			got := shardtest.Read(t, filepath.Join(out, "train.parquet"))[0]
-			if got.NumRows != len(fx.rows) {
-				t.Fatalf("%d rows, want %d", got.NumRows, len(fx.rows))
+			if got.NumRows != len(fx.rows)/2 {
+				t.Fatalf("%d rows, want %d (one per group)", got.NumRows, len(fx.rows)/2)
 			}
 			cols := map[string]bool{}
 			for _, f := range got.Schema {
@@ -220,13 +274,9 @@ func TestVerl(t *testing.T) {
 				}
 			}
 			for i, raw := range got.Rows {
-				r := fx.rows[i]
 				var ds, ability string
 				var prompt []trainexport.Message
-				var images []struct {
-					Bytes []byte  `json:"bytes"`
-					Path  *string `json:"path"`
-				}
+				var images []map[string]*string
 				var rm struct {
 					Style       string `json:"style"`
 					GroundTruth string `json:"ground_truth"`
@@ -236,61 +286,50 @@ func TestVerl(t *testing.T) {
 						t.Fatalf("row %d column %s: %v", i, k, err)
 					}
 				}
-				if ds != "codapipe/scienceboard/ChimeraX" || ability == "" {
-					t.Errorf("row %d: data_source %q ability %q", i, ds, ability)
+				if ds != "codapipe/scienceboard/ChimeraX" || ability == "" || rm.Style != "rule" {
+					t.Errorf("row %d: data_source %q ability %q style %q", i, ds, ability, rm.Style)
 				}
 				if fmt.Sprint(prompt) != fmt.Sprint(wantPrompt) {
 					t.Errorf("row %d: prompt %q", i, prompt)
 				}
-				placeholders := 0
-				for _, m := range prompt {
-					placeholders += strings.Count(m.Content, "<image>")
-				}
-				if placeholders != len(images) || len(images) != len(r.Images) {
-					t.Errorf("row %d: %d placeholders, %d images, want %d", i, placeholders, len(images), len(r.Images))
-				}
+				paths := make([]string, len(images))
 				for k, im := range images {
-					if !bytes.Equal(im.Bytes, fx.png[r.Images[k].SHA256]) || im.Path != nil {
-						t.Errorf("row %d image %d: %d bytes, path %v; want the screenshot's bytes", i, k, len(im.Bytes), im.Path)
+					if _, ok := im["bytes"]; ok || im["image"] == nil {
+						t.Errorf("row %d image %d: %v, want {\"image\": path} without \"bytes\"", i, k, im)
+						continue
 					}
+					paths[k] = *im["image"]
 				}
-				if rm.Style != "rule" || rm.GroundTruth != r.ReferenceText {
-					t.Errorf("row %d: reward_model %+v", i, rm)
-				}
-				checkExtra(t, i, raw["extra_info"], r)
+				checkGroup(t, fx, out, i, raw["extra_info"], rm.GroundTruth, paths)
 			}
 		})
 	}
 }
 
 // TestOpenRLHF exports a shard set for OpenRLHF and reads the JSON Lines
-// back, checking every field OpenRLHF's loader reads, as of
-// OpenRLHF/OpenRLHF 3c3be6234e0cb353e76bb8019947db9dfe99fca7:
+// back, one row per group, checking every field OpenRLHF's loader reads,
+// as of OpenRLHF/OpenRLHF 3c3be6234e0cb353e76bb8019947db9dfe99fca7:
 //   - openrlhf/datasets/prompts_dataset.py preprocess_data / PromptDataset:
 //     data[input_key] (a list of {role, content}; with apply_chat_template
 //     "<image>" in string content becomes {"type": "image"}),
 //     data[label_key], data.get(image_key) and data.get("datasource").
 //   - openrlhf/cli/train_ppo_ray.py: --data.input_key (default "input"),
 //     --data.label_key, --data.image_key (default "images").
-//   - openrlhf/utils/vlm_utils.py load_images: strings that are data URIs
-//     ("data:image/png;base64,…") are decoded as base64.
+//   - openrlhf/utils/vlm_utils.py load_images: a string that is not a URL
+//     or base64 is opened as a path (Image.open, so relative to the
+//     process's working folder: we write absolute paths).
 func TestOpenRLHF(t *testing.T) {
 	fx := newFixture(t, shard.FormatArrow)
-	out, _ := export(t, fx, trainexport.FormatOpenRLHF)
-	f, err := os.Open(filepath.Join(out, "train.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	out, _ := export(t, fx, trainexport.FormatOpenRLHF, 0)
+	lines := readLines(t, filepath.Join(out, "train.jsonl"))
+	if len(lines) != len(fx.rows)/2 {
+		t.Fatalf("%d lines, want %d (one per group)", len(lines), len(fx.rows)/2)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	i := 0
-	for ; sc.Scan(); i++ {
+	for i, l := range lines {
 		var line map[string]json.RawMessage
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+		if err := json.Unmarshal(l, &line); err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}
-		r := fx.rows[i]
 		var input []trainexport.Message
 		var label, ds string
 		var images []string
@@ -299,26 +338,136 @@ func TestOpenRLHF(t *testing.T) {
 				t.Fatalf("line %d key %s: %v", i, k, err)
 			}
 		}
-		if fmt.Sprint(input) != fmt.Sprint(wantPrompt) || label != r.ReferenceText || ds != "codapipe/scienceboard/ChimeraX" {
-			t.Errorf("line %d: input %q label %q datasource %q", i, input, label, ds)
+		if fmt.Sprint(input) != fmt.Sprint(wantPrompt) || ds != "codapipe/scienceboard/ChimeraX" {
+			t.Errorf("line %d: input %q datasource %q", i, input, ds)
 		}
-		if len(images) != len(r.Images) || strings.Count(input[2].Content, "<image>") != len(images) {
+		if strings.Count(input[2].Content, "<image>") != len(images) {
 			t.Errorf("line %d: %d images for %d placeholders", i, len(images), strings.Count(input[2].Content, "<image>"))
 		}
-		for k, s := range images {
-			b64, ok := strings.CutPrefix(s, "data:image/png;base64,")
-			b, err := base64.StdEncoding.DecodeString(b64)
-			if !ok || err != nil || !bytes.Equal(b, fx.png[r.Images[k].SHA256]) {
-				t.Errorf("line %d image %d: not the screenshot as a data URI", i, k)
-			}
-		}
-		checkExtra(t, i, line["codapipe"], r)
+		checkGroup(t, fx, out, i, line["codapipe"], label, images)
+	}
+}
+
+func readLines(t *testing.T, name string) [][]byte {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		out = append(out, bytes.Clone(sc.Bytes()))
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if i != len(fx.rows) {
-		t.Errorf("%d lines, want %d", i, len(fx.rows))
+	return out
+}
+
+// TestJSONL exports the candidate rows: one line per shard row, in the
+// set's order, with every field the offline trainer reads and images by
+// path relative to the export's folder.
+func TestJSONL(t *testing.T) {
+	fx := newFixture(t, shard.FormatArrow)
+	out, m := export(t, fx, trainexport.FormatJSONL, 0)
+	if df := m.DataFiles(); len(df) != 1 || df[0].Path != "candidates.jsonl" || df[0].Split != "" {
+		t.Errorf("data files %+v", df)
+	}
+	lines := readLines(t, filepath.Join(out, "candidates.jsonl"))
+	if len(lines) != len(fx.rows) {
+		t.Fatalf("%d lines, want %d", len(lines), len(fx.rows))
+	}
+	for i, l := range lines {
+		var c trainexport.CandidateRow
+		dec := json.NewDecoder(bytes.NewReader(l))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		r := fx.rows[i]
+		if c.Index != int64(i) || c.TrajectoryID != r.TrajectoryID || c.Step != r.Step || c.Candidate != r.Candidate ||
+			c.GroupID != r.GroupID || c.GroupSize != r.GroupSize || c.Completion != r.Completion || c.Advantage != r.Advantage ||
+			c.Reward != r.Reward || c.LossWeight != r.LossWeight || c.ZeroVariance != r.ZeroVariance || c.Label != r.Label ||
+			c.FinishReason != r.FinishReason || c.PolicyCheckpoint != r.PolicyCheckpoint || c.JudgeVersion != r.JudgeVersion ||
+			fmt.Sprint(c.CompletionTokenIDs) != fmt.Sprint(r.CompletionTokenIDs) || fmt.Sprint(c.LogProbs) != fmt.Sprint(r.LogProbs) ||
+			(c.LogProbs == nil) != (r.LogProbs == nil) || fmt.Sprint(c.Messages) != fmt.Sprint(wantPrompt) {
+			t.Errorf("line %d: %+v\nrow %+v", i, c, r)
+		}
+		if !bytes.Contains(l, []byte(`"prompt_token_ids":null`)) {
+			t.Errorf("line %d: no prompt_token_ids", i)
+		}
+		for k, im := range c.Images {
+			b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(im.Path)))
+			if err != nil || filepath.IsAbs(im.Path) || im.SHA256 != r.Images[k].SHA256 || !bytes.Equal(b, fx.png[im.SHA256]) || im.Width != 1280 {
+				t.Errorf("line %d image %d: %+v (%v)", i, k, im, err)
+			}
+		}
+	}
+}
+
+// TestValSplit checks the val split: whole trajectories (so whole groups)
+// by a hash of the trajectory id, the same on every export.
+func TestValSplit(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, shard.FormatArrow)
+	b, err := blob.OpenBucket(ctx, fx.set, blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		frac  float64
+		files []string
+	}{
+		{"none", 0, []string{"train.jsonl"}},
+		{"some", 0.5, []string{"train.jsonl", "val.jsonl"}},
+		{"almost-all", 0.999999, []string{"train.jsonl", "val.jsonl"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var first []int
+			for range 2 {
+				out := filepath.Join(t.TempDir(), "export")
+				m, err := trainexport.Export(ctx, trainexport.Config{Bucket: b, Store: fx.store, Out: out, Format: trainexport.FormatOpenRLHF,
+					TempDir: t.TempDir(), ValFraction: tc.frac, Log: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				df := m.DataFiles()
+				var names []string
+				var counts []int
+				rows := 0
+				for _, f := range df {
+					counts = append(counts, f.Rows)
+					names = append(names, f.Path)
+					rows += f.Rows
+					for _, l := range readLines(t, filepath.Join(out, f.Path)) {
+						var line trainexport.OpenRLHFRow
+						if err := json.Unmarshal(l, &line); err != nil {
+							t.Fatal(err)
+						}
+						if line.Codapipe.Split != f.Split {
+							t.Errorf("%s holds a row of split %q", f.Path, line.Codapipe.Split)
+						}
+					}
+				}
+				if fmt.Sprint(names) != fmt.Sprint(tc.files) || rows != len(fx.rows)/2 {
+					t.Errorf("files %v with %d rows, want %v with %d", names, rows, tc.files, len(fx.rows)/2)
+				}
+				if tc.frac > 0.99 && df[1].Rows != rows {
+					t.Errorf("val holds %d of %d rows at fraction %g", df[1].Rows, rows, tc.frac)
+				}
+				if first != nil && fmt.Sprint(first) != fmt.Sprint(counts) {
+					t.Errorf("another split on the second export: %v, then %v", first, counts)
+				}
+				first = counts
+			}
+		})
+	}
+	if _, err := trainexport.Export(ctx, trainexport.Config{Bucket: b, Store: fx.store, Out: t.TempDir(), Format: trainexport.FormatVerl, ValFraction: 1}); err == nil {
+		t.Error("val fraction 1 accepted")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -76,16 +77,23 @@ func ReadFile(ctx context.Context, path string, format Format, yield func(*Row) 
 	return nil
 }
 
-// yieldRecord decodes the rows of rec through Arrow's JSON form (binary
-// values as base64, which encoding/json decodes into []byte) into Rows,
-// whose json tags are the column names.
+// yieldRecord decodes the rows of rec through Arrow's JSON form into Rows,
+// whose json tags are the column names. Embedded image bytes bypass the
+// JSON form (which would base64-encode and decode them again, most of the
+// cost of reading a set with embedded images): they are copied from the
+// images column's binary array into each row's Images.
 func yieldRecord(ctx context.Context, rec arrow.RecordBatch, yield func(*Row) error) error {
+	rec, images, err := withoutImageBytes(rec)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
 	var buf bytes.Buffer
 	if err := array.RecordToJSON(rec, &buf); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(&buf)
-	for {
+	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -96,8 +104,83 @@ func yieldRecord(ctx context.Context, rec arrow.RecordBatch, yield func(*Row) er
 			}
 			return fmt.Errorf("decode row: %w", err)
 		}
+		if images != nil {
+			start, end := images.list.ValueOffsets(i)
+			if int(end-start) != len(r.Images) {
+				return fmt.Errorf("decode row %d: %d images, the column holds %d", i, len(r.Images), end-start)
+			}
+			for k := range r.Images {
+				if j := int(start) + k; images.bytes.IsValid(j) {
+					r.Images[k].Bytes = bytes.Clone(images.bytes.Value(j))
+				}
+			}
+		}
 		if err := yield(&r); err != nil {
 			return err
 		}
 	}
+}
+
+// imageBytes are the images column of a record batch and its bytes field.
+type imageBytes struct {
+	list  *array.List
+	bytes *array.Binary
+}
+
+// withoutImageBytes returns rec with the images column's "bytes" field
+// left out, and that column and field; rec itself (retained) and nil when
+// the batch has no such field. The caller releases the returned record.
+func withoutImageBytes(rec arrow.RecordBatch) (arrow.RecordBatch, *imageBytes, error) {
+	idx := rec.Schema().FieldIndices("images")
+	if len(idx) != 1 {
+		rec.Retain()
+		return rec, nil, nil
+	}
+	list, ok := rec.Column(idx[0]).(*array.List)
+	if !ok {
+		return nil, nil, fmt.Errorf("images column of type %s", rec.Column(idx[0]).DataType())
+	}
+	elems, ok := list.ListValues().(*array.Struct)
+	if !ok {
+		return nil, nil, fmt.Errorf("images column of type %s", list.DataType())
+	}
+	st := elems.DataType().(*arrow.StructType)
+	k, ok := st.FieldIdx("bytes")
+	if !ok {
+		rec.Retain()
+		return rec, nil, nil
+	}
+	bin, ok := elems.Field(k).(*array.Binary)
+	if !ok {
+		return nil, nil, fmt.Errorf("images.bytes of type %s", elems.Field(k).DataType())
+	}
+	var fields []arrow.Field
+	var children []arrow.ArrayData
+	for i, f := range st.Fields() {
+		if i != k {
+			fields = append(fields, f)
+			children = append(children, elems.Field(i).Data())
+		}
+	}
+	sd := elems.Data()
+	stData := array.NewData(arrow.StructOf(fields...), sd.Len(), sd.Buffers()[:1], children, sd.NullN(), sd.Offset())
+	defer stData.Release()
+	ld := list.Data()
+	lt := list.DataType().(*arrow.ListType)
+	elemField := lt.ElemField()
+	elemField.Type = stData.DataType()
+	listData := array.NewData(arrow.ListOfField(elemField), ld.Len(), ld.Buffers(), []arrow.ArrayData{stData}, ld.NullN(), ld.Offset())
+	defer listData.Release()
+	newList := array.MakeFromData(listData)
+	defer newList.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	schemaFields := slices.Clone(rec.Schema().Fields())
+	for i := range cols {
+		cols[i] = rec.Column(i)
+	}
+	cols[idx[0]] = newList
+	schemaFields[idx[0]].Type = newList.DataType()
+	meta := rec.Schema().Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(schemaFields, &meta), cols, rec.NumRows())
+	return out, &imageBytes{list: list, bytes: bin}, nil
 }

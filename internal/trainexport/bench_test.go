@@ -1,0 +1,161 @@
+package trainexport_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/internal/trainexport"
+)
+
+// Shape of the benchmark's set: benchGroups steps of benchG candidates,
+// each prompt with the previous and current screenshot (benchImage bytes
+// each, incompressible like a PNG), embedded in every row as advantage
+// --embed-images writes them; consecutive steps share a screenshot.
+const (
+	benchGroups = 16
+	benchG      = 8
+	benchImage  = 200 << 10
+	benchTokens = 200
+)
+
+// benchSet writes the benchmark's shard set with embedded images and
+// returns its folder and the size of its shard files.
+func benchSet(b *testing.B) (string, int64) {
+	b.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	img := func() shard.Image {
+		p := make([]byte, benchImage)
+		for i := range p {
+			p[i] = byte(rng.Uint32())
+		}
+		copy(p, "\x89PNG\r\n\x1a\n")
+		s := sha256.Sum256(p)
+		return shard.Image{SHA256: hex.EncodeToString(s[:]), Width: 1280, Height: 800, Bytes: p}
+	}
+	ids := make([]int32, benchTokens)
+	lps := make([]float64, benchTokens)
+	for i := range ids {
+		ids[i], lps[i] = int32(rng.IntN(151643)), -rng.Float64()
+	}
+	var rows []shard.Row
+	prev := img()
+	for g := range benchGroups {
+		cur := img()
+		for c := range benchG {
+			rows = append(rows, shard.Row{
+				Run: "bench", App: "ChimeraX", Task: "S01", TrajectoryID: "traj-bench", Step: int32(g),
+				GroupID: fmt.Sprintf("step/traj-bench/%d", g), Candidate: int32(c), GroupSize: benchG, Prompt: "[]",
+				Messages: []shard.Message{{Role: "user", Content: []shard.Part{
+					{Type: shard.PartImage, Image: "sha256:" + prev.SHA256}, {Type: shard.PartImage, Image: "sha256:" + cur.SHA256},
+					{Type: shard.PartText, Text: "Task: colour the protein"}}}},
+				Images:     []shard.Image{prev, cur},
+				Completion: "Thought: click the menu\nAction: click(start_box='(5,6)')", CompletionTokenIDs: ids, LogProbs: lps,
+				FinishReason: "stop", Advantage: float64(c%3) - 1, LossWeight: 0.25, JudgeVersion: "j",
+			})
+		}
+		prev = cur
+	}
+	dir := b.TempDir()
+	bucket, err := blob.OpenBucket(ctx, dir, blob.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := shard.NewWriter(shard.Config{Bucket: bucket, Prefix: "set", Format: shard.FormatArrow, TempDir: b.TempDir(), Meta: shard.Meta{Mode: shard.ModeStep}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(rows); err != nil {
+		b.Fatal(err)
+	}
+	f, err := w.Commit(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := shard.WriteManifest(ctx, bucket, "set", shard.NewManifest("set", shard.FormatArrow, shard.Meta{Mode: shard.ModeStep}, []shard.File{f})); err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(dir, "set"), f.Bytes
+}
+
+// rawWrite writes n bytes to one new file in dir, sequentially in 1 MiB
+// writes, and syncs it: the disk's sequential write speed.
+func rawWrite(b *testing.B, dir string, n int64) time.Duration {
+	b.Helper()
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	f, err := os.Create(filepath.Join(dir, "raw"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for left := n; left > 0; left -= int64(len(buf)) {
+		if _, err := f.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkExport exports a set with embedded images (each row carries
+// its two screenshots, as advantage --embed-images writes) in each format
+// and writes the same number of bytes as the export wrote (data files and
+// images) to one file: export_MB/s and raw_MB/s are bytes written per
+// second, export/raw their ratio (issue 35 wants it >= 0.5). The export
+// reads G times more than it writes (every candidate row embeds the
+// step's screenshots, the export writes each once): set_MB/s is the shard
+// set's bytes read per second, set/raw its ratio to the raw write.
+func BenchmarkExport(b *testing.B) {
+	set, setBytes := benchSet(b)
+	ctx := context.Background()
+	for _, format := range trainexport.Formats {
+		b.Run(string(format), func(b *testing.B) {
+			bucket, err := blob.OpenBucket(ctx, set, blob.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var exportTime, rawTime time.Duration
+			var written int64
+			for i := 0; i < b.N; i++ {
+				out := filepath.Join(b.TempDir(), "export")
+				start := time.Now()
+				m, err := trainexport.Export(ctx, trainexport.Config{Bucket: bucket, Out: out, Format: format, ValFraction: trainexport.DefaultValFraction,
+					TempDir: b.TempDir(), Log: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				exportTime += time.Since(start)
+				var n int64
+				for _, f := range m.Files {
+					n += f.Bytes
+				}
+				written += n
+				rawTime += rawWrite(b, b.TempDir(), n)
+			}
+			exp := float64(written) / 1e6 / exportTime.Seconds()
+			raw := float64(written) / 1e6 / rawTime.Seconds()
+			in := float64(setBytes) * float64(b.N) / 1e6 / exportTime.Seconds()
+			b.ReportMetric(exp, "export_MB/s")
+			b.ReportMetric(raw, "raw_MB/s")
+			b.ReportMetric(exp/raw, "export/raw")
+			b.ReportMetric(in, "set_MB/s")
+			b.ReportMetric(in/raw, "set/raw")
+		})
+	}
+}

@@ -17,8 +17,11 @@ TOOLS   := $(CURDIR)/.bin
 # clone at a new path reuses what an earlier clone of the same sources compiled
 # (docs/performance.md, "make test"). The tools (MinIO, nats-server) build without it.
 TRIM    := -trimpath
+# The trainer/ tests (Python, PyTorch) run with Debian's interpreter, which sees Debian's
+# python3-torch (the `python3` first on PATH may be another one).
+PYTHON  := /usr/bin/python3
 
-.PHONY: all build test lint vet bench fuzz fuzz-short demo clean tools report-png chaos
+.PHONY: all build test lint vet bench fuzz fuzz-short demo clean tools report-png chaos python-torch trainer-test
 
 all: build
 
@@ -27,8 +30,23 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 ## tools: install the pinned test tools into .bin (MinIO, nats-server; 2-3 minutes the first time)
-## and the independent Arrow/Parquet reader's npm packages into tools/reader/node_modules
-tools: $(TOOLS)/minio $(TOOLS)/nats-server tools/reader/node_modules/.installed
+## and the independent Arrow/Parquet reader's npm packages into tools/reader/node_modules,
+## and Debian's python3-torch for the trainer/ tests when $(PYTHON) cannot import torch
+tools: $(TOOLS)/minio $(TOOLS)/nats-server tools/reader/node_modules/.installed python-torch
+
+## python-torch: install Debian's python3-torch (PyTorch 1.13 on bookworm, about 2 minutes; as root,
+## or through sudo) unless $(PYTHON) already imports torch. Nothing is downloaded when the tests run.
+python-torch:
+	@$(PYTHON) -c 'import torch' 2>/dev/null || { \
+	  echo "installing Debian's python3-torch for the trainer/ tests (apt-get, first time only)"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch && \
+	  $(PYTHON) -c 'import torch'; }
+
+## trainer-test: the reference trainer's tests (trainer/, Python unittest on CPU); make test runs them too
+trainer-test: python-torch
+	$(PYTHON) -m unittest discover -s trainer/tests -v
 
 tools/reader/node_modules/.installed: tools/reader/package.json tools/reader/package-lock.json
 	@echo "installing the independent shard reader (pinned versions, lock file; npm install in tools/reader)"
@@ -46,7 +64,10 @@ $(TOOLS)/nats-server:
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_VERSION)
 
 ## test: lint (gofmt + vet), then every test with the race detector but the
-## acceptance tests (beside it a short fuzz pass, fuzz-short), then the acceptance tests without it
+## acceptance tests (beside it a short fuzz pass, fuzz-short, and the trainer/ tests), then the acceptance tests without it
+# The trainer/ tests (Python, trainer/tests/gotestjson.py) run beside the race pass at nice 10
+# and write `go test -json` events, added to the stream after the Go tests: the report counts
+# and lists them (package "trainer") and a failure fails make test.
 # fuzz-short runs beside both passes at the lowest CPU priority (nice 19; its log is printed
 # after the report; its failure fails make test): the tests leave part of the two cores idle
 # while they wait on timeouts, leases, servers and simulated latency (vmstat: 0-47 % idle), and
@@ -79,12 +100,14 @@ ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantag
 test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
 	@set -o pipefail; { { nice -n 19 $(MAKE) --no-print-directory fuzz-short; echo $$? > $(TOOLS)/fuzz-short.rc; } > $(TOOLS)/fuzz-short.log 2>&1 & \
+	  { nice -n 10 $(PYTHON) trainer/tests/gotestjson.py > $(TOOLS)/trainer-test.json 2>&1; echo $$? > $(TOOLS)/trainer-test.rc; } & \
 	  GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test $(TRIM) -race -count=1 -json -skip '$(ACCEPTANCE)' $(PKGS); r=$$?; \
 	  acc=$$($(GO) list -f '{{.ImportPath}} {{.Dir}}' $(PKGS) | \
 	    while read -r p d; do if grep -qs '^func TestAccept' "$$d"/*_test.go; then echo "$$p"; fi; done); \
 	  first=$$(for f in $(ACCEPT_FIRST); do echo "$$acc" | grep -x ".*/$$f" || true; done); \
 	  rest=$$(echo "$$acc" | grep -vxF "$$first" || true); \
-	  $(GO) test $(TRIM) -count=1 -json -run '$(ACCEPTANCE)' $$first $$rest || r=1; wait; exit $$r; } \
+	  $(GO) test $(TRIM) -count=1 -json -run '$(ACCEPTANCE)' $$first $$rest || r=1; wait; \
+	  cat $(TOOLS)/trainer-test.json; test "$$(cat $(TOOLS)/trainer-test.rc)" = 0 || r=1; exit $$r; } \
 	  | tee $(TOOLS)/test.json | $(TOOLS)/testreport; r=$$?; \
 	cat $(TOOLS)/fuzz-short.log; test "$$(cat $(TOOLS)/fuzz-short.rc)" = 0 && exit $$r
 

@@ -6,7 +6,7 @@ and PyTorch only. See trainer/README.md and docs/grpo.md ("The loss").
 """
 
 from .data import Candidate, Export, ManifestError, collate, load_export
-from .loss import GRPOLossConfig, grpo_loss, token_logprobs
+from .loss import GRPOLossConfig, completion_logprobs, grpo_loss, token_logprobs
 
 __all__ = [
     "Candidate",
@@ -15,6 +15,7 @@ __all__ = [
     "collate",
     "load_export",
     "GRPOLossConfig",
+    "completion_logprobs",
     "grpo_loss",
     "token_logprobs",
 ]

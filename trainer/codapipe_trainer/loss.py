@@ -45,6 +45,19 @@ def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return logp.gather(-1, tokens[:, 1:].unsqueeze(-1)).squeeze(-1)
 
 
+def completion_logprobs(hidden: torch.Tensor, head, batch: Batch) -> torch.Tensor:
+    """Log-probabilities of the completion tokens, [B, T-1] like token_logprobs (0 off the mask).
+
+    hidden is the model's last hidden states of batch.tokens ([B, T, H]) and head its output
+    layer ([M, H] -> [M, vocab]); the output layer runs only at the M completion positions, so
+    long prompts cost no [T, vocab] logits.
+    """
+    b, t = batch.mask.nonzero(as_tuple=True)
+    logits = head(hidden[b, t])
+    lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, batch.tokens[b, t + 1].unsqueeze(-1)).squeeze(-1)
+    return torch.zeros(batch.mask.shape, dtype=lp.dtype).index_put((b, t), lp)
+
+
 def grpo_loss(
     logp_new: torch.Tensor,
     batch: Batch,

@@ -7,7 +7,7 @@ import unittest
 import torch
 
 import context
-from codapipe_trainer import GRPOLossConfig, collate, grpo_loss, load_export, token_logprobs
+from codapipe_trainer import GRPOLossConfig, collate, completion_logprobs, grpo_loss, load_export, token_logprobs
 from tinylm import TinyLM
 
 torch.set_num_threads(1)
@@ -24,7 +24,8 @@ def sample(rows):
 
 
 def logps(model, batch):
-    return token_logprobs(model(batch.tokens), batch.tokens)
+    """The model's log-probs of the batch's completion tokens (the output layer at those positions only)."""
+    return completion_logprobs(model.hidden(batch.tokens), model.head, batch)
 
 
 def loop_loss(rows, logp_new, logp_ref, cfg):
@@ -79,6 +80,18 @@ class TestLossParity(unittest.TestCase):
                     want = loop_loss(rs, lp, lp_ref, cfg)
                     self.assertAlmostEqual(float(got), want, delta=1e-6)
                     self.assertNotEqual(want, 0.0)
+
+    def test_completion_logprobs_are_token_logprobs_on_the_mask(self):
+        rows = fixture()
+        short = min(rows, key=lambda c: len(c.completion_token_ids))
+        batch = collate([rows[0], short])  # of two lengths: padding off the mask
+        self.assertGreater(int((batch.mask == 0).sum()), 0)
+        model = TinyLM(seed=6)
+        with torch.no_grad():
+            full = token_logprobs(model(batch.tokens), batch.tokens) * batch.mask
+            got = logps(model, batch)
+        self.assertLess(float((full - got).abs().max()), 1e-5)
+        self.assertEqual(float(got[batch.mask == 0].abs().sum()), 0.0)
 
     def test_beta_needs_a_reference(self):
         rows = fixture()[:2]

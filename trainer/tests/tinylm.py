@@ -24,6 +24,11 @@ class TinyLM(torch.nn.Module):
             for p in self.parameters():
                 p.copy_(torch.randn(p.shape, generator=g) * 0.1)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The last hidden states, [B, T, hidden]."""
         h, _ = self.gru(self.embed(tokens))
-        return self.head(h)
+        return h
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits over VOCAB at every position, [B, T, VOCAB]."""
+        return self.head(self.hidden(tokens))

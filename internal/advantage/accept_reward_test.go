@@ -17,13 +17,17 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/docstest"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/pipetest"
+	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/rewardserver"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
+	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/internal/trainexport"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
@@ -34,6 +38,7 @@ type rewardSet struct {
 	pipe   *pipetest.Pipeline
 	bucket blob.Bucket
 	prefix string
+	dir    string // the bucket's folder
 	m      shard.Manifest
 	rows   []shard.Row
 }
@@ -48,7 +53,7 @@ func newRewardSet(t testing.TB) *rewardSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &rewardSet{pipe: p, bucket: bucket, m: onlyManifest(t, bucket)}
+	rs := &rewardSet{pipe: p, bucket: bucket, dir: out, m: onlyManifest(t, bucket)}
 	rs.prefix = rs.m.Set
 	for _, f := range rs.m.Files {
 		err := shard.ReadFile(context.Background(), filepath.Join(out, filepath.FromSlash(f.Key)), f.Format, func(r *shard.Row) error {
@@ -337,4 +342,56 @@ func get(t testing.TB, url string, out any) int {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return resp.StatusCode
+}
+
+// TestRewardServerCommand runs `advantage reward-server` as the command
+// line starts it, against the set and the simulated executor: it prints
+// its address, scores a stored plan as advantage did, and serves every
+// metric docs/operations.md lists for reward-server (and no other).
+func TestRewardServerCommand(t *testing.T) {
+	rs := newRewardSet(t)
+	exec := simExecutor(t, 0)
+	setDir := filepath.Join(rs.bucketDir(t), filepath.FromSlash(rs.prefix))
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncio.Buffer
+	code := make(chan int, 1)
+	args := []string{"reward-server", "--data", rs.pipe.Dir, "--log-level", "warn", "--set", setDir, "--addr", "127.0.0.1:0",
+		"--executor-url", exec.Config().BaseURL, "--executor-model", exec.Config().Model}
+	go func() { code <- service.MainContext(ctx, Command(), args, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		if c := <-code; c != 0 {
+			t.Errorf("advantage %v: exit %d\n%s", args, c, stderr.String())
+		}
+	}()
+	var url string
+	poll.Until(t, "the reward service's address", time.Minute, func() bool {
+		out := stdout.String()
+		if i := strings.Index(out, "on http://"); i >= 0 && strings.HasSuffix(out, "\n") {
+			url = strings.TrimSpace(out[i+len("on "):])
+			return true
+		}
+		return false
+	})
+	r := rs.rows[0]
+	var res rewardserver.Result
+	if c := post(t, url+rewardserver.RouteReward, mustJSON(t, rewardserver.RewardRequest{Label: labelOf(rs.m, r), Plan: r.Completion}), &res); c != http.StatusOK || math.Abs(res.Reward-r.Reward) > 1e-12 {
+		t.Errorf("status %d, %+v; want the reward advantage wrote, %v", c, res, r.Reward)
+	}
+	var body rewardserver.ErrorBody
+	if c := post(t, url+rewardserver.RouteReward, `{"label": "{}", "plan": "x"}`, &body); c != http.StatusBadRequest {
+		t.Errorf("bad label: status %d", c)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	defer scancel()
+	docstest.CheckMetrics(t, docstest.Metrics(t, "../../docs/operations.md"), docstest.Scrape(t, sctx, url+"/metrics"), "reward-server")
+}
+
+// bucketDir is the local folder of the set's bucket.
+func (rs *rewardSet) bucketDir(t testing.TB) string {
+	t.Helper()
+	if rs.dir == "" {
+		t.Fatal("the set is not in a local folder")
+	}
+	return rs.dir
 }

@@ -184,12 +184,11 @@ func CandidateCall(j int) int { return j + 1 }
 
 // ExecutorFlags defines the executor endpoint's flags on fs, for every
 // command that calls the executor (rollout, advantage reward-server):
-// --executor-url, --executor-model, --executor-key, --executor-checkpoint
-// and --executor-coords (default defCoords).
+// --executor-url, --executor-model, --executor-key and --executor-coords
+// (default defCoords).
 func ExecutorFlags(fs *service.Flags, c *model.Config, coords *string, defCoords, coordsUsage string) {
 	fs.String(&c.BaseURL, "executor-url", "CODAPIPE_EXECUTOR_URL", "", "executor endpoint (OpenAI-compatible base URL)")
 	fs.String(&c.Model, "executor-model", "CODAPIPE_EXECUTOR_MODEL", "", "executor model name")
 	fs.Secret(&c.APIKey, "executor-key", "CODAPIPE_EXECUTOR_KEY", "executor API key, sent as a bearer token (a user:password@ in --executor-url is sent as basic authentication instead)")
-	fs.String(&c.Checkpoint, "executor-checkpoint", "CODAPIPE_EXECUTOR_CHECKPOINT", "", "executor checkpoint tag recorded in trajectories (default: the root the executor endpoint's /v1/models reports, if any)")
 	fs.String(coords, "executor-coords", "CODAPIPE_EXECUTOR_COORDS", defCoords, coordsUsage)
 }

@@ -426,6 +426,7 @@ func Command() service.Command {
 			fs.Secret(&o.Planner.APIKey, "planner-key", "CODAPIPE_PLANNER_KEY", "planner API key, sent as a bearer token (a user:password@ in --planner-url is sent as basic authentication instead)")
 			fs.String(&o.Planner.Checkpoint, "planner-checkpoint", "CODAPIPE_PLANNER_CHECKPOINT", "", "planner checkpoint tag recorded in every trajectory and shard row, part of the run's identity (default: the root the planner endpoint's /v1/models reports; required when it reports none; --sim: sim-step-0)")
 			ground.ExecutorFlags(fs, &o.Executor, &o.ExecutorCoords, "pixels-resized", "coordinate space of the executor's points (UI-TARS-1.5: pixels-resized; UI-TARS-1.0: grid1000; docs/actions.md)")
+			fs.String(&o.Executor.Checkpoint, "executor-checkpoint", "CODAPIPE_EXECUTOR_CHECKPOINT", "", "executor checkpoint tag recorded in trajectories (default: the root the executor endpoint's /v1/models reports, if any)")
 			fs.String(&samplingFile, "sampling", "CODAPIPE_SAMPLING", "", "JSON file with the planner's and executor's sampling parameters, {\"planner\":{...},\"executor\":{...}} (docs/operations.md); the --planner-* and --executor-* sampling flags override it")
 			planner.register(fs, agent.DefaultPlannerSampling())
 			executor.register(fs, agent.DefaultExecutorSampling())

@@ -12,12 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/docstest"
+	"github.com/codapipe/codapipe/internal/ground"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/poll"
@@ -29,6 +32,7 @@ import (
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/internal/trainexport"
+	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
@@ -72,12 +76,20 @@ func newRewardSet(t testing.TB) *rewardSet {
 // coordinate space, as rollout --sim starts it.
 func simExecutor(t testing.TB, scale float64) *model.Client {
 	t.Helper()
+	return simExecutorSeen(t, scale, nil)
+}
+
+// simExecutorSeen is simExecutor with onRequest seeing the body of every
+// request to the simulated models.
+func simExecutorSeen(t testing.TB, scale float64, onRequest func(kind string, body []byte)) *model.Client {
+	t.Helper()
 	wc := sim.DefaultWorldConfig()
 	if err := json.Unmarshal([]byte(corpusSpec.Sim), &wc); err != nil {
 		t.Fatal(err)
 	}
 	wc.VMs, wc.Seed, wc.Clock = 1, corpusSpec.Seed, fault.Clock{Scale: scale}
 	wc.Models.Planner.Coords, wc.Models.Executor.Coords = uitars.Grid(), uitars.Resized()
+	wc.Models.OnRequest = onRequest
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := sim.StartWorld(ctx, wc)
 	if err != nil {
@@ -143,7 +155,15 @@ func TestAcceptRewardServer(t *testing.T) {
 	if positive == 0 || positive == len(rows) {
 		t.Fatalf("%d of %d sampled rows have a positive reward: want both kinds", positive, len(rows))
 	}
-	hs := rs.serve(t, simExecutor(t, corpusSpec.TimeScale))
+	var mu sync.Mutex
+	var sent [][]byte // executor request bodies, in order
+	hs := rs.serve(t, simExecutorSeen(t, 0, func(kind string, body []byte) {
+		if kind == "executor" {
+			mu.Lock()
+			sent = append(sent, bytes.Clone(body))
+			mu.Unlock()
+		}
+	}))
 	check := func(t *testing.T, i int, got float64) {
 		t.Helper()
 		r := rows[i]
@@ -151,6 +171,55 @@ func TestAcceptRewardServer(t *testing.T) {
 			t.Errorf("row %d (group %s candidate %d): reward %v, advantage wrote %v (action %q)", i, r.GroupID, r.Candidate, got, r.Reward, r.ActionText)
 		}
 	}
+
+	t.Run("seed", func(t *testing.T) {
+		// The executor request of a stored plan carries the seed
+		// rollout's request for that candidate carried.
+		trajs := map[string]*traj.Trajectory{}
+		for _, jd := range rs.pipe.Judged {
+			trajs[jd.Trajectory.ID] = &jd.Trajectory
+		}
+		grounded, own := 0, 0
+		for i, r := range rows {
+			mu.Lock()
+			before := len(sent)
+			mu.Unlock()
+			var res rewardserver.Result
+			if code := post(t, hs.URL+rewardserver.RouteReward, mustJSON(t, rewardserver.RewardRequest{Label: labelOf(rs.m, r), Plan: r.Completion}), &res); code != http.StatusOK {
+				t.Fatalf("row %d: status %d", i, code)
+			}
+			check(t, i, res.Reward)
+			mu.Lock()
+			bodies := sent[before:]
+			mu.Unlock()
+			if len(bodies) == 0 {
+				continue // an answer: kept as it is, not grounded
+			}
+			// Rollout's request for the first candidate of the step with
+			// this plan (the planner may write the same plan twice; then
+			// which one is not known, and a greedy executor answers the
+			// same request alike whatever its seed).
+			tr := trajs[r.TrajectoryID]
+			first := slices.IndexFunc(tr.Steps[r.Step].Candidates, func(c traj.Candidate) bool { return c.Plan == r.Completion })
+			want := ground.Seed(tr.Models.Executor.Sampling.Seed, tr.Task.ID, tr.Sample, int(r.Step), ground.CandidateCall(first))
+			var req struct {
+				Seed *int64 `json:"seed"`
+			}
+			if err := json.Unmarshal(bodies[len(bodies)-1], &req); err != nil {
+				t.Fatal(err)
+			}
+			if want == nil || req.Seed == nil || *req.Seed != *want {
+				t.Errorf("row %d: executor request seed %s, rollout's for candidate %d was %s", i, seedText(req.Seed), first, seedText(want))
+			}
+			grounded++
+			if first == int(r.Candidate) {
+				own++
+			}
+		}
+		if own == 0 {
+			t.Fatalf("none of the %d grounded plans is its step's first with its text", grounded)
+		}
+	})
 
 	t.Run("openrlhf", func(t *testing.T) {
 		// The body OpenRLHF posts to --reward.remote_url, built as
@@ -300,6 +369,13 @@ func TestRewardServerErrors(t *testing.T) {
 	if code := get(t, hs.URL+rewardserver.RouteHealth, &health); code != http.StatusOK || health["set"] != rs.m.Set {
 		t.Errorf("healthz: %d %v", code, health)
 	}
+}
+
+func seedText(s *int64) string {
+	if s == nil {
+		return "none"
+	}
+	return fmt.Sprint(*s)
 }
 
 func jsonText(t testing.TB, s string) string {

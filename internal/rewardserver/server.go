@@ -271,10 +271,10 @@ type stepCtx struct {
 }
 
 // seed is the executor request's seed for plan: the seed rollout's
-// request for the stored candidate with the same plan had (so a stored
-// plan is grounded by the same request), else that of the call after the
-// step's last candidate, one rollout never made. Nil when the run sent no
-// seed.
+// request for the first stored candidate with the same plan had (so a
+// stored plan is grounded by the same request), else that of the call
+// after the step's last candidate, one rollout never made. Nil when the
+// run sent no seed.
 func (st *stepCtx) seed(plan string) *int64 {
 	call := ground.CandidateCall(len(st.plans))
 	for j, p := range st.plans {

@@ -36,7 +36,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
-// rewardSet is a step-mode shard set written by advantage from the shared
+// rewardSet is a step-mode shard set written by advantage from a shared
 // simulated corpus, its rows, and the pipeline that made it.
 type rewardSet struct {
 	pipe   *pipetest.Pipeline
@@ -47,10 +47,10 @@ type rewardSet struct {
 	rows   []shard.Row
 }
 
-func newRewardSet(t testing.TB) *rewardSet {
+func newRewardSet(t testing.TB, spec pipetest.Spec) *rewardSet {
 	t.Helper()
-	p := pipetest.Shared(t, corpusSpec)
-	p.RequireCleanSuccesses(t, 2, 2)
+	p := pipetest.Shared(t, spec)
+	p.RequireCleanSuccesses(t, 1, 1)
 	out := filepath.Join(t.TempDir(), "shards")
 	advantageCLI(t, p.Dir, "--out", out)
 	bucket, err := blob.OpenBucket(context.Background(), out, blob.Config{})
@@ -71,23 +71,23 @@ func newRewardSet(t testing.TB) *rewardSet {
 	return rs
 }
 
-// simExecutor starts the simulated executor the corpus's rollout used:
-// the same simulator configuration (corpusSpec.Sim), seed and executor
+// simExecutor starts the simulated executor the rollout of spec used:
+// the same simulator configuration (spec.Sim), seed and executor
 // coordinate space, as rollout --sim starts it.
-func simExecutor(t testing.TB, scale float64) *model.Client {
+func simExecutor(t testing.TB, spec pipetest.Spec, scale float64) *model.Client {
 	t.Helper()
-	return simExecutorSeen(t, scale, nil)
+	return simExecutorSeen(t, spec, scale, nil)
 }
 
 // simExecutorSeen is simExecutor with onRequest seeing the body of every
 // request to the simulated models.
-func simExecutorSeen(t testing.TB, scale float64, onRequest func(kind string, body []byte)) *model.Client {
+func simExecutorSeen(t testing.TB, spec pipetest.Spec, scale float64, onRequest func(kind string, body []byte)) *model.Client {
 	t.Helper()
 	wc := sim.DefaultWorldConfig()
-	if err := json.Unmarshal([]byte(corpusSpec.Sim), &wc); err != nil {
+	if err := json.Unmarshal([]byte(spec.Sim), &wc); err != nil {
 		t.Fatal(err)
 	}
-	wc.VMs, wc.Seed, wc.Clock = 1, corpusSpec.Seed, fault.Clock{Scale: scale}
+	wc.VMs, wc.Seed, wc.Clock = 1, spec.Seed, fault.Clock{Scale: scale}
 	wc.Models.Planner.Coords, wc.Models.Executor.Coords = uitars.Grid(), uitars.Resized()
 	wc.Models.OnRequest = onRequest
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,7 +141,7 @@ func labelOf(m shard.Manifest, r shard.Row) string {
 // and the verl module's call with the reward advantage wrote for each
 // stored candidate.
 func TestAcceptRewardServer(t *testing.T) {
-	rs := newRewardSet(t)
+	rs := newRewardSet(t, corpusSpec)
 	rows := rs.sampleRows(6)
 	if len(rows) < 12 {
 		t.Fatalf("%d rows in the sample; the corpus should give more", len(rows))
@@ -157,7 +157,7 @@ func TestAcceptRewardServer(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var sent [][]byte // executor request bodies, in order
-	hs := rs.serve(t, simExecutorSeen(t, 0, func(kind string, body []byte) {
+	hs := rs.serve(t, simExecutorSeen(t, corpusSpec, 0, func(kind string, body []byte) {
 		if kind == "executor" {
 			mu.Lock()
 			sent = append(sent, bytes.Clone(body))
@@ -321,7 +321,7 @@ json.dump(out, sys.stdout)
 // naming the field, never a reward: a bad label or an unknown group is a
 // 400, an executor that is down a 502.
 func TestRewardServerErrors(t *testing.T) {
-	rs := newRewardSet(t)
+	rs := newRewardSet(t, smallSpec)
 	r := rs.rows[0]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -425,8 +425,8 @@ func get(t testing.TB, url string, out any) int {
 // its address, scores a stored plan as advantage did, and serves every
 // metric docs/operations.md lists for reward-server (and no other).
 func TestRewardServerCommand(t *testing.T) {
-	rs := newRewardSet(t)
-	exec := simExecutor(t, 0)
+	rs := newRewardSet(t, smallSpec)
+	exec := simExecutor(t, smallSpec, 0)
 	setDir := filepath.Join(rs.bucketDir(t), filepath.FromSlash(rs.prefix))
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncio.Buffer

@@ -22,8 +22,8 @@ import (
 // clients together), which other work on a shared machine does not
 // change: on two idle cores plans/s reaches about twice that.
 func BenchmarkRewardServer(b *testing.B) {
-	rs := newRewardSet(b)
-	hs := rs.serve(b, simExecutor(b, 0))
+	rs := newRewardSet(b, corpusSpec)
+	hs := rs.serve(b, simExecutor(b, corpusSpec, 0))
 	bodies := make([]string, len(rs.rows))
 	for i, r := range rs.rows {
 		bodies[i] = mustJSON(b, rewardserver.RewardRequest{Label: labelOf(rs.m, r), Plan: r.Completion})

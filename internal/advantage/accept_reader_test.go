@@ -132,7 +132,7 @@ func TestAcceptReaderAndEstimators(t *testing.T) {
 }
 
 // onlyManifest reads the one shard set's manifest under the bucket.
-func onlyManifest(t *testing.T, bucket blob.Bucket) shard.Manifest {
+func onlyManifest(t testing.TB, bucket blob.Bucket) shard.Manifest {
 	t.Helper()
 	ctx := context.Background()
 	var sets []string

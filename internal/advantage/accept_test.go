@@ -67,7 +67,7 @@ func corpus(t *testing.T) (dir string, judged []*traj.Judged) {
 // advantageCLI runs the advantage command on dir and returns its output.
 // Without a selection in args it asks for --since all: the test corpora
 // are one stream whose every judged trajectory the tests want.
-func advantageCLI(t *testing.T, dir string, args ...string) string {
+func advantageCLI(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -186,7 +186,7 @@ func Command() service.Command {
 	return service.Command{
 		Name: "advantage", Summary: "compute group-relative advantages (GRPO) and write Arrow/Parquet shards for the trainer",
 		Usage: usage, Common: true, Consumer: true,
-		Sub: []service.Command{exportCommand()},
+		Sub: []service.Command{exportCommand(), rewardServerCommand()},
 		Flags: func(fs *service.Flags) {
 			fs.String(&o.Out, "out", "CODAPIPE_SHARDS", "", "where shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
 			fs.String(&o.Mode, "mode", "CODAPIPE_ADVANTAGE_MODE", ModeStep, "step (a group per positive step) or outcome (a group per task and run)")

@@ -22,6 +22,7 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 	tables := docstest.Tables(t, "../../docs/operations.md")
 	docstest.CheckFlags(t, tables, Command(), "flags: common", "flags: consumer", "flags: advantage")
 	docstest.CheckFlags(t, tables, exportCommand(), "flags: common", "flags: advantage export")
+	docstest.CheckFlags(t, tables, rewardServerCommand(), "flags: common", "flags: advantage reward-server")
 }
 
 // TestAdvantageMetricsDocumented: a scrape of an advantage drain holds

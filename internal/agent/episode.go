@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"image/png"
 	"log/slog"
 	"slices"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/clock"
+	"github.com/codapipe/codapipe/internal/ground"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/scienceboard"
@@ -559,12 +559,16 @@ func (a *Agent) observe(ctx context.Context, shot []byte) (traj.ImageRef, error)
 }
 
 // ground turns every plan into a candidate: answers are kept as they are,
-// every other plan's thought goes to the executor; all executor calls run
+// every other plan's thought goes to the executor (ground.Step.Plan, the
+// one grounding the reward service calls too); all executor calls run
 // concurrently.
 func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data, screen uitars.Screen, plans []model.Choice, cur []byte) ([]traj.Candidate, error) {
-	popt := uitars.Options{Coords: a.cfg.PlannerCoords, Image: screen}
-	eopt := uitars.Options{Coords: a.cfg.ExecutorCoords, Image: screen}
-	if err := d.SetCoords(a.cfg.ExecutorCoords, screen); err != nil {
+	gs, err := ground.NewStep(ground.StepConfig{
+		Executor: a.cfg.Executor, Params: a.cfg.ExecutorParams, Prompts: a.cfg.Prompts, Data: d,
+		PlannerCoords: a.cfg.PlannerCoords, ExecutorCoords: a.cfg.ExecutorCoords, Screen: screen, Screenshot: cur,
+		Observe: func(d time.Duration, err error) { a.cfg.Metrics.call("executor", d, err) },
+	})
+	if err != nil {
 		return nil, vmErr("screenshot", err)
 	}
 	cands := make([]traj.Candidate, len(plans))
@@ -580,52 +584,18 @@ func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data,
 			// without the other gave neither usable.
 			c.PlanLogProbs, c.PlanTokenIDs = nil, nil
 		}
-		parsed, perr := uitars.Parse(p.Content, popt)
-		c.Thought = strings.TrimSpace(parsed.Thought)
-		if c.Thought == "" {
-			c.Thought = strings.TrimSpace(p.Content)
-		}
-		// The planner's own action is dropped unless it is an answer.
-		if perr == nil && len(parsed.Actions) == 1 && parsed.Actions[0].Type == traj.Answer {
-			act := parsed.Actions[0]
-			c.Action = &act
-			continue
-		}
 		wg.Add(1)
 		go func() { // owned: waited for below
 			defer wg.Done()
-			msgs, err := a.cfg.Prompts.ExecutorMessages(d, c.Thought, cur)
-			if err != nil {
-				errs[j] = envErr("executor prompt", err)
-				return
-			}
-			ep2 := a.cfg.ExecutorParams
-			if s := a.seed(ep, step, j+1); s != nil {
-				ep2.Seed = s
-			}
-			t0 := time.Now()
-			out, err := a.cfg.Executor.Sample(ctx, msgs, 1, ep2)
-			a.cfg.Metrics.call("executor", time.Since(t0), err)
-			if err != nil {
-				errs[j] = envErr(fmt.Sprintf("executor (candidate %d)", j), err)
-				return
-			}
-			c.ExecMS = time.Since(t0).Milliseconds()
-			c.ExecutorOutput = out[0].Content
-			c.ExecTokens = traj.Tokens{Prompt: out[0].PromptTokens, Completion: out[0].CompletionTokens}
-			ex, err := uitars.Parse(out[0].Content, eopt)
+			err := gs.Plan(ctx, c, a.seed(ep, step, ground.CandidateCall(j)))
+			var ge *ground.Error
 			switch {
-			case errors.Is(err, uitars.ErrOutOfRange):
-				c.ParseError, c.ParseErrorKind = err.Error(), traj.ParseOutOfRange
+			case errors.As(err, &ge) && ge.Op == "executor":
+				errs[j] = envErr(fmt.Sprintf("executor (candidate %d)", j), ge.Err)
+			case errors.As(err, &ge):
+				errs[j] = envErr(ge.Op, ge.Err)
 			case err != nil:
-				c.ParseError, c.ParseErrorKind = err.Error(), traj.ParseSyntax
-			case len(ex.Actions) == 0:
-				c.ParseError, c.ParseErrorKind = "executor output holds no action", traj.ParseSyntax
-			default:
-				// One action per step: the first one counts.
-				act := ex.Actions[0]
-				c.Action = &act
-				c.ParseNotes = groundNotes(ex)
+				errs[j] = err
 			}
 		}()
 	}
@@ -636,25 +606,6 @@ func (a *Agent) ground(ctx context.Context, ep Episode, step int, d prompt.Data,
 	return cands, nil
 }
 
-// groundNotes returns the notes a candidate records about the parse of its
-// executor output: the parser's own (Parsed.Notes), then, when the output
-// held more than one action, that only the first is executed. Nil when
-// there is nothing to note.
-func groundNotes(ex uitars.Parsed) []string {
-	notes := slices.Clone(ex.Notes)
-	if len(ex.Actions) > 1 {
-		types := make([]string, len(ex.Actions))
-		for i, a := range ex.Actions {
-			types[i] = string(a.Type)
-		}
-		notes = append(notes, fmt.Sprintf("the executor output holds %d actions (%s); only the first is executed, one action per step",
-			len(ex.Actions), strings.Join(types, ", ")))
-	}
-	return notes
-}
-
-// seed derives a request seed from RequestSeed, the episode, the step and
-// the call, or nil when no seed is configured.
 // recorded is the sampling a trajectory records for a model: the
 // configured parameters, with the run's request seed (each request's seed
 // is derived from it) when one is set.
@@ -667,12 +618,8 @@ func recorded(s traj.Sampling, seed *int64) *traj.Sampling {
 	return &s
 }
 
+// seed derives a request seed from RequestSeed, the episode, the step and
+// the call (ground.Seed), or nil when no seed is configured.
 func (a *Agent) seed(ep Episode, step, call int) *int64 {
-	if a.cfg.RequestSeed == nil {
-		return nil
-	}
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\x00%d", *a.cfg.RequestSeed, ep.Task.ID, ep.Sample, step, call)
-	s := int64(h.Sum64() & 0x7fffffff)
-	return &s
+	return ground.Seed(a.cfg.RequestSeed, ep.Task.ID, ep.Sample, step, call)
 }

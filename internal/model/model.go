@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,13 +237,16 @@ func (m *Client) Encode(r Request) ([]byte, error) {
 	if err := r.Params.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.cfg.Model, err)
 	}
-	msgs := json.RawMessage(r.Encoded)
+	msgs, spliced := json.RawMessage(r.Encoded), false
 	if len(r.Messages) > 0 {
-		b, err := json.Marshal(r.Messages)
+		b, err := marshalMessages(r.Messages)
 		if err != nil {
 			return nil, fmt.Errorf("%s: encode messages: %w", m.cfg.Model, err)
 		}
-		msgs = b
+		// b is compact, valid and HTML-escaped, which is what encoding it
+		// again as a RawMessage would make of it: it is spliced into the
+		// body instead (images make it megabytes).
+		msgs, spliced = b, true
 	}
 	p := r.Params
 	b := chatBody{
@@ -258,12 +262,44 @@ func (m *Client) Encode(r Request) ([]byte, error) {
 		zero, yes := 0, true
 		b.TopLogProbs, b.ReturnTokenIDs, b.TokensAsIDs = &zero, &yes, &yes
 	}
+	if spliced {
+		b.Messages = json.RawMessage(messagesHole)
+	}
 	out, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", m.cfg.Model, err)
 	}
+	if spliced {
+		// The hole is the first `,"messages":0,`: inside a JSON string
+		// a quote is always escaped, so `,"` cannot stand in the model
+		// name before it.
+		i := bytes.Index(out, []byte(`,"messages":`+messagesHole+`,`)) + len(`,"messages":`)
+		out = slices.Concat(out[:i], msgs, out[i+len(messagesHole):])
+	}
 	return out, nil
 }
+
+// marshalMessages is json.Marshal(msgs) without encoding/json's second
+// and third pass over each message's MarshalJSON output (validation and
+// compaction of what json.Marshal already wrote compact and HTML-escaped):
+// the same bytes.
+func marshalMessages(msgs []openai.ChatCompletionMessage) ([]byte, error) {
+	out := []byte{'['}
+	for i, m := range msgs {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	return append(out, ']'), nil
+}
+
+// messagesHole stands for the messages in a body they are spliced into.
+const messagesHole = "0"
 
 // Chat sends r, retrying retryable failures, and returns its answers as
 // the server gave them, in the order of their index field when it numbers

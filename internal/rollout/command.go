@@ -20,6 +20,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/ground"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/scienceboard"
@@ -424,15 +425,12 @@ func Command() service.Command {
 			fs.String(&o.Planner.Model, "planner-model", "CODAPIPE_PLANNER_MODEL", "", "planner model name")
 			fs.Secret(&o.Planner.APIKey, "planner-key", "CODAPIPE_PLANNER_KEY", "planner API key, sent as a bearer token (a user:password@ in --planner-url is sent as basic authentication instead)")
 			fs.String(&o.Planner.Checkpoint, "planner-checkpoint", "CODAPIPE_PLANNER_CHECKPOINT", "", "planner checkpoint tag recorded in every trajectory and shard row, part of the run's identity (default: the root the planner endpoint's /v1/models reports; required when it reports none; --sim: sim-step-0)")
-			fs.String(&o.Executor.BaseURL, "executor-url", "CODAPIPE_EXECUTOR_URL", "", "executor endpoint (OpenAI-compatible base URL)")
-			fs.String(&o.Executor.Model, "executor-model", "CODAPIPE_EXECUTOR_MODEL", "", "executor model name")
-			fs.Secret(&o.Executor.APIKey, "executor-key", "CODAPIPE_EXECUTOR_KEY", "executor API key, sent as a bearer token (a user:password@ in --executor-url is sent as basic authentication instead)")
+			ground.ExecutorFlags(fs, &o.Executor, &o.ExecutorCoords, "pixels-resized", "coordinate space of the executor's points (UI-TARS-1.5: pixels-resized; UI-TARS-1.0: grid1000; docs/actions.md)")
 			fs.String(&o.Executor.Checkpoint, "executor-checkpoint", "CODAPIPE_EXECUTOR_CHECKPOINT", "", "executor checkpoint tag recorded in trajectories (default: the root the executor endpoint's /v1/models reports, if any)")
 			fs.String(&samplingFile, "sampling", "CODAPIPE_SAMPLING", "", "JSON file with the planner's and executor's sampling parameters, {\"planner\":{...},\"executor\":{...}} (docs/operations.md); the --planner-* and --executor-* sampling flags override it")
 			planner.register(fs, agent.DefaultPlannerSampling())
 			executor.register(fs, agent.DefaultExecutorSampling())
 			fs.String(&o.PlannerCoords, "planner-coords", "CODAPIPE_PLANNER_COORDS", "grid1000", "coordinate space of the planner's points: grid1000, pixels-resized[:factor=28,min_pixels=3136,max_pixels=12845056], pixels-screen or unit (docs/actions.md)")
-			fs.String(&o.ExecutorCoords, "executor-coords", "CODAPIPE_EXECUTOR_COORDS", "pixels-resized", "coordinate space of the executor's points (UI-TARS-1.5: pixels-resized; UI-TARS-1.0: grid1000; docs/actions.md)")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")
 			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")

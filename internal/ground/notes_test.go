@@ -1,4 +1,4 @@
-package agent
+package ground
 
 import (
 	"reflect"
@@ -31,8 +31,8 @@ func TestGroundNotes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := groundNotes(ex); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("groundNotes = %q, want %q", got, c.want)
+			if got := notes(ex); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("notes = %q, want %q", got, c.want)
 			}
 		})
 	}

@@ -47,6 +47,7 @@ python-torch:
 ## trainer-test: the reference trainer's tests (trainer/, Python unittest on CPU); make test runs them too
 trainer-test: python-torch
 	$(PYTHON) -m unittest discover -s trainer/tests -v
+	$(PYTHON) -m unittest discover -s trainer/codapipe_reward -v
 
 tools/reader/node_modules/.installed: tools/reader/package.json tools/reader/package-lock.json
 	@echo "installing the independent shard reader (pinned versions, lock file; npm install in tools/reader)"

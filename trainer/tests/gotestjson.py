@@ -1,4 +1,4 @@
-"""Runs the trainer/ tests and writes their results as `go test -json` events.
+"""Runs the trainer/ tests (trainer/tests and trainer/codapipe_reward) and writes their results as `go test -json` events.
 
 make test feeds these events to tools/testreport beside the Go tests', so the
 trainer's tests appear in its report and its "N passed, N failed, N skipped"
@@ -71,7 +71,9 @@ def main():
     start = time.monotonic()
     result = Result()
     try:
-        suite = unittest.defaultTestLoader.discover(here)
+        # The trainer's tests and the verl reward module's (each folder its own top level).
+        dirs = [here, os.path.join(os.path.dirname(here), "codapipe_reward")]
+        suite = unittest.TestSuite(unittest.TestLoader().discover(d, top_level_dir=d) for d in dirs)
         suite.run(result)
     except Exception:  # an import error of the tests themselves
         emit("output", output=traceback.format_exc())

@@ -3,7 +3,6 @@ package advantage
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,13 +78,7 @@ func TestAcceptReJudgedRunWritesNoRowTwice(t *testing.T) {
 		t.Errorf("advantage printed\n%s\nwithout %q", printed, note)
 	}
 	var st Stats
-	body, err := os.ReadFile(summary)
-	if err == nil {
-		err = json.Unmarshal(body, &st)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	pipetest.ReadJSON(t, summary, &st)
 	if st.JudgeVersion != v1 || st.OtherJudgeVersion[v2] != len(first) || len(st.Notes) != 1 || !strings.HasPrefix(st.Notes[0], note) || st.DeadLettered != 0 {
 		t.Errorf("summary: judge version %q, other versions %v, notes %q, %d dead-lettered; want %s, {%s: %d} and the note",
 			st.JudgeVersion, st.OtherJudgeVersion, st.Notes, st.DeadLettered, v1, v2, len(first))

@@ -3,9 +3,7 @@ package judge
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,13 +36,7 @@ func TestAcceptRunsJudgesOnlyThoseRuns(t *testing.T) {
 			t.Fatalf("judge %v: exit %d\n%s", args, code, errb.String())
 		}
 		var st Stats
-		body, err := os.ReadFile(summary)
-		if err == nil {
-			err = json.Unmarshal(body, &st)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		pipetest.ReadJSON(t, summary, &st)
 		return st
 	}
 	n := len(a)

@@ -6,8 +6,10 @@
 // commands run them (service.MainContext with their flags), sharing one
 // NATS server: the embedded one this process starts in the data
 // directory, or --nats. Re-running a night finishes what is missing: the
-// rollout resumes from the run ledger, judge and advantage drain their
-// durable consumers, and the SFT build is deterministic.
+// rollout resumes from the run ledger, judge (--runs: the night's run
+// only) and advantage drain their durable consumers, and the SFT build is
+// deterministic. With other judge arguments the run is judged again, and
+// its shard sets and SFT set keep one judge version each.
 package nightly
 
 import (

@@ -95,7 +95,8 @@ func (st *state) committedVersion() string {
 	defer st.mu.Unlock()
 	n := map[string]int{}
 	for id := range st.messages {
-		if i := strings.LastIndexByte(id, '.'); i >= 0 {
+		// Judged message ids only (outcome commits also hold "group:…").
+		if i := strings.LastIndexByte(id, '.'); i >= 0 && !strings.HasPrefix(id, "group:") && traj.ValidJudgeVersionID(id[i+1:]) {
 			n[id[i+1:]]++
 		}
 	}
@@ -118,13 +119,12 @@ func (b *binder) start(ctx context.Context, given string) (*judgeBinding, error)
 		return nil, err
 	}
 	if rec == nil {
-		switch v := cmp.Or(given, b.st.committedVersion()); {
-		case v == "":
+		v := cmp.Or(given, b.st.committedVersion())
+		if v == "" {
 			return nil, nil
-		default:
-			if rec, err = b.st.bindJudge(ctx, judgeBinding{ID: v, Given: given != ""}); err != nil {
-				return nil, err
-			}
+		}
+		if rec, err = b.st.bindJudge(ctx, judgeBinding{ID: v, Given: given != ""}); err != nil {
+			return nil, err
 		}
 	}
 	if given != "" && rec.ID != given {

@@ -80,7 +80,8 @@ func TestJudgeVersionAtStart(t *testing.T) {
 
 	st := open()
 	st.set = "old-set"
-	st.learn(Commit{ID: "c1", Messages: []string{"01A.bbbbbbbbbbbbbbbb", "01B.aaaaaaaaaaaaaaaa", "01C.bbbbbbbbbbbbbbbb"}})
+	st.learn(Commit{ID: "c1", Messages: []string{"01A.bbbbbbbbbbbbbbbb", "01B.aaaaaaaaaaaaaaaa", "01C.bbbbbbbbbbbbbbbb",
+		"group:run.1\x00ChimeraX/S01.cccccccccccccccc", "group:run.2\x00ChimeraX/S01.cccccccccccccccc", "group:r.3.cccccccccccccccc", "01D.not-a-version", "01E.not-a-version", "01F.not-a-version"}})
 	if rec, err := (&binder{st: st}).start(ctx, ""); err != nil || rec == nil || rec.ID != "bbbbbbbbbbbbbbbb" {
 		t.Errorf("an old set is bound to %+v (%v), want the version of most of its messages", rec, err)
 	}

@@ -45,6 +45,7 @@ type Options struct {
 	Runs          []string // --runs
 	Checkpoints   []string // --checkpoints
 	Since         string   // --since
+	JudgeVersion  string   // --judge-version
 	Workers       int
 	Durable       string
 	AckWait       time.Duration
@@ -87,6 +88,9 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
 		return Stats{}, service.Usage(err)
 	}
+	if v := strings.TrimSpace(o.JudgeVersion); v != "" && !traj.ValidJudgeVersionID(v) {
+		return Stats{}, service.Usage(fmt.Errorf("--judge-version %q: want a judge version id, 16 lower-case hex digits (judge report prints them)", v))
+	}
 	if o.Out == "" {
 		o.Out = DefaultOut(env.Common.DataDir)
 	}
@@ -112,7 +116,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		Mode: o.Mode, Label: grpo.LabelMode(o.Label), Estimator: est, Step: step, Outcome: o.Outcome,
 		Format: shard.Format(o.Format), RowsPerShard: o.RowsPerShard, BytesPerShard: o.BytesPerShard, EmbedImages: o.EmbedImages,
 		TempDir: env.Common.DataDir + "/tmp",
-		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
+		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, JudgeVersion: strings.TrimSpace(o.JudgeVersion), Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: Version, Log: env.Log,
 		RunFinished: runs.Finished, Metrics: NewMetrics(env.Metrics),
 	}
@@ -143,6 +147,12 @@ func PrintStats(w io.Writer, st Stats) {
 	}
 	if st.Selection != nil {
 		fmt.Fprintf(w, "advantage: selection: %s\n", selectionText(*st.Selection))
+	}
+	if st.JudgeVersion != "" {
+		fmt.Fprintf(w, "advantage: judge version: %s (the one version of the set's judgements)\n", st.JudgeVersion)
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintf(w, "advantage: %s\n", n)
 	}
 	c := st.Counts
 	fmt.Fprintf(w, "advantage: this run wrote %d rows in %d files (%d commits): %d groups, %d kept, %d zero-variance, %d dropped\n",
@@ -178,7 +188,13 @@ What a set takes: --runs (rollout --run names), --checkpoints (planner checkpoin
 outside is acknowledged and counted, never written. A NEW set must be given at least one of them:
 its new consumer would otherwise deliver every judged trajectory the stream retains (90 days by
 default) of every run and checkpoint; --since all asks for exactly that. The selection is part
-of the set's identity: the same flags continue the same set. See docs/advantage.md, docs/shards.md.`
+of the set's identity: the same flags continue the same set.
+
+A set is bound to one judge version: --judge-version ID (the id judge report prints; part of the
+set's identity, so another version is another set), or else the first version the set takes.
+Judgements of other versions (a trajectory judged again with another policy, prompt or model) are
+acknowledged and counted, never written, so no (trajectory, step, candidate) is in a set twice.
+See docs/advantage.md, docs/shards.md.`
 
 // Command is the advantage command.
 func Command() service.Command {
@@ -214,6 +230,7 @@ func Command() service.Command {
 			fs.Strings(&o.Runs, "runs", "CODAPIPE_ADVANTAGE_RUNS", "only these runs' judged trajectories (rollout --run names, comma-separated); a new set needs --runs, --checkpoints or --since")
 			fs.Strings(&o.Checkpoints, "checkpoints", "CODAPIPE_ADVANTAGE_CHECKPOINTS", "only trajectories sampled from these planner checkpoints (the tags rollout recorded, comma-separated)")
 			fs.String(&o.Since, "since", "CODAPIPE_ADVANTAGE_SINCE", "", "only episodes started at or after this time: RFC 3339 (2026-11-25T02:00:00Z) or a duration back from the set's start (36h); all: every judged trajectory the stream retains")
+			fs.String(&o.JudgeVersion, "judge-version", "CODAPIPE_ADVANTAGE_JUDGE_VERSION", "", "bind the set to this judge version id (judge report prints it; another set, in its own folder); default: the first version the set takes")
 			fs.Int(&o.Workers, "concurrency", "CODAPIPE_ADVANTAGE_CONCURRENCY", 64, "judged trajectories handled at once; a commit holds at most this many")
 			fs.String(&o.Durable, "durable", "CODAPIPE_ADVANTAGE_DURABLE", "", "consumer name shared by the processes (default advantage_<set>)")
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat; an outcome group's or the manifest's lease passes to another process this long after it was taken or last renewed")

@@ -24,7 +24,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := metrics.On(reg)
 	m := &Metrics{
-		trajectories:  f.CounterVec("codapipe_advantage_trajectories_total", "Judged trajectories taken in, by result (committed: their rows are in a committed shard; skipped: committed before; outside_selection: not of the set's runs, checkpoints or time, acknowledged unwritten; dead_lettered).", "result"),
+		trajectories:  f.CounterVec("codapipe_advantage_trajectories_total", "Judged trajectories taken in, by result (committed: their rows are in a committed shard; skipped: committed before; outside_selection: not of the set's runs, checkpoints or time, acknowledged unwritten; other_judge_version: judged by another judge version than the set's, acknowledged unwritten; dead_lettered).", "result"),
 		rows:          f.Counter("codapipe_advantage_rows_total", "Rows in committed shards."),
 		groups:        f.CounterVec("codapipe_advantage_groups_total", "Groups committed, by result (kept, zero_variance: kept with advantages 0, dropped).", "result"),
 		commits:       f.Counter("codapipe_advantage_commits_total", "Group commits (a shard, when it has rows, and its commit record)."),
@@ -32,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		shardBytes:    f.Counter("codapipe_advantage_shard_bytes_total", "Bytes of the shard files committed."),
 		commitSeconds: f.Histogram("codapipe_advantage_commit_seconds", "Duration of one commit: the shard finished and stored, then its record.", prometheus.ExponentialBuckets(0.005, 2, 16)),
 	}
-	for _, r := range []string{"committed", "skipped", "outside_selection", "dead_lettered"} {
+	for _, r := range []string{"committed", "skipped", "outside_selection", "other_judge_version", "dead_lettered"} {
 		m.trajectories.WithLabelValues(r)
 	}
 	for _, r := range []string{"kept", "zero_variance", "dropped"} {

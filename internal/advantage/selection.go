@@ -57,19 +57,7 @@ func (s Selection) IsZero() bool {
 // normalized splits comma-separated values, trims, drops empty and
 // repeated values, and sorts.
 func (s Selection) normalized() Selection {
-	list := func(in []string) []string {
-		var out []string
-		for _, v := range in {
-			for _, p := range strings.Split(v, ",") {
-				if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
-					out = append(out, p)
-				}
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	return Selection{Runs: list(s.Runs), Checkpoints: list(s.Checkpoints), Since: strings.TrimSpace(s.Since)}
+	return Selection{Runs: service.NameList(s.Runs), Checkpoints: service.NameList(s.Checkpoints), Since: strings.TrimSpace(s.Since)}
 }
 
 // key is the selection's part of the set id ("" for none).

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,10 @@ type Config struct {
 	TempDir       string // local spool for open shards (default os.TempDir)
 
 	Apps []string // filter (empty: all)
+	// JudgeVersion, when set, binds a new set to that judge version
+	// (traj.JudgeVersion.ID) and is part of the set's identity; empty: the
+	// set is bound to the first judge version it takes (see judgever.go).
+	JudgeVersion string
 	// Select chooses the runs, checkpoints and time the set takes; a new
 	// set must have one (see Selection and ErrNoSelection).
 	Select   Selection
@@ -86,6 +91,9 @@ func (c *Config) Set() string {
 	_ = json.NewEncoder(h).Encode(c.Outcome)
 	if k := c.Select.normalized().key(); k != "" { // none: the ids of sets made before selections
 		fmt.Fprintf(h, "select\x00%s\n", k)
+	}
+	if c.JudgeVersion != "" { // none: the ids of sets made before bindings
+		fmt.Fprintf(h, "judge\x00%s\n", c.JudgeVersion)
 	}
 	return c.Mode + "-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
@@ -155,9 +163,17 @@ type Stats struct {
 	Skipped  int    `json:"skipped"`  // already committed (a redelivery)
 	// Unselected counts judged trajectories outside the set's selection:
 	// acknowledged, not written.
-	Unselected   int `json:"outside_selection"`
-	DeadLettered int `json:"dead_lettered"` // given up on, with a reason
-	Retried      int `json:"retried"`
+	Unselected int `json:"outside_selection"`
+	// JudgeVersion is the judge version the set is bound to ("" when it
+	// took no judgement yet).
+	JudgeVersion string `json:"judge_version,omitempty"`
+	// OtherJudgeVersion counts, by judge version, the judgements of
+	// versions other than the set's: acknowledged, not written.
+	OtherJudgeVersion map[string]int `json:"other_judge_version,omitempty"`
+	// Notes say in words what was skipped and why (JudgeVersionNotes).
+	Notes        []string `json:"notes,omitempty"`
+	DeadLettered int      `json:"dead_lettered"` // given up on, with a reason
+	Retried      int      `json:"retried"`
 	// Missing are the judged stream's sequences it no longer holds (store
 	// damage, bus.Bus.Missing): judged trajectories never taken in.
 	Missing bus.Gaps `json:"missing,omitempty"`
@@ -179,10 +195,12 @@ type server struct {
 	co     *committer
 	start  time.Time
 	sel    selector
+	judge  *binder
 
 	mu       sync.Mutex
 	stats    Stats
 	flushing map[string]bool // outcome groups being flushed in this process
+	inflight map[string]bool // step mode: message ids being handled in this process
 }
 
 // Serve consumes judged trajectories until ctx ends, or with Drain until
@@ -220,6 +238,11 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 		return Stats{}, err
 	}
 
+	jb := &binder{st: st}
+	if _, err := jb.start(ctx, cfg.JudgeVersion); err != nil {
+		return Stats{}, err
+	}
+
 	meta := cfg.Meta()
 	w, err := shard.NewWriter(shard.Config{
 		Bucket: cfg.Out, Prefix: set, Format: cfg.Format, RowsPerShard: cfg.RowsPerShard, BytesPerShard: cfg.BytesPerShard,
@@ -230,7 +253,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	defer w.Close()
 	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.EmbedImages), st: st,
-		start: time.Now(), flushing: map[string]bool{}, sel: selector{sel}}
+		start: time.Now(), flushing: map[string]bool{}, inflight: map[string]bool{}, sel: selector{sel}, judge: jb}
 	s.stats.Selection, s.stats.Set = &sel, set
 	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)
 	s.co.onCommit = func(c Commit, d time.Duration) {
@@ -245,7 +268,8 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 		s.log.Debug("advantage: committed", "commit", c.ID, "messages", len(c.Messages), "rows", c.Counts.Rows)
 	}
 	s.log.Info("advantage: consuming judged trajectories", "consumer", cfg.Durable, "mode", cfg.Mode, "estimator", cfg.Estimator.String(),
-		"out", cfg.Out.String()+"/"+set, "format", cfg.Format, "workers", cfg.Workers, "selection", selectionText(sel))
+		"out", cfg.Out.String()+"/"+set, "format", cfg.Format, "workers", cfg.Workers, "selection", selectionText(sel),
+		"judge_version", cmp.Or(jb.boundVersion(), "the first taken"))
 
 	tctx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
 	var twg sync.WaitGroup
@@ -303,7 +327,11 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 func (s *server) result() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.JudgeVersion = s.judge.boundVersion()
+	st.OtherJudgeVersion = maps.Clone(s.stats.OtherJudgeVersion)
+	st.Notes = JudgeVersionNotes(st)
+	return st
 }
 
 func (s *server) count(f func(*Stats)) {
@@ -336,6 +364,12 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 		s.log.Debug("advantage: outside the selection; acknowledged, not written", "message", m.ID, "trajectory", jd.Trajectory.ID, "because", why)
 		return bus.Ack()
 	}
+	if ok, err := s.judgeVersion(ctx, m, &jd.Judgement); !ok || err != nil {
+		if err != nil {
+			return s.failed(m, err)
+		}
+		return bus.Ack()
+	}
 	s.count(func(st *Stats) { st.Messages++ })
 	if s.cfg.Mode == ModeOutcome {
 		return s.handleOutcome(ctx, m, jd)
@@ -345,6 +379,22 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 		s.cfg.Metrics.trajectory("skipped")
 		return bus.Ack()
 	}
+	// Two stream messages with one id (the same judgement published again
+	// after the stream's de-duplication window) may be in flight at once:
+	// the second waits until the first is committed, then is skipped.
+	s.mu.Lock()
+	busy := s.inflight[m.ID]
+	s.inflight[m.ID] = true
+	s.mu.Unlock()
+	if busy {
+		s.count(func(st *Stats) { st.Retried++ })
+		return bus.Retry(100*time.Millisecond, fmt.Sprintf("advantage: message %s is being handled already", m.ID))
+	}
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, m.ID)
+		s.mu.Unlock()
+	}()
 	s.co.begin()
 	// The screenshots of the labelled steps (the only ones that can give
 	// rows) are reserved in the embedding budget (a bad judgement is left to
@@ -369,6 +419,30 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 		return s.failed(m, err)
 	}
 	return bus.Ack()
+}
+
+// judgeVersion reports whether a judgement is of the set's judge version
+// (binding the set to it when the set has none yet); one of another
+// version is counted, logged once per version, and to be acknowledged
+// unwritten.
+func (s *server) judgeVersion(ctx context.Context, m *bus.Msg, j *traj.Judgement) (bool, error) {
+	ok, first, bound, err := s.judge.take(ctx, j.Judge)
+	if err != nil || ok {
+		return ok, err
+	}
+	v := j.Judge.ID()
+	s.count(func(st *Stats) {
+		if st.OtherJudgeVersion == nil {
+			st.OtherJudgeVersion = map[string]int{}
+		}
+		st.OtherJudgeVersion[v]++
+	})
+	s.cfg.Metrics.trajectory("other_judge_version")
+	if first {
+		s.log.Info("advantage: judgements of another judge version are acknowledged, not written: the set is bound to one judge version",
+			"judge_version", v, "set_judge_version", bound, "policy", j.Judge.Policy, "models", strings.Join(j.Judge.Models, ","), "message", m.ID)
+	}
+	return false, nil
 }
 
 // failed turns an error into a dead letter (bad input) or a retry.
@@ -639,6 +713,9 @@ func (s *server) writeManifest(ctx context.Context) (*shard.Manifest, error) {
 	m.SetSources(total.Sources)
 	sel := s.sel.sel
 	m.Selection = &sel
+	if m.JudgeVersion, err = s.judge.current(ctx); err != nil {
+		return nil, err
+	}
 	var write bool
 	l, held, write, err = s.renewManifestLease(ctx, l, len(commits))
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 type Options struct {
 	Judges  []string // URL=MODEL, one per endpoint of the ensemble
 	Apps    []string
+	Runs    []string // --runs: only these runs' trajectories
 	Policy  Policy
 	Limits  Limits
 	Workers int    // trajectories judged at once
@@ -64,6 +65,10 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, service.Usage(err)
 	}
 	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
+		return Stats{}, service.Usage(err)
+	}
+	o.Runs = service.NameList(o.Runs)
+	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
 		return Stats{}, service.Usage(err)
 	}
 	var specs []EndpointSpec
@@ -112,7 +117,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, service.Usage(err)
 	}
 	cfg := ServiceConfig{
-		Judge: j, Bus: b, Archive: store, Apps: o.Apps, Durable: o.Durable, Workers: o.Workers,
+		Judge: j, Bus: b, Archive: store, Apps: o.Apps, Runs: o.Runs, Durable: o.Durable, Workers: o.Workers,
 		MaxDeliver: o.MaxDeliver, AckWait: o.AckWait, Drain: env.Common.Drain, Log: log,
 	}
 	if env.Common.Drain && o.Progress {
@@ -179,6 +184,9 @@ func PrintStats(w io.Writer, st Stats) {
 		n, st.Decisions[traj.CleanSuccess], st.Decisions[traj.RedundantSuccess], st.Decisions[traj.Failure], st.Decisions[traj.Undecided], st.Decisions[traj.NotJudged])
 	fmt.Fprintf(w, "judge: %d model calls (%.2f per judged trajectory), %d republished from the archive, %d dead-lettered, %d retried\n",
 		st.Calls, cpt, st.Republished, st.DeadLettered, st.Retried)
+	if st.OtherRuns > 0 {
+		fmt.Fprintf(w, "judge: %d trajectories of other runs than --runs passed over (left to the judge consumers without --runs)\n", st.OtherRuns)
+	}
 	if len(st.Missing) > 0 {
 		fmt.Fprintf(w, "judge: WARNING: the stream %s is missing %d messages (sequences %s), never judged: lost to store damage or removed; rollout --verify --run <run> runs them again\n",
 			bus.StreamName(bus.Raw), st.Missing.Messages(), st.Missing)
@@ -188,12 +196,14 @@ func PrintStats(w io.Writer, st Stats) {
 const usage = `judge — score trajectories with VLM judges and publish judgements.
 
 Usage:
-  judge --judge URL=MODEL [--judge URL=MODEL ...] [--app APP] [--votes K] [--rule unanimous|majority]
+  judge --judge URL=MODEL [--judge URL=MODEL ...] [--app APP] [--runs NAME[,NAME]] [--votes K] [--rule unanimous|majority]
         [--lowres WxH] [--drain] [--nats URL] [--store URL] [--sim]
   judge report [--run NAME] [--app APP] [--json]   precision/recall of the judgements in the archive
 
 A durable consumer of the raw trajectories on NATS JetStream (coda.traj.>, or one app's with --app);
-many judge processes with the same settings share the work. Each trajectory is shown to the judge
+many judge processes with the same settings share the work. --runs judges only those runs'
+trajectories, on a consumer of its own (judge_<version>[_<app>]_runs<hash>) that passes over the
+others without taking them from any other judge consumer. Each trajectory is shown to the judge
 models as its task, its keyframes (every step's screenshot and the final screen, at most
 --max-frames) and the agent's answer; K votes (--votes) are cast over the endpoints round-robin,
 the first at low resolution with --lowres (a failure there is final), and combined by --rule;
@@ -214,6 +224,7 @@ func Command() service.Command {
 			fs.Strings(&o.Judges, "judge", "CODAPIPE_JUDGE", "judge endpoint as URL=MODEL (OpenAI-compatible base URL and model name); several make an ensemble")
 			fs.Secret(&o.Limits.APIKey, "judge-key", "CODAPIPE_JUDGE_KEY", "API key sent as a bearer token to the judge endpoints (an endpoint with user:password@ in its URL gets basic authentication instead)")
 			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only judge this application's trajectories (default all)")
+			fs.Strings(&o.Runs, "runs", "CODAPIPE_JUDGE_RUNS", "only judge these runs' trajectories (rollout --run names, comma-separated), on a consumer of their own that leaves the other runs' to the other judge consumers (default all)")
 			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "K: votes per trajectory (the low-resolution one included)")
 			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "unanimous (success only if every vote says so) or majority")
 			fs.String(&temps, "temperature", "CODAPIPE_JUDGE_TEMPERATURE", "1", "sampling temperature of the votes in [0,2] (0 is greedy; sent as it is), one value or one per vote separated by commas")
@@ -237,7 +248,7 @@ func Command() service.Command {
 			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
 			fs.Int(&o.Policy.Sampling.MaxTokens, "max-tokens", "CODAPIPE_JUDGE_MAX_TOKENS", 4096, "most tokens of one judge answer (> 0; sent with every call)")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with a judge.tmpl prompt replacing ours (docs/judge.md)")
-			fs.String(&o.Durable, "durable", "CODAPIPE_JUDGE_DURABLE", "", "consumer name shared by the judge processes (default judge_<version>[_<app>]: a new judge version judges the stream again)")
+			fs.String(&o.Durable, "durable", "CODAPIPE_JUDGE_DURABLE", "", "consumer name shared by the judge processes (default judge_<version>[_<app>][_runs<hash>]: a new judge version judges the stream again)")
 			fs.Int(&o.MaxDeliver, "max-deliver", "CODAPIPE_JUDGE_MAX_DELIVER", 10, "deliveries of one trajectory; endpoint failures wait and retry until the last, which judges with the votes it gets")
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_JUDGE_ACK_WAIT", time.Minute, "a trajectory whose judge process died is judged again this long after its last heartbeat")
 			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")

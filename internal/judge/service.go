@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,11 @@ type ServiceConfig struct {
 	Archive *blob.Store
 	// Apps filters the trajectories by app (empty: all).
 	Apps []string
+	// Runs, when given, judges only these runs' trajectories (rollout
+	// --run names), on a consumer of their own (DurableName with runs):
+	// the trajectories of other runs are acknowledged on that consumer
+	// only, so they stay for the judge consumers that would judge them.
+	Runs []string
 	// Durable is the consumer name all judge processes of one
 	// configuration share (default DurableName).
 	Durable string
@@ -58,20 +64,27 @@ type ServiceConfig struct {
 }
 
 // DurableName is the default consumer name: one per judge version (a new
-// version judges the whole stream again) and app filter.
+// version judges the whole stream again), app filter and run selection.
 // A name longer than JetStream's 255-byte limit (many long app names)
-// ends in a hash of the app tokens instead of the tokens.
-func DurableName(ver string, apps []string) string {
+// ends in a hash of the app tokens instead of the tokens. Runs (sorted,
+// as service.NameList gives them) add "_runs<hash of the names>": a run
+// selection has a consumer of its own, which acknowledges the other runs'
+// trajectories without taking them from any other consumer.
+func DurableName(ver string, apps []string, runs ...string) string {
 	name := "judge_" + ver
-	var toks string
+	var toks, sel string
 	for _, a := range apps {
 		toks += "_" + bus.KeyToken(bus.AppToken(a))
 	}
-	if len(name)+len(toks) > maxConsumerName {
-		sum := sha256.Sum256([]byte(toks))
-		return name + "_apps" + hex.EncodeToString(sum[:8])
+	if len(runs) > 0 {
+		sum := sha256.Sum256([]byte(strings.Join(runs, "\x00")))
+		sel = "_runs" + hex.EncodeToString(sum[:8])
 	}
-	return name + toks
+	if len(name)+len(toks)+len(sel) > maxConsumerName {
+		sum := sha256.Sum256([]byte(toks))
+		toks = "_apps" + hex.EncodeToString(sum[:8])
+	}
+	return name + toks + sel
 }
 
 // maxConsumerName is JetStream's limit on a consumer's name, in bytes.
@@ -84,6 +97,9 @@ type Stats struct {
 	// Republished counts trajectories whose judgement was already in the
 	// archive (a redelivery after a crash): published again, not judged.
 	Republished int `json:"republished"`
+	// OtherRuns counts trajectories of runs outside ServiceConfig.Runs:
+	// acknowledged on the run selection's own consumer, not judged.
+	OtherRuns int `json:"other_runs,omitempty"`
 	// DeadLettered counts messages given up on with a reason.
 	DeadLettered int `json:"dead_lettered"`
 	Retried      int `json:"retried"`
@@ -125,8 +141,9 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	if cfg.Judge == nil || cfg.Bus == nil || cfg.Archive == nil {
 		return Stats{}, errors.New("judge: serve needs a judge, a bus and an archive store")
 	}
+	cfg.Runs = service.NameList(cfg.Runs)
 	if cfg.Durable == "" {
-		cfg.Durable = DurableName(cfg.Judge.VersionID(), cfg.Apps)
+		cfg.Durable = DurableName(cfg.Judge.VersionID(), cfg.Apps, cfg.Runs...)
 	}
 	cfg.Workers = service.Positive(cfg.Workers, 8)
 	cfg.MaxDeliver = service.Positive(cfg.MaxDeliver, 10)
@@ -135,7 +152,7 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	cfg.Log = cmp.Or(cfg.Log, slog.Default())
 	s := &server{cfg: cfg, log: cfg.Log.With("judge_version", cfg.Judge.VersionID()), start: time.Now()}
 	s.st.Decisions = map[traj.Decision]int{}
-	s.log.Info("judge: consuming trajectories", "consumer", cfg.Durable, "apps", appsOrAll(cfg.Apps), "workers", cfg.Workers,
+	s.log.Info("judge: consuming trajectories", "consumer", cfg.Durable, "apps", appsOrAll(cfg.Apps), "runs", appsOrAll(cfg.Runs), "workers", cfg.Workers,
 		"policy", cfg.Judge.Version().Policy, "models", cfg.Judge.Version().Models)
 
 	stopProgress := bus.Every(ctx, cfg.ProgressEvery, func(context.Context) { s.progress("judge: progress") })
@@ -231,6 +248,12 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 	}
 	if err != nil {
 		return bus.Reject(fmt.Sprintf("judge: message %s on %s is not a valid trajectory: %v", m.ID, m.Subject, err)), nil
+	}
+	if len(s.cfg.Runs) > 0 && !slices.Contains(s.cfg.Runs, t.Run) {
+		// Another run's: this consumer is the run selection's own, so the
+		// ack takes it from no consumer that would judge it.
+		s.count(func(st *Stats) { st.OtherRuns++ })
+		return bus.Ack(), nil
 	}
 	log := s.log.With("trajectory", t.ID, "task", t.Task.ID, "delivery", m.Deliveries)
 	ver := s.cfg.Judge.VersionID()

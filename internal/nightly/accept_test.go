@@ -1,7 +1,9 @@
 package nightly
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sft"
 	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/internal/shard/shardtest"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -25,6 +28,10 @@ import (
 // every trajectory judged once, every judged trajectory's rows in the one
 // shard set of its run (a clean success's steps, G rows each; nothing of
 // the others), every clean success in the SFT set once with its steps.
+// A third invocation with other judge arguments (another judge version)
+// judges each app's own run again, and only it, writes no row (no set
+// holds a trajectory, step and candidate twice), and its summary names
+// the skipped judgements and why.
 func TestAcceptNightlyTwice(t *testing.T) {
 	const group, samples, perApp = 2, 2, 2 // perApp: the tasks of each app below
 	apps := []string{"ChimeraX", "KAlgebra"}
@@ -39,7 +46,10 @@ func TestAcceptNightlyTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := Options{Apps: apps, Night: "2026-11-26", Group: group, Samples: samples, Sim: true, VMs: 4, Seed: 1,
-		TimeScale: 0.0005, Workers: true, RolloutArgs: "--tasks " + tasks, JudgeArgs: "--max-frames 4"}
+		TimeScale: 0.0005, Workers: true, RolloutArgs: "--tasks " + tasks,
+		// A majority of votes: the simulated judge then finds clean
+		// successes in this small night, so the sets have rows.
+		JudgeArgs: "--max-frames 4 --rule majority"}
 	night := func() *Summary {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -173,6 +183,43 @@ func TestAcceptNightlyTwice(t *testing.T) {
 		t.Errorf("SFT set: %d samples, more than the clean successes' %d steps", samplesN, cleanSteps)
 	}
 	t.Logf("%d trajectories, %d clean successes (%d steps), %d SFT samples, rows %d+%d", len(raw), clean, cleanSteps, samplesN, first.New.Rows, second.New.Rows)
+	if first.New.Rows == 0 {
+		t.Fatal("the night wrote no rows: the re-judged night below needs them")
+	}
+
+	// The night again with other judge arguments: another judge version.
+	o.JudgeArgs = "--max-frames 4 --rule majority --votes 3"
+	third := night()
+	for i, a := range third.Apps {
+		// Its own run only, whatever the other apps' runs on the stream.
+		if a.New.Judgements != want || a.New.Rows != 0 || a.New.Episodes != 0 {
+			t.Errorf("%s: night with other judge arguments: %+v, want %d judgements of its run and nothing else new", a.App, a.New, want)
+		}
+		if a.Shards == nil || a.Shards.JudgeVersion == "" || a.Shards.JudgeVersion != first.Apps[i].Shards.JudgeVersion || a.Shards.Rows != first.Apps[i].Shards.Rows {
+			t.Errorf("%s: shard set %+v after the re-judged night, %+v before", a.App, a.Shards, first.Apps[i].Shards)
+			continue
+		}
+		note := fmt.Sprintf("%d judgements of judge version ", want)
+		bound := "the set is bound to judge version " + a.Shards.JudgeVersion
+		if len(a.Skipped) != 1 || !strings.HasPrefix(a.Skipped[0], note) || !strings.Contains(a.Skipped[0], bound) {
+			t.Errorf("%s: the summary says skipped %q, want one note %q… %q", a.App, a.Skipped, note, bound)
+		}
+	}
+	var printed bytes.Buffer
+	third.Print(&printed)
+	if !strings.Contains(printed.String(), "skipped: ") || !strings.Contains(printed.String(), "judgements of judge version") {
+		t.Errorf("the night's printed summary names no skipped judgements:\n%s", printed.String())
+	}
+	written := shardtest.CheckNoDuplicates(t, filepath.Join(dir, "shards"))
+	if len(written) != len(apps) {
+		t.Errorf("%d shard sets after the re-judged night, want %d", len(written), len(apps))
+	}
+	// The SFT set keeps the judge version the shards have (the first).
+	if m, err := sft.ReadManifest(third.SFT.Dir); err != nil {
+		t.Error(err)
+	} else if v := first.Apps[0].Shards.JudgeVersion; len(m.JudgeVersions) > 1 || m.JudgeVersion != v || third.SFT.JudgeVersion != v || len(third.SFT.OtherJudgeVersions) != 1 {
+		t.Errorf("the SFT set: judge version %q (summary %q), versions kept %v, others %v; want %s only", m.JudgeVersion, third.SFT.JudgeVersion, m.JudgeVersions, third.SFT.OtherJudgeVersions, v)
+	}
 }
 
 // readStream reads every message of the stream of kind k and decodes it.

@@ -16,8 +16,9 @@ Usage:
           [--nats URL] [--store URL] [--summary FILE]
 
 For each app of --apps, in turn: rollout --run <night>-<app> against the planner checkpoint, with a
-judge worker and an advantage worker (--runs <night>-<app>, one shard set per app) beside it; then
-judge --drain and advantage --drain finish what the workers left. After every app: sftpack build
+judge worker and an advantage worker beside it (both --runs <night>-<app>: the judge judges only
+that run, one shard set per app); then judge --drain and advantage --drain finish what the workers
+left. After every app: sftpack build
 --runs with the night's runs (and --sft-runs) into --sft-out, and sftpack export to --export when
 given. The stages run in this process as their commands do, on one NATS server (the embedded one in
 --data, or --nats); the stages' own flags come from the environment (CODAPIPE_POOL,
@@ -26,7 +27,9 @@ CODAPIPE_PLANNER_URL, CODAPIPE_JUDGE, ...) or from --rollout-args, --judge-args,
 
 Re-running a night finishes only what is missing: the rollout resumes from the run ledger, judge and
 advantage drain their durable consumers, and the SFT build of the same runs writes the same
-dataset. A night takes only its own runs unless --sft-runs adds others. The summary goes to stdout
+dataset. With other --judge-args (another judge version) the run is judged again, but no shard
+row is written twice: a set keeps the judge version it took first, and the summary names the
+judgements skipped. A night takes only its own runs unless --sft-runs adds others. The summary goes to stdout
 and as JSON to --summary (default <data>/nightly/<night>/summary.json).
 Exit status: 0 done, 1 a stage failed (the summary names it; re-run the night), 2 bad flags.`
 

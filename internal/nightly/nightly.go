@@ -6,8 +6,10 @@
 // commands run them (service.MainContext with their flags), sharing one
 // NATS server: the embedded one this process starts in the data
 // directory, or --nats. Re-running a night finishes what is missing: the
-// rollout resumes from the run ledger, judge and advantage drain their
-// durable consumers, and the SFT build is deterministic.
+// rollout resumes from the run ledger, judge (--runs: the night's run
+// only) and advantage drain their durable consumers, and the SFT build is
+// deterministic. With other judge arguments the run is judged again, and
+// its shard sets and SFT set keep one judge version each.
 package nightly
 
 import (
@@ -154,6 +156,11 @@ type App struct {
 	// Shards is the run's shard set (its manifest's counts).
 	Shards *Shards `json:"shards,omitempty"`
 	New    Work    `json:"new"`
+	// Skipped says what advantage acknowledged without writing it, and
+	// why (advantage.JudgeVersionNotes): e.g. the judgements of another
+	// judge version than the set's, after a re-run with other judge
+	// arguments.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Shards is one app's shard set.
@@ -165,6 +172,8 @@ type Shards struct {
 	Groups       int    `json:"groups"`
 	ZeroVariance int    `json:"zero_variance_groups"`
 	Files        int    `json:"files"`
+	// JudgeVersion is the one judge version of the set's rows.
+	JudgeVersion string `json:"judge_version,omitempty"`
 }
 
 // SFT is the night's SFT set.
@@ -176,6 +185,10 @@ type SFT struct {
 	// Changed is false when the build wrote the same manifest as the one
 	// already there (a re-run with nothing new).
 	Changed bool `json:"changed"`
+	// JudgeVersion is the set's one judge version; OtherJudgeVersions
+	// counts the judgements of other versions it did not take.
+	JudgeVersion       string         `json:"judge_version,omitempty"`
+	OtherJudgeVersions map[string]int `json:"other_judge_versions,omitempty"`
 }
 
 // job is one night being run.
@@ -355,7 +368,10 @@ func (j *job) app(ctx context.Context, app string) App {
 		return p
 	}
 	judgeArgs := func(summary string) []string {
-		return append(append([]string{"--summary", summary}, j.simArgs(false)...), strings.Fields(j.o.JudgeArgs)...)
+		// Only the night's run: judging the whole stream would cost a
+		// real judge's GPU time for other runs (left to their own judges).
+		args := []string{"--runs", a.Run, "--summary", summary}
+		return append(append(args, j.simArgs(false)...), strings.Fields(j.o.JudgeArgs)...)
 	}
 	advArgs := func(summary string) []string {
 		args := []string{"--runs", a.Run, "--summary", summary}
@@ -430,6 +446,7 @@ func (j *job) app(ctx context.Context, app string) App {
 		}
 	}
 	var set string
+	var others advantage.Stats // judgements of other judge versions, over the stages
 	for _, f := range summaries.adv {
 		var st advantage.Stats
 		if readJSON(f, &st) == nil {
@@ -437,8 +454,17 @@ func (j *job) app(ctx context.Context, app string) App {
 			if st.Set != "" {
 				set = st.Set
 			}
+			others.JudgeVersion = cmp.Or(st.JudgeVersion, others.JudgeVersion)
+			for v, n := range st.OtherJudgeVersion {
+				if others.OtherJudgeVersion == nil {
+					others.OtherJudgeVersion = map[string]int{}
+				}
+				others.OtherJudgeVersion[v] += n
+			}
 		}
 	}
+
+	a.Skipped = advantage.JudgeVersionNotes(others)
 
 	store, err := j.env.Store(ctx)
 	if err != nil {
@@ -474,6 +500,7 @@ func (j *job) shards(set string) *Shards {
 		return sh
 	}
 	sh.Rows, sh.Trajectories, sh.Groups, sh.ZeroVariance, sh.Files = m.Counts.Rows, m.Counts.Trajectories, m.Counts.Groups, m.Counts.ZeroVarianceGroups, len(m.Files)
+	sh.JudgeVersion = m.JudgeVersion
 	return sh
 }
 
@@ -520,7 +547,8 @@ func (j *job) sft(ctx context.Context, runs []string) (*SFT, error) {
 		return nil, fmt.Errorf("sftpack manifest: %w", err)
 	}
 	after, _ := os.ReadFile(manifest)
-	s := &SFT{Dir: dir, Runs: runs, Samples: map[string]int{}, Changed: !bytes.Equal(before, after)}
+	s := &SFT{Dir: dir, Runs: runs, Samples: map[string]int{}, Changed: !bytes.Equal(before, after),
+		JudgeVersion: m.JudgeVersion, OtherJudgeVersions: m.OtherJudgeVersions}
 	for split, info := range m.Splits {
 		s.Samples[split] = info.Samples
 	}
@@ -591,7 +619,10 @@ func (s *Summary) Print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  shard rows: %d in %d groups of %d trajectories; zero-variance share %.1f%%; identical-plan share %s (steps whose plans were all the same)\n",
 				sh.Rows, sh.Groups, sh.Trajectories, 100*zv, identical)
-			fmt.Fprintf(w, "  shards: %d files in %s\n", sh.Files, sh.Dir)
+			fmt.Fprintf(w, "  shards: %d files in %s (judge version %s)\n", sh.Files, sh.Dir, cmp.Or(sh.JudgeVersion, "none yet"))
+		}
+		for _, n := range a.Skipped {
+			fmt.Fprintf(w, "  skipped: %s\n", n)
 		}
 	}
 	if t := s.SFT; t != nil {
@@ -601,6 +632,10 @@ func (s *Summary) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\nSFT set: %d samples (train %d, val %d) of %d trajectories, %s: %s\n",
 			sum(t.Samples), t.Samples["train"], t.Samples["val"], t.Trajectories, change, t.Dir)
+		if len(t.OtherJudgeVersions) > 0 {
+			fmt.Fprintf(w, "  skipped: judgements of judge versions %s (the set takes judge version %s only; sftpack build --judge-version ID makes a set of another)\n",
+				counts(t.OtherJudgeVersions), t.JudgeVersion)
+		}
 	}
 	if s.Exported != "" {
 		fmt.Fprintf(w, "exported to %s\n", s.Exported)

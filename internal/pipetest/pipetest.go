@@ -20,6 +20,7 @@ package pipetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -556,4 +557,17 @@ func Bus(t testing.TB, url string) *bus.Bus {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// ReadJSON decodes the JSON file at path (a command's --summary) into v,
+// failing the test when it cannot.
+func ReadJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	body, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(body, v)
+	}
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
 }

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
@@ -23,4 +25,20 @@ func StageConsumer(k bus.Kind, apps []string, spec bus.ConsumerSpec) bus.Consume
 		spec.FetchWait = 250 * time.Millisecond
 	}
 	return spec
+}
+
+// NameList splits comma-separated flag values (a repeatable list flag
+// such as --runs), trims them, drops empty and repeated ones and sorts
+// the rest: the one canonical form of a list of names.
+func NameList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

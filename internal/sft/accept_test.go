@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/prompt"
@@ -35,20 +36,36 @@ type expSample struct {
 }
 
 // expectedSamples computes, independently of the package, the samples a
-// build with default flags gives: per trajectory the judgement judged
-// last (the greater version id on a tie), clean successes only, every
+// build with default flags gives: per trajectory the judgement of the
+// set's one judge version (the version of the most trajectories), clean successes only, every
 // step executed with a usable action, the prompt set and every
 // screenshot in the store; per task one trajectory per executed action
 // sequence (the smallest id); one sample per step.
 func expectedSamples(t *testing.T, storeDir string, docs map[string]*traj.Judged) map[string]expSample {
 	t.Helper()
+	// The set's one judge version: of the most trajectories, then the
+	// first judged, then the smaller id.
+	ids, first := map[string]map[string]bool{}, map[string]time.Time{}
+	for _, jd := range docs {
+		v := jd.Judgement.Judge.ID()
+		if ids[v] == nil {
+			ids[v], first[v] = map[string]bool{}, jd.Judgement.JudgedAt
+		}
+		ids[v][jd.Trajectory.ID] = true
+		if jd.Judgement.JudgedAt.Before(first[v]) {
+			first[v] = jd.Judgement.JudgedAt
+		}
+	}
+	ver := ""
+	for v := range ids {
+		if ver == "" || len(ids[v]) > len(ids[ver]) || len(ids[v]) == len(ids[ver]) && (first[v].Before(first[ver]) || first[v].Equal(first[ver]) && v < ver) {
+			ver = v
+		}
+	}
 	latest := map[string]*traj.Judged{}
 	for _, jd := range docs {
-		id := jd.Trajectory.ID
-		cur := latest[id]
-		if cur == nil || jd.Judgement.JudgedAt.After(cur.Judgement.JudgedAt) ||
-			(jd.Judgement.JudgedAt.Equal(cur.Judgement.JudgedAt) && jd.Judgement.Judge.ID() > cur.Judgement.Judge.ID()) {
-			latest[id] = jd
+		if jd.Judgement.Judge.ID() == ver {
+			latest[jd.Trajectory.ID] = jd
 		}
 	}
 	inStore := func(sha string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sync"
@@ -152,6 +153,46 @@ func chooseJudgement(recs []record, want string) (*record, string) {
 		}
 	}
 	return best, ""
+}
+
+// setJudgeVersion is the judge version a build without --judge-version
+// takes, one for the whole set: the version whose readable records judged
+// the most distinct trajectories; on a tie the one that judged first (the
+// earliest judged_at of its records: the judgement a set would have been
+// made from then, as a shard set is bound to the first version it takes),
+// then the smaller id. "" when no record is readable.
+func setJudgeVersion(recs []record) string {
+	type tally struct {
+		ids   map[string]bool
+		first time.Time
+	}
+	by := map[string]*tally{}
+	for _, r := range recs {
+		if r.Err != "" {
+			continue
+		}
+		t := by[r.Version]
+		if t == nil {
+			t = &tally{ids: map[string]bool{}, first: r.JudgedAt}
+			by[r.Version] = t
+		}
+		t.ids[r.ID] = true
+		if r.JudgedAt.Before(t.first) {
+			t.first = r.JudgedAt
+		}
+	}
+	best := ""
+	for _, v := range slices.Sorted(maps.Keys(by)) {
+		if best == "" {
+			best = v
+			continue
+		}
+		a, b := by[v], by[best]
+		if len(a.ids) > len(b.ids) || len(a.ids) == len(b.ids) && a.first.Before(b.first) {
+			best = v
+		}
+	}
+	return best
 }
 
 // groupByTrajectory groups records by trajectory id, ids in sorted order,

@@ -118,9 +118,19 @@ func Build(ctx context.Context, cfg Config) (*Manifest, error) {
 	}
 	ids, groups := groupByTrajectory(recs)
 	m.Counts.Trajectories = len(ids)
+	// One judge version for the whole set.
+	m.JudgeVersion = cfg.JudgeVersion
+	if m.JudgeVersion == "" {
+		m.JudgeVersion = setJudgeVersion(recs)
+	}
+	for _, r := range recs {
+		if r.Err == "" && r.Version != m.JudgeVersion {
+			m.OtherJudgeVersions[r.Version]++
+		}
+	}
 	var cands []*candidate
 	for _, id := range ids {
-		rec, _ := chooseJudgement(groups[id], cfg.JudgeVersion)
+		rec, _ := chooseJudgement(groups[id], m.JudgeVersion)
 		if rec == nil {
 			m.Counts.NoJudgement++
 			continue
@@ -211,7 +221,7 @@ func newManifest(cfg Config) *Manifest {
 			Runs: nonNil(cfg.Runs), Apps: nonNil(cfg.Apps), Rules: cfg.Rules,
 		},
 		Splits: map[string]SplitInfo{}, Apps: map[string]Count{}, Tasks: map[string]TaskCount{}, Runs: map[string]Count{},
-		JudgeVersions: map[string]JudgeVersionCount{}, PromptSets: []string{}, Skipped: []Skipped{}, Files: []File{},
+		JudgeVersions: map[string]JudgeVersionCount{}, OtherJudgeVersions: map[string]int{}, PromptSets: []string{}, Skipped: []Skipped{}, Files: []File{},
 	}
 	if !cfg.Since.IsZero() {
 		m.Selection.Since = cfg.Since.UTC().Format(time.RFC3339Nano)
@@ -349,6 +359,13 @@ func (m *Manifest) report(w io.Writer, log *slog.Logger) {
 		c.Records, c.Undecodable, c.Trajectories, strings.Join(ds, ", "))
 	fmt.Fprintf(w, "sftpack: %d without a usable judgement, %d out of the time range, %d evaluator failures, %d skipped as bad input, %d duplicates, %d over --max-per-task\n",
 		c.NoJudgement, c.OutOfRange, c.EvalFailed, c.Skipped, c.Duplicates, c.OverLimit)
+	if m.JudgeVersion != "" {
+		fmt.Fprintf(w, "sftpack: judge version %s: the set's one judge version\n", m.JudgeVersion)
+	}
+	for _, v := range slices.Sorted(maps.Keys(m.OtherJudgeVersions)) {
+		fmt.Fprintf(w, "sftpack: %d judgements of judge version %s skipped: the set is bound to judge version %s; sftpack build --judge-version %s builds a set of those\n",
+			m.OtherJudgeVersions[v], v, m.JudgeVersion, v)
+	}
 	tr, va := m.Splits[SplitTrain], m.Splits[SplitVal]
 	fmt.Fprintf(w, "sftpack: keeping %d trajectories (%d samples) of %d tasks in %d apps: train %d tasks / %d samples, val %d tasks / %d samples\n",
 		c.Kept, c.Samples, len(m.Tasks), len(m.Apps), tr.Tasks, tr.Samples, va.Tasks, va.Samples)

@@ -231,8 +231,9 @@ Usage:
                 [--since T] [--until T] [--judge-version ID] [--require-eval]
                 [--max-per-task N] [--val-fraction F] [--seed N] [--store URL]
 
-Reads the judge's archive in --store. Each trajectory's judgement is the one by
---judge-version, else the latest (judged_at; the greater version id on a tie). Clean
+Reads the judge's archive in --store. A set takes one judge version: --judge-version, else
+the version that judged the most of the selected trajectories (on a tie the one that judged
+first, then the smaller id); other versions' judgements are counted, not taken. Clean
 successes are kept (--require-eval: only those whose task evaluator passed, when it ran);
 a trajectory with a missing screenshot or prompt set, an executed action that did not
 parse, or a record that does not decode is skipped whole and listed in the manifest.
@@ -283,7 +284,7 @@ func buildCommand() service.Command {
 			fs.Strings(&o.Apps, "apps", "CODAPIPE_SFT_APPS", "applications to take, names or globs, comma-separated (default all)")
 			fs.String(&o.Since, "since", "CODAPIPE_SFT_SINCE", "", "only trajectories started at or after this time (RFC 3339 or YYYY-MM-DD, UTC)")
 			fs.String(&o.Until, "until", "CODAPIPE_SFT_UNTIL", "", "only trajectories started before this time (RFC 3339 or YYYY-MM-DD, UTC)")
-			fs.String(&o.JudgeVersion, "judge-version", "CODAPIPE_SFT_JUDGE_VERSION", "", "take the judgements of this judge version id (default: each trajectory's latest)")
+			fs.String(&o.JudgeVersion, "judge-version", "CODAPIPE_SFT_JUDGE_VERSION", "", "the set's one judge version: take the judgements of this judge version id (default: the version that judged the most selected trajectories)")
 			fs.Bool(&o.RequireEval, "require-eval", "CODAPIPE_SFT_REQUIRE_EVAL", false, "keep only clean successes whose task evaluator also passed (when it ran)")
 			fs.Int(&o.MaxPerTask, "max-per-task", "CODAPIPE_SFT_MAX_PER_TASK", 0, "keep at most this many trajectories per task, the shortest first (0: no limit)")
 			fs.Float64(&o.ValFraction, "val-fraction", "CODAPIPE_SFT_VAL_FRACTION", 0.05, "share of the tasks that go to val (whole tasks; by a hash of --seed and the task id)")

@@ -53,8 +53,15 @@ type Manifest struct {
 	Tasks map[string]TaskCount `json:"tasks"`
 	Runs  map[string]Count     `json:"runs"`
 	// JudgeVersions are the judge versions of the kept trajectories'
-	// judgements.
+	// judgements: the set's one version (JudgeVersion), or none.
 	JudgeVersions map[string]JudgeVersionCount `json:"judge_versions"`
+	// JudgeVersion is the one judge version the set's judgements are of:
+	// --judge-version, or else the one that judged the most of the
+	// selected trajectories (setJudgeVersion); "" when none is readable.
+	JudgeVersion string `json:"judge_version"`
+	// OtherJudgeVersions counts, by judge version, the judgements of the
+	// selected trajectories by other versions: not taken.
+	OtherJudgeVersions map[string]int `json:"other_judge_versions"`
 	// PromptSets are the prompt-set hashes the samples were rendered with.
 	PromptSets []string `json:"prompt_sets"`
 	// Skipped lists the bad input: records that do not decode and
@@ -79,7 +86,8 @@ type Selection struct {
 // them alike.
 type Rules struct {
 	// JudgeVersion takes each trajectory's judgement by this judge version
-	// (judge ids as traj.JudgeVersion.ID); "" takes the latest.
+	// (judge ids as traj.JudgeVersion.ID); "" takes the version that judged
+	// the most selected trajectories (setJudgeVersion).
 	JudgeVersion string `json:"judge_version,omitempty"`
 	// RequireEval keeps only clean successes whose task evaluator passed,
 	// when it ran.

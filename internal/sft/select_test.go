@@ -31,7 +31,8 @@ func trajectoriesOf(t *testing.T, dir string) map[string]bool {
 	return out
 }
 
-// TestAcceptSelection: judge versions (latest by default, --judge-version),
+// TestAcceptSelection: judge versions (one per set: by default the one of
+// the most trajectories; --judge-version),
 // de-duplication by executed actions, --require-eval, --max-per-task,
 // --runs/--apps globs and --since/--until, on a copy of the corpus with
 // fabricated records.
@@ -63,7 +64,9 @@ func TestAcceptSelection(t *testing.T) {
 	dup.Judgement.TrajectoryID = dup.Trajectory.ID
 	putArchived(t, store, dup)
 
-	// y judged again later by another judge version, as a failure.
+	// y judged again later by another judge version, as a failure: the
+	// set keeps the version of the most trajectories, under which y is a
+	// clean success.
 	rejudged := cloneJudged(t, y)
 	rejudged.Judgement.Judge.Policy = "another-policy"
 	rejudged.Judgement.JudgedAt = y.Judgement.JudgedAt.Add(time.Hour)
@@ -77,12 +80,12 @@ func TestAcceptSelection(t *testing.T) {
 	zf.Trajectory.Eval = &traj.EvalResult{Passed: false, Checks: []traj.CheckResult{{Type: "states", Passed: false}}}
 	putArchived(t, store, zf)
 
-	// The clean successes (by their latest judgement) whose evaluator
+	// The clean successes (by the set's judge version) whose evaluator
 	// ran and failed, counted by the test.
 	evalFailed := map[string]bool{zf.Trajectory.ID: true}
 	for _, jd := range docs {
 		e := jd.Trajectory.Eval
-		if jd.Judgement.Decision == traj.CleanSuccess && jd.Trajectory.ID != y.Trajectory.ID && e != nil && !e.Passed && len(e.Unsupported) == 0 && e.Error == "" {
+		if jd.Judgement.Decision == traj.CleanSuccess && e != nil && !e.Passed && len(e.Unsupported) == 0 && e.Error == "" {
 			evalFailed[jd.Trajectory.ID] = true
 		}
 	}
@@ -91,7 +94,7 @@ func TestAcceptSelection(t *testing.T) {
 	natural := 0
 	seqs := map[string]bool{}
 	for _, jd := range docs {
-		if jd.Judgement.Decision != traj.CleanSuccess || jd.Trajectory.ID == y.Trajectory.ID {
+		if jd.Judgement.Decision != traj.CleanSuccess {
 			continue
 		}
 		k := jd.Trajectory.Task.ID + "\x00" + actionSequence(&jd.Trajectory)
@@ -113,8 +116,11 @@ func TestAcceptSelection(t *testing.T) {
 		if !got[x.Trajectory.ID] || got[dup.Trajectory.ID] || m.Counts.Duplicates != 1+natural {
 			t.Errorf("de-duplication: x kept %v, its duplicate kept %v, %d duplicates counted, want %d", got[x.Trajectory.ID], got[dup.Trajectory.ID], m.Counts.Duplicates, 1+natural)
 		}
-		if got[y.Trajectory.ID] {
-			t.Error("y was kept although its latest judgement is a failure")
+		if !got[y.Trajectory.ID] {
+			t.Error("y was left out although the set's judge version judged it a clean success")
+		}
+		if m.JudgeVersion != oldVer || len(m.OtherJudgeVersions) != 1 || m.OtherJudgeVersions[newVer] != 1 {
+			t.Errorf("judge version %q, other versions %v; want %s and {%s: 1}", m.JudgeVersion, m.OtherJudgeVersions, oldVer, newVer)
 		}
 		if !got[z.Trajectory.ID] {
 			t.Error("z was left out without --require-eval")
@@ -162,7 +168,7 @@ func TestAcceptSelection(t *testing.T) {
 		for task, kept := range perTask {
 			for _, jd := range archived(t, store) {
 				if jd.Trajectory.Task.ID == task && jd.Judgement.Decision == traj.CleanSuccess && jd.Trajectory.ID != dup.Trajectory.ID &&
-					jd.Trajectory.ID != y.Trajectory.ID && len(jd.Trajectory.Steps) < len(kept[0].Trajectory.Steps) {
+					jd.Judgement.Judge.ID() == oldVer && len(jd.Trajectory.Steps) < len(kept[0].Trajectory.Steps) {
 					t.Errorf("task %s kept a %d-step trajectory over a %d-step one", task, len(kept[0].Trajectory.Steps), len(jd.Trajectory.Steps))
 				}
 			}
@@ -259,6 +265,35 @@ func TestSplitOf(t *testing.T) {
 	if SplitOf("A/x", 1, 0.5) == SplitOf("A/x", 2, 0.5) && SplitOf("A/y", 1, 0.5) == SplitOf("A/y", 2, 0.5) &&
 		SplitOf("A/z", 1, 0.5) == SplitOf("A/z", 2, 0.5) && SplitOf("A/w", 1, 0.5) == SplitOf("A/w", 2, 0.5) {
 		t.Error("the seed changes nothing")
+	}
+}
+
+// TestSetJudgeVersion: the version of the most trajectories; on a tie the
+// one that judged first, then the smaller id; unreadable records do not
+// count.
+func TestSetJudgeVersion(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(id, ver string, at time.Time, errs string) record {
+		return record{Name: archive.Name{Key: id + "." + ver, ID: id, Version: ver}, JudgedAt: at, Err: errs}
+	}
+	later := t0.Add(time.Hour)
+	for _, c := range []struct {
+		name string
+		recs []record
+		want string
+	}{
+		{"none", nil, ""},
+		{"most trajectories", []record{rec("A", "b", t0, ""), rec("A", "a", later, ""), rec("B", "a", later, "")}, "a"},
+		{"tie: first judged", []record{rec("A", "a", later, ""), rec("A", "b", t0, "")}, "b"},
+		{"tie: smaller id", []record{rec("A", "b", t0, ""), rec("B", "a", t0, "")}, "a"},
+		{"unreadable left out", []record{rec("A", "a", t0, ""), rec("A", "b", time.Time{}, "does not decode"), rec("B", "b", time.Time{}, "does not decode")}, "a"},
+		{"a trajectory counts once", []record{rec("A", "a", t0, ""), rec("A", "a", later, ""), rec("B", "b", later, ""), rec("C", "b", later, "")}, "b"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := setJudgeVersion(c.recs); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
 	}
 }
 

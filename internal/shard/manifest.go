@@ -53,6 +53,10 @@ type Manifest struct {
 	Checkpoints []string   `json:"checkpoints,omitempty"`
 	Sources     []Source   `json:"sources,omitempty"`
 	Selection   *Selection `json:"selection,omitempty"`
+	// JudgeVersion is the one judge version (traj.JudgeVersion.ID) the
+	// set's rows rest on: a set is bound to one; judgements of others are
+	// not in it.
+	JudgeVersion string `json:"judge_version,omitempty"`
 }
 
 // TokenData counts the rows with and without completion_token_ids (and

@@ -102,6 +102,20 @@ func (v JudgeVersion) ID() string {
 	return hex.EncodeToString(h[:8])
 }
 
+// ValidJudgeVersionID reports whether s has the form of a judge version
+// id (JudgeVersion.ID): 16 lower-case hex digits.
+func ValidJudgeVersionID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Judgement is the judge's decision on one trajectory with all its votes.
 type Judgement struct {
 	SchemaVersion int    `json:"schema_version"`

@@ -87,8 +87,9 @@ type Config struct {
 	// Bucket holds the shard set; Prefix is the folder of its manifest.
 	Bucket blob.Bucket
 	Prefix string
-	// Store is the blob store the screenshots of rows without embedded
-	// image bytes are read from. Required unless every row embeds them.
+	// Store is the blob store the screenshots the set does not carry
+	// (neither embedded nor image files: --images store) are read from.
+	// Required only for such a set.
 	Store *blob.Store
 	// Out is the local folder the export is written to; it is created
 	// (0755 less the umask) and its files are 0644 less the umask.
@@ -309,21 +310,26 @@ func (ex *exporter) row(ctx context.Context, r *shard.Row) error {
 	}
 	imgs := make([][]byte, len(r.Images))
 	for i, im := range r.Images {
-		switch {
-		case im.Bytes != nil:
-			imgs[i] = im.Bytes
-		case ex.images[im.SHA256] != nil:
-			imgs[i] = ex.images[im.SHA256]
-		case ex.cfg.Store == nil:
-			return fmt.Errorf("image %s is not embedded and no blob store was given", im.SHA256)
-		default:
-			b, err := ex.cfg.Store.GetBytes(ctx, im.SHA256)
-			if err != nil {
-				return fmt.Errorf("image %s: %w", im.SHA256, err)
-			}
-			ex.images[im.SHA256] = b
+		if b := ex.images[im.SHA256]; b != nil {
 			imgs[i] = b
+			continue
 		}
+		// The set's own copy first (embedded, or its image file), the
+		// blob store only for a set that references it.
+		b, err := shard.ReadImage(ctx, ex.cfg.Bucket, ex.cfg.Prefix, im)
+		switch {
+		case errors.Is(err, shard.ErrImageNotInSet) && ex.cfg.Store == nil:
+			return fmt.Errorf("image %s is not in the set and no blob store was given", im.SHA256)
+		case errors.Is(err, shard.ErrImageNotInSet):
+			b, err = ex.cfg.Store.GetBytes(ctx, im.SHA256)
+		}
+		if err != nil {
+			return fmt.Errorf("image %s: %w", im.SHA256, err)
+		}
+		if im.Bytes == nil {
+			ex.images[im.SHA256] = b
+		}
+		imgs[i] = b
 	}
 	out := &Row{
 		DataSource: ex.cfg.DataSource + "/" + r.App,

@@ -18,6 +18,7 @@ import (
 	"github.com/codapipe/codapipe/internal/prompt"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/shard/shardtest"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -405,12 +406,32 @@ func checkTokenColumns(t *testing.T, rows []shard.Row, m shard.Manifest, judged 
 			}
 		}
 	}
+	stops := 0
 	for _, r := range rows {
 		n := len(r.CompletionTokenIDs)
 		if n == 0 || len(r.LogProbs) != n || r.FinishReason == "" || r.CompletionTokens == nil || int(*r.CompletionTokens) != n {
 			t.Errorf("%s step %d candidate %d: %d token ids, %d logprobs, finish_reason %q, completion_tokens %v",
 				r.TrajectoryID, r.Step, r.Candidate, n, len(r.LogProbs), r.FinishReason, r.CompletionTokens)
+			continue
 		}
+		// The EOS rule of docs/shards.md: a plan that stopped ends with
+		// the EOS id (the simulated planner stops on EOS, as vLLM reports
+		// it); one cut at max_tokens holds none.
+		eos := slices.Index(r.CompletionTokenIDs, simmodels.SimEOSID)
+		switch r.FinishReason {
+		case "stop":
+			stops++
+			if eos != n-1 {
+				t.Errorf("%s step %d candidate %d: finish_reason stop, EOS at %d of %d token ids", r.TrajectoryID, r.Step, r.Candidate, eos, n)
+			}
+		case "length":
+			if eos >= 0 {
+				t.Errorf("%s step %d candidate %d: finish_reason length, EOS at %d", r.TrajectoryID, r.Step, r.Candidate, eos)
+			}
+		}
+	}
+	if stops == 0 {
+		t.Error("no row with finish_reason stop: the EOS rule is not checked")
 	}
 	if td := m.TokenData; td.RowsWithTokenIDs != int64(len(rows)) || td.RowsWithoutTokenIDs != 0 || !td.Complete {
 		t.Errorf("manifest token_data %+v; want all %d rows with token ids, complete", td, len(rows))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/codapipe/codapipe/internal/blob"
 )
@@ -82,26 +83,52 @@ const maxKnownImages = 1 << 17
 // stored, so every file a shard names is in the bucket before the shard
 // (and the commit record after it) is.
 func (w *Writer) PutImages(ctx context.Context, rows []Row) error {
-	done := map[string]int64{}
+	// The distinct images, stored concurrently (each Put waits for its
+	// fsync or its upload: one at a time, a trajectory's screenshots
+	// would wait for each other's).
+	var todo []*Image
+	seen := map[string]bool{}
 	for i := range rows {
 		for k := range rows[i].Images {
-			im := &rows[i].Images[k]
-			if im.Bytes == nil {
-				continue
+			if im := &rows[i].Images[k]; im.Bytes != nil && !seen[im.SHA256] {
+				seen[im.SHA256] = true
+				todo = append(todo, im)
 			}
-			size, ok := done[im.SHA256]
-			if !ok {
-				var err error
-				if size, err = w.putImage(ctx, im.SHA256, im.Bytes); err != nil {
-					return err
-				}
-				done[im.SHA256] = size
+		}
+	}
+	sizes := make([]int64, len(todo))
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, putImagesAtOnce)
+	var wg sync.WaitGroup
+	for j, im := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() { // owned: waited for below
+			defer func() { <-sem; wg.Done() }()
+			sizes[j], errs[j] = w.putImage(ctx, im.SHA256, im.Bytes)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	done := make(map[string]int64, len(todo))
+	for j, im := range todo {
+		done[im.SHA256] = sizes[j]
+	}
+	for i := range rows {
+		for k := range rows[i].Images {
+			if im := &rows[i].Images[k]; im.Bytes != nil {
+				im.Bytes, im.Path, im.stored = nil, ImagePath(im.SHA256), done[im.SHA256]
 			}
-			im.Bytes, im.Path, im.stored = nil, ImagePath(im.SHA256), size
 		}
 	}
 	return nil
 }
+
+// putImagesAtOnce bounds the image files one PutImages call stores at
+// once.
+const putImagesAtOnce = 8
 
 // putImage stores one image file unless it is known to be stored.
 func (w *Writer) putImage(ctx context.Context, sha string, data []byte) (int64, error) {

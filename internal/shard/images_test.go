@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/internal/shard/shardtest"
 )
 
 // groupRows returns the rows of groups step-mode groups of size
@@ -118,6 +119,26 @@ func TestImageFiles(t *testing.T) {
 		if err := shard.ReadFile(ctx, download(t, b, f.Key, t.TempDir()), f.Format, func(r *shard.Row) error { got = append(got, *r); return nil }); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The independent reader reads the same rows: every value, the
+	// images' paths included.
+	shardtest.Require(t)
+	var local []string
+	for _, f := range m.Files {
+		local = append(local, download(t, b, f.Key, t.TempDir()))
+	}
+	var npm []shard.Row
+	for _, f := range shardtest.Read(t, local...) {
+		rs, err := f.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		npm = append(npm, rs...)
+	}
+	// rows are what was written: PutImages replaced their images' bytes
+	// by the files' paths (the rows share their Image values).
+	for _, d := range shardtest.Diff(rows, npm) {
+		t.Error(d)
 	}
 	for _, r := range got {
 		for _, im := range r.Images {

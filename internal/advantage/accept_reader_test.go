@@ -1,6 +1,7 @@
 package advantage
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/internal/prompt"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/shard/shardtest"
 	simmodels "github.com/codapipe/codapipe/internal/sim/models"
@@ -132,6 +134,13 @@ func TestAcceptReaderAndEstimators(t *testing.T) {
 			checkImages(t, ctx, store, got, cmp.Or(c.images, shard.ImagesFiles))
 			checkProvenance(t, got, m, judged)
 			checkVerify(t, bucket, m, cmp.Or(c.images, shard.ImagesFiles))
+			if c.s3 { // advantage verify itself, on s3://
+				var stdout, stderr bytes.Buffer
+				args := []string{"verify", "--data", dir, "--log-level", "warn", "--set", out + "/" + m.Set}
+				if code := service.MainContext(ctx, Command(), args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), ": OK") {
+					t.Errorf("advantage %v: exit %d\n%s%s", args, code, stdout.String(), stderr.String())
+				}
+			}
 			t.Logf("%d rows in %d files; %d groups, %d zero-variance, %d dropped", len(got), len(m.Files), cnt.Groups, cnt.ZeroVariance, cnt.Dropped)
 		})
 	}

@@ -108,6 +108,21 @@ func TestImageFiles(t *testing.T) {
 			t.Errorf("image file %s: %d bytes, manifest %+v", im.Path, len(body), im)
 		}
 	}
+	// A shard naming MaxShardImages image files is full.
+	wf := newWriter(t, shard.Config{Bucket: b, Prefix: "sets/full", TempDir: t.TempDir(), Meta: testMeta(), Images: shard.ImagesFiles})
+	many := groupRows(shard.MaxShardImages, 1, 9) // MaxShardImages + 1 distinct images
+	if err := wf.PutImages(ctx, many[:len(many)/2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := wf.Add(many[:len(many)/2]); err != nil || wf.Full() {
+		t.Fatalf("half full: %v, full %v", err, wf.Full())
+	}
+	if err := wf.PutImages(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	if err := wf.Add(many[len(many)/2:]); err != nil || !wf.Full() {
+		t.Fatalf("%d image files: %v, full %v", shard.MaxShardImages+1, err, wf.Full())
+	}
 	// Every file lists the images its rows need.
 	for _, f := range m.Files {
 		if len(f.Images) == 0 {

@@ -536,8 +536,8 @@ func (w *Writer) bytes() int64 {
 	return sh.out.Size() + w.b.bytes
 }
 
-// Full reports whether the open shard has reached RowsPerShard rows or
-// BytesPerShard bytes.
+// Full reports whether the open shard has reached RowsPerShard rows,
+// BytesPerShard bytes or MaxShardImages image files.
 func (w *Writer) Full() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -545,8 +545,15 @@ func (w *Writer) Full() bool {
 		return false
 	}
 	return (w.cfg.RowsPerShard > 0 && w.cur.rows >= w.cfg.RowsPerShard) ||
-		(w.cfg.BytesPerShard > 0 && w.bytes() >= w.cfg.BytesPerShard)
+		(w.cfg.BytesPerShard > 0 && w.bytes() >= w.cfg.BytesPerShard) ||
+		len(w.cur.images) >= MaxShardImages
 }
+
+// MaxShardImages is how many image files a shard names before Full
+// reports true: its File (which lists them) then stays small enough for a
+// record on the bus (the advantage service's commit record, under NATS's
+// 1 MiB payload limit: about 170 bytes of JSON per image file).
+const MaxShardImages = 2048
 
 // Commit finishes the open shard and publishes it: it writes the pending
 // rows and the file's footer, stores the file in the bucket under

@@ -1,6 +1,7 @@
 package advantage
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -16,8 +17,10 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/internal/prompt"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/shard/shardtest"
+	simmodels "github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -31,7 +34,7 @@ type readerCase struct {
 	label  grpo.LabelMode
 	est    grpo.Estimator
 	format shard.Format
-	embed  bool
+	images shard.ImageMode // "" for the default, files
 	s3     bool
 	race   bool // also run under the race detector (the others only without it)
 }
@@ -50,12 +53,14 @@ func readerCases() []readerCase {
 		{name: "zero-var-drop", args: []string{"--zero-var", "drop"},
 			est: with(func(e *grpo.Estimator) { e.ZeroVariance = grpo.ZeroVarianceDrop }), format: shard.FormatArrow},
 		{name: "parquet-embedded", args: []string{"--format", "parquet", "--embed-images"},
-			est: def, format: shard.FormatParquet, embed: true},
-		{name: "prefix-labels", args: []string{"--label", "prefix"}, label: grpo.LabelModePrefix, est: def, format: shard.FormatArrow},
+			est: def, format: shard.FormatParquet, images: shard.ImagesEmbed},
+		{name: "prefix-labels-store", args: []string{"--label", "prefix", "--images", "store"}, label: grpo.LabelModePrefix, est: def,
+			format: shard.FormatArrow, images: shard.ImagesStore},
 		{name: "outcome", args: []string{"--mode", "outcome"}, mode: ModeOutcome, est: def, format: shard.FormatArrow},
 		{name: "outcome-rloo-parquet", args: []string{"--mode", "outcome", "--estimator", "rloo", "--format", "parquet"},
 			mode: ModeOutcome, est: with(func(e *grpo.Estimator) { e.Method = grpo.MethodRLOO }), format: shard.FormatParquet, race: true},
-		{name: "s3-arrow-embedded", args: []string{"--embed-images"}, est: def, format: shard.FormatArrow, embed: true, s3: true, race: true},
+		{name: "s3-arrow-embedded", args: []string{"--embed-images"}, est: def, format: shard.FormatArrow, images: shard.ImagesEmbed, s3: true, race: true},
+		{name: "s3-parquet-files", args: []string{"--format", "parquet"}, est: def, format: shard.FormatParquet, s3: true},
 	}
 }
 
@@ -76,6 +81,7 @@ func TestAcceptReaderAndEstimators(t *testing.T) {
 		t.Fatal(err)
 	}
 	var srv *miniotest.Server
+	outer := t // the server outlives the case that starts it
 	for _, c := range readerCases() {
 		if raceEnabled && !c.race {
 			continue // run without the race detector (make test's acceptance run)
@@ -85,7 +91,7 @@ func TestAcceptReaderAndEstimators(t *testing.T) {
 			bcfg := blob.Config{}
 			if c.s3 {
 				if srv == nil {
-					srv = miniotest.Start(t)
+					srv = miniotest.Start(outer)
 				}
 				out = srv.URL(srv.NewBucket(t) + "/training/shards")
 				bcfg = srv.Config()
@@ -125,7 +131,16 @@ func TestAcceptReaderAndEstimators(t *testing.T) {
 			}
 			checkAdvantages(t, got, c)
 			checkTokenColumns(t, got, m, judged)
-			checkImages(t, ctx, store, got, c.embed)
+			checkImages(t, ctx, store, got, cmp.Or(c.images, shard.ImagesFiles))
+			checkProvenance(t, got, m, judged)
+			checkVerify(t, bucket, m, cmp.Or(c.images, shard.ImagesFiles))
+			if c.s3 { // advantage verify itself, on s3://
+				var stdout, stderr bytes.Buffer
+				args := []string{"verify", "--data", dir, "--log-level", "warn", "--set", out + "/" + m.Set}
+				if code := service.MainContext(ctx, Command(), args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), ": OK") {
+					t.Errorf("advantage %v: exit %d\n%s%s", args, code, stdout.String(), stderr.String())
+				}
+			}
 			t.Logf("%d rows in %d files; %d groups, %d zero-variance, %d dropped", len(got), len(m.Files), cnt.Groups, cnt.ZeroVariance, cnt.Dropped)
 		})
 	}
@@ -195,14 +210,30 @@ func readSet(t *testing.T, bucket blob.Bucket, m shard.Manifest, format shard.Fo
 // rows the service means to write for the judged trajectories under c:
 // step mode row by row, outcome mode group by group (the K samples of one
 // task in one run; the run is finished, so every group is complete).
-func expectedServiceRows(t *testing.T, store *blob.Store, judged []*traj.Judged, c readerCase) ([]shard.Row, Counts) {
+func expectedServiceRows(t *testing.T, store *blob.Store, judged []*traj.Judged, c readerCase) (rows []shard.Row, total Counts) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := Config{Mode: cmp.Or(c.mode, ModeStep), Label: cmp.Or(c.label, grpo.LabelModeClean), Estimator: c.est,
 		Step: grpo.DefaultStepOptions(), Outcome: grpo.DefaultOutcomeConfig()}
-	s := &server{cfg: cfg, render: newRenderer(store, c.embed)}
-	var rows []shard.Row
-	var total Counts
+	// The rows as rendered with their bytes (embed) or without (store);
+	// with files the set's rows name the image file instead of the bytes.
+	mode := shard.ImagesStore
+	if c.images == shard.ImagesEmbed {
+		mode = shard.ImagesEmbed
+	}
+	s := &server{cfg: cfg, render: newRenderer(store, mode)}
+	defer func() {
+		if cmp.Or(c.images, shard.ImagesFiles) != shard.ImagesFiles {
+			return
+		}
+		for i := range rows {
+			imgs := slices.Clone(rows[i].Images)
+			for k := range imgs {
+				imgs[k].Path = shard.ImagePath(imgs[k].SHA256)
+			}
+			rows[i].Images = imgs
+		}
+	}()
 	if cfg.Mode == ModeStep {
 		for _, jd := range judged {
 			r, cnt, err := s.stepRows(ctx, &jd.Trajectory, &jd.Judgement)
@@ -329,8 +360,9 @@ func checkAdvantages(t *testing.T, rows []shard.Row, c readerCase) {
 }
 
 // checkImages checks that every image the rows name is in the blob store
-// and, when embedded, that its bytes hash to its SHA-256.
-func checkImages(t *testing.T, ctx context.Context, store *blob.Store, rows []shard.Row, embed bool) {
+// and, when embedded, that its bytes hash to its SHA-256; as files, that
+// each row names its image's file (the files themselves: checkVerify).
+func checkImages(t *testing.T, ctx context.Context, store *blob.Store, rows []shard.Row, mode shard.ImageMode) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -341,13 +373,18 @@ func checkImages(t *testing.T, ctx context.Context, store *blob.Store, rows []sh
 			if !strings.Contains(r.Prompt, prompt.RefScheme+im.SHA256) {
 				t.Errorf("%s step %d: the prompt does not reference image %s", r.TrajectoryID, r.Step, im.SHA256)
 			}
-			if embed {
+			switch {
+			case mode == shard.ImagesEmbed:
 				sum := sha256.Sum256(im.Bytes)
-				if hex.EncodeToString(sum[:]) != im.SHA256 {
-					t.Errorf("%s step %d: embedded image bytes do not hash to %s", r.TrajectoryID, r.Step, im.SHA256)
+				if hex.EncodeToString(sum[:]) != im.SHA256 || im.Path != "" {
+					t.Errorf("%s step %d: embedded image bytes do not hash to %s, or a path %q", r.TrajectoryID, r.Step, im.SHA256, im.Path)
 				}
-			} else if im.Bytes != nil {
-				t.Errorf("%s step %d: image bytes embedded without --embed-images", r.TrajectoryID, r.Step)
+			case im.Bytes != nil:
+				t.Errorf("%s step %d: image bytes embedded with --images %s", r.TrajectoryID, r.Step, mode)
+			case mode == shard.ImagesFiles && im.Path != "images/"+im.SHA256+".png":
+				t.Errorf("%s step %d: image %s has path %q", r.TrajectoryID, r.Step, im.SHA256, im.Path)
+			case mode == shard.ImagesStore && im.Path != "":
+				t.Errorf("%s step %d: image %s has path %q with --images store", r.TrajectoryID, r.Step, im.SHA256, im.Path)
 			}
 			if seen[im.SHA256] {
 				continue
@@ -378,14 +415,113 @@ func checkTokenColumns(t *testing.T, rows []shard.Row, m shard.Manifest, judged 
 			}
 		}
 	}
+	stops := 0
 	for _, r := range rows {
 		n := len(r.CompletionTokenIDs)
 		if n == 0 || len(r.LogProbs) != n || r.FinishReason == "" || r.CompletionTokens == nil || int(*r.CompletionTokens) != n {
 			t.Errorf("%s step %d candidate %d: %d token ids, %d logprobs, finish_reason %q, completion_tokens %v",
 				r.TrajectoryID, r.Step, r.Candidate, n, len(r.LogProbs), r.FinishReason, r.CompletionTokens)
+			continue
 		}
+		// The EOS rule of docs/shards.md: a plan that stopped ends with
+		// the EOS id (the simulated planner stops on EOS, as vLLM reports
+		// it); one cut at max_tokens holds none.
+		eos := slices.Index(r.CompletionTokenIDs, simmodels.SimEOSID)
+		switch r.FinishReason {
+		case "stop":
+			stops++
+			if eos != n-1 {
+				t.Errorf("%s step %d candidate %d: finish_reason stop, EOS at %d of %d token ids", r.TrajectoryID, r.Step, r.Candidate, eos, n)
+			}
+		case "length":
+			if eos >= 0 {
+				t.Errorf("%s step %d candidate %d: finish_reason length, EOS at %d", r.TrajectoryID, r.Step, r.Candidate, eos)
+			}
+		}
+	}
+	if stops == 0 {
+		t.Error("no row with finish_reason stop: the EOS rule is not checked")
 	}
 	if td := m.TokenData; td.RowsWithTokenIDs != int64(len(rows)) || td.RowsWithoutTokenIDs != 0 || !td.Complete {
 		t.Errorf("manifest token_data %+v; want all %d rows with token ids, complete", td, len(rows))
+	}
+}
+
+// checkProvenance checks the provenance columns against the judged
+// trajectories (written here without the service's code): each row names
+// its trajectory's executor model, checkpoint and coordinate space (as
+// JSON) and its prompt set; its prompt token ids are its step's; and the
+// manifest counts the rows by executor and prompt set.
+func checkProvenance(t *testing.T, rows []shard.Row, m shard.Manifest, judged []*traj.Judged) {
+	t.Helper()
+	byID := map[string]*traj.Trajectory{}
+	for _, jd := range judged {
+		byID[jd.Trajectory.ID] = &jd.Trajectory
+	}
+	execRows, promptRows := map[string]int64{}, map[string]int64{}
+	for _, r := range rows {
+		tr := byID[r.TrajectoryID]
+		ex := tr.Models.Executor
+		if ex.Coords == nil || ex.Model == "" || tr.Prompts == "" {
+			t.Fatalf("trajectory %s records no executor coordinates, model or prompt set", tr.ID)
+		}
+		coords := fmt.Sprintf(`{"space":%q`, ex.Coords.Space)
+		if ex.Coords.Factor != 0 {
+			coords += fmt.Sprintf(`,"factor":%d,"min_pixels":%d,"max_pixels":%d`, ex.Coords.Factor, ex.Coords.MinPixels, ex.Coords.MaxPixels)
+		}
+		coords += "}"
+		if r.ExecutorModel != ex.Model || r.ExecutorCheckpoint != ex.Checkpoint || r.ExecutorCoords != coords || r.PromptSet != tr.Prompts {
+			t.Errorf("%s step %d: executor %q %q %s, prompt set %q; want %q %q %s, %q", r.TrajectoryID, r.Step,
+				r.ExecutorModel, r.ExecutorCheckpoint, r.ExecutorCoords, r.PromptSet, ex.Model, ex.Checkpoint, coords, tr.Prompts)
+		}
+		ids := tr.Steps[r.Step].PlanPromptTokenIDs
+		if len(ids) == 0 || !slices.Equal(r.PromptTokenIDs, ids) || r.PromptTokens == nil || int(*r.PromptTokens) != len(ids) {
+			t.Errorf("%s step %d: %d prompt token ids (prompt_tokens %v), the step recorded %d", r.TrajectoryID, r.Step, len(r.PromptTokenIDs), r.PromptTokens, len(ids))
+		}
+		execRows[r.ExecutorModel+"|"+r.ExecutorCheckpoint+"|"+r.ExecutorCoords]++
+		promptRows[r.PromptSet]++
+	}
+	gotExec, gotPrompt := map[string]int64{}, map[string]int64{}
+	for _, e := range m.Executors {
+		gotExec[e.Model+"|"+e.Checkpoint+"|"+e.Coords] += e.Rows
+	}
+	for _, p := range m.PromptSets {
+		gotPrompt[p.PromptSet] += p.Rows
+	}
+	if fmt.Sprint(gotExec) != fmt.Sprint(execRows) || fmt.Sprint(gotPrompt) != fmt.Sprint(promptRows) {
+		t.Errorf("manifest executors %v, prompt sets %v; the rows say %v, %v", gotExec, gotPrompt, execRows, promptRows)
+	}
+}
+
+// checkVerify runs advantage verify's check on the set: it passes, with
+// every row image found where the set's image mode says (a set with
+// --images store names none and fails, saying so), and the manifest
+// lists one image file per distinct image.
+func checkVerify(t *testing.T, bucket blob.Bucket, m shard.Manifest, mode shard.ImageMode) {
+	t.Helper()
+	rep, err := shard.Verify(context.Background(), bucket, m.Set, t.TempDir())
+	if rep == nil {
+		t.Fatal(err)
+	}
+	if m.Meta.Images != mode {
+		t.Errorf("manifest meta images %q, want %q", m.Meta.Images, mode)
+	}
+	if mode == shard.ImagesStore {
+		if err == nil || !strings.Contains(fmt.Sprint(rep.Problems), "not in the set") {
+			t.Errorf("verify of a references-only set: %v, %v; want it to fail naming the images not in the set", err, rep.Problems)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("verify: %v: %v", err, rep.Problems)
+	}
+	if rep.Rows != int64(m.Counts.Rows) || rep.Files != len(m.Files) {
+		t.Errorf("verify checked %d rows in %d files; the manifest has %d in %d", rep.Rows, rep.Files, m.Counts.Rows, len(m.Files))
+	}
+	if mode == shard.ImagesFiles && (rep.FileImages == 0 || rep.EmbeddedImages != 0 || rep.ImageFiles != len(m.Images)) {
+		t.Errorf("verify: %d file images, %d embedded, %d image files; the manifest lists %d", rep.FileImages, rep.EmbeddedImages, rep.ImageFiles, len(m.Images))
+	}
+	if mode == shard.ImagesEmbed && (rep.EmbeddedImages == 0 || len(m.Images) != 0) {
+		t.Errorf("verify: %d embedded images, the manifest lists %d image files", rep.EmbeddedImages, len(m.Images))
 	}
 }

@@ -41,6 +41,7 @@ type Options struct {
 	RowsPerShard  int64
 	BytesPerShard int64
 	EmbedImages   bool
+	Images        string // --images
 	Apps          []string
 	Runs          []string // --runs
 	Checkpoints   []string // --checkpoints
@@ -82,6 +83,9 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err != nil {
 		return Stats{}, service.Usage(err)
 	}
+	if o.EmbedImages && o.Images != "" && o.Images != string(shard.ImagesEmbed) {
+		return Stats{}, service.Usage(fmt.Errorf("--embed-images is --images embed; --images %q says otherwise", o.Images))
+	}
 	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
 		return Stats{}, service.Usage(err)
 	}
@@ -114,7 +118,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	cfg := Config{
 		Bus: b, Store: store, Out: out, OutURL: o.Out,
 		Mode: o.Mode, Label: grpo.LabelMode(o.Label), Estimator: est, Step: step, Outcome: o.Outcome,
-		Format: shard.Format(o.Format), RowsPerShard: o.RowsPerShard, BytesPerShard: o.BytesPerShard, EmbedImages: o.EmbedImages,
+		Format: shard.Format(o.Format), RowsPerShard: o.RowsPerShard, BytesPerShard: o.BytesPerShard, EmbedImages: o.EmbedImages, Images: shard.ImageMode(o.Images),
 		TempDir: env.Common.DataDir + "/tmp",
 		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, JudgeVersion: strings.TrimSpace(o.JudgeVersion), Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: Version, Log: env.Log,
@@ -170,7 +174,7 @@ const usage = `advantage — compute group-relative advantages and write trainin
 Usage:
   advantage (--runs NAME[,NAME] | --checkpoints TAG[,TAG] | --since TIME|DURATION|all) [--out DIR|s3://bucket/prefix]
             [--mode step|outcome] [--estimator grpo|drgrpo|rloo]
-            [--format arrow|parquet] [--embed-images] [--drain] [--nats URL] [--store URL]
+            [--format arrow|parquet] [--images files|embed|store] [--drain] [--nats URL] [--store URL]
 
 A durable consumer of the judged trajectories on NATS JetStream (coda.judged.>); many advantage
 processes with the same settings share the work. Step mode (CODA's decoupled GRPO): each positive
@@ -202,7 +206,7 @@ func Command() service.Command {
 	return service.Command{
 		Name: "advantage", Summary: "compute group-relative advantages (GRPO) and write Arrow/Parquet shards for the trainer",
 		Usage: usage, Common: true, Consumer: true,
-		Sub: []service.Command{exportCommand(), rewardServerCommand()},
+		Sub: []service.Command{exportCommand(), verifyCommand(), rewardServerCommand()},
 		Flags: func(fs *service.Flags) {
 			fs.String(&o.Out, "out", "CODAPIPE_SHARDS", "", "where shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
 			fs.String(&o.Mode, "mode", "CODAPIPE_ADVANTAGE_MODE", ModeStep, "step (a group per positive step) or outcome (a group per task and run)")
@@ -225,7 +229,8 @@ func Command() service.Command {
 			fs.String(&o.Format, "format", "CODAPIPE_SHARD_FORMAT", string(shard.FormatArrow), "arrow (Arrow IPC file) or parquet (zstd)")
 			fs.Int64(&o.RowsPerShard, "rows-per-shard", "CODAPIPE_ROWS_PER_SHARD", 100000, "start a new shard after this many rows (0: no limit)")
 			fs.Int64(&o.BytesPerShard, "bytes-per-shard", "CODAPIPE_BYTES_PER_SHARD", 512<<20, "start a new shard after about this many bytes (0: no limit)")
-			fs.Bool(&o.EmbedImages, "embed-images", "CODAPIPE_EMBED_IMAGES", false, "embed the PNG bytes of the prompt's images (default: references to the blob store)")
+			fs.String(&o.Images, "images", "CODAPIPE_IMAGES", "", "where the set carries the prompt's images: files (once each, beside the shards; the default), embed (PNG bytes in every row) or store (references to the blob store only)")
+			fs.Bool(&o.EmbedImages, "embed-images", "CODAPIPE_EMBED_IMAGES", false, "the same as --images embed")
 			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only this application's judged trajectories (default all)")
 			fs.Strings(&o.Runs, "runs", "CODAPIPE_ADVANTAGE_RUNS", "only these runs' judged trajectories (rollout --run names, comma-separated); a new set needs --runs, --checkpoints or --since")
 			fs.Strings(&o.Checkpoints, "checkpoints", "CODAPIPE_ADVANTAGE_CHECKPOINTS", "only trajectories sampled from these planner checkpoints (the tags rollout recorded, comma-separated)")

@@ -29,7 +29,8 @@ func inputErr(format string, args ...any) error {
 }
 
 // embedBudget bounds the bytes of screenshots that the handlers of one
-// process hold at once when the images are embedded (--embed-images): a
+// process hold at once when the set carries its images (--images embed
+// or files): a
 // handler reserves its trajectories' screenshot bytes before it reads them
 // and gives them back once its rows are in the shard writer (which copies
 // them into its batch). Without it, memory grew with --concurrency times
@@ -41,17 +42,32 @@ const embedBudget = 32 << 20
 // the prompt sets it has loaded.
 type renderer struct {
 	store   *blob.Store
-	embed   bool
+	images  shard.ImageMode
+	embed   bool        // the rows get the images' bytes (embed or files)
 	budget  *byteBudget // embed only
 	prompts *prompt.Cache
 }
 
-func newRenderer(store *blob.Store, embed bool) *renderer {
-	r := &renderer{store: store, embed: embed, prompts: prompt.NewCache(store)}
+func newRenderer(store *blob.Store, images shard.ImageMode) *renderer {
+	embed := images != shard.ImagesStore
+	r := &renderer{store: store, images: images, embed: embed, prompts: prompt.NewCache(store)}
 	if embed {
 		r.budget = newByteBudget(embedBudget)
 	}
 	return r
+}
+
+// carry makes rows carry their images as the set wants them: with
+// ImagesFiles, the images the rows hold are stored as the set's image
+// files (shard.Writer.PutImages) and the rows name them instead.
+func (s *server) carry(ctx context.Context, rows []shard.Row) error {
+	if s.render.images != shard.ImagesFiles || len(rows) == 0 {
+		return nil
+	}
+	if err := s.co.w.PutImages(ctx, rows); err != nil {
+		return fmt.Errorf("advantage: set %s: %w", s.set, err)
+	}
+	return nil
 }
 
 // reserve waits until the screenshots a handler is about to embed (each
@@ -289,6 +305,16 @@ func tokens(n int) *int32 {
 	return &v
 }
 
+// coordsJSON is the executor_coords column: the executor's coordinate
+// space as JSON (grid1000 for trajectories that recorded none).
+func coordsJSON(m traj.ModelRef) string {
+	b, err := json.Marshal(m.Space())
+	if err != nil { // a Coords has a string and three ints
+		return ""
+	}
+	return string(b)
+}
+
 // base fills the columns every row of t's step i shares.
 func base(t *traj.Trajectory, j *traj.Judgement, i, c int) shard.Row {
 	cand := &t.Steps[i].Candidates[c]
@@ -297,6 +323,11 @@ func base(t *traj.Trajectory, j *traj.Judgement, i, c int) shard.Row {
 		Sample: int32(t.Sample), Step: int32(t.Steps[i].Index), Candidate: int32(c),
 		Completion:   cand.Plan,
 		PromptTokens: tokens(cand.PlanTokens.Prompt), CompletionTokens: tokens(cand.PlanTokens.Completion),
+		PromptTokenIDs:     t.Steps[i].PlanPromptTokenIDs,
+		ExecutorModel:      t.Models.Executor.Model,
+		ExecutorCheckpoint: t.Models.Executor.Checkpoint,
+		ExecutorCoords:     coordsJSON(t.Models.Executor),
+		PromptSet:          t.Prompts,
 		LogProbs:           cand.PlanLogProbs,
 		CompletionTokenIDs: cand.PlanTokenIDs,
 		FinishReason:       cand.FinishReason,
@@ -381,7 +412,7 @@ func (s *server) stepRows(ctx context.Context, t *traj.Trajectory, j *traj.Judge
 		}
 	}
 	cnt.Rows = len(rows)
-	return rows, cnt, nil
+	return rows, cnt, s.carry(ctx, rows)
 }
 
 // outcomeRows computes the outcome-mode rows of one complete group: every
@@ -444,5 +475,5 @@ func (s *server) outcomeRows(ctx context.Context, items []grpo.Judged, judgement
 		}
 	}
 	cnt.Rows = len(rows)
-	return rows, cnt, nil
+	return rows, cnt, s.carry(ctx, rows)
 }

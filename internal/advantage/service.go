@@ -51,8 +51,11 @@ type Config struct {
 	Format        shard.Format // shard.FormatArrow (default) or shard.FormatParquet
 	RowsPerShard  int64
 	BytesPerShard int64
-	EmbedImages   bool
-	TempDir       string // local spool for open shards (default os.TempDir)
+	// Images is where the rows carry their images (default
+	// shard.ImagesFiles); empty takes EmbedImages: ImagesEmbed when set.
+	Images      shard.ImageMode
+	EmbedImages bool   // --embed-images: Images embed (kept for older callers)
+	TempDir     string // local spool for open shards (default os.TempDir)
 
 	Apps []string // filter (empty: all)
 	// JudgeVersion, when set, binds a new set to that judge version
@@ -86,7 +89,14 @@ type Config struct {
 // second time); another one is another set, in another folder.
 func (c *Config) Set() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%v\n", c.OutURL, c.Mode, c.Label, c.Estimator.String(), c.Format, c.EmbedImages)
+	// The sets written before --images keep their ids: store is hashed as
+	// EmbedImages false was, embed as true; files (the default since) adds
+	// its name, so it is always a set of its own.
+	images := c.imageMode()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%v\n", c.OutURL, c.Mode, c.Label, c.Estimator.String(), c.Format, images == shard.ImagesEmbed)
+	if images == shard.ImagesFiles {
+		fmt.Fprintf(h, "images\x00%s\n", images)
+	}
 	_ = json.NewEncoder(h).Encode(c.Step)
 	_ = json.NewEncoder(h).Encode(c.Outcome)
 	if k := c.Select.normalized().key(); k != "" { // none: the ids of sets made before selections
@@ -98,9 +108,20 @@ func (c *Config) Set() string {
 	return c.Mode + "-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
+// imageMode is Images, or what EmbedImages says when it is empty.
+func (c *Config) imageMode() shard.ImageMode {
+	switch {
+	case c.Images != "":
+		return c.Images
+	case c.EmbedImages:
+		return shard.ImagesEmbed
+	}
+	return shard.ImagesFiles
+}
+
 // Meta is the schema metadata of the set's files.
 func (c *Config) Meta() shard.Meta {
-	m := shard.Meta{Mode: c.Mode, Version: c.Version}
+	m := shard.Meta{Mode: c.Mode, Version: c.Version, Images: c.imageMode()}
 	m.SetEstimator(c.Estimator)
 	var rc []byte
 	if c.Mode == ModeOutcome {
@@ -145,6 +166,9 @@ func (c *Config) defaults() error {
 	c.Idle = service.Positive(c.Idle, 250*time.Millisecond)
 	c.MaxDelay = service.Positive(c.MaxDelay, 10*time.Second)
 	c.Format = cmp.Or(c.Format, shard.FormatArrow)
+	if c.Images = c.imageMode(); !c.Images.Valid() {
+		return fmt.Errorf("advantage: --images %q, want files, embed or store", c.Images)
+	}
 	c.Select = c.Select.normalized()
 	if c.Durable == "" {
 		c.Durable = "advantage_" + bus.KeyToken(c.Set())
@@ -246,13 +270,13 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	meta := cfg.Meta()
 	w, err := shard.NewWriter(shard.Config{
 		Bucket: cfg.Out, Prefix: set, Format: cfg.Format, RowsPerShard: cfg.RowsPerShard, BytesPerShard: cfg.BytesPerShard,
-		TempDir: cfg.TempDir, Meta: meta,
+		TempDir: cfg.TempDir, Meta: meta, Images: cfg.Images,
 	})
 	if err != nil {
 		return Stats{}, err
 	}
 	defer w.Close()
-	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.EmbedImages), st: st,
+	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.Images), st: st,
 		start: time.Now(), flushing: map[string]bool{}, inflight: map[string]bool{}, sel: selector{sel}, judge: jb}
 	s.stats.Selection, s.stats.Set = &sel, set
 	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)

@@ -492,6 +492,13 @@ func (a *Agent) step(ctx context.Context, ep Episode, t *traj.Trajectory, i int,
 		return nil, nil, nil, envErr("planner", err)
 	}
 	s.Timings.PlanMS = time.Since(t1).Milliseconds()
+	// The G+1 plans share one prompt: its token ids are recorded once.
+	for _, p := range plans {
+		if len(p.PromptTokenIDs) > 0 {
+			s.PlanPromptTokenIDs = p.PromptTokenIDs
+			break
+		}
+	}
 
 	t2 := time.Now()
 	s.Candidates, err = a.ground(ctx, ep, i, d, screen, plans, cur)

@@ -171,7 +171,8 @@ func TestChatSendsEverySamplingParameter(t *testing.T) {
 	})
 }
 
-// TestChatParsesChoices: each choice's content, finish reason,
+// TestChatParsesChoices: each choice's content, finish reason, the
+// request's prompt token ids (vLLM's top-level "prompt_token_ids"),
 // log-probabilities, token ids (vLLM's choice "token_ids", else the
 // "token_id:N" logprob tokens) and own completion token count; usage / n
 // only as a marked last resort.
@@ -188,7 +189,7 @@ func TestChatParsesChoices(t *testing.T) {
 		{"token_ids field", `{"choices":[
 			{"index":0,"message":{"content":"ab"},"finish_reason":"stop","token_ids":[10,11],"logprobs":{"content":[{"token":"a","logprob":-0.1},{"token":"b","logprob":-0.2}]}},
 			{"index":1,"message":{"content":"abc"},"finish_reason":"length","token_ids":[10,11,12],"logprobs":{"content":[{"token":"a","logprob":-0.1},{"token":"b","logprob":-0.2},{"token":"c","logprob":-0.3}]}}],
-			"usage":{"prompt_tokens":9,"completion_tokens":5}}`,
+			"usage":{"prompt_tokens":9,"completion_tokens":5},"prompt_token_ids":[1,2,3,4,5,6,7,8,9]}`,
 			[][]int32{{10, 11}, {10, 11, 12}}, []int{2, 3}, []int{2, 3}, false, []string{"stop", "length"}},
 		{"token_id:N tokens", `{"choices":[{"index":0,"message":{"content":"ab"},"finish_reason":"stop","logprobs":{"content":[{"token":"token_id:151643","logprob":-0.1},{"token":"token_id:0","logprob":0}]}}],"usage":{"prompt_tokens":9,"completion_tokens":2}}`,
 			[][]int32{{151643, 0}}, []int{2}, []int{2}, false, []string{"stop"}},
@@ -214,7 +215,12 @@ func TestChatParsesChoices(t *testing.T) {
 				t.Fatalf("%d choices", len(got))
 			}
 			for i, c := range got {
-				if !equalIDs(c.TokenIDs, tc.ids[i]) || len(c.LogProbs) != tc.lps[i] || c.CompletionTokens != tc.tokens[i] ||
+				// vLLM's top-level prompt_token_ids go to every choice.
+				var prompt []int32
+				if strings.Contains(tc.body, `"prompt_token_ids"`) {
+					prompt = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+				}
+				if !equalIDs(c.TokenIDs, tc.ids[i]) || !equalIDs(c.PromptTokenIDs, prompt) || len(c.LogProbs) != tc.lps[i] || c.CompletionTokens != tc.tokens[i] ||
 					c.CompletionTokensEstimated != tc.estimated || c.FinishReason != tc.finish[i] || c.PromptTokens != 9 {
 					t.Errorf("choice %d = %+v", i, c)
 				}

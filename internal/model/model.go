@@ -169,7 +169,12 @@ type Choice struct {
 	// when the server could not give them.
 	LogProbs []float64
 	TokenIDs []int32
-	Latency  time.Duration // of the request that produced it
+	// PromptTokenIDs are the ids of the request's prompt tokens, as the
+	// server tokenized it (vLLM's top-level prompt_token_ids, answered with
+	// return_token_ids); shared by every answer of the request, nil when
+	// the server gave none.
+	PromptTokenIDs []int32
+	Latency        time.Duration // of the request that produced it
 }
 
 // Request is one chat completion request.
@@ -343,6 +348,9 @@ type chatResponse struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
+	// PromptTokenIDs are vLLM's prompt token ids (return_token_ids), at the
+	// top level of the response.
+	PromptTokenIDs []int64 `json:"prompt_token_ids"`
 }
 
 // choices turns the answer into Choices, in the order of their index
@@ -362,9 +370,10 @@ func (r *chatResponse) choices(lat time.Duration) []Choice {
 		seen[c.Index], order[c.Index] = true, i
 	}
 	out := make([]Choice, 0, len(r.Choices))
+	promptIDs := tokenIDs(r.PromptTokenIDs, nil)
 	for _, i := range order {
 		c := r.Choices[i]
-		ch := Choice{PromptTokens: r.Usage.PromptTokens, Latency: lat}
+		ch := Choice{PromptTokens: r.Usage.PromptTokens, PromptTokenIDs: promptIDs, Latency: lat}
 		if c.Message.Content != nil {
 			ch.Content = *c.Message.Content
 		}

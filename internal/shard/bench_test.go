@@ -3,6 +3,8 @@ package shard_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -196,4 +198,108 @@ func BenchmarkShardFileSize(b *testing.B) {
 	b.ReportMetric(float64(pqSmall)/float64(len(small)), "shard.parquet_small_bytes_per_row")
 	b.ReportMetric(float64(arrowSmall)/float64(len(small)), "shard.small_bytes_per_row")
 	b.ReportMetric(float64(pqImages)/float64(arrowImages), "shard.parquet_bytes_vs_arrow")
+}
+
+// benchSetSteps and benchSetGroup shape BenchmarkSetImages' set: the
+// step-mode rows of one trajectory of benchSetSteps positive steps, each a
+// group of benchSetGroup candidates showing two screenshots (the previous
+// step's and its own), so benchSetSteps+1 distinct screenshots of
+// benchImage bytes.
+const (
+	benchSetSteps = 24
+	benchSetGroup = 8
+)
+
+// benchSetRows returns the rows of one trajectory as benchSetSteps
+// groups, with fresh random screenshots (distinct SHA-256s: a writer
+// never finds them stored already).
+func benchSetRows(b *testing.B, small []shard.Row) [][]shard.Row {
+	shots := make([]shard.Image, benchSetSteps+1)
+	for i := range shots {
+		img := make([]byte, benchImage)
+		rand.Read(img)
+		sum := sha256.Sum256(img)
+		shots[i] = shard.Image{SHA256: hex.EncodeToString(sum[:]), Width: 1920, Height: 1080, Bytes: img}
+	}
+	groups := make([][]shard.Row, benchSetSteps)
+	for s := range groups {
+		for c := range benchSetGroup {
+			r := small[(s*benchSetGroup+c)%len(small)]
+			r.Step, r.Candidate, r.GroupSize = int32(s), int32(c+1), benchSetGroup
+			r.Images = []shard.Image{shots[s], shots[s+1]}
+			groups[s] = append(groups[s], r)
+		}
+	}
+	return groups
+}
+
+// BenchmarkSetImages writes shard sets as the advantage service does —
+// group by group, one shard committed per trajectory — with the images
+// embedded in every row (embed) and as image files beside the shards
+// (files: PutImages, then Add), into a local directory bucket, and as
+// many bytes as each set occupies (shards and image files) with plain
+// sequential writes and an fsync. Per mode it reports the bytes stored per
+// second (shard.set_<mode>_MB_per_s), that against the raw write of the
+// same bytes (shard.set_<mode>_vs_raw), the set's bytes per row and the
+// rows written per second: files store each screenshot once where embed
+// stores it 2G times, at the price of one fsynced file per screenshot.
+func BenchmarkSetImages(b *testing.B) {
+	small := manyRows(256, 5)
+	buf := make([]byte, 1<<20)
+	rand.Read(buf)
+	for _, mode := range []shard.ImageMode{shard.ImagesEmbed, shard.ImagesFiles} {
+		b.Run(string(mode), func(b *testing.B) {
+			bucket, dir := localBucket(b)
+			tmp := b.TempDir()
+			w, err := shard.NewWriter(shard.Config{Bucket: bucket, Prefix: "bench", TempDir: tmp, Meta: testMeta(), Images: mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			ctx := context.Background()
+			var setTime, rawTime time.Duration
+			var stored, rows int64
+			warm := 2 // untimed: a fresh process's first shards cost more (benchWarmShards)
+			for warm > 0 || b.Loop() {
+				groups := benchSetRows(b, small)
+				start := time.Now()
+				var f shard.File
+				for _, g := range groups {
+					if mode == shard.ImagesFiles {
+						if err := w.PutImages(ctx, g); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := w.Add(g); err != nil {
+						b.Fatal(err)
+					}
+					rows += int64(len(g))
+				}
+				if f, err = w.Commit(ctx); err != nil {
+					b.Fatal(err)
+				}
+				took := time.Since(start)
+				n := f.Bytes
+				for _, im := range f.Images {
+					n += im.Bytes
+				}
+				start = time.Now()
+				rawWrite(b, tmp, buf, n)
+				rawTook := time.Since(start)
+				os.RemoveAll(filepath.Join(dir, "bench"))
+				if warm > 0 {
+					warm, rows = warm-1, 0
+					continue
+				}
+				setTime, rawTime, stored = setTime+took, rawTime+rawTook, stored+n
+			}
+			setRate, rawRate := float64(stored)/setTime.Seconds(), float64(stored)/rawTime.Seconds()
+			p := "shard.set_" + string(mode) + "_"
+			b.ReportMetric(setRate/1e6, p+"MB_per_s")
+			b.ReportMetric(rawRate/1e6, p+"raw_MB_per_s")
+			b.ReportMetric(setRate/rawRate, p+"vs_raw")
+			b.ReportMetric(float64(stored)/float64(rows), p+"bytes_per_row")
+			b.ReportMetric(float64(rows)/setTime.Seconds(), p+"rows_per_s")
+		})
+	}
 }

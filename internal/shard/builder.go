@@ -24,12 +24,16 @@ type rowBuilder struct {
 	imgWidth  *array.Int32Builder
 	imgHeight *array.Int32Builder
 	imgBytes  *array.BinaryBuilder
+	imgPath   *array.StringBuilder
 
 	logprobs *array.ListBuilder
 	lpValues *array.Float64Builder
 
 	tokenIDs *array.ListBuilder
 	idValues *array.Int32Builder
+
+	promptIDs   *array.ListBuilder
+	promptIDVal *array.Int32Builder
 
 	messages  *array.ListBuilder
 	message   *array.StructBuilder
@@ -140,10 +144,13 @@ func newRowBuilder(mem memory.Allocator, schema *arrow.Schema) *rowBuilder {
 	b.imgWidth = b.image.FieldBuilder(imgWidth).(*array.Int32Builder)
 	b.imgHeight = b.image.FieldBuilder(imgHeight).(*array.Int32Builder)
 	b.imgBytes = b.image.FieldBuilder(imgBytes).(*array.BinaryBuilder)
+	b.imgPath = b.image.FieldBuilder(imgPath).(*array.StringBuilder)
 	b.logprobs = rb.Field(colLogProbs).(*array.ListBuilder)
 	b.lpValues = b.logprobs.ValueBuilder().(*array.Float64Builder)
 	b.tokenIDs = rb.Field(colCompletionTokenIDs).(*array.ListBuilder)
 	b.idValues = b.tokenIDs.ValueBuilder().(*array.Int32Builder)
+	b.promptIDs = rb.Field(colPromptTokenIDs).(*array.ListBuilder)
+	b.promptIDVal = b.promptIDs.ValueBuilder().(*array.Int32Builder)
 	b.messages = rb.Field(colMessages).(*array.ListBuilder)
 	b.message = b.messages.ValueBuilder().(*array.StructBuilder)
 	b.msgRole = b.message.FieldBuilder(msgRole).(*array.StringBuilder)
@@ -212,10 +219,21 @@ func (b *rowBuilder) append(r *Row) {
 		} else {
 			b.imgBytes.Append(im.Bytes)
 		}
+		if im.Path == "" {
+			b.imgPath.AppendNull()
+		} else {
+			b.imgPath.Append(im.Path)
+		}
 	}
 
 	b.str[colCompletion].Append(r.Completion)
 	appendOpt(b.i32[colPromptTokens], r.PromptTokens)
+	if r.PromptTokenIDs == nil {
+		b.promptIDs.AppendNull()
+	} else {
+		b.promptIDs.Append(true)
+		b.promptIDVal.AppendValues(r.PromptTokenIDs, nil)
+	}
 	appendOpt(b.i32[colCompletionTokens], r.CompletionTokens)
 	if r.LogProbs == nil {
 		b.logprobs.AppendNull()
@@ -250,6 +268,10 @@ func (b *rowBuilder) append(r *Row) {
 	b.str[colLabel].Append(r.Label)
 	b.str[colPolicyModel].Append(r.PolicyModel)
 	b.str[colPolicyCheckpoint].Append(r.PolicyCheckpoint)
+	b.str[colExecutorModel].Append(r.ExecutorModel)
+	b.str[colExecutorCheckpoint].Append(r.ExecutorCheckpoint)
+	b.str[colExecutorCoords].Append(r.ExecutorCoords)
+	b.str[colPromptSet].Append(r.PromptSet)
 	if r.Sampling == nil {
 		b.str[colSampling].AppendNull()
 	} else {
@@ -275,7 +297,7 @@ func (b *rowBuilder) batch() arrow.RecordBatch {
 // fixedRowBytes approximates the fixed-width part of a row in Arrow: 9
 // int32 or offsets, 9 float64, validity bits, 14 string offsets and the two
 // action structs' fixed parts.
-const fixedRowBytes = 4*20 + 8*9 + 2*(4*3+8*4) + 8
+const fixedRowBytes = 4*25 + 8*9 + 2*(4*3+8*4) + 8
 
 // rowSize approximates the bytes r takes in a record batch.
 func rowSize(r *Row) int64 {
@@ -283,7 +305,8 @@ func rowSize(r *Row) int64 {
 	n += int64(len(r.Run) + len(r.App) + len(r.Task) + len(r.TrajectoryID) + len(r.GroupID) +
 		len(r.Prompt) + len(r.Completion) + len(r.ActionText) + len(r.ReferenceText) +
 		len(r.DroppedReason) + len(r.LabelSource) + len(r.Label) + len(r.PolicyModel) +
-		len(r.PolicyCheckpoint) + len(r.JudgeVersion) + len(r.FinishReason))
+		len(r.PolicyCheckpoint) + len(r.JudgeVersion) + len(r.FinishReason) +
+		len(r.ExecutorModel) + len(r.ExecutorCheckpoint) + len(r.ExecutorCoords) + len(r.PromptSet))
 	if r.Sampling != nil {
 		n += int64(len(*r.Sampling))
 	}
@@ -293,9 +316,9 @@ func rowSize(r *Row) int64 {
 			n += int64(len(p.Type)+len(p.Text)+len(p.Image)) + 16
 		}
 	}
-	n += 4 * int64(len(r.CompletionTokenIDs))
+	n += 4 * int64(len(r.CompletionTokenIDs)+len(r.PromptTokenIDs))
 	for i := range r.Images {
-		n += int64(len(r.Images[i].SHA256)+len(r.Images[i].Bytes)) + 16
+		n += int64(len(r.Images[i].SHA256)+len(r.Images[i].Bytes)+len(r.Images[i].Path)) + 20
 	}
 	n += 8 * int64(len(r.LogProbs))
 	for _, a := range []*Action{r.Action, r.Reference} {
@@ -323,6 +346,8 @@ func validateRow(r *Row) error {
 		{"dropped_reason", r.DroppedReason}, {"label_source", r.LabelSource}, {"label", r.Label},
 		{"policy_model", r.PolicyModel}, {"policy_checkpoint", r.PolicyCheckpoint},
 		{"judge_version", r.JudgeVersion}, {"finish_reason", r.FinishReason},
+		{"executor_model", r.ExecutorModel}, {"executor_checkpoint", r.ExecutorCheckpoint},
+		{"executor_coords", r.ExecutorCoords}, {"prompt_set", r.PromptSet},
 	}
 	for _, c := range strs {
 		if !utf8.ValidString(c.s) {
@@ -349,6 +374,9 @@ func validateRow(r *Row) error {
 	for i := range r.Images {
 		if !utf8.ValidString(r.Images[i].SHA256) {
 			return fmt.Errorf("column images[%d].sha256: invalid UTF-8", i)
+		}
+		if im := &r.Images[i]; im.Path != "" && (im.stored == 0 || im.Path != ImagePath(im.SHA256)) {
+			return fmt.Errorf("column images[%d].path %q: not an image file stored by Writer.PutImages", i, im.Path)
 		}
 	}
 	for _, c := range []struct {

@@ -49,6 +49,7 @@ func edgeRows() []shard.Row {
 			Images:           []shard.Image{{SHA256: "aa", Width: 1920, Height: 1080, Bytes: []byte{0x89, 'P', 'N', 'G', 0, 0xff}}},
 			Completion:       "Thought: click it.\nAction: click(start_box='(10,20)')",
 			PromptTokens:     ptr(int32(1234)),
+			PromptTokenIDs:   []int32{151644, 8948, 198, 0, math.MaxInt32, math.MinInt32},
 			CompletionTokens: ptr(int32(-1)),
 			LogProbs:         floats,
 			CompletionTokenIDs: []int32{0, 1, -1, math.MaxInt32, math.MinInt32, 151643, 151644, 151645,
@@ -70,12 +71,16 @@ func edgeRows() []shard.Row {
 			Advantage: -1.2345678901234567, GroupMean: 0.1 + 0.2, GroupStd: 1e-300, GroupScale: 1e300,
 			LossWeight: 1.0 / 3, LabelSource: "clean", Label: "positive",
 			PolicyModel: "planner", PolicyCheckpoint: "ckpt-7", JudgeVersion: "judge@abc",
+			ExecutorModel: "UI-TARS-1.5-7B", ExecutorCheckpoint: "exec-ckpt ü",
+			ExecutorCoords: `{"space":"pixels-resized","factor":28,"min_pixels":3136,"max_pixels":2116800}`,
+			PromptSet:      "5d41402abc4b2a76b9719d911017c592ae6f4e5b1c7d2f2e0a3b8c9d1e2f3a4b",
 		},
 		{
 			// Nulls, empty lists and zero values everywhere.
 			Images:             []shard.Image{},
 			LogProbs:           []float64{},
 			CompletionTokenIDs: []int32{},
+			PromptTokenIDs:     []int32{},
 			Sampling:           ptr(""),
 			Messages:           []shard.Message{{Role: "user"}, {Role: "", Content: []shard.Part{}}},
 			Action:             &shard.Action{Type: "scroll"}, // nil Keys: an empty list

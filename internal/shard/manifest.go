@@ -45,6 +45,16 @@ type Manifest struct {
 	// Sampling counts the set's rows by the planner's sampling parameters
 	// (their sampling column), in the order first seen.
 	Sampling []SamplingRows `json:"sampling"`
+	// Executors counts the set's rows by the executor that grounded their
+	// plans (model, checkpoint, coordinate space), PromptSets by the
+	// prompt set they were made with; both in the order first seen.
+	Executors  []ExecutorRows  `json:"executors"`
+	PromptSets []PromptSetRows `json:"prompt_sets"`
+	// Images are the set's image files (ImagesFiles), sorted by path: each
+	// one every row naming it needs, committed before the first shard that
+	// names it. Empty when the rows embed their images or reference the
+	// blob store (Meta.Images).
+	Images []ImageFile `json:"images,omitempty"`
 
 	// Provenance, filled by the producer (see provenance.go and
 	// SetSources): the runs and planner checkpoints the rows come from,
@@ -112,11 +122,27 @@ func NewManifest(prefix string, format Format, meta Meta, files []File) Manifest
 		for _, s := range f.Sampling {
 			m.Sampling = addSampling(m.Sampling, s.Sampling, s.Rows)
 		}
+		for _, e := range f.Executors {
+			m.Executors = addExecutor(m.Executors, e.Executor, e.Rows)
+		}
+		for _, p := range f.PromptSets {
+			m.PromptSets = addPromptSet(m.PromptSets, p.PromptSet, p.Rows)
+		}
+		m.Images = mergeImages(m.Images, f.Images)
 	}
 	m.TokenData.RowsWithoutTokenIDs = int64(m.Counts.Rows) - m.TokenData.RowsWithTokenIDs
 	m.TokenData.Complete = m.TokenData.RowsWithoutTokenIDs == 0
 	if m.Sampling == nil {
 		m.Sampling = []SamplingRows{}
+	}
+	if m.Executors == nil {
+		m.Executors = []ExecutorRows{}
+	}
+	if m.PromptSets == nil {
+		m.PromptSets = []PromptSetRows{}
+	}
+	if len(m.Images) == 0 {
+		m.Images = nil
 	}
 	return m
 }
@@ -153,8 +179,9 @@ func checkRelPath(p string) error {
 }
 
 // Validate checks that every file has a clean path relative to the
-// manifest's folder, a SHA-256 and the manifest's format, and that
-// Counts.Rows is the files' total.
+// manifest's folder, a SHA-256 and the manifest's format, that
+// Counts.Rows is the files' total, and that every image file is named by
+// its SHA-256 (ImagePath).
 func (m *Manifest) Validate() error {
 	var total int64
 	for i, f := range m.Files {
@@ -171,6 +198,14 @@ func (m *Manifest) Validate() error {
 	}
 	if total != int64(m.Counts.Rows) {
 		return fmt.Errorf("shard: manifest: counts.rows = %d, files hold %d", m.Counts.Rows, total)
+	}
+	for i, im := range m.Images {
+		if err := checkRelPath(im.Path); err != nil {
+			return fmt.Errorf("shard: manifest: image %d: %w", i, err)
+		}
+		if len(im.SHA256) != 64 || im.Path != ImagePath(im.SHA256) {
+			return fmt.Errorf("shard: manifest: image %d %s: SHA-256 %q", i, im.Path, im.SHA256)
+		}
 	}
 	return nil
 }
@@ -209,20 +244,29 @@ const maxManifestBytes = 256 << 20
 // path (see File.UnmarshalJSON). A missing manifest is an error wrapping
 // blob.ErrNotFound.
 func ReadManifest(ctx context.Context, b blob.Bucket, prefix string) (Manifest, error) {
-	key := ManifestKey(prefix)
-	rc, _, err := b.Get(ctx, key)
+	data, err := readLimited(ctx, b, ManifestKey(prefix), maxManifestBytes)
 	if err != nil {
-		return Manifest{}, fmt.Errorf("shard: %s: %w", key, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxManifestBytes+1))
-	if err != nil {
-		return Manifest{}, fmt.Errorf("shard: %s: %w", key, err)
-	}
-	if len(data) > maxManifestBytes {
-		return Manifest{}, fmt.Errorf("shard: %s: larger than %d bytes", key, maxManifestBytes)
+		return Manifest{}, fmt.Errorf("shard: %w", err)
 	}
 	return DecodeManifest(prefix, data)
+}
+
+// readLimited reads the object key of b whole, refusing one larger than
+// limit bytes. Errors name the key.
+func readLimited(ctx context.Context, b blob.Bucket, key string, limit int64) ([]byte, error) {
+	rc, _, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", key, limit)
+	}
+	return data, nil
 }
 
 // DecodeManifest decodes the manifest of the set at prefix from data, as

@@ -77,7 +77,7 @@ func TestManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.Close()
-	for _, k := range []string{`"schema_version": 2`, `"path": "`, `"token_data"`, `"rows_with_token_ids"`, `"format": "parquet"`, `"set": "sets/m"`, `"sha256"`,
+	for _, k := range []string{`"schema_version": 3`, `"path": "`, `"token_data"`, `"rows_with_token_ids"`, `"format": "parquet"`, `"set": "sets/m"`, `"sha256"`,
 		`"zero_variance_groups": 2`, `"rows_per_app"`, `"type": "list<item: float64>"`, `"codapipe_version": "test-1.2.3"`, `"estimator": "grpo(`} {
 		if !strings.Contains(sb.String(), k) {
 			t.Errorf("manifest.json lacks %s", k)

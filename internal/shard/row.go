@@ -7,7 +7,12 @@ package shard
 // Version 2 added messages, completion_token_ids, finish_reason and
 // sampling, made completion_tokens the candidate's own count, and made the
 // manifest's file paths relative to the manifest's folder.
-const SchemaVersion = 2
+//
+// Version 3 added images.path (image files beside the shards, the default),
+// prompt_token_ids, executor_model, executor_checkpoint, executor_coords and
+// prompt_set; the manifest lists the image files (Manifest.Images) and the
+// executors and prompt sets of the rows.
+const SchemaVersion = 3
 
 // Row is one training row: one candidate of one group. In step mode a
 // group is the non-executed candidates of one positive step, scored against
@@ -37,13 +42,22 @@ type Row struct {
 	// Images are the prompt's images in order of appearance.
 	Images []Image `json:"images"`
 
-	Completion       string    `json:"completion"`                  // the plan text (Thought + Action)
-	PromptTokens     *int32    `json:"prompt_tokens,omitempty"`     // when the server reported them
+	Completion   string `json:"completion"`              // the plan text (Thought + Action)
+	PromptTokens *int32 `json:"prompt_tokens,omitempty"` // when the server reported them
+	// PromptTokenIDs are the ids of the prompt's tokens as the planner's
+	// server tokenized them (vLLM's prompt_token_ids with
+	// return_token_ids); null when the endpoint gave none. Every row of a
+	// step shares them.
+	PromptTokenIDs   []int32   `json:"prompt_token_ids,omitempty"`
 	CompletionTokens *int32    `json:"completion_tokens,omitempty"` // this candidate's own count, when the server reported it
 	LogProbs         []float64 `json:"logprobs,omitempty"`          // per-token, when recorded (null otherwise)
 	// CompletionTokenIDs are the ids of the completion's tokens under the
 	// behaviour policy, one per LogProbs value when both are present; null
 	// only when the endpoint gave none (the manifest counts those rows).
+	// With finish_reason "stop" they end with the token that stopped the
+	// generation (EOS or a stop token: vLLM keeps it in token_ids though
+	// not in the text); with "length" they are cut at max_tokens, without
+	// EOS (docs/shards.md).
 	CompletionTokenIDs []int32 `json:"completion_token_ids,omitempty"`
 	// FinishReason is why the planner stopped ("stop", "length"); "" when
 	// not recorded.
@@ -75,19 +89,36 @@ type Row struct {
 
 	PolicyModel      string `json:"policy_model"`
 	PolicyCheckpoint string `json:"policy_checkpoint"`
+	// ExecutorModel, ExecutorCheckpoint and ExecutorCoords name the frozen
+	// executor that grounded the plans (the trajectory's
+	// models.executor): its model, checkpoint tag ("" when unknown) and
+	// coordinate space as JSON (traj.Coords, e.g. {"space":"grid1000"}).
+	ExecutorModel      string `json:"executor_model"`
+	ExecutorCheckpoint string `json:"executor_checkpoint"`
+	ExecutorCoords     string `json:"executor_coords"`
+	// PromptSet is the SHA-256 of the prompt set the planner and the
+	// executor were prompted with (the trajectory's prompts); "" for
+	// trajectories that recorded none.
+	PromptSet string `json:"prompt_set"`
 	// Sampling is the planner's sampling parameters the trajectory
 	// recorded (traj.Sampling as JSON); null when it recorded none.
 	Sampling     *string `json:"sampling,omitempty"`
 	JudgeVersion string  `json:"judge_version"`
 }
 
-// Image is one image of a row's prompt: always its reference, and its
-// PNG bytes when images are embedded (--embed-images), null otherwise.
+// Image is one image of a row's prompt: always its reference, and where
+// the set carries it (ImageMode): its PNG bytes (ImagesEmbed), or Path, the
+// image file beside the shards (ImagesFiles, "images/<sha256>.png"
+// relative to the manifest's folder); both null with ImagesStore (the
+// blob store holds it). ReadImage returns its bytes from the set.
 type Image struct {
 	SHA256 string `json:"sha256"` // lower-case hex; the blob store key is blob.Key(SHA256)
 	Width  int32  `json:"width"`
 	Height int32  `json:"height"`
 	Bytes  []byte `json:"bytes,omitempty"`
+	Path   string `json:"path,omitempty"`
+
+	stored int64 // the file's size, once Writer.PutImages stored it
 }
 
 // Action is an action's structured fields; points are in [0,1] of the

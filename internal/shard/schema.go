@@ -55,6 +55,7 @@ const (
 	MetaTol           = "codapipe.estimator.tol"
 	MetaRewardConfig  = "codapipe.reward_config"
 	MetaSampling      = "codapipe.sampling"
+	MetaImages        = "codapipe.images"
 )
 
 // Meta describes how a shard set was produced. It is written into every
@@ -92,6 +93,10 @@ type Meta struct {
 	// otherwise, and then each row's sampling column and the manifest's
 	// Sampling list say them. Empty or valid JSON.
 	Sampling string `json:"sampling,omitempty"`
+	// Images is where the rows' images are (ImageMode: files, embed or
+	// store); empty in sets written before schema version 3 (store, or
+	// embed when their rows carry bytes).
+	Images ImageMode `json:"images,omitempty"`
 }
 
 // SetEstimator fills the estimator fields of m (Estimator, Method, Eps, Std,
@@ -120,6 +125,9 @@ func (m Meta) Validate() error {
 	if m.Sampling != "" && !json.Valid([]byte(m.Sampling)) {
 		return fmt.Errorf("shard: meta: sampling is not valid JSON")
 	}
+	if m.Images != "" && !m.Images.Valid() {
+		return fmt.Errorf("shard: meta: images %q, want %s", m.Images, imageModesText)
+	}
 	return nil
 }
 
@@ -132,12 +140,12 @@ func (m Meta) Metadata() arrow.Metadata {
 		[]string{
 			MetaSchemaVersion, MetaVersion, MetaMode, MetaLabelMode,
 			MetaEstimator, MetaMethod, MetaEps, MetaStd, MetaZeroVariance, MetaTol,
-			MetaRewardConfig, MetaSampling,
+			MetaRewardConfig, MetaSampling, MetaImages,
 		},
 		[]string{
 			strconv.Itoa(SchemaVersion), m.Version, m.Mode, m.LabelMode,
 			m.Estimator, m.Method, f(m.Eps), m.Std, m.ZeroVariance, f(m.Tol),
-			m.RewardConfig, m.Sampling,
+			m.RewardConfig, m.Sampling, string(m.Images),
 		},
 	)
 }
@@ -156,6 +164,7 @@ func ParseMeta(md map[string]string) (Meta, int, error) {
 		RewardConfig: md[MetaRewardConfig],
 		Version:      md[MetaVersion],
 		Sampling:     md[MetaSampling],
+		Images:       ImageMode(md[MetaImages]),
 	}
 	var err error
 	num := func(key string) float64 {
@@ -208,6 +217,7 @@ const (
 	colImages
 	colCompletion
 	colPromptTokens
+	colPromptTokenIDs
 	colCompletionTokens
 	colLogProbs
 	colCompletionTokenIDs
@@ -231,6 +241,10 @@ const (
 	colLabel
 	colPolicyModel
 	colPolicyCheckpoint
+	colExecutorModel
+	colExecutorCheckpoint
+	colExecutorCoords
+	colPromptSet
 	colSampling
 	colJudgeVersion
 	numCols
@@ -243,6 +257,7 @@ const (
 	imgWidth
 	imgHeight
 	imgBytes
+	imgPath
 )
 
 const (
@@ -262,6 +277,7 @@ var ImageType = arrow.StructOf(
 	arrow.Field{Name: "width", Type: arrow.PrimitiveTypes.Int32},
 	arrow.Field{Name: "height", Type: arrow.PrimitiveTypes.Int32},
 	arrow.Field{Name: "bytes", Type: arrow.BinaryTypes.Binary, Nullable: true},
+	arrow.Field{Name: "path", Type: arrow.BinaryTypes.String, Nullable: true},
 )
 
 // ActionType is the type of the action and reference columns.
@@ -326,6 +342,7 @@ var fields = func() []arrow.Field {
 	set(colImages, "images", arrow.ListOfNonNullable(ImageType), false)
 	set(colCompletion, "completion", str, false)
 	set(colPromptTokens, "prompt_tokens", i32, true)
+	set(colPromptTokenIDs, "prompt_token_ids", arrow.ListOfNonNullable(i32), true)
 	set(colCompletionTokens, "completion_tokens", i32, true)
 	set(colLogProbs, "logprobs", arrow.ListOfNonNullable(f64), true)
 	set(colCompletionTokenIDs, "completion_token_ids", arrow.ListOfNonNullable(i32), true)
@@ -349,6 +366,10 @@ var fields = func() []arrow.Field {
 	set(colLabel, "label", str, false)
 	set(colPolicyModel, "policy_model", str, false)
 	set(colPolicyCheckpoint, "policy_checkpoint", str, false)
+	set(colExecutorModel, "executor_model", str, false)
+	set(colExecutorCheckpoint, "executor_checkpoint", str, false)
+	set(colExecutorCoords, "executor_coords", str, false)
+	set(colPromptSet, "prompt_set", str, false)
 	set(colSampling, "sampling", str, true)
 	set(colJudgeVersion, "judge_version", str, false)
 	return fs

@@ -72,6 +72,11 @@ type Config struct {
 	// Meta describes the shard set; it is written into every file's schema
 	// metadata. Meta.Mode is required (see Meta.Validate).
 	Meta Meta
+	// Images, when set, is where every row must carry its images: bytes
+	// (ImagesEmbed), an image file stored by PutImages (ImagesFiles), or
+	// neither (ImagesStore); Add refuses other rows. It is recorded as
+	// Meta.Images. Empty takes the rows as they are.
+	Images ImageMode
 	// Name returns the base name (without extension) of the next shard; it
 	// must be unique within Prefix, and a valid key segment. It is called when
 	// a shard is opened. Default DefaultName. A deterministic name (say, from
@@ -118,6 +123,13 @@ type File struct {
 	// Sampling counts the file's rows by their sampling column (the JSON
 	// text; "" for null), in the order first seen.
 	Sampling []SamplingRows `json:"sampling,omitempty"`
+	// Executors and PromptSets count the file's rows by executor and by
+	// prompt set, in the order first seen.
+	Executors  []ExecutorRows  `json:"executors,omitempty"`
+	PromptSets []PromptSetRows `json:"prompt_sets,omitempty"`
+	// Images are the image files the file's rows name (ImagesFiles),
+	// sorted by path; each was stored before the file was.
+	Images []ImageFile `json:"images,omitempty"`
 }
 
 // UnmarshalJSON decodes a File, also in the form of schema version 1 (in
@@ -154,13 +166,7 @@ type SamplingRows struct {
 
 // addSampling counts n rows with sampling s in list.
 func addSampling(list []SamplingRows, s string, n int64) []SamplingRows {
-	for i := range list {
-		if list[i].Sampling == s {
-			list[i].Rows += n
-			return list
-		}
-	}
-	return append(list, SamplingRows{Sampling: s, Rows: n})
+	return addRows(list, s, n, func() SamplingRows { return SamplingRows{Sampling: s} })
 }
 
 // Writer writes Rows into shard files: rows go into Arrow builders, are
@@ -182,6 +188,9 @@ type Writer struct {
 	b      *rowBuilder
 	cur    *spool // the open shard, nil when none
 	closed bool
+
+	imgMu sync.Mutex
+	known map[string]int64 // images stored by PutImages: SHA-256 → size
 }
 
 // spool is the open shard: its temporary file and format writer.
@@ -194,8 +203,11 @@ type spool struct {
 	pqw  *pqarrow.FileWriter
 	rows int64 // rows added, written or pending
 
-	idRows   int64          // rows with token ids
-	sampling []SamplingRows // rows by sampling
+	idRows    int64          // rows with token ids
+	sampling  []SamplingRows // rows by sampling
+	executors []ExecutorRows
+	prompts   []PromptSetRows
+	images    map[string]ImageFile // image files the rows name, by path
 
 	sealed bool  // the file is complete and closed; only the upload remains
 	file   File  // when sealed
@@ -212,6 +224,12 @@ func NewWriter(cfg Config) (*Writer, error) {
 	}
 	if !cfg.Format.valid() {
 		return nil, fmt.Errorf("shard: config: format %q, want %q or %q", cfg.Format, FormatArrow, FormatParquet)
+	}
+	if cfg.Images != "" {
+		if !cfg.Images.Valid() {
+			return nil, fmt.Errorf("shard: config: images %q, want %s", cfg.Images, imageModesText)
+		}
+		cfg.Meta.Images = cfg.Images
 	}
 	if err := cfg.Meta.Validate(); err != nil {
 		return nil, err
@@ -246,7 +264,7 @@ func NewWriter(cfg Config) (*Writer, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("shard: config: temp dir %s is not a directory", cfg.TempDir)
 	}
-	w := &Writer{cfg: cfg, prefix: prefix, schema: Schema(cfg.Meta)}
+	w := &Writer{cfg: cfg, prefix: prefix, schema: Schema(cfg.Meta), known: map[string]int64{}}
 	w.pool = newRecycler(cfg.Allocator, int(2*cfg.BatchBytes)+8<<20)
 	w.mem = w.pool
 	w.b = newRowBuilder(w.mem, w.schema)
@@ -275,6 +293,9 @@ func (w *Writer) key(name string) string {
 func (w *Writer) Add(rows []Row) error {
 	for i := range rows {
 		if err := validateRow(&rows[i]); err != nil {
+			return fmt.Errorf("shard: add: row %d: %w", i, err)
+		}
+		if err := checkImages(&rows[i], w.cfg.Images); err != nil {
 			return fmt.Errorf("shard: add: row %d: %w", i, err)
 		}
 	}
@@ -309,6 +330,16 @@ func (w *Writer) Add(rows []Row) error {
 			smp = *r.Sampling
 		}
 		sh.sampling = addSampling(sh.sampling, smp, 1)
+		sh.executors = addExecutor(sh.executors, Executor{Model: r.ExecutorModel, Checkpoint: r.ExecutorCheckpoint, Coords: r.ExecutorCoords}, 1)
+		sh.prompts = addPromptSet(sh.prompts, r.PromptSet, 1)
+		for k := range r.Images {
+			if im := &r.Images[k]; im.Path != "" {
+				if sh.images == nil {
+					sh.images = map[string]ImageFile{}
+				}
+				sh.images[im.Path] = ImageFile{Path: im.Path, Bytes: im.stored, SHA256: im.SHA256}
+			}
+		}
 		if w.b.rows >= w.cfg.BatchRows || w.b.bytes >= w.cfg.BatchBytes {
 			if err := w.flush(); err != nil {
 				return err
@@ -505,8 +536,8 @@ func (w *Writer) bytes() int64 {
 	return sh.out.Size() + w.b.bytes
 }
 
-// Full reports whether the open shard has reached RowsPerShard rows or
-// BytesPerShard bytes.
+// Full reports whether the open shard has reached RowsPerShard rows,
+// BytesPerShard bytes or MaxShardImages image files.
 func (w *Writer) Full() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -514,8 +545,15 @@ func (w *Writer) Full() bool {
 		return false
 	}
 	return (w.cfg.RowsPerShard > 0 && w.cur.rows >= w.cfg.RowsPerShard) ||
-		(w.cfg.BytesPerShard > 0 && w.bytes() >= w.cfg.BytesPerShard)
+		(w.cfg.BytesPerShard > 0 && w.bytes() >= w.cfg.BytesPerShard) ||
+		len(w.cur.images) >= MaxShardImages
 }
+
+// MaxShardImages is how many image files a shard names before Full
+// reports true: its File (which lists them) then stays small enough for a
+// record on the bus (the advantage service's commit record, under NATS's
+// 1 MiB payload limit: about 170 bytes of JSON per image file).
+const MaxShardImages = 2048
 
 // Commit finishes the open shard and publishes it: it writes the pending
 // rows and the file's footer, stores the file in the bucket under
@@ -610,6 +648,15 @@ func (w *Writer) seal() error {
 		Format:      w.cfg.Format,
 		TokenIDRows: sh.idRows,
 		Sampling:    sh.sampling,
+		Executors:   sh.executors,
+		PromptSets:  sh.prompts,
+	}
+	for _, im := range sh.images {
+		sh.file.Images = append(sh.file.Images, im)
+	}
+	sh.file.Images = mergeImages(nil, sh.file.Images)
+	if len(sh.file.Images) == 0 {
+		sh.file.Images = nil
 	}
 	return nil
 }
@@ -665,4 +712,21 @@ func (w *Writer) Close() error {
 	w.b.release()
 	w.pool.Close()
 	return err
+}
+
+// checkImages reports a row whose images are not where mode says they are
+// ("" accepts any).
+func checkImages(r *Row, mode ImageMode) error {
+	for i := range r.Images {
+		im := &r.Images[i]
+		switch {
+		case mode == ImagesEmbed && im.Bytes == nil:
+			return fmt.Errorf("images[%d] %s: no bytes, and the set embeds its images", i, im.SHA256)
+		case mode == ImagesFiles && im.Path == "":
+			return fmt.Errorf("images[%d] %s: no image file (Writer.PutImages stores them), and the set carries its images as files", i, im.SHA256)
+		case mode == ImagesStore && (im.Bytes != nil || im.Path != ""):
+			return fmt.Errorf("images[%d] %s: bytes or a file, and the set references the blob store only", i, im.SHA256)
+		}
+	}
+	return nil
 }

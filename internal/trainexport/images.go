@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 
 	"github.com/codapipe/codapipe/internal/blob"
@@ -17,17 +17,20 @@ import (
 // images/<sha256>.png under the export's folder.
 type imageWriter struct {
 	dir     string      // the export's folder
-	store   *blob.Store // where images not embedded in the rows are read
+	set     blob.Bucket // the shard set's bucket and prefix: its embedded images and image files
+	prefix  string
+	store   *blob.Store // where images the set does not carry are read (nil: none)
 	written map[string]string
 	files   []File // the images written, in order
 }
 
-func newImageWriter(dir string, store *blob.Store) *imageWriter {
-	return &imageWriter{dir: dir, store: store, written: map[string]string{}}
+func newImageWriter(dir string, set blob.Bucket, prefix string, store *blob.Store) *imageWriter {
+	return &imageWriter{dir: dir, set: set, prefix: prefix, store: store, written: map[string]string{}}
 }
 
-// ImagePath is the path of an image in an export, relative to its folder.
-func ImagePath(sha string) string { return path.Join(ImageDir, sha+".png") }
+// ImagePath is the path of an image in an export, relative to its folder:
+// the layout of a shard set's image files (shard.ImagePath).
+func ImagePath(sha string) string { return shard.ImagePath(sha) }
 
 // write writes the image unless an earlier row wrote it, and returns its
 // path relative to the export's folder. The bytes are checked against the
@@ -53,16 +56,17 @@ func (w *imageWriter) write(ctx context.Context, im shard.Image) (string, error)
 	return rel, nil
 }
 
-// bytes returns an image's PNG bytes: embedded in the row, or from the
-// blob store.
+// bytes returns an image's PNG bytes: the set's own copy (embedded in the
+// row, or its image file), or, for a set that only references its images,
+// the blob store's.
 func (w *imageWriter) bytes(ctx context.Context, im shard.Image) ([]byte, error) {
-	if im.Bytes != nil {
-		return im.Bytes, nil
+	b, err := shard.ReadImage(ctx, w.set, w.prefix, im)
+	switch {
+	case errors.Is(err, shard.ErrImageNotInSet) && w.store == nil:
+		return nil, fmt.Errorf("image %s is not in the set and no blob store was given", im.SHA256)
+	case errors.Is(err, shard.ErrImageNotInSet):
+		b, err = w.store.GetBytes(ctx, im.SHA256)
 	}
-	if w.store == nil {
-		return nil, fmt.Errorf("image %s is not embedded and no blob store was given", im.SHA256)
-	}
-	b, err := w.store.GetBytes(ctx, im.SHA256)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", im.SHA256, err)
 	}

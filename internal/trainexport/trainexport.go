@@ -107,16 +107,18 @@ const DefaultValFraction = 0.05
 // ManifestName is the name of the export's manifest in the output folder.
 const ManifestName = "manifest.json"
 
-// ImageDir is the folder of the images in the output folder.
-const ImageDir = "images"
+// ImageDir is the folder of the images in the output folder: the layout
+// of a shard set's image files (shard.ImagesDir).
+const ImageDir = shard.ImagesDir
 
 // Config configures Export.
 type Config struct {
 	// Bucket holds the shard set; Prefix is the folder of its manifest.
 	Bucket blob.Bucket
 	Prefix string
-	// Store is the blob store the screenshots of rows without embedded
-	// image bytes are read from. Required unless every row embeds them.
+	// Store is the blob store the screenshots the set does not carry
+	// (neither embedded nor image files: --images store) are read from.
+	// Required only for such a set.
 	Store *blob.Store
 	// Out is the local folder the export is written to; it is created
 	// (0755 less the umask) and its files are 0644 less the umask.
@@ -246,7 +248,7 @@ func Export(ctx context.Context, cfg Config) (*Manifest, error) {
 		}
 		cfg.ImageRoot = abs
 	}
-	ex := &exporter{cfg: cfg, set: sm.Set, images: newImageWriter(cfg.Out, cfg.Store), seen: map[groupKey]bool{}}
+	ex := &exporter{cfg: cfg, set: sm.Set, images: newImageWriter(cfg.Out, cfg.Bucket, cfg.Prefix, cfg.Store), seen: map[groupKey]bool{}}
 	defer ex.abort() // after a failure; a no-op after close
 	splits := []string{SplitTrain}
 	if cfg.Format == FormatJSONL {

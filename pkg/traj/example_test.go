@@ -126,9 +126,9 @@ func ExampleMarshalCompact() {
 func ExampleDecodeTrajectory() {
 	// Decoding is strict: an unknown field or a newer schema_version is an
 	// error, so a producer with a newer contract is noticed.
-	_, err := traj.DecodeTrajectory([]byte(`{"schema_version":7,"colour":"red"}`))
+	_, err := traj.DecodeTrajectory([]byte(`{"schema_version":8,"colour":"red"}`))
 	fmt.Println(err)
-	_, err = traj.DecodeTrajectory([]byte(`{"schema_version":8}`))
+	_, err = traj.DecodeTrajectory([]byte(`{"schema_version":9}`))
 	fmt.Println(errors.Is(err, traj.ErrSchemaVersion))
 	// Output:
 	// traj: decode trajectory: json: unknown field "colour"
@@ -289,7 +289,7 @@ func ExampleDecodeJudged() {
 	fmt.Println(err)
 	// Output:
 	// 01KAKQ3J0G7ZR4X2M5T8V9W6YB clean_success <nil>
-	// traj: decode judgement: schema_version 9, this build reads 1..7: unsupported schema_version
+	// traj: decode judgement: schema_version 9, this build reads 1..8: unsupported schema_version
 }
 
 func ExampleJudged_Validate() {

@@ -27,7 +27,10 @@ import "time"
 //   - 7: a vote answered by a call that asked for several answers at once
 //     (n > 1) records that call's n and its choice index (Vote.Choices,
 //     Vote.Choice).
-const SchemaVersion = 7
+//   - 8: a step may record the planner's prompt token ids as its server
+//     tokenized them (Step.PlanPromptTokenIDs, vLLM's prompt_token_ids),
+//     once for the G+1 plans that share the prompt.
+const SchemaVersion = 8
 
 // TaskRef identifies the task a trajectory ran.
 type TaskRef struct {
@@ -203,6 +206,11 @@ type Step struct {
 	Index      int         `json:"index"`      // 0-based position in Trajectory.Steps
 	Screenshot ImageRef    `json:"screenshot"` // the observation the planner saw
 	Candidates []Candidate `json:"candidates"` // G+1 candidates
+	// PlanPromptTokenIDs are the token ids of the planner's prompt at this
+	// step as its server tokenized it (vLLM's top-level prompt_token_ids,
+	// with return_token_ids); every candidate shares the prompt. Empty when
+	// the server gave none. From schema version 8.
+	PlanPromptTokenIDs []int32 `json:"plan_prompt_token_ids,omitempty"`
 	// Executed is the index of the candidate that ran on the VM (0 in
 	// CODA's design), or -1 when none ran (the step failed first).
 	Executed int `json:"executed"`

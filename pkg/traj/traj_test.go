@@ -46,6 +46,8 @@ func exampleTrajectory() *Trajectory {
 			{
 				Index:      0,
 				Screenshot: ImageRef{SHA256: shot, Size: 143512, Width: 1280, Height: 800},
+				// vLLM's prompt_token_ids (return_token_ids), abridged.
+				PlanPromptTokenIDs: []int32{151644, 8948, 198},
 				Candidates: []Candidate{
 					{
 						Index: 0, Plan: "Thought: The command line is at the bottom; I will click it.\nAction: click(start_box='(500,960)')",
@@ -407,7 +409,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"syntax", "{\n  \"id\": \"x\",\n  oops\n}", "line 3, column 3"},
 		{"type", "{\n  \"schema_version\": \"one\"\n}", "field \"schema_version\""},
 		{"unknown field", `{"schema_version":1,"colour":"red"}`, "unknown field \"colour\""},
-		{"newer schema", `{"schema_version":8}`, "schema_version 8"},
+		{"newer schema", `{"schema_version":9}`, "schema_version 9"},
 		{"trailing", string(good) + "{}", "unexpected data after the document"},
 	}
 	for _, tc := range cases {
@@ -484,7 +486,7 @@ func TestValidateCoordsAndParseErrorKind(t *testing.T) {
 		{"no prompt set", func(t *Trajectory) { t.Prompts = "" }, "prompts"},
 		{"no prompt set at version 3", func(t *Trajectory) {
 			t.Prompts, t.SchemaVersion, t.Steps[0].Candidates[0].ParseNotes = "", 3, nil
-			t.Steps[0].Candidates[0].PlanTokenIDs = nil
+			t.Steps[0].Candidates[0].PlanTokenIDs, t.Steps[0].PlanPromptTokenIDs = nil, nil
 		}, ""},
 		{"prompt set not a hash", func(t *Trajectory) { t.Prompts = "planner.tmpl" }, "prompts"},
 		{"resized without factor", func(t *Trajectory) {
@@ -517,6 +519,7 @@ func TestValidateParseNotes(t *testing.T) {
 		{"notes at version 4", func(t *Trajectory) { t.SchemaVersion = 4 }, "steps[0].candidates[0].parse_notes"},
 		{"no notes at version 4", func(t *Trajectory) {
 			t.SchemaVersion, t.Steps[0].Candidates[0].ParseNotes, t.Steps[0].Candidates[0].PlanTokenIDs = 4, nil, nil
+			t.Steps[0].PlanPromptTokenIDs = nil
 		}, ""},
 	})
 }
@@ -527,9 +530,12 @@ func TestValidateSamplingAndTokens(t *testing.T) {
 		{"no sampling at version 6", func(t *Trajectory) { t.Models.Planner.Sampling = nil }, "models.planner.sampling"},
 		{"no sampling at version 5", func(t *Trajectory) {
 			t.SchemaVersion, t.Models.Planner.Sampling, t.Models.Executor.Sampling = 5, nil, nil
-			t.Steps[0].Candidates[0].PlanTokenIDs = nil
+			t.Steps[0].Candidates[0].PlanTokenIDs, t.Steps[0].PlanPromptTokenIDs = nil, nil
 		}, ""},
 		{"token ids at version 5", func(t *Trajectory) { t.SchemaVersion = 5 }, "steps[0].candidates[0].plan_token_ids"},
+		{"prompt token ids at version 7", func(t *Trajectory) { t.SchemaVersion = 7 }, "steps[0].plan_prompt_token_ids"},
+		{"no prompt token ids at version 7", func(t *Trajectory) { t.SchemaVersion, t.Steps[0].PlanPromptTokenIDs = 7, nil }, ""},
+		{"negative prompt token id", func(t *Trajectory) { t.Steps[0].PlanPromptTokenIDs[2] = -1 }, "steps[0].plan_prompt_token_ids[2]"},
 		{"token ids and logprobs differ", func(t *Trajectory) {
 			t.Steps[0].Candidates[0].PlanTokenIDs = []int32{1}
 		}, "steps[0].candidates[0].plan_token_ids"},

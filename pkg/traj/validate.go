@@ -170,6 +170,15 @@ func (s *Step) validate(c *checker, p string, i, group, version int) {
 	for j := range s.Candidates {
 		s.Candidates[j].validate(c, fmt.Sprintf("%s.candidates[%d]", p, j), j, version)
 	}
+	if len(s.PlanPromptTokenIDs) > 0 && version < 8 {
+		c.add(p+".plan_prompt_token_ids", "not part of schema version %d (from version 8)", version)
+	}
+	for k, id := range s.PlanPromptTokenIDs {
+		if id < 0 {
+			c.add(fmt.Sprintf("%s.plan_prompt_token_ids[%d]", p, k), "negative token id %d", id)
+			break
+		}
+	}
 	c.nonNeg(p+".timings.observe_ms", s.Timings.ObserveMS)
 	c.nonNeg(p+".timings.plan_ms", s.Timings.PlanMS)
 	c.nonNeg(p+".timings.ground_ms", s.Timings.GroundMS)

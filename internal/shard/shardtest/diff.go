@@ -182,9 +182,11 @@ func (c *differ) diffRow(want, got *shard.Row) {
 		c.i32(col+".width", g.Width, w.Width)
 		c.i32(col+".height", g.Height, w.Height)
 		c.bytes(col+".bytes", g.Bytes, w.Bytes)
+		c.str(col+".path", g.Path, w.Path)
 	})
 	c.str("completion", got.Completion, want.Completion)
 	c.optI32("prompt_tokens", got.PromptTokens, want.PromptTokens)
+	c.ids("prompt_token_ids", got.PromptTokenIDs, want.PromptTokenIDs)
 	c.optI32("completion_tokens", got.CompletionTokens, want.CompletionTokens)
 	switch {
 	case (got.LogProbs == nil) != (want.LogProbs == nil):
@@ -196,16 +198,7 @@ func (c *differ) diffRow(want, got *shard.Row) {
 			c.f64(fmt.Sprintf("logprobs[%d]", i), got.LogProbs[i], want.LogProbs[i])
 		}
 	}
-	switch {
-	case (got.CompletionTokenIDs == nil) != (want.CompletionTokenIDs == nil):
-		c.add("completion_token_ids", showIDs(got.CompletionTokenIDs), showIDs(want.CompletionTokenIDs))
-	case len(got.CompletionTokenIDs) != len(want.CompletionTokenIDs):
-		c.add("completion_token_ids", showIDs(got.CompletionTokenIDs), showIDs(want.CompletionTokenIDs))
-	default:
-		for i := range got.CompletionTokenIDs {
-			c.i32(fmt.Sprintf("completion_token_ids[%d]", i), got.CompletionTokenIDs[i], want.CompletionTokenIDs[i])
-		}
-	}
+	c.ids("completion_token_ids", got.CompletionTokenIDs, want.CompletionTokenIDs)
 	c.str("finish_reason", got.FinishReason, want.FinishReason)
 	c.action("action", got.Action, want.Action)
 	c.str("action_text", got.ActionText, want.ActionText)
@@ -226,6 +219,10 @@ func (c *differ) diffRow(want, got *shard.Row) {
 	c.str("label", got.Label, want.Label)
 	c.str("policy_model", got.PolicyModel, want.PolicyModel)
 	c.str("policy_checkpoint", got.PolicyCheckpoint, want.PolicyCheckpoint)
+	c.str("executor_model", got.ExecutorModel, want.ExecutorModel)
+	c.str("executor_checkpoint", got.ExecutorCheckpoint, want.ExecutorCheckpoint)
+	c.str("executor_coords", got.ExecutorCoords, want.ExecutorCoords)
+	c.str("prompt_set", got.PromptSet, want.PromptSet)
 	switch {
 	case got.Sampling == nil && want.Sampling == nil:
 	case got.Sampling == nil || want.Sampling == nil:
@@ -234,6 +231,18 @@ func (c *differ) diffRow(want, got *shard.Row) {
 		c.str("sampling", *got.Sampling, *want.Sampling)
 	}
 	c.str("judge_version", got.JudgeVersion, want.JudgeVersion)
+}
+
+// ids compares two nullable lists of token ids, value by value.
+func (c *differ) ids(col string, got, want []int32) {
+	switch {
+	case (got == nil) != (want == nil), len(got) != len(want):
+		c.add(col, showIDs(got), showIDs(want))
+	default:
+		for i := range got {
+			c.i32(fmt.Sprintf("%s[%d]", col, i), got[i], want[i])
+		}
+	}
 }
 
 func showIDs(l []int32) string {

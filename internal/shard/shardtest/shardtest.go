@@ -459,7 +459,7 @@ func decodeRow(raw map[string]json.RawMessage) (shard.Row, error) {
 	r.Images = make([]shard.Image, len(images))
 	for i, v := range images {
 		col := fmt.Sprintf("images[%d]", i)
-		o := d.object(col, v, "sha256", "width", "height", "bytes")
+		o := d.object(col, v, "sha256", "width", "height", "bytes", "path")
 		if o == nil {
 			break
 		}
@@ -477,10 +477,14 @@ func decodeRow(raw map[string]json.RawMessage) (shard.Row, error) {
 				im.Bytes = []byte{}
 			}
 		}
+		if p := o["path"]; p != nil {
+			im.Path = d.str(col+".path", p)
+		}
 		r.Images[i] = im
 	}
 	r.Completion = str("completion")
 	r.PromptTokens = optI32("prompt_tokens")
+	r.PromptTokenIDs = d.ids("prompt_token_ids")
 	r.CompletionTokens = optI32("completion_tokens")
 	if v := d.value("logprobs"); v != nil {
 		l := d.list("logprobs", v)
@@ -489,13 +493,7 @@ func decodeRow(raw map[string]json.RawMessage) (shard.Row, error) {
 			r.LogProbs[i] = d.f64(fmt.Sprintf("logprobs[%d]", i), x)
 		}
 	}
-	if v := d.value("completion_token_ids"); v != nil {
-		l := d.list("completion_token_ids", v)
-		r.CompletionTokenIDs = make([]int32, len(l))
-		for i, x := range l {
-			r.CompletionTokenIDs[i] = d.i32(fmt.Sprintf("completion_token_ids[%d]", i), x)
-		}
-	}
+	r.CompletionTokenIDs = d.ids("completion_token_ids")
 	r.FinishReason = str("finish_reason")
 	r.Action = d.action("action", d.value("action"))
 	r.ActionText = str("action_text")
@@ -516,10 +514,28 @@ func decodeRow(raw map[string]json.RawMessage) (shard.Row, error) {
 	r.Label = str("label")
 	r.PolicyModel = str("policy_model")
 	r.PolicyCheckpoint = str("policy_checkpoint")
+	r.ExecutorModel = str("executor_model")
+	r.ExecutorCheckpoint = str("executor_checkpoint")
+	r.ExecutorCoords = str("executor_coords")
+	r.PromptSet = str("prompt_set")
 	if v := d.value("sampling"); v != nil {
 		smp := d.str("sampling", v)
 		r.Sampling = &smp
 	}
 	r.JudgeVersion = str("judge_version")
 	return r, d.err
+}
+
+// ids decodes a nullable list of token ids (nil for null).
+func (d *decoder) ids(col string) []int32 {
+	v := d.value(col)
+	if v == nil {
+		return nil
+	}
+	l := d.list(col, v)
+	out := make([]int32, len(l))
+	for i, x := range l {
+		out[i] = d.i32(fmt.Sprintf("%s[%d]", col, i), x)
+	}
+	return out
 }

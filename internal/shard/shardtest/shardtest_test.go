@@ -22,14 +22,15 @@ func fullRow() shard.Row {
 	}
 	return shard.Row{
 		Run: "r", App: "a", Task: "t", TrajectoryID: "tr", Sample: 1, Step: 2, GroupID: "g", Candidate: 3, GroupSize: 4,
-		Prompt: "p", Images: []shard.Image{{SHA256: "s1", Width: 1, Height: 2, Bytes: []byte{1}}, {SHA256: "s2", Width: 3, Height: 4, Bytes: []byte{2, 3}}},
+		Prompt: "p", Images: []shard.Image{{SHA256: "s1", Width: 1, Height: 2, Bytes: []byte{1}, Path: "images/s1.png"}, {SHA256: "s2", Width: 3, Height: 4, Bytes: []byte{2, 3}, Path: "images/s2.png"}},
 		Messages:   []shard.Message{{Role: "system", Content: []shard.Part{{Type: shard.PartText, Text: "sys"}, {Type: shard.PartText, Text: "more"}}}, {Role: "user", Content: []shard.Part{{Type: shard.PartText, Text: "hi"}, {Type: shard.PartImage, Image: "sha256:s1"}}}},
-		Completion: "c", PromptTokens: ptr(int32(5)), CompletionTokens: ptr(int32(6)), LogProbs: []float64{-1, -2},
+		Completion: "c", PromptTokens: ptr(int32(5)), PromptTokenIDs: []int32{9, 10}, CompletionTokens: ptr(int32(6)), LogProbs: []float64{-1, -2},
 		CompletionTokenIDs: []int32{7, 8}, FinishReason: "stop", Sampling: ptr(`{"temperature":1}`),
 		Action: act(), ActionText: "at", Reference: act(), ReferenceText: "rt",
 		Reward: 0.5, RewardTypeMatch: 1, RewardDist: 0.25, Unparsed: true, Advantage: 1.5, GroupMean: 0.5, GroupStd: 0.1,
 		GroupScale: 10, ZeroVariance: true, DroppedReason: "d", LossWeight: 0.2, LabelSource: "clean", Label: "positive",
 		PolicyModel: "pm", PolicyCheckpoint: "pc", JudgeVersion: "jv",
+		ExecutorModel: "em", ExecutorCheckpoint: "ec", ExecutorCoords: `{"space":"grid1000"}`, PromptSet: "ps",
 	}
 }
 
@@ -55,7 +56,9 @@ func clone(v reflect.Value) reflect.Value {
 	case reflect.Struct:
 		s := reflect.New(v.Type()).Elem()
 		for i := range v.NumField() {
-			s.Field(i).Set(clone(v.Field(i)))
+			if v.Type().Field(i).IsExported() {
+				s.Field(i).Set(clone(v.Field(i)))
+			}
 		}
 		return s
 	}
@@ -103,6 +106,9 @@ func leaves(t reflect.Type, v reflect.Value, col string, path []int) []leaf {
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
+			if !v.Type().Field(i).IsExported() {
+				continue // not a column
+			}
 			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
 			c := name
 			if col != "" {
@@ -219,7 +225,7 @@ func TestDecode(t *testing.T) {
 		"reward":    "-0",
 		"advantage": `"-Infinity"`,
 		"logprobs":  `[5e-324, "NaN", 1e+308]`,
-		"images":    `[{"sha256":"ab","width":1,"height":2,"bytes":"AQI="},{"sha256":"cd","width":0,"height":0,"bytes":null}]`,
+		"images":    `[{"sha256":"ab","width":1,"height":2,"bytes":"AQI=","path":null},{"sha256":"cd","width":0,"height":0,"bytes":null,"path":"images/cd.png"}]`,
 		"action":    `{"type":"click","x":0.5,"y":null,"end_x":null,"end_y":null,"text":"","keys":["a"],"direction":""}`,
 	})}}
 	rows, err := f.Decode()
@@ -231,7 +237,7 @@ func TestDecode(t *testing.T) {
 		!math.IsNaN(r.LogProbs[1]) || r.LogProbs[2] != 1e308 {
 		t.Errorf("floats: %v %v %v", r.Reward, r.Advantage, r.LogProbs)
 	}
-	if string(r.Images[0].Bytes) != "\x01\x02" || r.Images[1].Bytes != nil || *r.Action.X != 0.5 || r.Action.Y != nil {
+	if string(r.Images[0].Bytes) != "\x01\x02" || r.Images[1].Bytes != nil || r.Images[0].Path != "" || r.Images[1].Path != "images/cd.png" || *r.Action.X != 0.5 || r.Action.Y != nil {
 		t.Errorf("images %+v action %+v", r.Images, r.Action)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,70 @@ func TestModelsGenerationConfig(t *testing.T) {
 	}
 }
 
+// askPlanner asks the simulated planner for 4 sampled answers (fields
+// added to the request) and decodes the answer in vLLM's shape.
+func askPlanner(t *testing.T, tm *testModels, msgs json.RawMessage, fields map[string]any) vllmAnswer {
+	t.Helper()
+	fields["n"], fields["temperature"], fields["top_k"] = 4, 1, -1
+	st, _, body := postRaw(t, tm.srv.PlannerURL, msgs, fields)
+	if st != 200 {
+		t.Fatalf("HTTP %d: %s", st, body)
+	}
+	var a vllmAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestModelsEOS: the simulated planner ends its token ids as vLLM does
+// (vllm/v1/engine/detokenizer.py keeps the token that stopped a request in
+// token_ids, and so in logprobs, but leaves it out of the text): with
+// finish_reason "stop" the last id is EOS (SimEOSID, "<|im_end|>"), or the
+// last token of the stop string that ended the answer (then no EOS); with
+// "length" the ids are max_tokens long and hold no EOS. The text never
+// holds EOS, nor a stop string.
+func TestModelsEOS(t *testing.T) {
+	tm := startModels(t, fastConfig())
+	msgs := plannerMessages(t, tm)
+	for _, tc := range []struct {
+		name   string
+		fields map[string]any
+		finish string
+		eos    bool
+	}{
+		{"stop by EOS", map[string]any{}, "stop", true},
+		{"stop string", map[string]any{"stop": []string{"Action"}}, "stop", false},
+		{"length", map[string]any{"max_tokens": 3}, "length", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range map[string]any{"logprobs": true, "return_token_ids": true, "return_tokens_as_token_ids": true} {
+				tc.fields[k] = v
+			}
+			a := askPlanner(t, tm, msgs, tc.fields)
+			for i, c := range a.Choices {
+				ids := c.TokenIDs
+				if c.FinishReason != tc.finish || len(ids) == 0 || len(ids) != len(c.Logprobs.Content) {
+					t.Fatalf("choice %d: finish %q, %d ids, %d logprobs; want finish %q", i, c.FinishReason, len(ids), len(c.Logprobs.Content), tc.finish)
+				}
+				last := ids[len(ids)-1]
+				if (last == SimEOSID) != tc.eos || slices.Index(ids, SimEOSID) < len(ids)-1 && slices.Contains(ids, SimEOSID) {
+					t.Errorf("choice %d: ids end with %d (EOS %d), want EOS last: %v", i, last, SimEOSID, tc.eos)
+				}
+				if lt := c.Logprobs.Content[len(ids)-1].Token; lt != fmt.Sprintf("token_id:%d", last) {
+					t.Errorf("choice %d: the last logprob is for %q, the last id is %d", i, lt, last)
+				}
+				if strings.Contains(c.Message.Content, SimEOS) || (tc.name == "stop string" && strings.Contains(c.Message.Content, "Action")) {
+					t.Errorf("choice %d: the text %q holds the token that stopped it", i, c.Message.Content)
+				}
+				if tc.finish == "length" && len(ids) != 3 {
+					t.Errorf("choice %d: %d ids at max_tokens 3", i, len(ids))
+				}
+			}
+		})
+	}
+}
+
 // TestModelsTokenIDs: with logprobs, return_token_ids and
 // return_tokens_as_token_ids the simulated endpoints answer in vLLM's
 // shape: per choice "token_ids" as many as the logprob entries, each
@@ -143,15 +208,7 @@ func TestModelsTokenIDs(t *testing.T) {
 		{"short answers", map[string]any{"logprobs": true, "return_token_ids": true, "max_tokens": 3}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fields["n"], tc.fields["temperature"], tc.fields["top_k"] = 4, 1, -1
-			st, _, body := postRaw(t, tm.srv.PlannerURL, msgs, tc.fields)
-			if st != 200 {
-				t.Fatalf("HTTP %d: %s", st, body)
-			}
-			var a vllmAnswer
-			if err := json.Unmarshal(body, &a); err != nil {
-				t.Fatal(err)
-			}
+			a := askPlanner(t, tm, msgs, tc.fields)
 			sum := 0
 			for i, c := range a.Choices {
 				if c.Logprobs == nil || len(c.Logprobs.Content) == 0 || c.FinishReason == "" {
@@ -166,7 +223,7 @@ func TestModelsTokenIDs(t *testing.T) {
 						t.Errorf("choice %d token %d: %q (ids %v)", i, k, lp.Token, c.TokenIDs)
 					}
 				}
-				if mt, ok := tc.fields["max_tokens"]; ok && c.FinishReason != "length" && len(c.Logprobs.Content) >= mt.(int) {
+				if mt, ok := tc.fields["max_tokens"]; ok && c.FinishReason != "length" && len(c.Logprobs.Content) > mt.(int) {
 					t.Errorf("choice %d: %d tokens at max_tokens %v, finish %q", i, len(c.Logprobs.Content), mt, c.FinishReason)
 				}
 				sum += len(c.Logprobs.Content)

@@ -814,14 +814,7 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 		}
 		parts := append(append([]any{}, cbase...), "choice", choiceIdx)
 		text := e.answer(call, e.stream(parts...), temp)
-		finish := "stop"
-		text = applyStop(text, call.stop)
-		toks := splitTokens(text)
-		if call.maxTokens > 0 && len(toks) > call.maxTokens {
-			toks = toks[:call.maxTokens]
-			text = strings.Join(toks, "")
-			finish = "length"
-		}
+		toks, text, finish := generated(text, call.stop, call.maxTokens)
 		ch := wireChoice{Index: i, Message: wireAnswer{Role: "assistant", Content: text}, FinishReason: finish}
 		if call.logprobs {
 			ch.Logprobs = fakeLogprobs(toks, call.topLogprobs, call.tokensAsIDs, e.stream(append(parts, "logprobs")...))
@@ -855,15 +848,54 @@ func (e *endpoint) calls() []string {
 	return append([]string(nil), e.answered...)
 }
 
-// applyStop cuts text before the first stop sequence.
-func applyStop(text string, stop []string) string {
-	cut := len(text)
+// applyStop cuts text before the first stop sequence, and returns the
+// sequence that stopped it ("" when none did).
+func applyStop(text string, stop []string) (string, string) {
+	cut, by := len(text), ""
 	for _, s := range stop {
-		if i := strings.Index(text, s); i >= 0 && i < cut {
-			cut = i
+		if i := strings.Index(text, s); s != "" && i >= 0 && i < cut {
+			cut, by = i, s
 		}
 	}
-	return text[:cut]
+	return text[:cut], by
+}
+
+// SimEOS is the simulated planner's end-of-sequence token and SimEOSID its
+// id: Qwen2's "<|im_end|>", the end of an assistant turn, which ends the
+// generation of the Qwen2.5-VL chat models.
+const (
+	SimEOS   = "<|im_end|>"
+	SimEOSID = 151645
+)
+
+// generated is what the simulated server generates for an answer text as
+// vLLM reports it: the generated tokens, the answer's text and the finish
+// reason. The generation ends with SimEOS after the text, or after a stop
+// sequence's tokens; vLLM keeps that last token in token_ids and
+// logprobs but not in the text (the detokenizer skips the token that
+// stopped the request; include_stop_str_in_output is false), finish_reason
+// "stop". When the generation would be longer than maxTokens (> 0) it is
+// cut at maxTokens tokens, without EOS, and the finish reason is "length".
+func generated(answer string, stop []string, maxTokens int) (toks []string, text, finish string) {
+	text, by := applyStop(answer, stop)
+	toks = splitTokens(text)
+	if by != "" {
+		toks = append(toks, splitTokens(by)...)
+	} else {
+		toks = append(toks, SimEOS)
+	}
+	finish = "stop"
+	if maxTokens > 0 && len(toks) > maxTokens {
+		toks, finish = toks[:maxTokens], "length"
+		var b strings.Builder
+		for _, t := range toks {
+			if t != SimEOS {
+				b.WriteString(t)
+			}
+		}
+		text = b.String()[:min(b.Len(), len(text))]
+	}
+	return toks, text, finish
 }
 
 // splitTokens splits text into simulated tokens of at most 4 bytes that
@@ -900,6 +932,9 @@ const SimVocab = 151643
 // tokenID is the simulated id of a simulated token: the same text has
 // the same id.
 func tokenID(tok string) int {
+	if tok == SimEOS {
+		return SimEOSID
+	}
 	h := sha256.Sum256([]byte(tok))
 	return int(binary.LittleEndian.Uint64(h[:8]) % SimVocab)
 }

@@ -45,8 +45,9 @@ by absolute path (--image-root DIR: another folder, where the images will be rea
 a path relative to --out. The val split takes the groups of about --val-fraction of the
 trajectories (by a hash of the trajectory id; 0: no val file). The label (reward_model.ground_truth)
 names the set and group for the reward service. <out>/manifest.json lists every file with its
-SHA-256. Screenshots not embedded in the shards are read from the blob store (--store). See
-docs/shards.md for the trainer command lines.`
+SHA-256. Screenshots come from the set itself (embedded, or its image files); only a set written
+with --images store reads them from the blob store (--store). See docs/shards.md for the trainer
+command lines.`
 
 // exportCommand is advantage export.
 func exportCommand() service.Command {

@@ -41,9 +41,26 @@ type CandidateRow struct {
 	LabelSource        string    `json:"label_source"`
 	Unparsed           bool      `json:"unparsed"`
 	Sampling           *string   `json:"sampling"`
-	PolicyModel        string    `json:"policy_model"`
-	PolicyCheckpoint   string    `json:"policy_checkpoint"`
-	JudgeVersion       string    `json:"judge_version"`
+	Provenance
+}
+
+// Provenance names what made a row's rewards, with the shard column
+// names: the planner that sampled it, the frozen executor that grounded
+// its candidates, the prompt set both were prompted with, and the judge
+// version that labelled its trajectory.
+type Provenance struct {
+	PolicyModel        string `json:"policy_model"`
+	PolicyCheckpoint   string `json:"policy_checkpoint"`
+	ExecutorModel      string `json:"executor_model"`
+	ExecutorCheckpoint string `json:"executor_checkpoint"`
+	ExecutorCoords     string `json:"executor_coords"`
+	PromptSet          string `json:"prompt_set"`
+	JudgeVersion       string `json:"judge_version"`
+}
+
+func provenanceOf(r *shard.Row) Provenance {
+	return Provenance{PolicyModel: r.PolicyModel, PolicyCheckpoint: r.PolicyCheckpoint, ExecutorModel: r.ExecutorModel,
+		ExecutorCheckpoint: r.ExecutorCheckpoint, ExecutorCoords: r.ExecutorCoords, PromptSet: r.PromptSet, JudgeVersion: r.JudgeVersion}
 }
 
 // GroupIDs are the ids of a row's group (step) that both kinds of rows
@@ -90,13 +107,12 @@ func (ex *exporter) candidate(ctx context.Context, r *shard.Row) error {
 	out := &CandidateRow{
 		Index: int64(ex.index), GroupIDs: idsOf(r), Candidate: r.Candidate,
 		Messages: msgs, Images: imgs,
-		PromptTokenIDs: nil, // TODO(lead): r.PromptTokenIDs
+		PromptTokenIDs: r.PromptTokenIDs,
 		Completion:     r.Completion, CompletionTokenIDs: r.CompletionTokenIDs, LogProbs: r.LogProbs,
 		FinishReason: r.FinishReason, ActionText: r.ActionText, ReferenceText: r.ReferenceText,
 		Reward: r.Reward, Advantage: r.Advantage, GroupMean: r.GroupMean, GroupStd: r.GroupStd,
 		ZeroVariance: r.ZeroVariance, LossWeight: r.LossWeight, Label: r.Label, LabelSource: r.LabelSource,
-		Unparsed: r.Unparsed, Sampling: r.Sampling,
-		PolicyModel: r.PolicyModel, PolicyCheckpoint: r.PolicyCheckpoint, JudgeVersion: r.JudgeVersion,
+		Unparsed: r.Unparsed, Sampling: r.Sampling, Provenance: provenanceOf(r),
 	}
 	if err := ex.outs[""].add(out); err != nil {
 		return fmt.Errorf("candidate row: %w", err)

@@ -604,17 +604,15 @@ type GroupExtra struct {
 	Split string `json:"split"`
 	Set   string `json:"set"`
 	GroupIDs
-	ReferenceText    string            `json:"reference_text"`
-	GroupMean        float64           `json:"group_mean"`
-	GroupStd         float64           `json:"group_std"`
-	ZeroVariance     bool              `json:"zero_variance"`
-	LossWeight       float64           `json:"loss_weight"`
-	LabelSource      string            `json:"label_source"`
-	PolicyModel      string            `json:"policy_model"`
-	PolicyCheckpoint string            `json:"policy_checkpoint"`
-	JudgeVersion     string            `json:"judge_version"`
-	ImageSHA256      []string          `json:"image_sha256"`
-	Candidates       []StoredCandidate `json:"candidates"`
+	ReferenceText string  `json:"reference_text"`
+	GroupMean     float64 `json:"group_mean"`
+	GroupStd      float64 `json:"group_std"`
+	ZeroVariance  bool    `json:"zero_variance"`
+	LossWeight    float64 `json:"loss_weight"`
+	LabelSource   string  `json:"label_source"`
+	Provenance
+	ImageSHA256 []string          `json:"image_sha256"`
+	Candidates  []StoredCandidate `json:"candidates"`
 }
 
 // StoredCandidate is one stored candidate of a group, as a per-group row
@@ -634,8 +632,8 @@ func groupExtra(index int, split, set string, rows []*shard.Row) GroupExtra {
 	e := GroupExtra{
 		Index: int64(index), Split: split, Set: set, GroupIDs: idsOf(r), ReferenceText: r.ReferenceText,
 		GroupMean: r.GroupMean, GroupStd: r.GroupStd, ZeroVariance: r.ZeroVariance, LossWeight: r.LossWeight,
-		LabelSource: r.LabelSource, PolicyModel: r.PolicyModel, PolicyCheckpoint: r.PolicyCheckpoint,
-		JudgeVersion: r.JudgeVersion, ImageSHA256: imageSHAs(r.Images), Candidates: make([]StoredCandidate, len(rows)),
+		LabelSource: r.LabelSource, Provenance: provenanceOf(r),
+		ImageSHA256: imageSHAs(r.Images), Candidates: make([]StoredCandidate, len(rows)),
 	}
 	for i, c := range rows {
 		e.Candidates[i] = StoredCandidate{Candidate: c.Candidate, Completion: c.Completion, ActionText: c.ActionText,
@@ -735,7 +733,8 @@ var VerlSchema = func() *arrow.Schema {
 		f("group_id", str, false), f("group_size", i32, false), f("reference_text", str, false),
 		f("group_mean", f64, false), f("group_std", f64, false), f("zero_variance", b, false), f("loss_weight", f64, false),
 		f("label_source", str, false), f("policy_model", str, false), f("policy_checkpoint", str, false),
-		f("judge_version", str, false), f("image_sha256", arrow.ListOfNonNullable(str), false),
+		f("executor_model", str, false), f("executor_checkpoint", str, false), f("executor_coords", str, false),
+		f("prompt_set", str, false), f("judge_version", str, false), f("image_sha256", arrow.ListOfNonNullable(str), false),
 		f("candidates", arrow.ListOfNonNullable(candidate), false),
 	)
 	return arrow.NewSchema([]arrow.Field{

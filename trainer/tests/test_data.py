@@ -9,6 +9,12 @@ import unittest
 import context
 from codapipe_trainer import ManifestError, collate, load_export
 from codapipe_trainer.data import START_TOKEN
+from tinylm import VOCAB
+
+# EOS is the id vLLM ends a "stop" completion's token_ids with when the model
+# ended its turn (Qwen2's <|im_end|>; the simulated planner's SimEOSID):
+# docs/shards.md, completion_token_ids.
+EOS = 151645
 
 
 class TestLoadExport(unittest.TestCase):
@@ -19,7 +25,14 @@ class TestLoadExport(unittest.TestCase):
         self.assertEqual(ex.manifest["source"]["token_data"]["rows_with_token_ids"], len(ex.trainable()))
         for c in ex.candidates:
             self.assertEqual(len(c.completion_token_ids), len(c.logprobs))
-            self.assertTrue(all(0 <= t < START_TOKEN for t in c.completion_token_ids))
+            self.assertTrue(all(0 <= t < VOCAB for t in c.completion_token_ids))
+            self.assertTrue(c.prompt_token_ids and all(0 <= t < VOCAB for t in c.prompt_token_ids))
+            # The EOS rule: a completion that stopped ends with EOS (kept in the ids and
+            # log-probs, not in the text); one cut at max_tokens does not.
+            if c.finish_reason == "stop":
+                self.assertEqual(c.completion_token_ids[-1], EOS, c.index)
+            elif c.finish_reason == "length":
+                self.assertNotEqual(c.completion_token_ids[-1], EOS, c.index)
             self.assertTrue(all(lp <= 0 for lp in c.logprobs))
             self.assertEqual(sum(m["content"].count("<image>") for m in c.messages), len(c.images))
         groups = {}
@@ -70,15 +83,27 @@ class TestCollate(unittest.TestCase):
         rows = ex.trainable()[:5]
         b = collate(rows)
         for i, c in enumerate(rows):
+            n, p = len(c.completion_token_ids), len(c.prompt_token_ids)
+            # The prompt's token ids are the context, the completion follows; position
+            # t predicts token t+1, so the completion's predictions start at p-1.
+            self.assertEqual(b.tokens[i, :p].tolist(), c.prompt_token_ids)
+            self.assertEqual(b.tokens[i, p : p + n].tolist(), c.completion_token_ids)
+            self.assertEqual(b.mask[i].sum().item(), n)
+            self.assertEqual(b.mask[i, p - 1 : p - 1 + n].sum().item(), n)
+            self.assertEqual(b.behaviour_logprobs[i, p - 1 : p - 1 + n].tolist(), c.logprobs)
+            self.assertEqual(b.advantages[i].item(), c.advantage)
+
+    def test_start_token_without_prompt_ids(self):
+        ex = load_export(context.FIXTURE)
+        rows = ex.trainable()[:3]
+        for c in rows:
+            c.prompt_token_ids = None  # an endpoint that returned none
+        b = collate(rows)
+        for i, c in enumerate(rows):
             n = len(c.completion_token_ids)
-            # No prompt token ids in this export: the start token is the context.
-            self.assertIsNone(c.prompt_token_ids)
             self.assertEqual(int(b.tokens[i, 0]), START_TOKEN)
             self.assertEqual(b.tokens[i, 1 : 1 + n].tolist(), c.completion_token_ids)
-            self.assertEqual(b.mask[i].sum().item(), n)
             self.assertEqual(b.mask[i, :n].sum().item(), n)
-            self.assertEqual(b.behaviour_logprobs[i, :n].tolist(), c.logprobs)
-            self.assertEqual(b.advantages[i].item(), c.advantage)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,9 @@ package rewardserver
 import (
 	"container/list"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -154,28 +151,12 @@ func (s *Server) Groups() int { return len(s.groups) }
 // index reads the rows of one shard file (checked against the manifest's
 // size and SHA-256) into the group index.
 func (s *Server) index(ctx context.Context, f shard.File) error {
-	tmp, err := os.CreateTemp(s.cfg.TempDir, "codapipe-reward-*"+f.Format.Ext())
+	path, remove, err := shard.Fetch(ctx, s.cfg.Bucket, f, s.cfg.TempDir)
 	if err != nil {
 		return fmt.Errorf("rewardserver: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	rc, _, err := s.cfg.Bucket.Get(ctx, f.Key)
-	if err == nil {
-		h := sha256.New()
-		var n int64
-		n, err = io.Copy(io.MultiWriter(tmp, h), rc)
-		rc.Close()
-		if sum := hex.EncodeToString(h.Sum(nil)); err == nil && ((f.Bytes > 0 && n != f.Bytes) || (f.SHA256 != "" && sum != f.SHA256)) {
-			err = fmt.Errorf("%d bytes with SHA-256 %s, the manifest says %d bytes with SHA-256 %s: %w", n, sum, f.Bytes, f.SHA256, blob.ErrChecksumMismatch)
-		}
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("rewardserver: shard file %s: %w", f.Key, err)
-	}
-	return shard.ReadFile(ctx, tmp.Name(), f.Format, func(r *shard.Row) error {
+	defer remove()
+	return shard.ReadFile(ctx, path, f.Format, func(r *shard.Row) error {
 		g := group{run: r.Run, app: r.App, trajectory: r.TrajectoryID, judge: r.JudgeVersion, step: int(r.Step), reference: r.ReferenceText}
 		if old, ok := s.groups[r.GroupID]; ok && old != g {
 			return fmt.Errorf("rewardserver: shard file %s: group %s: rows disagree on its trajectory, step or reference", f.Key, r.GroupID)

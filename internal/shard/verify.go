@@ -259,36 +259,28 @@ type verifier struct {
 // file checks one shard file and its rows.
 func (v *verifier) file(ctx context.Context, b blob.Bucket, f File, tempDir string) error {
 	rep := v.rep
-	tmp, err := os.CreateTemp(tempDir, "codapipe-verify-*"+f.Format.Ext())
-	if err != nil {
-		return fmt.Errorf("shard: verify: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	rc, _, err := b.Get(ctx, f.Key)
-	if errors.Is(err, blob.ErrNotFound) {
-		tmp.Close()
+	path, remove, err := Fetch(ctx, b, f, tempDir)
+	var mm *MismatchError
+	switch {
+	case errors.As(err, &mm):
+		rep.add(f.Path, -1, "", "shard file has %d bytes with SHA-256 %s, the manifest says %d bytes with SHA-256 %s", mm.Bytes, mm.SHA256, mm.WantBytes, mm.WantSHA256)
+		return nil // its rows cannot be trusted: not read
+	case errors.Is(err, blob.ErrNotFound):
 		rep.add(f.Path, -1, "", "shard file is missing")
 		return nil
-	}
-	if err != nil {
-		tmp.Close()
-		return fmt.Errorf("shard: verify %s: %w", f.Key, err)
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), rc)
-	rc.Close()
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !blob.Damaged(err) {
-		return fmt.Errorf("shard: verify %s: %w", f.Key, err)
-	}
-	if sum := hex.EncodeToString(h.Sum(nil)); err != nil || n != f.Bytes || sum != f.SHA256 {
-		rep.add(f.Path, -1, "", "shard file has %d bytes with SHA-256 %s, the manifest says %d bytes with SHA-256 %s", n, sum, f.Bytes, f.SHA256)
+	case err != nil && !blob.Damaged(err):
+		return fmt.Errorf("shard: verify: %w", err)
+	case err != nil:
+		rep.add(f.Path, -1, "", "shard file is damaged: %v", err)
 		return nil // its rows cannot be trusted: not read
+	case f.Bytes <= 0 || f.SHA256 == "":
+		remove()
+		rep.add(f.Path, -1, "", "the manifest gives no size or SHA-256 for the shard file")
+		return nil
 	}
+	defer remove()
 	var i int64
-	err = ReadFile(ctx, tmp.Name(), f.Format, func(r *Row) error {
+	err = ReadFile(ctx, path, f.Format, func(r *Row) error {
 		v.row(r, f.Path, i)
 		i++
 		return nil

@@ -28,9 +28,11 @@ const (
 	benchTokens = 200
 )
 
-// benchSet writes the benchmark's shard set with embedded images and
-// returns its folder and the size of its shard files.
-func benchSet(b *testing.B) (string, int64) {
+// benchSet writes the benchmark's shard set with its images embedded in
+// every row (shard.ImagesEmbed) or as image files beside the shards
+// (shard.ImagesFiles, advantage's default), and returns its folder and the
+// size of its files (shards and image files).
+func benchSet(b *testing.B, mode shard.ImageMode) (string, int64) {
 	b.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -71,11 +73,16 @@ func benchSet(b *testing.B) (string, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := shard.NewWriter(shard.Config{Bucket: bucket, Prefix: "set", Format: shard.FormatArrow, TempDir: b.TempDir(), Meta: shard.Meta{Mode: shard.ModeStep}})
+	w, err := shard.NewWriter(shard.Config{Bucket: bucket, Prefix: "set", Format: shard.FormatArrow, TempDir: b.TempDir(), Meta: shard.Meta{Mode: shard.ModeStep}, Images: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
+	if mode == shard.ImagesFiles {
+		if err := w.PutImages(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if err := w.Add(rows); err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +93,11 @@ func benchSet(b *testing.B) (string, int64) {
 	if err := shard.WriteManifest(ctx, bucket, "set", shard.NewManifest("set", shard.FormatArrow, shard.Meta{Mode: shard.ModeStep}, []shard.File{f})); err != nil {
 		b.Fatal(err)
 	}
-	return filepath.Join(dir, "set"), f.Bytes
+	n := f.Bytes
+	for _, im := range f.Images {
+		n += im.Bytes
+	}
+	return filepath.Join(dir, "set"), n
 }
 
 // rawWrite writes n bytes to one new file in dir, sequentially in 1 MiB
@@ -113,16 +124,24 @@ func rawWrite(b *testing.B, dir string, n int64) time.Duration {
 	return time.Since(start)
 }
 
-// BenchmarkExport exports a set with embedded images (each row carries
-// its two screenshots, as advantage --embed-images writes) in each format
-// and writes the same number of bytes as the export wrote (data files and
-// images) to one file: export_MB/s and raw_MB/s are bytes written per
-// second, export/raw their ratio (issue 35 wants it >= 0.5). The export
-// reads G times more than it writes (every candidate row embeds the
-// step's screenshots, the export writes each once): set_MB/s is the shard
-// set's bytes read per second, set/raw its ratio to the raw write.
+// BenchmarkExport exports a set in each format, the set's images embedded
+// in every row (images=embed: each row carries its two screenshots, as
+// advantage --images embed writes them) or as image files beside the
+// shards (images=files, advantage's default), and writes the same number
+// of bytes as the export wrote (data files and images) to one file:
+// export_MB/s and raw_MB/s are bytes written per second, export/raw their
+// ratio (issue 35 wants it >= 0.5). From an embed set the export reads G
+// times more than it writes (every candidate row embeds the step's
+// screenshots, the export writes each once); set_MB/s is the set's bytes
+// read per second, set/raw its ratio to the raw write.
 func BenchmarkExport(b *testing.B) {
-	set, setBytes := benchSet(b)
+	for _, mode := range []shard.ImageMode{shard.ImagesEmbed, shard.ImagesFiles} {
+		b.Run("images="+string(mode), func(b *testing.B) { benchExport(b, mode) })
+	}
+}
+
+func benchExport(b *testing.B, mode shard.ImageMode) {
+	set, setBytes := benchSet(b, mode)
 	ctx := context.Background()
 	for _, format := range trainexport.Formats {
 		b.Run(string(format), func(b *testing.B) {

@@ -424,32 +424,12 @@ func (ex *exporter) abort() {
 // file converts the rows of one shard file, downloaded first when the
 // bucket is not a local folder.
 func (ex *exporter) file(ctx context.Context, sf shard.File) error {
-	tmp, err := os.CreateTemp(ex.cfg.TempDir, "codapipe-export-*"+sf.Format.Ext())
+	path, remove, err := shard.Fetch(ctx, ex.cfg.Bucket, sf, ex.cfg.TempDir)
 	if err != nil {
 		return fmt.Errorf("trainexport: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	rc, _, err := ex.cfg.Bucket.Get(ctx, sf.Key)
-	if err != nil {
-		tmp.Close()
-		return fmt.Errorf("trainexport: %s: %w", sf.Key, err)
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), rc)
-	rc.Close()
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("trainexport: %s: %w", sf.Key, err)
-	}
-	// The manifest's size and SHA-256 are the file's contract, whether or
-	// not the bucket recorded a checksum of its own (a copied set).
-	if got := hex.EncodeToString(h.Sum(nil)); (sf.Bytes > 0 && n != sf.Bytes) || (sf.SHA256 != "" && got != sf.SHA256) {
-		return fmt.Errorf("trainexport: shard file %s is damaged: %d bytes with SHA-256 %s, the manifest says %d bytes with SHA-256 %s: %w",
-			sf.Key, n, got, sf.Bytes, sf.SHA256, blob.ErrChecksumMismatch)
-	}
-	return shard.ReadFile(ctx, tmp.Name(), sf.Format, func(r *shard.Row) error {
+	defer remove()
+	return shard.ReadFile(ctx, path, sf.Format, func(r *shard.Row) error {
 		if err := ex.row(ctx, r); err != nil {
 			return fmt.Errorf("trainexport: %s: trajectory %s step %d candidate %d: %w", sf.Key, r.TrajectoryID, r.Step, r.Candidate, err)
 		}

@@ -1,8 +1,12 @@
 package rewardserver
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/pkg/grpo"
 )
 
 // TestResponse: the response is cut out of an OpenRLHF query whether the
@@ -31,6 +35,36 @@ func TestResponse(t *testing.T) {
 			got, err := Response(c.query, c.prompt)
 			if (err != nil) != c.err || got != c.want {
 				t.Errorf("Response = %q, %v; want %q (error %v)", got, err, c.want, c.err)
+			}
+		})
+	}
+}
+
+// TestStepReward: the reward service scores with the reward options the
+// set's rows were scored with (advantage writes grpo.StepOptions into the
+// schema metadata), not with the defaults.
+func TestStepReward(t *testing.T) {
+	opt := grpo.DefaultStepOptions()
+	opt.Reward.ScrollDirectionWeight, opt.Reward.NormalizeTyped, opt.SkipUnparsed = 0.25, !opt.Reward.NormalizeTyped, true
+	doc, err := json.Marshal(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		meta string
+		want grpo.RewardConfig
+		err  bool
+	}{
+		{"as written", string(doc), opt.Reward, false},
+		{"none", "", grpo.DefaultRewardConfig(), false},
+		{"a bare reward config", `{"scroll_direction_weight":0.5}`, grpo.RewardConfig{}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := stepReward(shard.Meta{Mode: shard.ModeStep, RewardConfig: c.meta})
+			if (err != nil) != c.err || (!c.err && got != c.want) {
+				t.Errorf("stepReward = %+v, %v; want %+v (error %v)", got, err, c.want, c.err)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"strings"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/archive"
@@ -86,6 +87,9 @@ type group struct {
 	run, app, trajectory, judge string
 	step                        int
 	reference                   string // the reference action's canonical text
+	// shot and shotPath are the step's screenshot (the row's last image):
+	// its SHA-256 and, in a set with image files, its file.
+	shot, shotPath string
 }
 
 // Open reads the shard set's manifest and indexes its groups.
@@ -121,13 +125,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if m.Meta.Mode != shard.ModeStep {
 		return nil, fmt.Errorf("rewardserver: shard set %s is in %s mode: the reward service scores step-mode groups (a plan against a step's reference action)", m.Set, m.Meta.Mode)
 	}
-	rc := grpo.DefaultRewardConfig()
-	if m.Meta.RewardConfig != "" {
-		if err := json.Unmarshal([]byte(m.Meta.RewardConfig), &rc); err != nil {
-			return nil, fmt.Errorf("rewardserver: shard set %s: meta reward_config: %w", m.Set, err)
-		}
-	}
-	if err := rc.Validate(); err != nil {
+	rc, err := stepReward(m.Meta)
+	if err != nil {
 		return nil, fmt.Errorf("rewardserver: shard set %s: %w", m.Set, err)
 	}
 	s := &Server{cfg: cfg, set: m.Set, reward: rc, groups: map[string]group{}, slots: make(chan struct{}, cfg.Concurrency),
@@ -140,6 +139,25 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.Metrics.groups.Set(float64(len(s.groups)))
 	cfg.Log.Info("rewardserver: set indexed", "set", m.Set, "groups", len(s.groups), "files", len(m.Files))
 	return s, nil
+}
+
+// stepReward is the reward configuration of a step-mode set's rows: the
+// action reward of the step options advantage wrote into the schema
+// metadata (grpo.StepOptions as JSON; its absent fields are the
+// defaults).
+func stepReward(m shard.Meta) (grpo.RewardConfig, error) {
+	opt := grpo.DefaultStepOptions()
+	if m.RewardConfig != "" {
+		d := json.NewDecoder(strings.NewReader(m.RewardConfig))
+		d.DisallowUnknownFields() // a document of another shape is not silently the defaults
+		if err := d.Decode(&opt); err != nil {
+			return grpo.RewardConfig{}, fmt.Errorf("meta %s: %w", shard.MetaRewardConfig, err)
+		}
+	}
+	if err := opt.Reward.Validate(); err != nil {
+		return grpo.RewardConfig{}, err
+	}
+	return opt.Reward, nil
 }
 
 // Set is the name of the shard set the server scores against.
@@ -158,6 +176,9 @@ func (s *Server) index(ctx context.Context, f shard.File) error {
 	defer remove()
 	return shard.ReadFile(ctx, path, f.Format, func(r *shard.Row) error {
 		g := group{run: r.Run, app: r.App, trajectory: r.TrajectoryID, judge: r.JudgeVersion, step: int(r.Step), reference: r.ReferenceText}
+		if n := len(r.Images); n > 0 {
+			g.shot, g.shotPath = r.Images[n-1].SHA256, r.Images[n-1].Path
+		}
 		if old, ok := s.groups[r.GroupID]; ok && old != g {
 			return fmt.Errorf("rewardserver: shard file %s: group %s: rows disagree on its trajectory, step or reference", f.Key, r.GroupID)
 		}
@@ -297,7 +318,11 @@ func (s *Server) step(ctx context.Context, id string, g group) (*stepCtx, error)
 		delete(s.steps, old.Value.(*stepEntry).key)
 	}
 	s.mu.Unlock()
-	e.st, e.err = s.load(ctx, g)
+	// Loaded for every request that waits for it: not under this one's
+	// context, which ends when its client goes away.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+	e.st, e.err = s.load(lctx, g)
+	cancel()
 	close(e.ready)
 	if e.err != nil {
 		s.mu.Lock()
@@ -310,8 +335,18 @@ func (s *Server) step(ctx context.Context, id string, g group) (*stepCtx, error)
 	return e.st, e.err
 }
 
-// load reads g's trajectory from the judged archive, its prompt set and
-// the step's screenshot from the blob store, and prepares the grounding.
+// screenshot returns the bytes of the step's screenshot: the set's own
+// image file when it has one (a portable set), the blob store's otherwise.
+func (s *Server) screenshot(ctx context.Context, g group, ref traj.ImageRef) ([]byte, error) {
+	if g.shotPath != "" && g.shot == ref.SHA256 {
+		return shard.ReadImage(ctx, s.cfg.Bucket, s.cfg.Prefix, shard.Image{SHA256: g.shot, Path: g.shotPath})
+	}
+	return s.cfg.Store.GetBytes(ctx, ref.SHA256)
+}
+
+// load reads g's trajectory from the judged archive and its prompt set
+// from the blob store, the step's screenshot from the set (or the store),
+// and prepares the grounding.
 func (s *Server) load(ctx context.Context, g group) (*stepCtx, error) {
 	key := archive.Key(g.run, g.app, g.trajectory, g.judge)
 	jd, _, err := archive.Read(ctx, s.cfg.Store.Bucket(), key)
@@ -337,7 +372,7 @@ func (s *Server) load(ctx context.Context, g group) (*stepCtx, error) {
 		return nil, fmt.Errorf("rewardserver: trajectory %s: prompt set: %w", t.ID, err)
 	}
 	shotRef := t.Steps[g.step].Screenshot
-	shot, err := s.cfg.Store.GetBytes(ctx, shotRef.SHA256)
+	shot, err := s.screenshot(ctx, g, shotRef)
 	if err != nil {
 		return nil, fmt.Errorf("rewardserver: trajectory %s step %d: screenshot %s: %w", t.ID, g.step, shotRef.SHA256, err)
 	}

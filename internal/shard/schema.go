@@ -83,7 +83,7 @@ type Meta struct {
 	// Tol is the spread under which a group is zero-variance.
 	Tol float64 `json:"tol"`
 	// RewardConfig is the reward configuration as a JSON document
-	// (grpo.RewardConfig in step mode, grpo.OutcomeConfig in outcome mode);
+	// (grpo.StepOptions in step mode, grpo.OutcomeConfig in outcome mode);
 	// empty or valid JSON.
 	RewardConfig string `json:"reward_config"`
 	// Version is the codapipe version that wrote the files.

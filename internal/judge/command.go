@@ -248,7 +248,7 @@ func Command() service.Command {
 			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
 			fs.Int(&o.Policy.Sampling.MaxTokens, "max-tokens", "CODAPIPE_JUDGE_MAX_TOKENS", 4096, "most tokens of one judge answer (> 0; sent with every call)")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with a judge.tmpl prompt replacing ours (docs/judge.md)")
-			fs.String(&o.Durable, "durable", "CODAPIPE_JUDGE_DURABLE", "", "consumer name shared by the judge processes (default judge_<version>[_<app>][_runs<hash>]: a new judge version judges the stream again)")
+			fs.String(&o.Durable, "durable", "CODAPIPE_JUDGE_DURABLE", "", "consumer name shared by the judge processes (default judge_<version>[_<app>][_runs<hash>]: a new judge version judges the stream again; with --runs, _runs<hash> is appended to a name given here too)")
 			fs.Int(&o.MaxDeliver, "max-deliver", "CODAPIPE_JUDGE_MAX_DELIVER", 10, "deliveries of one trajectory; endpoint failures wait and retry until the last, which judges with the votes it gets")
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_JUDGE_ACK_WAIT", time.Minute, "a trajectory whose judge process died is judged again this long after its last heartbeat")
 			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")

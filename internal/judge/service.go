@@ -76,15 +76,39 @@ func DurableName(ver string, apps []string, runs ...string) string {
 	for _, a := range apps {
 		toks += "_" + bus.KeyToken(bus.AppToken(a))
 	}
-	if len(runs) > 0 {
-		sum := sha256.Sum256([]byte(strings.Join(runs, "\x00")))
-		sel = "_runs" + hex.EncodeToString(sum[:8])
-	}
+	sel = runsSuffix(runs)
 	if len(name)+len(toks)+len(sel) > maxConsumerName {
 		sum := sha256.Sum256([]byte(toks))
 		toks = "_apps" + hex.EncodeToString(sum[:8])
 	}
 	return name + toks + sel
+}
+
+// consumerName is the consumer a judge takes: the durable name given, or
+// DurableName's. A name given for the judge's shared consumer (--durable,
+// CODAPIPE_JUDGE_DURABLE) gets a run selection's suffix too: acknowledged
+// there, another run's trajectories would be lost to the workers sharing
+// it.
+func consumerName(durable, ver string, apps, runs []string) string {
+	switch {
+	case durable == "":
+		return DurableName(ver, apps, runs...)
+	case len(runs) > 0 && !strings.HasSuffix(durable, runsSuffix(runs)):
+		return durable + runsSuffix(runs)
+	}
+	return durable
+}
+
+// runsSuffix is the part of a consumer's name that a run selection adds,
+// "_runs<hash of the runs>" ("" for none): a consumer that takes only some
+// runs acknowledges the others' trajectories without judging them, so it
+// never shares its name with a consumer that judges them.
+func runsSuffix(runs []string) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.Join(runs, "\x00")))
+	return "_runs" + hex.EncodeToString(sum[:8])
 }
 
 // maxConsumerName is JetStream's limit on a consumer's name, in bytes.
@@ -142,9 +166,7 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 		return Stats{}, errors.New("judge: serve needs a judge, a bus and an archive store")
 	}
 	cfg.Runs = service.NameList(cfg.Runs)
-	if cfg.Durable == "" {
-		cfg.Durable = DurableName(cfg.Judge.VersionID(), cfg.Apps, cfg.Runs...)
-	}
+	cfg.Durable = consumerName(cfg.Durable, cfg.Judge.VersionID(), cfg.Apps, cfg.Runs)
 	cfg.Workers = service.Positive(cfg.Workers, 8)
 	cfg.MaxDeliver = service.Positive(cfg.MaxDeliver, 10)
 	cfg.RetryDelay = service.Positive(cfg.RetryDelay, 5*time.Second)

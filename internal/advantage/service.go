@@ -224,7 +224,7 @@ type server struct {
 	mu       sync.Mutex
 	stats    Stats
 	flushing map[string]bool // outcome groups being flushed in this process
-	inflight map[string]bool // step mode: message ids being handled in this process
+	inflight map[string]chan struct{} // step mode: message ids being handled in this process, closed when done
 }
 
 // Serve consumes judged trajectories until ctx ends, or with Drain until
@@ -277,7 +277,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	defer w.Close()
 	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.Images), st: st,
-		start: time.Now(), flushing: map[string]bool{}, inflight: map[string]bool{}, sel: selector{sel}, judge: jb}
+		start: time.Now(), flushing: map[string]bool{}, inflight: map[string]chan struct{}{}, sel: selector{sel}, judge: jb}
 	s.stats.Selection, s.stats.Set = &sel, set
 	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)
 	s.co.onCommit = func(c Commit, d time.Duration) {
@@ -398,24 +398,36 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 	if s.cfg.Mode == ModeOutcome {
 		return s.handleOutcome(ctx, m, jd)
 	}
-	if s.st.messageDone(m.ID) {
-		s.count(func(st *Stats) { st.Skipped++ })
-		s.cfg.Metrics.trajectory("skipped")
-		return bus.Ack()
-	}
 	// Two stream messages with one id (the same judgement published again
 	// after the stream's de-duplication window) may be in flight at once:
-	// the second waits until the first is committed, then is skipped.
-	s.mu.Lock()
-	busy := s.inflight[m.ID]
-	s.inflight[m.ID] = true
-	s.mu.Unlock()
-	if busy {
-		s.count(func(st *Stats) { st.Retried++ })
-		return bus.Retry(100*time.Millisecond, fmt.Sprintf("advantage: message %s is being handled already", m.ID))
+	// the second waits here until the first is handled (committed, its
+	// rows acked), then is skipped — it waits rather than retries, since a
+	// commit may take --max-delay and retries count towards MaxDeliver.
+	for {
+		if s.st.messageDone(m.ID) {
+			s.count(func(st *Stats) { st.Skipped++ })
+			s.cfg.Metrics.trajectory("skipped")
+			return bus.Ack()
+		}
+		s.mu.Lock()
+		first, busy := s.inflight[m.ID]
+		if !busy {
+			s.inflight[m.ID] = make(chan struct{})
+		}
+		s.mu.Unlock()
+		if !busy {
+			break
+		}
+		select {
+		case <-first:
+		case <-ctx.Done():
+			s.count(func(st *Stats) { st.Retried++ })
+			return bus.Retry(time.Second, fmt.Sprintf("advantage: message %s is being handled already", m.ID))
+		}
 	}
 	defer func() {
 		s.mu.Lock()
+		close(s.inflight[m.ID])
 		delete(s.inflight, m.ID)
 		s.mu.Unlock()
 	}()

@@ -129,10 +129,11 @@ type Config struct {
 	// "datasource" for OpenRLHF); default DefaultDataSource, to which
 	// "/<app>" is appended so that per-source metrics split by application.
 	DataSource string
-	// ValFraction is the share of trajectories whose groups go to the val
-	// split (verl and OpenRLHF; 0: no val file). A trajectory's split is
-	// decided by the SHA-256 of its id, so a group never straddles splits
-	// and the same set always splits the same way.
+	// ValFraction is the share of trajectories (outcome mode: of groups)
+	// whose groups go to the val split (verl and OpenRLHF; 0: no val file).
+	// The split is decided by the SHA-256 of the trajectory id (outcome
+	// mode: the group id), so a group never straddles splits and the same
+	// set always splits the same way.
 	ValFraction float64
 	// ImageRoot is the folder the rows of verl and OpenRLHF name their
 	// images in: default the absolute path of Out/images (the trainers open
@@ -248,7 +249,7 @@ func Export(ctx context.Context, cfg Config) (*Manifest, error) {
 		}
 		cfg.ImageRoot = abs
 	}
-	ex := &exporter{cfg: cfg, set: sm.Set, images: newImageWriter(cfg.Out, cfg.Bucket, cfg.Prefix, cfg.Store), seen: map[groupKey]bool{}}
+	ex := &exporter{cfg: cfg, set: sm.Set, mode: sm.Meta.Mode, images: newImageWriter(cfg.Out, cfg.Bucket, cfg.Prefix, cfg.Store), seen: map[groupKey]bool{}}
 	defer ex.abort() // after a failure; a no-op after close
 	splits := []string{SplitTrain}
 	if cfg.Format == FormatJSONL {
@@ -406,6 +407,7 @@ type groupKey struct {
 type exporter struct {
 	cfg    Config
 	set    string
+	mode   string             // the set's mode (shard.ModeStep, shard.ModeOutcome)
 	outs   map[string]*output // by split ("" for jsonl)
 	order  []*output
 	images *imageWriter
@@ -461,14 +463,20 @@ func keyOf(r *shard.Row) groupKey {
 	return groupKey{group: r.GroupID, trajectory: r.TrajectoryID, step: r.Step}
 }
 
-// splitOf is the split of a trajectory's groups: val when the first 8
-// bytes of the SHA-256 of its id, as a fraction of 2^64, fall below the
-// val fraction.
-func (ex *exporter) splitOf(trajectory string) string {
+// splitOf is the split of a row's group: val when the first 8 bytes of
+// the SHA-256 of its key, as a fraction of 2^64, fall below the val
+// fraction. The key is the trajectory id in step mode (every step of a
+// trajectory in one split) and the group id in outcome mode, whose groups
+// span the K trajectories of a task in a run.
+func (ex *exporter) splitOf(r *shard.Row) string {
+	key := r.TrajectoryID
+	if ex.mode == shard.ModeOutcome {
+		key = r.GroupID
+	}
 	if ex.outs[SplitVal] == nil {
 		return SplitTrain
 	}
-	h := sha256.Sum256([]byte(trajectory))
+	h := sha256.Sum256([]byte(key))
 	if float64(binary.BigEndian.Uint64(h[:8]))/(1<<64) < ex.cfg.ValFraction {
 		return SplitVal
 	}
@@ -496,7 +504,7 @@ func (ex *exporter) flushGroup(ctx context.Context) error {
 		}
 		paths[i] = filepath.Join(ex.cfg.ImageRoot, filepath.Base(p))
 	}
-	split := ex.splitOf(first.TrajectoryID)
+	split := ex.splitOf(first)
 	r := &Row{
 		DataSource: ex.cfg.DataSource + "/" + first.App,
 		Prompt:     msgs,

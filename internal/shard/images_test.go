@@ -262,6 +262,19 @@ func TestVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, want: `manifest.json counts.rows_per_app: app "KAlgebra": 7, the rows hold 6`},
+		{name: "row of another judge version", mode: shard.ImagesFiles, rows: func() []shard.Row {
+			rows := groupRows(4, 3, 1)
+			for i := range rows {
+				rows[i].JudgeVersion = "00000000000000a1"
+			}
+			rows[7].JudgeVersion = "00000000000000b2"
+			return rows
+		}, damage: func(t *testing.T, b blob.Bucket, m shard.Manifest) {
+			m.JudgeVersion = "00000000000000a1"
+			if err := shard.WriteManifest(ctx, b, "sets/v", m); err != nil {
+				t.Fatal(err)
+			}
+		}, want: `row 1 judge_version: "00000000000000b2", the set is bound to judge version "00000000000000a1"`},
 		{name: "missing manifest", mode: shard.ImagesFiles, damage: func(t *testing.T, b blob.Bucket, m shard.Manifest) {
 			if err := b.Delete(ctx, "sets/v/manifest.json"); err != nil {
 				t.Fatal(err)

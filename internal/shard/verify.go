@@ -185,7 +185,7 @@ func Verify(ctx context.Context, b blob.Bucket, prefix, tempDir string) (*Report
 			badImage[im.Path] = true
 		}
 	}
-	v := &verifier{rep: rep, mode: m.Meta.Mode, images: images, badImage: badImage, keys: map[rowKey]rowAt{},
+	v := &verifier{rep: rep, mode: m.Meta.Mode, judge: m.JudgeVersion, images: images, badImage: badImage, keys: map[rowKey]rowAt{},
 		groups: map[string]*groupSeen{}, perApp: map[string]int{}, notInSet: map[string]bool{}}
 	for _, f := range m.Files {
 		rep.Files++
@@ -247,6 +247,7 @@ func Verify(ctx context.Context, b blob.Bucket, prefix, tempDir string) (*Report
 type verifier struct {
 	rep      *Report
 	mode     string
+	judge    string               // the manifest's judge version: every row's ("" : not bound)
 	images   map[string]ImageFile // the manifest's image files by path
 	badImage map[string]bool      // image files found missing or damaged
 	keys     map[rowKey]rowAt
@@ -310,6 +311,9 @@ func (v *verifier) row(r *Row, file string, i int64) {
 		rep.add(file, i, "trajectory_id,step,candidate", "(%s, %d, %d) is also %s row %d", r.TrajectoryID, r.Step, r.Candidate, first.file, first.row)
 	} else {
 		keys[k] = rowAt{file: file, row: i}
+	}
+	if v.judge != "" && r.JudgeVersion != v.judge {
+		rep.add(file, i, "judge_version", "%q, the set is bound to judge version %q (manifest judge_version)", r.JudgeVersion, v.judge)
 	}
 	g := groups[r.GroupID]
 	if g == nil {

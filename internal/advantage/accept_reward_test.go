@@ -117,17 +117,30 @@ func (rs *rewardSet) serve(t testing.TB, executor *model.Client) *httptest.Serve
 	return hs
 }
 
-// sampleRows returns the rows of up to n groups that hold both a scored
-// and an unscored plan when there are such groups, in set order.
+// sampleRows returns the rows of n groups in set order: the first group
+// holding a plan scored above zero and the first holding one scored zero
+// (when the set has them), then the first groups, so that the sample has
+// both kinds.
 func (rs *rewardSet) sampleRows(n int) []shard.Row {
-	var out []shard.Row
-	seen := map[string]bool{}
+	take := map[string]bool{}
+	var pos, zero bool
 	for _, r := range rs.rows {
-		if !seen[r.GroupID] && len(seen) == n {
-			continue
+		if (r.Reward > 0 && !pos) || (r.Reward == 0 && !zero) {
+			take[r.GroupID] = true
+			pos, zero = pos || r.Reward > 0, zero || r.Reward == 0
 		}
-		seen[r.GroupID] = true
-		out = append(out, r)
+	}
+	for _, r := range rs.rows {
+		if len(take) >= n {
+			break
+		}
+		take[r.GroupID] = true
+	}
+	var out []shard.Row
+	for _, r := range rs.rows {
+		if take[r.GroupID] {
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -223,7 +223,7 @@ type server struct {
 
 	mu       sync.Mutex
 	stats    Stats
-	flushing map[string]bool // outcome groups being flushed in this process
+	flushing map[string]bool          // outcome groups being flushed in this process
 	inflight map[string]chan struct{} // step mode: message ids being handled in this process, closed when done
 }
 

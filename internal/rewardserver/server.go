@@ -20,8 +20,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/archive"

@@ -171,12 +171,15 @@ const maxImageBytes = 256 << 20
 
 // ReadImage returns the bytes of a row's image from the set at prefix in
 // b: its embedded bytes, or its image file (Path, resolved against the
-// manifest's folder), whose content must have the image's SHA-256 (an
-// error wrapping blob.ErrChecksumMismatch otherwise). An image the set
+// manifest's folder); either must have the image's SHA-256 (an error
+// wrapping blob.ErrChecksumMismatch otherwise). An image the set
 // does not carry gives an error wrapping ErrImageNotInSet (read it from
 // the blob store), a missing file one wrapping blob.ErrNotFound.
 func ReadImage(ctx context.Context, b blob.Bucket, prefix string, im Image) ([]byte, error) {
 	if im.Bytes != nil {
+		if got := blob.SumSHA256(im.Bytes); got != im.SHA256 {
+			return nil, fmt.Errorf("shard: embedded image has SHA-256 %s, want %s: %w", got, im.SHA256, blob.ErrChecksumMismatch)
+		}
 		return im.Bytes, nil
 	}
 	if im.Path == "" {

@@ -88,6 +88,11 @@ func yieldRecord(ctx context.Context, rec arrow.RecordBatch, yield func(*Row) er
 		return err
 	}
 	defer rec.Release()
+	rec, nums, err := withoutNumericLists(rec)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
 	var buf bytes.Buffer
 	if err := array.RecordToJSON(rec, &buf); err != nil {
 		return err
@@ -115,10 +120,79 @@ func yieldRecord(ctx context.Context, rec arrow.RecordBatch, yield func(*Row) er
 				}
 			}
 		}
+		if err := nums.fill(&r, i); err != nil {
+			return fmt.Errorf("decode row %d: %w", i, err)
+		}
 		if err := yield(&r); err != nil {
 			return err
 		}
 	}
+}
+
+// numericLists are the token-level columns of a record batch, read from
+// their arrays rather than through the JSON form (formatting and parsing
+// a row's thousands of token ids and log-probabilities as JSON text was
+// most of the cost of reading a set without embedded images). A nil
+// array: the batch has no such column (an older schema).
+type numericLists struct {
+	promptIDs, completionIDs, logprobs *array.List
+}
+
+// withoutNumericLists returns rec without its prompt_token_ids,
+// completion_token_ids and logprobs columns, and those columns; the caller
+// releases the returned record.
+func withoutNumericLists(rec arrow.RecordBatch) (arrow.RecordBatch, *numericLists, error) {
+	nums := &numericLists{}
+	targets := map[string]**array.List{
+		"prompt_token_ids": &nums.promptIDs, "completion_token_ids": &nums.completionIDs, "logprobs": &nums.logprobs,
+	}
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for i, f := range rec.Schema().Fields() {
+		dst, ok := targets[f.Name]
+		if !ok {
+			fields = append(fields, f)
+			cols = append(cols, rec.Column(i))
+			continue
+		}
+		l, ok := rec.Column(i).(*array.List)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s column of type %s", f.Name, rec.Column(i).DataType())
+		}
+		*dst = l
+	}
+	meta := rec.Schema().Metadata()
+	return array.NewRecordBatch(arrow.NewSchema(fields, &meta), cols, rec.NumRows()), nums, nil
+}
+
+// fill sets row i's token-level fields from the lists: nil for a null
+// value, as the JSON form decodes it.
+func (n *numericLists) fill(r *Row, i int) error {
+	var err error
+	if r.PromptTokenIDs, err = listValues[int32, *array.Int32](n.promptIDs, i); err != nil {
+		return fmt.Errorf("prompt_token_ids: %w", err)
+	}
+	if r.CompletionTokenIDs, err = listValues[int32, *array.Int32](n.completionIDs, i); err != nil {
+		return fmt.Errorf("completion_token_ids: %w", err)
+	}
+	if r.LogProbs, err = listValues[float64, *array.Float64](n.logprobs, i); err != nil {
+		return fmt.Errorf("logprobs: %w", err)
+	}
+	return nil
+}
+
+// listValues copies the values of list l at row i (nil when l is nil or
+// the value is null; an empty, non-nil slice for an empty list).
+func listValues[T int32 | float64, A interface{ Values() []T }](l *array.List, i int) ([]T, error) {
+	if l == nil || l.IsNull(i) {
+		return nil, nil
+	}
+	vals, ok := l.ListValues().(A)
+	if !ok {
+		return nil, fmt.Errorf("values of type %s", l.ListValues().DataType())
+	}
+	start, end := l.ValueOffsets(i)
+	return slices.Clone(vals.Values()[start:end:end]), nil
 }
 
 // imageBytes are the images column of a record batch and its bytes field.

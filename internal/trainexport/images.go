@@ -1,71 +1,117 @@
 package trainexport
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/shard"
 )
 
 // imageWriter writes each distinct screenshot of an export once, as
-// images/<sha256>.png under the export's folder.
+// images/<sha256>.png under the export's folder. The files are written in
+// the background, imagesAtOnce at a time (creating many small files one
+// after another was most of an export's time); wait returns once all are
+// written, before the manifest that lists them.
 type imageWriter struct {
-	dir     string      // the export's folder
-	set     blob.Bucket // the shard set's bucket and prefix: its embedded images and image files
-	prefix  string
-	store   *blob.Store // where images the set does not carry are read (nil: none)
-	written map[string]string
-	files   []File // the images written, in order
+	dir    string      // the export's folder
+	set    blob.Bucket // the shard set's bucket and prefix: its embedded images and image files
+	prefix string
+	store  *blob.Store // where images the set does not carry are read (nil: none)
+
+	written map[string]string // by SHA-256: the path, relative to dir
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	files   []File // the images written, sorted by path once wait returns
+	err     error  // the first failure
 }
 
+// imagesAtOnce bounds the image files an export writes at once.
+const imagesAtOnce = 8
+
 func newImageWriter(dir string, set blob.Bucket, prefix string, store *blob.Store) *imageWriter {
-	return &imageWriter{dir: dir, set: set, prefix: prefix, store: store, written: map[string]string{}}
+	return &imageWriter{dir: dir, set: set, prefix: prefix, store: store, written: map[string]string{}, slots: make(chan struct{}, imagesAtOnce)}
 }
 
 // ImagePath is the path of an image in an export, relative to its folder:
 // the layout of a shard set's image files (shard.ImagePath).
 func ImagePath(sha string) string { return shard.ImagePath(sha) }
 
-// write writes the image unless an earlier row wrote it, and returns its
-// path relative to the export's folder. The bytes are checked against the
-// image's SHA-256, so a damaged screenshot never reaches a trainer.
+// write starts writing the image unless an earlier row did, and returns
+// its path relative to the export's folder. A failure (the bytes missing,
+// or not of the image's SHA-256: a damaged screenshot never reaches a
+// trainer) is returned by this or a later call, or by wait.
 func (w *imageWriter) write(ctx context.Context, im shard.Image) (string, error) {
+	if err := w.failed(); err != nil {
+		return "", err
+	}
 	if p, ok := w.written[im.SHA256]; ok {
 		return p, nil
 	}
-	b, err := w.bytes(ctx, im)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); got != im.SHA256 {
-		return "", fmt.Errorf("image %s: its bytes have SHA-256 %s: %w", im.SHA256, got, blob.ErrChecksumMismatch)
-	}
 	rel := ImagePath(im.SHA256)
-	if err := writeFile(filepath.Join(w.dir, filepath.FromSlash(rel)), b); err != nil {
-		return "", fmt.Errorf("image %s: %w", im.SHA256, err)
-	}
 	w.written[im.SHA256] = rel
-	w.files = append(w.files, File{Path: rel, Bytes: int64(len(b)), SHA256: im.SHA256})
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	w.wg.Add(1)
+	go func() { // owned by w: wait waits for it
+		defer func() { <-w.slots; w.wg.Done() }()
+		f, err := w.writeOne(ctx, im, rel)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			w.err = cmp.Or(w.err, err)
+			return
+		}
+		w.files = append(w.files, f)
+	}()
 	return rel, nil
 }
 
-// bytes returns an image's PNG bytes: the set's own copy (embedded in the
-// row, or its image file), or, for a set that only references its images,
-// the blob store's.
+// writeOne reads one image and writes its file.
+func (w *imageWriter) writeOne(ctx context.Context, im shard.Image, rel string) (File, error) {
+	b, err := w.bytes(ctx, im)
+	if err != nil {
+		return File{}, err
+	}
+	if err := writeFile(filepath.Join(w.dir, filepath.FromSlash(rel)), b); err != nil {
+		return File{}, fmt.Errorf("image %s: %w", im.SHA256, err)
+	}
+	return File{Path: rel, Bytes: int64(len(b)), SHA256: im.SHA256}, nil
+}
+
+func (w *imageWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// wait waits for the images being written and returns the first failure.
+func (w *imageWriter) wait() error {
+	w.wg.Wait()
+	slices.SortFunc(w.files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
+	return w.failed()
+}
+
+// bytes returns an image's PNG bytes, checked against its SHA-256: the
+// set's own copy (embedded in the row, or its image file), or, for a set
+// that only references its images, the blob store's.
 func (w *imageWriter) bytes(ctx context.Context, im shard.Image) ([]byte, error) {
 	b, err := shard.ReadImage(ctx, w.set, w.prefix, im)
 	switch {
 	case errors.Is(err, shard.ErrImageNotInSet) && w.store == nil:
 		return nil, fmt.Errorf("image %s is not in the set and no blob store was given", im.SHA256)
 	case errors.Is(err, shard.ErrImageNotInSet):
-		b, err = w.store.GetBytes(ctx, im.SHA256)
+		b, err = w.store.GetBytes(ctx, im.SHA256) // checked by the store
 	}
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", im.SHA256, err)

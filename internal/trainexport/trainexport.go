@@ -274,6 +274,9 @@ func Export(ctx context.Context, cfg Config) (*Manifest, error) {
 	if err := ex.flushGroup(ctx); err != nil {
 		return nil, err
 	}
+	if err := ex.images.wait(); err != nil {
+		return nil, fmt.Errorf("trainexport: %w", err)
+	}
 	m := &Manifest{
 		Format: cfg.Format, Created: time.Now().UTC(),
 		Source: Source{Set: sm.Set, SchemaVersion: sm.SchemaVersion, Meta: sm.Meta, TokenData: sm.TokenData},
@@ -418,6 +421,7 @@ type exporter struct {
 
 // abort drops the partial data files.
 func (ex *exporter) abort() {
+	_ = ex.images.wait() // no image write outlives Export
 	for _, o := range ex.order {
 		o.abort()
 	}

@@ -83,6 +83,10 @@ type ConsumerSpec struct {
 	// the whole stream's history. A consumer that exists keeps the start
 	// it was created with (JetStream cannot change it).
 	StartTime time.Time
+	// InactiveThreshold, when set, has the server delete the consumer
+	// once no process has used it for that long (a consumer made for one
+	// selection, not to be kept forever).
+	InactiveThreshold time.Duration
 	// AckWait is how long the server waits for an ack before redelivering
 	// (default 30 s). Handlers that run longer are kept alive by
 	// in-progress heartbeats every AckWait/3.
@@ -153,6 +157,8 @@ func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (
 		MaxDeliver:    -1, // enforced by the runner: see ConsumerSpec.MaxDeliver
 		MaxAckPending: spec.MaxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+
+		InactiveThreshold: spec.InactiveThreshold,
 	}
 	switch len(spec.Filter) {
 	case 0:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge/report"
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -119,6 +120,15 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	cfg := ServiceConfig{
 		Judge: j, Bus: b, Archive: store, Apps: o.Apps, Runs: o.Runs, Durable: o.Durable, Workers: o.Workers,
 		MaxDeliver: o.MaxDeliver, AckWait: o.AckWait, Drain: env.Common.Drain, Log: log,
+	}
+	if len(o.Runs) > 0 {
+		runs, err := ledger.Open(ctx, b, env.Common.Topology())
+		if err != nil {
+			return Stats{}, err
+		}
+		if cfg.RunsStart, err = RunsStart(ctx, o.Runs, time.Now(), runs.Started); err != nil {
+			log.Warn("judge: the runs' start is not known; a new consumer for them reads the whole stream", "err", err)
+		}
 	}
 	if env.Common.Drain && o.Progress {
 		cfg.ProgressEvery = 10 * time.Second

@@ -35,6 +35,11 @@ type ServiceConfig struct {
 	// the trajectories of other runs are acknowledged on that consumer
 	// only, so they stay for the judge consumers that would judge them.
 	Runs []string
+	// RunsStart, with Runs, is when the earliest of those runs started
+	// (the run ledger's start; RunsStart): a run-selected consumer made
+	// now starts there, ten minutes early for clock skew, instead of
+	// reading the whole retained stream; zero: from the stream's start.
+	RunsStart time.Time
 	// Durable is the consumer name all judge processes of one
 	// configuration share (default DurableName).
 	Durable string
@@ -97,6 +102,34 @@ func consumerName(durable, ver string, apps, runs []string) string {
 		return durable + runsSuffix(runs)
 	}
 	return durable
+}
+
+// runsConsumerIdle is how long a run-selected judge consumer (--runs) may
+// go unused before the server deletes it; a later judge of those runs
+// makes it again (their judgements are in the archive: republished, not
+// judged again).
+const runsConsumerIdle = 7 * 24 * time.Hour
+
+// clockSkew is how much earlier than a run's recorded start (a rollout
+// host's clock) its consumer starts reading (the stream's clock).
+const clockSkew = 10 * time.Minute
+
+// RunsStart returns the time a judge of runs may start reading the raw
+// stream at: the earliest start the run ledger records for them (start
+// looks one up). A run with no start recorded has published nothing yet,
+// so now bounds it.
+func RunsStart(ctx context.Context, runs []string, now time.Time, start func(ctx context.Context, run string) (time.Time, bool, error)) (time.Time, error) {
+	earliest := now
+	for _, r := range runs {
+		t, ok, err := start(ctx, r)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if ok && t.Before(earliest) {
+			earliest = t
+		}
+	}
+	return earliest, nil
 }
 
 // runsSuffix is the part of a consumer's name that a run selection adds,
@@ -178,9 +211,19 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 		"policy", cfg.Judge.Version().Policy, "models", cfg.Judge.Version().Models)
 
 	stopProgress := bus.Every(ctx, cfg.ProgressEvery, func(context.Context) { s.progress("judge: progress") })
-	cst, err := cfg.Bus.Consume(ctx, service.StageConsumer(bus.Raw, cfg.Apps, bus.ConsumerSpec{
+	spec := bus.ConsumerSpec{
 		Durable: cfg.Durable, Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, AckWait: cfg.AckWait, Drain: cfg.Drain,
-	}), s.handle)
+	}
+	if len(cfg.Runs) > 0 {
+		// A consumer of its own per selection: deleted by the server once
+		// unused for a week, and, when the runs' start is known, not
+		// reading what the stream held before them.
+		spec.InactiveThreshold = runsConsumerIdle
+		if !cfg.RunsStart.IsZero() {
+			spec.StartTime = cfg.RunsStart.Add(-clockSkew)
+		}
+	}
+	cst, err := cfg.Bus.Consume(ctx, service.StageConsumer(bus.Raw, cfg.Apps, spec), s.handle)
 	s.count(func(st *Stats) { st.Missing = cst.Missing })
 	stopProgress()
 	if cfg.ProgressEvery > 0 {

@@ -85,6 +85,25 @@ func (l *Ledger) Start(ctx context.Context, run string, now time.Time) (time.Tim
 	return t, nil
 }
 
+// Started returns the run's recorded start time, without recording one:
+// ok is false for a run no rollout has started.
+func (l *Ledger) Started(ctx context.Context, run string) (start time.Time, ok bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	e, err := l.kv.Get(cctx, bus.KeyToken(run)+".start")
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("ledger: start of run %q: %w", run, err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(e.Value()))
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("ledger: start of run %q: %w", run, err)
+	}
+	return t, true, nil
+}
+
 // createOnce stores val under key unless the key holds a value, and
 // returns the value the key holds then: the first writer's, which every
 // writer of the run agrees on. A retried Create whose first attempt was

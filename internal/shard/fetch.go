@@ -53,8 +53,8 @@ func (e *MismatchError) Error() string {
 // Unwrap returns blob.ErrChecksumMismatch.
 func (e *MismatchError) Unwrap() error { return blob.ErrChecksumMismatch }
 
-// copyFile copies the object key of b to w and returns its size and hex
-// SHA-256.
+// copyFile copies the object key of b to w (io.Discard: only to hash it)
+// and returns its size and hex SHA-256.
 func copyFile(ctx context.Context, b blob.Bucket, key string, w io.Writer) (int64, string, error) {
 	rc, _, err := b.Get(ctx, key)
 	if err != nil {

@@ -2,8 +2,6 @@ package shard
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -173,7 +171,7 @@ func Verify(ctx context.Context, b blob.Bucket, prefix, tempDir string) (*Report
 			return nil, err
 		}
 		rep.ImageFiles++
-		n, sum, err := hashObject(ctx, b, ResolveKey(prefix, File{Path: im.Path}))
+		n, sum, err := copyFile(ctx, b, ResolveKey(prefix, File{Path: im.Path}), io.Discard)
 		switch {
 		case errors.Is(err, blob.ErrNotFound):
 			rep.add(im.Path, -1, "", "image file is missing")
@@ -357,16 +355,4 @@ func (v *verifier) row(r *Row, file string, i int64) {
 			rep.add(file, i, field, "image %s is not in the set (references only: the blob store it was written from holds it)", im.SHA256)
 		}
 	}
-}
-
-// hashObject reads the object key whole and returns its size and SHA-256.
-func hashObject(ctx context.Context, b blob.Bucket, key string) (int64, string, error) {
-	rc, _, err := b.Get(ctx, key)
-	if err != nil {
-		return 0, "", err
-	}
-	defer rc.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, rc)
-	return n, hex.EncodeToString(h.Sum(nil)), err
 }

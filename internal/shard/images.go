@@ -182,15 +182,9 @@ func ReadImage(ctx context.Context, b blob.Bucket, prefix string, im Image) ([]b
 		}
 		return im.Bytes, nil
 	}
-	if im.Path == "" {
-		return nil, fmt.Errorf("shard: image %s: %w", im.SHA256, ErrImageNotInSet)
-	}
-	if err := checkRelPath(im.Path); err != nil {
-		return nil, fmt.Errorf("shard: image %s: %w", im.SHA256, err)
-	}
-	key := im.Path
-	if p := strings.Trim(prefix, "/"); p != "" {
-		key = p + "/" + im.Path
+	key, err := imageKey(prefix, im)
+	if err != nil {
+		return nil, err
 	}
 	data, err := readLimited(ctx, b, key, maxImageBytes)
 	if err != nil {
@@ -200,4 +194,49 @@ func ReadImage(ctx context.Context, b blob.Bucket, prefix string, im Image) ([]b
 		return nil, fmt.Errorf("shard: image file %s has SHA-256 %s, want %s: %w", key, got, im.SHA256, blob.ErrChecksumMismatch)
 	}
 	return data, nil
+}
+
+// imageKey is the key of a row's image file in the set at prefix: its
+// Path resolved against the manifest's folder.
+func imageKey(prefix string, im Image) (string, error) {
+	if im.Path == "" {
+		return "", fmt.Errorf("shard: image %s: %w", im.SHA256, ErrImageNotInSet)
+	}
+	if err := checkRelPath(im.Path); err != nil {
+		return "", fmt.Errorf("shard: image %s: %w", im.SHA256, err)
+	}
+	if p := strings.Trim(prefix, "/"); p != "" {
+		return p + "/" + im.Path, nil
+	}
+	return im.Path, nil
+}
+
+// LocalImage returns the path of a row's image file in a set whose bucket
+// is on this machine (blob.LocalFiler), checked like ReadImage checks it:
+// for a copy that reads nothing twice (a hard link). ok is false, with no
+// error, when there is no such file to link: the image is embedded, not
+// carried by the set, or the bucket is not local.
+func LocalImage(ctx context.Context, b blob.Bucket, prefix string, im Image) (path string, ok bool, err error) {
+	lf, local := b.(blob.LocalFiler)
+	if !local || im.Bytes != nil || im.Path == "" {
+		return "", false, nil
+	}
+	key, err := imageKey(prefix, im)
+	if err != nil {
+		return "", false, err
+	}
+	path, _, err = lf.LocalFile(ctx, key)
+	if err != nil {
+		return "", false, fmt.Errorf("shard: image %s: %w", im.SHA256, err)
+	}
+	n, sum, err := hashLocal(ctx, path)
+	switch {
+	case err != nil:
+		return "", false, fmt.Errorf("shard: image %s: %w", im.SHA256, err)
+	case n > maxImageBytes:
+		return "", false, fmt.Errorf("shard: image %s: %s: larger than %d bytes", im.SHA256, key, int64(maxImageBytes))
+	case sum != im.SHA256:
+		return "", false, fmt.Errorf("shard: image file %s has SHA-256 %s, want %s: %w", key, sum, im.SHA256, blob.ErrChecksumMismatch)
+	}
+	return path, true, nil
 }

@@ -24,15 +24,46 @@ import (
 // reads too: its missing columns are zero (null lists, no messages).
 // It reads one record batch (Arrow) or row group (Parquet) at a time.
 func ReadFile(ctx context.Context, path string, format Format, yield func(*Row) error) error {
+	return ReadFileWith(ctx, path, format, ReadOptions{}, yield)
+}
+
+// ReadOptions tune ReadFileWith.
+type ReadOptions struct {
+	// SkipImageBytes, when set, is asked for each embedded image's
+	// SHA-256 before its bytes are copied into the row: true leaves the
+	// row's Image.Bytes nil (a reader that already holds that image, such
+	// as an export writing each screenshot once, saves copying the G
+	// copies a step's candidates embed).
+	SkipImageBytes func(sha256 string) bool
+}
+
+// ReadFileWith is ReadFile with options.
+func ReadFileWith(ctx context.Context, path string, format Format, opts ReadOptions, yield func(*Row) error) (err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("shard: read %s: %w", path, err)
 	}
 	defer f.Close()
+	defer func() {
+		// The Arrow and Parquet readers index a malformed file's
+		// buffers without checking every bound.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("shard: read %s: malformed file: %v", path, p)
+		}
+	}()
 	var rr array.RecordReader
 	switch format {
 	case FormatArrow:
-		r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.DefaultAllocator))
+		var r *ipc.FileReader
+		// A mapped file is read without copying its buffers (a set with
+		// embedded images is mostly image bytes, which the rows copy
+		// once); where mapping fails the file is read through.
+		if data, unmap, merr := mapFile(f); merr == nil {
+			defer unmap() // after r.Close: the reader's arrays point into data
+			r, err = ipc.NewMappedFileReader(data, ipc.WithAllocator(memory.DefaultAllocator))
+		} else {
+			r, err = ipc.NewFileReader(f, ipc.WithAllocator(memory.DefaultAllocator))
+		}
 		if err != nil {
 			return fmt.Errorf("shard: read %s: %w", path, err)
 		}
@@ -42,7 +73,7 @@ func ReadFile(ctx context.Context, path string, format Format, yield func(*Row) 
 			if err != nil {
 				return fmt.Errorf("shard: read %s: batch %d: %w", path, i, err)
 			}
-			if err := yieldRecord(ctx, rec, yield); err != nil {
+			if err := yieldRecord(ctx, rec, opts, yield); err != nil {
 				return fmt.Errorf("shard: read %s: %w", path, err)
 			}
 		}
@@ -67,7 +98,7 @@ func ReadFile(ctx context.Context, path string, format Format, yield func(*Row) 
 	}
 	defer rr.Release()
 	for rr.Next() {
-		if err := yieldRecord(ctx, rr.RecordBatch(), yield); err != nil {
+		if err := yieldRecord(ctx, rr.RecordBatch(), opts, yield); err != nil {
 			return fmt.Errorf("shard: read %s: %w", path, err)
 		}
 	}
@@ -82,7 +113,7 @@ func ReadFile(ctx context.Context, path string, format Format, yield func(*Row) 
 // JSON form (which would base64-encode and decode them again, most of the
 // cost of reading a set with embedded images): they are copied from the
 // images column's binary array into each row's Images.
-func yieldRecord(ctx context.Context, rec arrow.RecordBatch, yield func(*Row) error) error {
+func yieldRecord(ctx context.Context, rec arrow.RecordBatch, opts ReadOptions, yield func(*Row) error) error {
 	rec, images, err := withoutImageBytes(rec)
 	if err != nil {
 		return err
@@ -115,6 +146,9 @@ func yieldRecord(ctx context.Context, rec arrow.RecordBatch, yield func(*Row) er
 				return fmt.Errorf("decode row %d: %d images, the column holds %d", i, len(r.Images), end-start)
 			}
 			for k := range r.Images {
+				if opts.SkipImageBytes != nil && opts.SkipImageBytes(r.Images[k].SHA256) {
+					continue
+				}
 				if j := int(start) + k; images.bytes.IsValid(j) {
 					r.Images[k].Bytes = bytes.Clone(images.bytes.Value(j))
 				}

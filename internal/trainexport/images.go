@@ -44,6 +44,12 @@ func newImageWriter(dir string, set blob.Bucket, prefix string, store *blob.Stor
 // the layout of a shard set's image files (shard.ImagePath).
 func ImagePath(sha string) string { return shard.ImagePath(sha) }
 
+// has reports whether an earlier row wrote (or is writing) the image.
+func (w *imageWriter) has(sha string) bool {
+	_, ok := w.written[sha]
+	return ok
+}
+
 // write starts writing the image unless an earlier row did, and returns
 // its path relative to the export's folder. A failure (the bytes missing,
 // or not of the image's SHA-256: a damaged screenshot never reaches a
@@ -77,13 +83,25 @@ func (w *imageWriter) write(ctx context.Context, im shard.Image) (string, error)
 	return rel, nil
 }
 
-// writeOne reads one image and writes its file.
+// writeOne writes one image's file: a hard link to the set's image file
+// when the set is on this machine's file system, else a copy of its bytes.
 func (w *imageWriter) writeOne(ctx context.Context, im shard.Image, rel string) (File, error) {
+	dst := filepath.Join(w.dir, filepath.FromSlash(rel))
+	src, ok, err := shard.LocalImage(ctx, w.set, w.prefix, im)
+	if err != nil {
+		return File{}, fmt.Errorf("image %s: %w", im.SHA256, err)
+	}
+	if ok {
+		if n, err := linkFile(src, dst); err == nil {
+			return File{Path: rel, Bytes: n, SHA256: im.SHA256}, nil
+		}
+		// Another file system, or links not allowed: copy.
+	}
 	b, err := w.bytes(ctx, im)
 	if err != nil {
 		return File{}, err
 	}
-	if err := writeFile(filepath.Join(w.dir, filepath.FromSlash(rel)), b); err != nil {
+	if err := writeFile(dst, b); err != nil {
 		return File{}, fmt.Errorf("image %s: %w", im.SHA256, err)
 	}
 	return File{Path: rel, Bytes: int64(len(b)), SHA256: im.SHA256}, nil
@@ -140,4 +158,22 @@ func writeFile(name string, b []byte) error {
 		os.Remove(name + ".partial")
 	}
 	return err
+}
+
+// linkFile makes name a hard link to the file src (through a ".partial"
+// name renamed into place, like writeFile) and returns its size.
+func linkFile(src, name string) (int64, error) {
+	os.Remove(name + ".partial")
+	if err := os.Link(src, name+".partial"); err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(name + ".partial")
+	if err == nil {
+		err = os.Rename(name+".partial", name)
+	}
+	if err != nil {
+		os.Remove(name + ".partial")
+		return 0, err
+	}
+	return fi.Size(), nil
 }

@@ -427,20 +427,41 @@ func (ex *exporter) abort() {
 	}
 }
 
-// file converts the rows of one shard file, downloaded first when the
-// bucket is not a local folder.
+// file converts the rows of one shard file, checked against the manifest
+// (shard.ReadVerified: a local file is hashed while it is read, another
+// is downloaded first). Nothing is published before every file is
+// checked: the data files are ".partial" until Export ends well.
 func (ex *exporter) file(ctx context.Context, sf shard.File) error {
-	path, remove, err := shard.Fetch(ctx, ex.cfg.Bucket, sf, ex.cfg.TempDir)
-	if err != nil {
-		return fmt.Errorf("trainexport: %w", err)
-	}
-	defer remove()
-	return shard.ReadFile(ctx, path, sf.Format, func(r *shard.Row) error {
+	opts := shard.ReadOptions{SkipImageBytes: ex.haveImage}
+	err := shard.ReadVerified(ctx, ex.cfg.Bucket, sf, ex.cfg.TempDir, opts, func(r *shard.Row) error {
 		if err := ex.row(ctx, r); err != nil {
-			return fmt.Errorf("trainexport: %s: trajectory %s step %d candidate %d: %w", sf.Key, r.TrajectoryID, r.Step, r.Candidate, err)
+			return fmt.Errorf("%s: trajectory %s step %d candidate %d: %w", sf.Key, r.TrajectoryID, r.Step, r.Candidate, err)
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("trainexport: %w", err)
+	}
+	return nil
+}
+
+// haveImage reports whether the export already holds an image's bytes: an
+// earlier row wrote it, or the first row of the group being collected (the
+// one whose images a per-group row takes) carries it. Each step's
+// screenshots are embedded in all its G rows; the others' copies are not
+// read.
+func (ex *exporter) haveImage(sha string) bool {
+	if ex.images.has(sha) {
+		return true
+	}
+	if len(ex.group) > 0 {
+		for _, im := range ex.group[0].Images {
+			if im.SHA256 == sha && im.Bytes != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // row converts one shard row: a candidate row at once (jsonl), or a

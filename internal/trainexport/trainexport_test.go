@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -497,5 +498,106 @@ func TestFlatten(t *testing.T) {
 				t.Errorf("got %v, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// filesSet writes the fixture's rows again as a set with its images as
+// files beside the shard (advantage's default, shard.ImagesFiles), in a
+// folder of its own, and returns the folder.
+func filesSet(t *testing.T, fx *fixture) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := blob.OpenBucket(ctx, dir, blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]shard.Row, len(fx.rows))
+	for i, r := range fx.rows {
+		r.Images = append([]shard.Image(nil), r.Images...)
+		for k := range r.Images {
+			r.Images[k].Bytes = fx.png[r.Images[k].SHA256]
+		}
+		rows[i] = r
+	}
+	meta := shard.Meta{Mode: shard.ModeStep, Images: shard.ImagesFiles}
+	w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "set", Format: shard.FormatArrow, TempDir: t.TempDir(), Meta: meta, Images: shard.ImagesFiles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.PutImages(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(rows); err != nil {
+		t.Fatal(err)
+	}
+	f, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shard.WriteManifest(ctx, b, "set", shard.NewManifest("set", shard.FormatArrow, meta, []shard.File{f})); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "set")
+}
+
+// TestImageLinks exports a set whose images are files on the same file
+// system: each image of the export is a hard link to the set's file (no
+// bytes read twice or written), with the manifest's size and SHA-256; an
+// image file damaged in the set is not linked: the export fails with a
+// checksum mismatch naming it and publishes no manifest.
+func TestImageLinks(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, shard.FormatArrow)
+	fx.set = filesSet(t, fx)
+	out, m := export(t, fx, trainexport.FormatJSONL, 0)
+	linked := 0
+	for _, f := range m.Files {
+		if !strings.HasPrefix(f.Path, "images/") {
+			continue
+		}
+		a, err := os.Stat(filepath.Join(out, filepath.FromSlash(f.Path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.Stat(filepath.Join(fx.set, filepath.FromSlash(f.Path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if os.SameFile(a, b) {
+			linked++
+		}
+	}
+	if linked != len(fx.png) {
+		t.Errorf("%d of %d images linked from the set", linked, len(fx.png))
+	}
+
+	var victim string
+	for sha := range fx.png {
+		victim = sha
+		break
+	}
+	name := filepath.Join(fx.set, filepath.FromSlash(shard.ImagePath(victim)))
+	if err := os.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte("\x89PNG\r\n\x1a\nnot the screenshot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := blob.OpenBucket(ctx, fx.set, blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(t.TempDir(), "export")
+	_, err = trainexport.Export(ctx, trainexport.Config{Bucket: b, Out: out2, Format: trainexport.FormatJSONL, TempDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, blob.ErrChecksumMismatch) || !strings.Contains(err.Error(), victim) {
+		t.Fatalf("export of a set with a damaged image file: %v, want a checksum mismatch naming %s", err, victim)
+	}
+	if _, err := os.Stat(filepath.Join(out2, trainexport.ManifestName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("manifest published after a failed export: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out2, filepath.FromSlash(shard.ImagePath(victim)))); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("damaged image exported: %v", err)
 	}
 }

@@ -239,7 +239,13 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (*traj.Trajectory, error) {
 	var ee *EnvError
 	if errors.As(err, &ee) {
 		t.Outcome = traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}
-		log.Warn("episode ended by an environment error", "err", ee, "vm_fault", ee.VM)
+		lvl := slog.LevelWarn
+		if errors.Is(ee, model.ErrUnavailable) {
+			// An endpoint that did not answer: the scheduler's outage
+			// breaker tells whether it is down for everyone, and says so.
+			lvl = slog.LevelDebug
+		}
+		log.Log(ctx, lvl, "episode ended by an environment error", "err", ee, "vm_fault", ee.VM)
 		return t, ee
 	}
 	if err != nil { // a bug of ours: report it as an environment failure, never as the agent's

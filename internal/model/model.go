@@ -598,8 +598,11 @@ func (m *Client) retry(ctx context.Context, attempt func(context.Context) (*chat
 			return nil, fmt.Errorf("%s: %w", m.cfg.Model, ctx.Err())
 		}
 		last = err
-		if !retryable(err, actx) || n == m.cfg.Attempts {
+		if !retryable(err, actx) {
 			break
+		}
+		if n == m.cfg.Attempts {
+			return nil, m.secrets.Error(fmt.Errorf("%s at %s: %w", m.cfg.Model, m.cfg.BaseURL, &UnavailableError{Endpoint: m.cfg.BaseURL, Err: last}))
 		}
 		wait := m.backoff(n)
 		var ra *retryAfterError
@@ -611,7 +614,9 @@ func (m *Client) retry(ctx context.Context, attempt func(context.Context) (*chat
 				wait = max(time.Until(dl), 0)
 			}
 		}
-		m.log.Warn("model call failed; retrying", "attempt", n, "wait", wait, "err", m.secrets.Error(err))
+		// At debug: an endpoint that is down fails every call in flight;
+		// its user (rollout's outage breaker, the judge) says so once.
+		m.log.Debug("model call failed; retrying", "attempt", n, "wait", wait, "err", m.secrets.Error(err))
 		if err := m.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("%s: %w", m.cfg.Model, err)
 		}

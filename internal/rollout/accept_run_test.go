@@ -566,6 +566,7 @@ func TestAcceptSummaryCoversTheWholeRun(t *testing.T) {
 // trajectory, and raises no warning. Under the race detector a sample of
 // tasks runs (the full comparison runs without it in make test).
 func TestAcceptCoordSpacesReachTheSameSuccessRate(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	const app = "ChimeraX"
 	tasks, samples := "", 4
 	if acceptRace {

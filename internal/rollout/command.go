@@ -71,8 +71,10 @@ type Options struct {
 	DownloadInGuest bool
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
-	Schedule   sched.Mode
-	Summary    string // write the summary as JSON here
+	// OutageBudget: see Config.
+	OutageBudget time.Duration
+	Schedule     sched.Mode
+	Summary      string // write the summary as JSON here
 	// LocalQueue, Lease and PublishRetry: see Config.
 	LocalQueue   bool
 	Lease        time.Duration
@@ -96,6 +98,11 @@ type Options struct {
 	// simRequests, with Sim, sees the body of every request to the
 	// simulated models (tests check what was sent).
 	simRequests func(kind string, body []byte)
+	// simPlanner, with Sim, is given the simulated planner's URL and
+	// returns the URL the run calls instead (a test's switchable proxy).
+	simPlanner func(url string) string
+	// outageProbe: see Config.OutageProbe (tests).
+	outageProbe time.Duration
 }
 
 // Where the VM locks are (--vm-locks).
@@ -224,7 +231,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	cfg := Config{
 		App: o.App, Group: o.Group, Samples: o.Samples, Run: o.Run,
 		Planner: o.Planner, Executor: o.Executor, PlannerSampling: o.PlannerSampling, ExecutorSampling: o.ExecutorSampling, PlannerCoords: pc, ExecutorCoords: ec, Prompts: o.Prompts,
-		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest,
+		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, OutageBudget: o.OutageBudget, OutageProbe: o.outageProbe, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest,
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
 		LocalQueue:  o.LocalQueue, Lease: o.Lease, PublishRetry: o.PublishRetry,
@@ -248,6 +255,9 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 			IdleCheck: -1, LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}}
 		if cfg.Planner.BaseURL == "" {
 			cfg.Planner.BaseURL, cfg.Planner.Model = world.Models.PlannerURL, simmodels.DefaultPlannerModel
+			if o.simPlanner != nil {
+				cfg.Planner.BaseURL = o.simPlanner(cfg.Planner.BaseURL)
+			}
 		}
 		if cfg.Executor.BaseURL == "" {
 			cfg.Executor.BaseURL, cfg.Executor.Model = world.Models.ExecutorURL, simmodels.DefaultExecutorModel
@@ -434,6 +444,7 @@ func Command() service.Command {
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")
 			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
+			fs.Duration(&o.OutageBudget, "outage-budget", "CODAPIPE_OUTAGE_BUDGET", sched.DefaultOutageBudget, "how long the run waits for a model endpoint that is down for every VM (its calls and its /models probe fail) before it stops with exit code 1, its episodes left for a re-run of the same --run; during the wait no episode starts and the interrupted ones run again")
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
 			fs.Bool(&o.Verify, "verify", "CODAPIPE_VERIFY", false, "compare the run's ledger with the stream before running: episodes the ledger lists as published whose trajectory is not on the stream (lost to store damage, purged) are forgotten and run again now")

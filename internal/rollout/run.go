@@ -59,7 +59,12 @@ type Config struct {
 	DownloadInGuest bool
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
-	Schedule   sched.Mode
+	// OutageBudget is how long the run waits for a model endpoint that is
+	// down for every VM before it stops (sched.DefaultOutageBudget when
+	// 0); OutageProbe is the first wait between probes of such an
+	// endpoint (1 s when 0).
+	OutageBudget, OutageProbe time.Duration
+	Schedule                  sched.Mode
 	// Bus and Store are open; Topology says how to create the ledger
 	// bucket when it is missing.
 	Bus      *bus.Bus
@@ -128,10 +133,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	pub.Redo = plan.redo
-	ag, prompts, err := newAgent(cfg, log)
+	ag, prompts, probes, err := newAgent(cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	outages := sched.NewOutages(sched.OutageConfig{Probes: probes, Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: log, Registerer: cfg.Metrics})
+	defer outages.Close()
 	// Every trajectory records its prompt set's hash; the set itself is
 	// stored once per run so the planner's messages can be rendered again.
 	if err := prompt.Store(ctx, cfg.Store, prompts); err != nil {
@@ -190,7 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	prog := newProgress(cfg.Progress, len(plan.jobs), log)
 	s := &sched.Scheduler{
 		Runner: ag, Pool: sched.VMPool(pool), Workers: pool.Size(), EnvRetries: cfg.EnvRetries,
-		Samples: cfg.Samples, Mode: cfg.Schedule, Log: log, Metrics: sched.NewMetrics(cfg.Metrics),
+		Samples: cfg.Samples, Mode: cfg.Schedule, Log: log, Metrics: sched.NewMetrics(cfg.Metrics), Outages: outages,
 		ID:      func(j sched.Job) string { return traj.EpisodeID(plan.start, cfg.Run, j.Task.ID, j.Sample) },
 		Publish: pub.Publish,
 		Predict: lengths.predictor(),
@@ -232,8 +239,20 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		sum.OnStream = n
 	}
 	cancel()
+	sum.Outages, sum.OutageRequeued = outages.Stats()
 	log.Debug("rollout: summarised")
 	if runErr != nil {
+		published := 0
+		for _, r := range results {
+			if r.Trajectory != nil && (r.Err == nil || errors.Is(r.Err, sched.ErrKept)) {
+				published++
+			}
+		}
+		sum.Left = max(len(plan.jobs)-published, 0)
+		sum.Stopped = "interrupted"
+		if oe := (*sched.OutageError)(nil); errors.As(runErr, &oe) {
+			sum.Stopped = oe.Error()
+		}
 		return sum, runErr
 	}
 	if sum.SpoolLeft > 0 {
@@ -354,26 +373,29 @@ func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject stri
 }
 
 // newAgent builds the agent: model clients, prompts, coordinate spaces.
-func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *prompt.Set, error) {
+// newAgent builds the agent of a run, and the probes of its two model
+// endpoints for the outage breaker (by endpoint, as their errors name it).
+func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *prompt.Set, map[string]func(context.Context) error, error) {
 	planner, err := model.New(cfg.Planner, log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("planner: %w", err)
+		return nil, nil, nil, fmt.Errorf("planner: %w", err)
 	}
 	executor, err := model.New(cfg.Executor, log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("executor: %w", err)
+		return nil, nil, nil, fmt.Errorf("executor: %w", err)
 	}
 	prompts, err := prompt.Load(cfg.Prompts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	probes := map[string]func(context.Context) error{planner.Endpoint(): planner.Ping, executor.Endpoint(): executor.Ping}
 	ag, err := agent.New(agent.Config{
 		Planner: planner, Executor: executor, Prompts: prompts, Store: cfg.Store, Group: cfg.Group, Run: cfg.Run, Log: log,
 		PlannerCoords: cfg.PlannerCoords, ExecutorCoords: cfg.ExecutorCoords,
 		PlannerParams: plannerParams(cfg.PlannerSampling), ExecutorParams: model.Params{Sampling: cfg.ExecutorSampling},
 		Sleep: cfg.Sleep, RequestSeed: cfg.RequestSeed, DownloadInGuest: cfg.DownloadInGuest, Metrics: agent.NewMetrics(cfg.Metrics),
 	})
-	return ag, prompts, err
+	return ag, prompts, probes, err
 }
 
 // Publisher publishes a run's trajectories and records them in the ledger.

@@ -78,7 +78,19 @@ type Summary struct {
 	VMResets    int64   `json:"vm_resets"`
 	VMFailures  int64   `json:"vm_failures"`
 	WallSeconds float64 `json:"wall_seconds"`
-	OnStream    uint64  `json:"trajectories_on_stream"`
+	// Stopped says why this invocation stopped before every episode of
+	// the run was published (interrupted, or a model endpoint outage
+	// beyond its budget: rollout then exits non-zero); Left counts the
+	// run's episodes not published yet, which running the same command
+	// (same --run) again does. Empty and 0 for a run that ended.
+	Stopped string `json:"stopped,omitempty"`
+	Left    int    `json:"episodes_left,omitempty"`
+	// Outages counts the model endpoint outages this invocation waited
+	// out (or stopped at) and OutageRequeued the episodes they
+	// interrupted, run again (not environment errors).
+	Outages        int    `json:"endpoint_outages,omitempty"`
+	OutageRequeued int    `json:"outage_requeued,omitempty"`
+	OnStream       uint64 `json:"trajectories_on_stream"`
 	// ExecutorCoords is the executor's coordinate space; ledger.Grounding counts
 	// its answers over the run, and UnparsedShare and OutOfRangeShare are
 	// the shares of grounded candidates whose answer did not parse or had
@@ -178,7 +190,10 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	row(fmt.Sprintf("Average@%d", s.Samples), "%.2f%%", 100*s.AverageAtK)
 	row(fmt.Sprintf("Pass@%d", s.Samples), "%.2f%%", 100*s.PassAtK)
-	row("environment errors", "%d (after %d retries on other VMs)", s.EnvErrors, s.Retries)
+	row("environment errors", "%d (after %d retries)", s.EnvErrors, s.Retries)
+	if s.Outages > 0 {
+		row("endpoint outages", "%d (the run waited; %d interrupted episodes ran again, not counted as environment errors)", s.Outages, s.OutageRequeued)
+	}
 	row("mean steps", "%.2f", s.MeanSteps)
 	row("VM utilisation", "%.1f%%", 100*s.Utilisation)
 	keys := make([]string, 0, len(s.Outcomes))
@@ -222,6 +237,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	row("wall time", "%.1fs", s.WallSeconds)
 	fmt.Fprintf(w, "trajectories on the stream for %s: %d\n", traj.PrintName(s.App), s.OnStream)
+	if s.Stopped != "" {
+		fmt.Fprintf(w, "STOPPED: %s; %d episodes of the run are left: run the same command again (same --run %s) to do them\n", s.Stopped, s.Left, traj.PrintName(s.Run))
+	}
 	for _, m := range s.Warnings {
 		fmt.Fprintf(w, "WARNING: %s\n", m)
 	}

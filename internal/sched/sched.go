@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
@@ -135,6 +136,12 @@ type Scheduler struct {
 	// Samples is K, recorded in each trajectory.
 	Samples int
 	Mode    Mode
+	// Outages, when set, is the breaker of the model endpoints: an
+	// episode interrupted by an endpoint that is down for every VM runs
+	// again once it answers (it is not an environment error), no episode
+	// starts while one is down, and the run stops when an outage outlasts
+	// its budget (Run returns the *OutageError).
+	Outages *Outages
 	// Metrics (nil: unregistered metrics).
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -145,6 +152,9 @@ type Scheduler struct {
 	// processes that Run takes its jobs from instead of its jobs argument
 	// (see runShared).
 	Source Source
+
+	// stop ends the run with a cause (an outage beyond its budget).
+	stop context.CancelCauseFunc
 }
 
 // ErrNoVM is wrapped by the error of a job that got no VM (the pool's
@@ -235,6 +245,8 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 	if s.Metrics == nil {
 		s.Metrics = NewMetrics(nil)
 	}
+	ctx, s.stop = context.WithCancelCause(ctx)
+	defer s.stop(nil)
 	s.Metrics.pending.Set(float64(len(jobs)))
 	results := make([]Result, len(jobs))
 	index := make(map[Job]int, len(jobs))
@@ -308,15 +320,28 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) ([]Result, error) {
 		}
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return results, err
+	if ctx.Err() != nil {
+		return results, context.Cause(ctx)
 	}
 	return results, nil
+}
+
+// pause waits while a model endpoint is down (Outages.Wait) and reports
+// whether to go on; an outage beyond its budget stops the run.
+func (s *Scheduler) pause(ctx context.Context) bool {
+	err := s.Outages.Wait(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.stop(err)
+	}
+	return err == nil
 }
 
 // lease leases a VM for a job, avoiding the VMs it failed on; ok is false
 // (with the job's error set unless ctx ended) when none can be had.
 func (s *Scheduler) lease(ctx context.Context, it *item) (VM, bool) {
+	if !s.pause(ctx) {
+		return nil, false
+	}
 	vm, err := s.Pool.Lease(ctx, it.failedOn)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -356,6 +381,16 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	}
 	var ee *agent.EnvError
 	vmFault := errors.As(err, &ee) && ee.VM
+	var ue *model.UnavailableError
+	if !vmFault && errors.As(err, &ue) && s.Outages.Report(ctx, ue.Endpoint, err) {
+		// The endpoint is down for every VM: not this episode's outcome.
+		// Its trajectory is dropped and it runs again once the endpoint
+		// answers; the attempt does not count.
+		s.Pool.End(vm, vmpool.Healthy)
+		it.res.Attempts--
+		s.Log.Debug("an endpoint outage interrupted the episode; it runs again when the endpoint answers", "task", j.Task.ID, "sample", j.Sample, "vm", vm.ID(), "endpoint", ue.Endpoint)
+		return true
+	}
 	if vmFault {
 		s.Pool.End(vm, vmpool.Fault(ee))
 		// Only the VM's own failures steer the retry away from it: after a

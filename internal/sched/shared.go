@@ -63,8 +63,8 @@ func (s *Scheduler) runShared(ctx context.Context) ([]Result, error) {
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return results, err
+	if ctx.Err() != nil {
+		return results, context.Cause(ctx)
 	}
 	return results, firstErr
 }
@@ -74,6 +74,9 @@ func (s *Scheduler) runShared(ctx context.Context) ([]Result, error) {
 // ErrDrained when the queue is drained, and an error when this process
 // must stop taking jobs.
 func (s *Scheduler) sharedOne(ctx, takeCtx context.Context, record func(Result)) error {
+	if !s.pause(takeCtx) {
+		return context.Cause(takeCtx)
+	}
 	vm, err := s.Pool.Lease(takeCtx, nil)
 	if err != nil {
 		if takeCtx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,13 +51,18 @@ func TestAcceptNightlyTwice(t *testing.T) {
 		// A majority of votes: the simulated judge then finds clean
 		// successes in this small night, so the sets have rows.
 		JudgeArgs: "--max-frames 4 --rule majority"}
+	var stderr lockedBuffer // the first night's log, at info
 	night := func() *Summary {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		common := &service.Common{DataDir: dir, LogLevel: "warn", LogFormat: "text"}
 		common.NATS.Timeout = 10 * time.Second
-		env := service.NewEnv("nightly", common, slog.New(slog.DiscardHandler), io.Discard, io.Discard)
+		var errOut io.Writer = io.Discard
+		if stderr.Len() == 0 {
+			common.LogLevel, errOut = "info", &stderr
+		}
+		env := service.NewEnv("nightly", common, slog.New(slog.DiscardHandler), io.Discard, errOut)
 		defer env.Close()
 		s, err := Execute(ctx, env, o)
 		if err != nil {
@@ -66,6 +72,16 @@ func TestAcceptNightlyTwice(t *testing.T) {
 	}
 
 	first := night()
+	// Issue 36, acceptance 3: a clean night logs no WARN or ERROR line
+	// and no line per episode at info.
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") || strings.Contains(l, "episode taken") || strings.Contains(l, "episode done") {
+			t.Errorf("first night logged: %s", l)
+		}
+	}
+	if !strings.Contains(stderr.String(), " planned ") {
+		t.Errorf("the first night's log at info has no \"planned\" line of rollout:\n%s", stderr.String())
+	}
 	want := perApp * samples
 	for _, a := range first.Apps {
 		if a.New.Episodes != want || a.New.Judgements != want {
@@ -255,4 +271,29 @@ func readStreams(t *testing.T, dir string) ([]*traj.Trajectory, []*traj.Judged) 
 	judged := readStream(ctx, t, b, bus.Judged, traj.DecodeJudged)
 	slices.SortFunc(judged, func(a, b *traj.Judged) int { return strings.Compare(a.Trajectory.ID, b.Trajectory.ID) })
 	return raw, judged
+}
+
+// lockedBuffer is a bytes.Buffer the stages of a night write to from
+// several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

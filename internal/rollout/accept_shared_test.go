@@ -49,7 +49,7 @@ func startHost(t testing.TB, name, natsURL, dir, tasks, run string, samples, vms
 	args := append([]string{"--app", acceptApp, "--sim", "--vms", strconv.Itoa(vms), "--tasks", tasks,
 		"--samples", strconv.Itoa(samples), "--group", "2", "--run", run, "--seed", "1",
 		"--nats", natsURL, "--data", filepath.Join(dir, name), "--store", filepath.Join(dir, "shared", "blobs"),
-		"--lease", "3s", "--time-scale", timeScale, "--summary", h.summary, "--log-format", "json", "--log-level", "info"}, extra...)
+		"--lease", "3s", "--time-scale", timeScale, "--summary", h.summary, "--log-format", "json", "--log-level", "debug"}, extra...)
 	h.cmd = proctest.Command(t, "", args...)
 	f, err := os.Create(h.log)
 	if err != nil {

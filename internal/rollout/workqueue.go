@@ -253,7 +253,7 @@ func (q *workQueue) claim(ctx context.Context, m jetstream.Msg) (*workClaim, err
 		}
 		return nil, nil
 	}
-	q.log.Info(msgEpisodeTaken, "task", it.Task, "sample", it.Sample, "delivery", delivered)
+	q.log.Debug(msgEpisodeTaken, "task", it.Task, "sample", it.Sample, "delivery", delivered)
 	return c, nil
 }
 
@@ -293,7 +293,7 @@ func (c *workClaim) Done(ctx context.Context) error {
 		return c.m.DoubleAck(cctx)
 	}, nil)
 	if err == nil {
-		c.log.Info(msgEpisodeDone, "task", c.job.Task.ID, "sample", c.job.Sample)
+		c.log.Debug(msgEpisodeDone, "task", c.job.Task.ID, "sample", c.job.Sample)
 	}
 	return err
 }

@@ -18,7 +18,9 @@ import (
 
 // TestAcceptNightlyExport: with --export, the night's SFT set ends up in
 // the bucket (every file with its SHA-256, the manifest too), and the
-// summary says where.
+// summary says where; with the shard sets in the bucket too (--shards
+// s3://…), the nightly summary, rollout's and the run report agree on the
+// run's figures.
 func TestAcceptNightlyExport(t *testing.T) {
 	srv := miniotest.Start(t)
 	srv.Setenv(t)
@@ -28,8 +30,10 @@ func TestAcceptNightlyExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := srv.URL("sft/night")
+	shards := srv.URL("shards")
 	o := Options{Apps: []string{"ChimeraX"}, Night: "export", Group: 1, Samples: 2, Sim: true, VMs: 2, Seed: 1,
-		TimeScale: 0.0005, Workers: true, RolloutArgs: "--tasks " + tasks, Export: dst}
+		TimeScale: 0.0005, Workers: true, RolloutArgs: "--tasks " + tasks, Export: dst, Shards: shards,
+		JudgeArgs: "--max-frames 4 --rule majority"} // clean successes, so the set has rows
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	common := &service.Common{DataDir: dir, LogLevel: "warn", LogFormat: "text"}
@@ -42,6 +46,9 @@ func TestAcceptNightlyExport(t *testing.T) {
 	if s.Exported != dst || s.SFT == nil {
 		t.Fatalf("summary: exported %q, SFT %+v; want %q and a set", s.Exported, s.SFT, dst)
 	}
+	// Issue 36, acceptance 5, with the shard set in the bucket.
+	env.Close() // the report opens the data folder's NATS server again
+	checkFiguresAgree(t, dir, shards, s.Apps[0])
 	m, err := sft.ReadManifest(s.SFT.Dir)
 	if err != nil {
 		t.Fatal(err)

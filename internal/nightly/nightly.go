@@ -476,26 +476,30 @@ func (j *job) app(ctx context.Context, app string) App {
 	}
 	a.Judge = &rep.Overall
 	if set != "" {
-		a.Shards = j.shards(set)
+		a.Shards = j.shards(ctx, set)
 	}
 	log.Info("app done", "episodes", a.New.Episodes, "judgements", a.New.Judgements, "rows", a.New.Rows)
 	return a
 }
 
-// shards reads the manifest of the set (from a local --out).
-func (j *job) shards(set string) *Shards {
+// shards reads the manifest of the set from advantage's --out: a local
+// folder or a bucket (s3://...), the counts the same either way.
+func (j *job) shards(ctx context.Context, set string) *Shards {
 	out := cmp.Or(j.o.Shards, advantage.DefaultOut(j.env.Common.DataDir))
 	sh := &Shards{Set: set, Dir: strings.TrimRight(out, "/") + "/" + set}
-	dir := localDir(out)
-	if dir == "" {
+	if dir := localDir(out); dir != "" {
+		if blob.IsPath(out) {
+			dir = out // a path is reported as given, as the SFT folder is
+		}
+		sh.Dir = filepath.Join(dir, set)
+	}
+	b, err := blob.OpenBucket(ctx, out, blob.Config{Logger: j.log})
+	if err != nil {
+		j.log.Warn("shard manifest not read", "set", set, "err", err)
 		return sh
 	}
-	if blob.IsPath(out) {
-		dir = out // a path is reported as given, as the SFT folder is
-	}
-	sh.Dir = filepath.Join(dir, set)
-	var m shard.Manifest
-	if err := readJSON(filepath.Join(sh.Dir, shard.ManifestName), &m); err != nil {
+	m, err := shard.ReadManifest(ctx, b, set)
+	if err != nil {
 		j.log.Warn("shard manifest not read", "set", set, "err", err)
 		return sh
 	}

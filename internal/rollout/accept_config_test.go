@@ -214,7 +214,7 @@ func TestAcceptSummaryFileMatchesPrintout(t *testing.T) {
 			t.Errorf("printed outcomes %v, file %v", outcomes, sum.Outcomes)
 		}
 	}
-	if atoi(num(`trajectories on the stream for \S+: (\d+)`)[0]) != int(sum.OnStream) {
+	if atoi(num(`trajectories of run \S+ on the stream: (\d+) of`)[0]) != int(sum.OnStream) {
 		t.Errorf("printed stream count differs from the file's %d", sum.OnStream)
 	}
 	if strings.Contains(printed, "quarantined VMs") != (len(sum.Quarantined) > 0) {

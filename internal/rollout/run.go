@@ -234,9 +234,17 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.SharedQueue = queue != nil
 	sum.Lengths = lengths.summary()
 	sum.SpoolLeft = spoolLeft(cfg.Spool)
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	if n, err := cfg.Bus.SubjectCount(cctx, bus.Raw, subject); err == nil {
-		sum.OnStream = n
+	// The run's trajectories on the stream, as its ledger records them
+	// (the subject holds every run of the app): read also after Ctrl-C.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	names := make([]string, len(cfg.Tasks))
+	for i := range cfg.Tasks {
+		names[i] = cfg.Tasks[i].ID
+	}
+	if recs, err := runs.Done(cctx, cfg.Run, names); err == nil {
+		sum.OnStream = uint64(len(recs))
+	} else {
+		log.Warn("rollout: could not count the run's published trajectories", "err", err)
 	}
 	cancel()
 	sum.Outages, sum.OutageRequeued = outages.Stats()

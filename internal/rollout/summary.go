@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/runreport"
 	"io"
 	"log/slog"
 	"sort"
@@ -88,9 +89,11 @@ type Summary struct {
 	// Outages counts the model endpoint outages this invocation waited
 	// out (or stopped at) and OutageRequeued the episodes they
 	// interrupted, run again (not environment errors).
-	Outages        int    `json:"endpoint_outages,omitempty"`
-	OutageRequeued int    `json:"outage_requeued,omitempty"`
-	OnStream       uint64 `json:"trajectories_on_stream"`
+	Outages        int `json:"endpoint_outages,omitempty"`
+	OutageRequeued int `json:"outage_requeued,omitempty"`
+	// OnStream counts the run's trajectories on the stream (all its
+	// invocations'; the ledger's records of the run).
+	OnStream uint64 `json:"trajectories_on_stream"`
 	// ExecutorCoords is the executor's coordinate space; ledger.Grounding counts
 	// its answers over the run, and UnparsedShare and OutOfRangeShare are
 	// the shares of grounded candidates whose answer did not parse or had
@@ -117,8 +120,17 @@ type Summary struct {
 // the ledger records of earlier invocations (done).
 func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]ledger.Record, wall time.Duration, ps vmpool.Stats) *Summary {
 	s := &Summary{Run: cfg.Run, App: cfg.App, Tasks: len(cfg.Tasks), Samples: cfg.Samples, Group: cfg.Group, Skipped: len(done),
-		Outcomes: map[string]int{}, WallSeconds: wall.Seconds(), Utilisation: ps.Utilisation, Quarantined: []string{},
+		Outcomes: map[string]int{}, WallSeconds: wall.Seconds(), Quarantined: []string{},
 		VMResets: ps.Resets, VMFailures: ps.Failures}
+	// Utilisation as the run report measures it, over this invocation's
+	// episodes (their final trajectories).
+	var eps []runreport.Episode
+	for _, r := range results {
+		if t := r.Trajectory; t != nil {
+			eps = append(eps, runreport.Episode{VM: t.VM, Start: t.StartedAt, End: t.EndedAt})
+		}
+	}
+	s.Utilisation, _ = runreport.Utilisation(eps)
 	var tally ledger.Tally
 	add := func(task string, r ledger.Record) {
 		s.Grounding.Add(r.Grounding)
@@ -236,7 +248,7 @@ func (s *Summary) Print(w io.Writer) {
 		}
 	}
 	row("wall time", "%.1fs", s.WallSeconds)
-	fmt.Fprintf(w, "trajectories on the stream for %s: %d\n", traj.PrintName(s.App), s.OnStream)
+	fmt.Fprintf(w, "trajectories of run %s on the stream: %d of %d episodes\n", traj.PrintName(s.Run), s.OnStream, s.Tasks*s.Samples)
 	if s.Stopped != "" {
 		fmt.Fprintf(w, "STOPPED: %s; %d episodes of the run are left: run the same command again (same --run %s) to do them\n", s.Stopped, s.Left, traj.PrintName(s.Run))
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
@@ -54,6 +55,12 @@ type workQueue struct {
 	poll    time.Duration // how long one fetch waits for a message
 	budget  time.Duration // retry budget of queue requests
 	log     *slog.Logger
+
+	// mine are the episodes this process took before: taking one again
+	// (after it gave it back, or its own lease ran out) is not taking it
+	// over from another host.
+	mu   sync.Mutex
+	mine map[ledger.EpisodeKey]bool
 }
 
 // workConsumer is the durable consumer of a run's work queue, shared by
@@ -239,7 +246,15 @@ func (q *workQueue) claim(ctx context.Context, m jetstream.Msg) (*workClaim, err
 	if md, err := m.Metadata(); err == nil {
 		delivered = md.NumDelivered
 	}
-	c := &workClaim{m: m, job: job, retaken: delivered > 1, budget: min(cmp.Or(q.budget, bus.DefaultRetryBudget), q.lease), log: q.log}
+	key := ledger.EpisodeKey{Task: it.Task, Sample: it.Sample}
+	q.mu.Lock()
+	before := q.mine[key]
+	if q.mine == nil {
+		q.mine = map[ledger.EpisodeKey]bool{}
+	}
+	q.mine[key] = true
+	q.mu.Unlock()
+	c := &workClaim{m: m, job: job, retaken: delivered > 1 && !before, budget: min(cmp.Or(q.budget, bus.DefaultRetryBudget), q.lease), log: q.log}
 	c.end = bus.KeepInProgress(context.WithoutCancel(ctx), m, q.lease/3, q.log, "rollout: could not renew the lease of an episode", "task", task.ID, "sample", it.Sample)
 	// Another host may have published it and lost its acknowledgement
 	// (a crash between the two, or the server away): not run twice.
@@ -280,7 +295,8 @@ type workClaim struct {
 // Job is the claimed episode.
 func (c *workClaim) Job() sched.Job { return c.job }
 
-// Retaken reports whether another host had the episode before.
+// Retaken reports whether another host had the episode before (it was
+// delivered before, not to this process).
 func (c *workClaim) Retaken() bool { return c.retaken }
 
 // Done acknowledges the episode (confirmed by the server): it leaves the

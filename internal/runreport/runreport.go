@@ -12,6 +12,7 @@
 package runreport
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,7 +21,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +30,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	judgereport "github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -39,9 +40,10 @@ type Sources struct {
 	Bus      *bus.Bus
 	Topology bus.Topology
 	Store    *blob.Store
-	// ShardsDir is a local folder holding shard sets (each a folder with a
-	// manifest.json, at any depth); empty or missing: no shard figures. A
-	// URL (s3://…) is not read: the report notes it.
+	// ShardsDir is where advantage writes shard sets: a local folder or a
+	// bucket URL (s3://…), holding sets (each a folder or prefix with a
+	// manifest.json, at any depth); empty or a missing folder: no shard
+	// figures.
 	ShardsDir string
 }
 
@@ -271,16 +273,14 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 			r.Notes = append(r.Notes, "no judgement of the run in the judged archive: run judge to see decisions and precision/recall.")
 		}
 	}
-	var sh *ShardFigures
-	if strings.Contains(src.ShardsDir, "://") {
-		r.Notes = append(r.Notes, fmt.Sprintf("shard sets in an object store (%s) are not read by the report: give --shards a local folder (a copy of the set) for the reward, advantage and zero-variance figures.", src.ShardsDir))
-	} else if sh, err = shardFigures(ctx, src.ShardsDir, cfg.Run); err != nil {
+	sh, err := shardFigures(ctx, src.ShardsDir, cfg.Run)
+	if err != nil {
 		return nil, fmt.Errorf("run report: %w", err)
 	}
 	if sh != nil {
 		r.Shards = sh
-	} else if !strings.Contains(src.ShardsDir, "://") {
-		r.Notes = append(r.Notes, fmt.Sprintf("no shard set under %q lists the run: no reward, advantage or zero-variance figures (run advantage --runs %s).", src.ShardsDir, cfg.Run))
+	} else {
+		r.Notes = append(r.Notes, fmt.Sprintf("no shard set under %q lists the run: no reward, advantage or zero-variance figures (run advantage --runs %s).", redact.URL(src.ShardsDir), cfg.Run))
 	}
 
 	if cfg.Baseline != "" {
@@ -413,19 +413,50 @@ func (r *Report) figures(trs []*traj.Trajectory) {
 	r.Latency.Plan = judgereport.LatencyOf(plan)
 	r.Latency.Ground = judgereport.LatencyOf(ground)
 	r.Latency.Exec = judgereport.LatencyOf(exec)
-	span := r.VMs.End.Sub(r.VMs.Start).Seconds()
-	busy := 0.0
+	var byVM map[string]float64
+	r.VMs.Utilisation, byVM = Utilisation(r.VMs.Episodes)
 	for _, vm := range sortedKeys(perVM) {
 		v := perVM[vm]
-		if span > 0 {
-			v.Utilisation = v.BusySeconds / span
-		}
-		busy += v.BusySeconds
+		v.Utilisation = byVM[vm]
 		r.VMs.PerVM = append(r.VMs.PerVM, *v)
 	}
-	if span > 0 && len(perVM) > 0 {
-		r.VMs.Utilisation = busy / (span * float64(len(perVM)))
+}
+
+// Utilisation is codapipe's one measure of how busy a run kept its VMs,
+// which the run report and rollout's summary both give: the episodes'
+// time (trajectory start to end) over the span from the first episode's
+// start to the last one's end, times the VMs that ran them; byVM is each
+// VM's episode time over the span. Episodes without both times are left
+// out of the busy time and the span.
+func Utilisation(eps []Episode) (total float64, byVM map[string]float64) {
+	var start, end time.Time
+	busy := map[string]float64{}
+	for _, ep := range eps {
+		busy[ep.VM] += 0 // a VM that ran an episode counts, timed or not
+		if ep.Start.IsZero() {
+			continue
+		}
+		if start.IsZero() || ep.Start.Before(start) {
+			start = ep.Start
+		}
+		if ep.End.After(end) {
+			end = ep.End
+		}
+		if ep.End.After(ep.Start) {
+			busy[ep.VM] += ep.End.Sub(ep.Start).Seconds()
+		}
 	}
+	span := end.Sub(start).Seconds()
+	byVM = map[string]float64{}
+	if span <= 0 || len(busy) == 0 {
+		return 0, byVM
+	}
+	sum := 0.0
+	for vm, b := range busy {
+		byVM[vm] = b / span
+		sum += b
+	}
+	return sum / (span * float64(len(busy))), byVM
 }
 
 func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
@@ -437,33 +468,40 @@ func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
 	return keys
 }
 
-// shardFigures reads the run's rows from every shard set under dir whose
-// manifest lists the run; nil when there is none.
-func shardFigures(ctx context.Context, dir, run string) (*ShardFigures, error) {
-	if dir == "" {
+// shardFigures reads the run's rows from every shard set under where (a
+// folder or a bucket URL) whose manifest lists the run; nil when there is
+// none. Each shard file is checked against its manifest as it is read.
+func shardFigures(ctx context.Context, where, run string) (*ShardFigures, error) {
+	if where == "" {
 		return nil, nil
 	}
-	var manifests []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	if blob.IsPath(where) || strings.HasPrefix(where, "file://") {
+		loc, err := blob.ParseURL(where, "")
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
+			return nil, fmt.Errorf("shard sets %s: %w", where, err)
 		}
-		if !d.IsDir() && d.Name() == shard.ManifestName {
-			manifests = append(manifests, path)
+		if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // nothing written there yet (opening it would create it)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("find shard sets under %s: %w", dir, err)
 	}
-	sort.Strings(manifests)
+	b, err := blob.OpenBucket(ctx, where, blob.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("shard sets %s: %w", redact.URL(where), err)
+	}
+	var sets []string // set prefixes, sorted
+	for info, err := range b.List(ctx, "") {
+		if err != nil {
+			return nil, fmt.Errorf("find shard sets under %s: %w", redact.URL(where), err)
+		}
+		if prefix, ok := strings.CutSuffix(info.Key, shard.ManifestName); ok && (prefix == "" || strings.HasSuffix(prefix, "/")) {
+			sets = append(sets, strings.TrimSuffix(prefix, "/"))
+		}
+	}
+	sort.Strings(sets)
 	var f *ShardFigures
 	groups := map[string]bool{} // group id → zero variance
-	for _, path := range manifests {
-		m, err := readManifest(path)
+	for _, set := range sets {
+		m, err := shard.ReadManifest(ctx, b, set)
 		if err != nil {
 			return nil, err
 		}
@@ -473,14 +511,9 @@ func shardFigures(ctx context.Context, dir, run string) (*ShardFigures, error) {
 		if f == nil {
 			f = &ShardFigures{Sets: []string{}}
 		}
-		setDir := filepath.Dir(path)
-		rel, err := filepath.Rel(dir, setDir)
-		if err != nil {
-			rel = setDir
-		}
-		f.Sets = append(f.Sets, rel)
+		f.Sets = append(f.Sets, cmp.Or(set, "."))
 		for _, file := range m.Files {
-			err := shard.ReadFile(ctx, filepath.Join(setDir, filepath.FromSlash(file.Path)), file.Format, func(row *shard.Row) error {
+			err := shard.ReadVerified(ctx, b, file, "", shard.ReadOptions{SkipImageBytes: func(string) bool { return true }}, func(row *shard.Row) error {
 				if row.Run != run {
 					return nil
 				}
@@ -491,7 +524,7 @@ func shardFigures(ctx context.Context, dir, run string) (*ShardFigures, error) {
 				return nil
 			})
 			if err != nil {
-				return nil, fmt.Errorf("shard set %s: %w", rel, err)
+				return nil, fmt.Errorf("shard set %s: %w", cmp.Or(set, "."), err)
 			}
 		}
 	}
@@ -510,18 +543,6 @@ func shardFigures(ctx context.Context, dir, run string) (*ShardFigures, error) {
 	f.Rewards.bin(HistogramBins)
 	f.Advantages.bin(HistogramBins)
 	return f, nil
-}
-
-func readManifest(path string) (shard.Manifest, error) {
-	var m shard.Manifest
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return m, fmt.Errorf("read shard manifest: %w", err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("shard manifest %s: %w", path, err)
-	}
-	return m, nil
 }
 
 // bin fills Min, Max and Counts from the values.

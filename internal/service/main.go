@@ -173,7 +173,7 @@ func (e *Env) Close() {
 }
 
 // Main runs cmd with its arguments (without the program name) and returns
-// the exit status: 0 done (or --help), 1 failed, 2 a usage error. It
+// the exit status: 0 done (or --help, --version), 1 failed, 2 a usage error. It
 // parses the flags (with their environment fallbacks), sets up logging,
 // serves Prometheus metrics when --metrics-addr is given, cancels Run's
 // context on SIGINT or SIGTERM, and waits for everything it started before
@@ -193,6 +193,10 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 				return MainContext(ctx, sub, args[1:], stdout, stderr)
 			}
 		}
+	}
+	if wantsVersion(args) {
+		fmt.Fprintf(stdout, "%s %s\n", cmd.Name, Version())
+		return 0
 	}
 	fs, common := cmd.flagSet()
 	// Nothing the command prints shows a credential it was given

@@ -133,7 +133,8 @@ func TestAcceptExportCLI(t *testing.T) {
 	}
 }
 
-// exportCLI runs advantage export and returns the export's manifest.
+// exportCLI runs advantage export and returns the export's manifest,
+// checking that it records the build.
 func exportCLI(t *testing.T, dir, set, out string, format trainexport.Format, args ...string) *trainexport.Manifest {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -150,6 +151,9 @@ func exportCLI(t *testing.T, dir, set, out string, format trainexport.Format, ar
 	}
 	if err := json.Unmarshal(body, &em); err != nil {
 		t.Fatal(err)
+	}
+	if v := service.Version().String(); em.Version != v {
+		t.Errorf("export manifest codapipe_version %q, want the build %q", em.Version, v)
 	}
 	return &em
 }

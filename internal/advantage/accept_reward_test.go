@@ -25,6 +25,7 @@ import (
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/rewardserver"
+	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/internal/sim"
@@ -435,8 +436,9 @@ func get(t testing.TB, url string, out any) int {
 
 // TestRewardServerCommand runs `advantage reward-server` as the command
 // line starts it, against the set and the simulated executor: it prints
-// its address, scores a stored plan as advantage did, and serves every
-// metric docs/operations.md lists for reward-server (and no other).
+// its address, scores a stored plan as advantage did, serves every metric
+// docs/operations.md lists for reward-server (and no other), and answers
+// /healthz and /readyz on --metrics-addr.
 func TestRewardServerCommand(t *testing.T) {
 	rs := newRewardSet(t, smallSpec)
 	exec := simExecutor(t, smallSpec, 0)
@@ -444,8 +446,12 @@ func TestRewardServerCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncio.Buffer
 	code := make(chan int, 1)
+	maddr, err := servertest.FreeAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"reward-server", "--data", rs.pipe.Dir, "--log-level", "warn", "--set", setDir, "--addr", "127.0.0.1:0",
-		"--executor-url", exec.Config().BaseURL, "--executor-model", exec.Config().Model}
+		"--executor-url", exec.Config().BaseURL, "--executor-model", exec.Config().Model, "--metrics-addr", maddr[0]}
 	go func() { code <- service.MainContext(ctx, Command(), args, &stdout, &stderr) }()
 	defer func() {
 		cancel()
@@ -462,6 +468,16 @@ func TestRewardServerCommand(t *testing.T) {
 		}
 		return false
 	})
+	for _, path := range []string{"/healthz", "/readyz"} { // ready once it listens, before it prints its address
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + maddr[0] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("--metrics-addr %s: %s", path, resp.Status)
+		}
+	}
 	r := rs.rows[0]
 	var res rewardserver.Result
 	if c := post(t, url+rewardserver.RouteReward, mustJSON(t, rewardserver.RewardRequest{Label: labelOf(rs.m, r), Plan: r.Completion}), &res); c != http.StatusOK || math.Abs(res.Reward-r.Reward) > 1e-12 {

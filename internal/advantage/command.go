@@ -2,7 +2,6 @@ package advantage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +18,6 @@ import (
 	"github.com/codapipe/codapipe/pkg/grpo"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
-
-// Version is the codapipe version written into the shards' metadata.
-var Version = "dev"
 
 // Options are the advantage command's settings as the command line gives
 // them.
@@ -121,7 +117,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		Format: shard.Format(o.Format), RowsPerShard: o.RowsPerShard, BytesPerShard: o.BytesPerShard, EmbedImages: o.EmbedImages, Images: shard.ImageMode(o.Images),
 		TempDir: env.Common.DataDir + "/tmp",
 		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, JudgeVersion: strings.TrimSpace(o.JudgeVersion), Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
-		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: Version, Log: env.Log,
+		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: service.Version().String(), Log: env.Log,
 		RunFinished: runs.Finished, Metrics: NewMetrics(env.Metrics),
 	}
 	if err := os.MkdirAll(cfg.TempDir, 0o755); err != nil {
@@ -132,13 +128,15 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	}
 	st, err := Serve(ctx, cfg)
 	if o.Summary != "" {
-		body, jerr := json.MarshalIndent(st, "", "  ")
-		if jerr == nil {
-			jerr = os.WriteFile(o.Summary, append(body, '\n'), 0o644)
-		}
-		err = errors.Join(err, jerr)
+		err = errors.Join(err, service.WriteSummary(o.Summary, versioned{service.Version().String(), st}))
 	}
 	return st, err
+}
+
+// versioned is the --summary document: the build, then the Stats.
+type versioned struct {
+	CodapipeVersion string `json:"codapipe_version"`
+	Stats
 }
 
 // PrintStats writes what a run did in one paragraph.

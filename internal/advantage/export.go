@@ -87,7 +87,8 @@ func exportCommand() service.Command {
 				return err
 			}
 			m, err := trainexport.Export(ctx, trainexport.Config{Bucket: set, Store: store, Out: o.Out, Format: f,
-				DataSource: o.DataSource, ValFraction: o.ValFraction, ImageRoot: o.ImageRoot, TempDir: tmp, Log: env.Log})
+				DataSource: o.DataSource, ValFraction: o.ValFraction, ImageRoot: o.ImageRoot, TempDir: tmp,
+				Version: service.Version().String(), Log: env.Log})
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -70,6 +71,13 @@ func rewardServerCommand() service.Command {
 
 // serveRewards runs the reward service until ctx ends.
 func serveRewards(ctx context.Context, env *service.Env, o RewardServerOptions) error {
+	var listening atomic.Bool
+	env.Ready("reward service", func(context.Context) error {
+		if !listening.Load() {
+			return errors.New("loading the shard set")
+		}
+		return nil
+	})
 	if o.Set == "" {
 		return service.Usage(errors.New("--set is required: the shard set whose groups are scored"))
 	}
@@ -110,6 +118,7 @@ func serveRewards(ctx context.Context, env *service.Env, o RewardServerOptions) 
 	if err != nil {
 		return fmt.Errorf("advantage reward-server: --addr: %w", err)
 	}
+	listening.Store(true)
 	hs := &http.Server{Handler: srv.Handler(promhttp.HandlerFor(env.Metrics, promhttp.HandlerOpts{Registry: env.Metrics})),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: o.Timeout + 30*time.Second}
 	sctx, stop := context.WithCancel(ctx)

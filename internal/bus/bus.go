@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -83,6 +84,12 @@ type Bus struct {
 	// lastSettle is when this bus last acked, nakked or terminated a
 	// message (unix nanoseconds), for stopEmbedded.
 	lastSettle atomic.Int64
+
+	// What Ready checks: the streams ensured and the consumers running
+	// (counted: Consume may run one durable twice at once).
+	readyMu   sync.Mutex
+	streams   map[string]bool
+	consumers map[consumerKey]int
 }
 
 // consumerFlushWait is how long after the last ack the embedded server is

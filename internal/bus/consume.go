@@ -150,6 +150,7 @@ type Stats struct {
 func (b *Bus) Consume(ctx context.Context, spec ConsumerSpec, handler Handler) (Stats, error) {
 	spec.defaults()
 	b.metrics.consumer(spec.Durable)
+	defer b.needConsumer(spec.Stream, spec.Durable)()
 	cfg := jetstream.ConsumerConfig{
 		Durable:       spec.Durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,

@@ -170,6 +170,11 @@ func (b *Bus) ensureStream(ctx context.Context, t Topology, cfg jetstream.Stream
 	cctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	s, err := b.js.Stream(cctx, cfg.Name)
+	defer func() {
+		if err == nil {
+			b.needStream(cfg.Name)
+		}
+	}()
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if _, err = b.js.CreateStream(cctx, cfg); errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

@@ -136,7 +136,7 @@ func Metrics(t testing.TB, path string) map[string][]string {
 func ServeMetrics(t testing.TB, reg *prometheus.Registry) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, done, err := service.ServeMetrics(ctx, "127.0.0.1:0", reg, slog.New(slog.DiscardHandler))
+	addr, done, err := service.ServeMetrics(ctx, "127.0.0.1:0", reg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -135,7 +135,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	}
 	st, err := Serve(ctx, cfg)
 	if o.Summary != "" {
-		if werr := writeJSON(o.Summary, st); werr != nil {
+		if werr := service.WriteSummary(o.Summary, versioned{service.Version().String(), st}); werr != nil {
 			err = errors.Join(err, werr)
 		}
 	}
@@ -174,12 +174,10 @@ func startSim(ctx context.Context, o Options) (*simmodels.Servers, error) {
 	return m.Start(ctx)
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+// versioned is the --summary document: the build, then the Stats.
+type versioned struct {
+	CodapipeVersion string `json:"codapipe_version"`
+	Stats
 }
 
 // PrintStats writes what a judge run did in one paragraph.

@@ -82,6 +82,7 @@ func TestAcceptNightlyTwice(t *testing.T) {
 	if !strings.Contains(stderr.String(), " planned ") {
 		t.Errorf("the first night's log at info has no \"planned\" line of rollout:\n%s", stderr.String())
 	}
+	checkVersionRecorded(t, dir, o.Night, first)
 	want := perApp * samples
 	for _, a := range first.Apps {
 		if a.New.Episodes != want || a.New.Judgements != want {
@@ -235,6 +236,50 @@ func TestAcceptNightlyTwice(t *testing.T) {
 		t.Error(err)
 	} else if v := first.Apps[0].Shards.JudgeVersion; len(m.JudgeVersions) > 1 || m.JudgeVersion != v || third.SFT.JudgeVersion != v || len(third.SFT.OtherJudgeVersions) != 1 {
 		t.Errorf("the SFT set: judge version %q (summary %q), versions kept %v, others %v; want %s only", m.JudgeVersion, third.SFT.JudgeVersion, m.JudgeVersions, third.SFT.OtherJudgeVersions, v)
+	}
+}
+
+// checkVersionRecorded: the night's summary and its stages' summaries
+// (rollout, judge, advantage, sftpack: <data>/nightly/<night>/*.json), its
+// shard sets' manifests and its SFT set's manifest record the build that
+// wrote them (service.Version).
+func checkVersionRecorded(t *testing.T, dir, night string, s *Summary) {
+	t.Helper()
+	ver := service.Version().String()
+	summaries, err := filepath.Glob(filepath.Join(dir, "nightly", night, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]bool{}
+	for _, f := range summaries {
+		var doc map[string]any
+		if err := readJSON(f, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc["codapipe_version"] != ver {
+			t.Errorf("%s: codapipe_version %v, want %q", f, doc["codapipe_version"], ver)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		stages[name[strings.LastIndexByte(name, '.')+1:]] = true
+	}
+	for _, stage := range []string{"rollout", "judge", "advantage", "sftpack", "summary"} {
+		if !stages[stage] {
+			t.Errorf("no %s summary among %v", stage, summaries)
+		}
+	}
+	for _, a := range s.Apps {
+		var m shard.Manifest
+		if err := readJSON(filepath.Join(a.Shards.Dir, shard.ManifestName), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Meta.Version != ver {
+			t.Errorf("%s: shard manifest codapipe_version %q, want %q", a.App, m.Meta.Version, ver)
+		}
+	}
+	if m, err := sft.ReadManifest(s.SFT.Dir); err != nil {
+		t.Error(err)
+	} else if m.Producer != "codapipe sftpack "+ver {
+		t.Errorf("SFT manifest producer %q, want codapipe sftpack %s", m.Producer, ver)
 	}
 }
 

@@ -135,6 +135,8 @@ type Summary struct {
 	ShardFiles []string `json:"shard_files"`
 	// SummaryFile is where this summary is written as JSON.
 	SummaryFile string `json:"summary_file"`
+	// CodapipeVersion is the build that ran the night (service.Version).
+	CodapipeVersion string `json:"codapipe_version"`
 }
 
 // Work counts what one invocation did.
@@ -220,7 +222,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	}
 	j.common = commonArgs(env.Common, b.URL())
 
-	s := &Summary{Night: o.Night, Started: start.UTC(), Errors: []string{}, ShardFiles: []string{}}
+	s := &Summary{Night: o.Night, Started: start.UTC(), Errors: []string{}, ShardFiles: []string{}, CodapipeVersion: service.Version().String()}
 	s.SummaryFile = o.Summary
 	if s.SummaryFile == "" {
 		s.SummaryFile = filepath.Join(j.dir, "summary.json")
@@ -263,7 +265,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	}
 	s.OK = len(s.Errors) == 0
 	s.WallSeconds = time.Since(start).Seconds()
-	werr := writeJSON(s.SummaryFile, s)
+	werr := service.WriteSummary(s.SummaryFile, s)
 	if !s.OK {
 		return s, errors.Join(fmt.Errorf("%w: %s", ErrStage, strings.Join(s.Errors, "; ")), werr)
 	}
@@ -569,20 +571,6 @@ func readJSON(path string, v any) error {
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
-func writeJSON(path string, v any) error {
-	body, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("nightly summary: %w", err)
-	}
-	if err := os.WriteFile(path, append(body, '\n'), 0o644); err != nil {
-		return fmt.Errorf("nightly summary: %w", err)
 	}
 	return nil
 }

@@ -294,7 +294,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	}
 	sum, err := Run(ctx, cfg)
 	if sum != nil && o.Summary != "" {
-		if werr := writeJSON(o.Summary, sum); werr != nil {
+		if werr := service.WriteSummary(o.Summary, sum); werr != nil {
 			return sum, errors.Join(err, werr)
 		}
 	}

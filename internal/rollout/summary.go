@@ -114,6 +114,8 @@ type Summary struct {
 	Lengths *LengthSummary `json:"lengths,omitempty"`
 	// Warnings say what looks wrong with the run's data (printed loudly).
 	Warnings []string `json:"warnings"`
+	// CodapipeVersion is the build that made the summary (service.Version).
+	CodapipeVersion string `json:"codapipe_version"`
 }
 
 // summarize builds the summary of a run from this invocation's results and
@@ -121,7 +123,7 @@ type Summary struct {
 func summarize(cfg Config, results []sched.Result, done map[ledger.EpisodeKey]ledger.Record, wall time.Duration, ps vmpool.Stats) *Summary {
 	s := &Summary{Run: cfg.Run, App: cfg.App, Tasks: len(cfg.Tasks), Samples: cfg.Samples, Group: cfg.Group, Skipped: len(done),
 		Outcomes: map[string]int{}, WallSeconds: wall.Seconds(), Quarantined: []string{},
-		VMResets: ps.Resets, VMFailures: ps.Failures}
+		VMResets: ps.Resets, VMFailures: ps.Failures, CodapipeVersion: service.Version().String()}
 	// Utilisation as the run report measures it, over this invocation's
 	// episodes (their final trajectories).
 	var eps []runreport.Episode

@@ -39,7 +39,7 @@ func RegisterCommon(f *Flags, consumer bool) *Common {
 	f.String(&c.Store, "store", "CODAPIPE_STORE", "", "blob store: a directory, file:///dir or s3://bucket/prefix (S3 endpoint and credentials from AWS_* / MINIO_* variables); empty: <data>/blobs")
 	f.String(&c.LogLevel, "log-level", "CODAPIPE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	f.String(&c.LogFormat, "log-format", "CODAPIPE_LOG_FORMAT", LogAuto, "log format: auto (text on a terminal, JSON otherwise), text (one human line per event) or json (for log collectors)")
-	f.String(&c.MetricsAddr, "metrics-addr", "CODAPIPE_METRICS_ADDR", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); empty: off")
+	f.String(&c.MetricsAddr, "metrics-addr", "CODAPIPE_METRICS_ADDR", "", "serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on this address (e.g. 127.0.0.1:9464); empty: off")
 	if consumer {
 		f.Bool(&c.Drain, "drain", "CODAPIPE_DRAIN", false, "batch mode: process what is there, then exit")
 	}

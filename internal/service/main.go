@@ -72,6 +72,11 @@ type Env struct {
 	store    *blob.Store
 	bus      *bus.Bus
 	busStats *bus.Metrics
+
+	health   Health
+	readyMu  sync.RWMutex
+	readyBus *bus.Bus // the bus while open, for busReady
+	consumer bool     // ready only while the bus runs a consumer
 }
 
 // Store opens the blob store of --store (default <data>/blobs) once.
@@ -106,6 +111,7 @@ func (e *Env) Bus(ctx context.Context) (*bus.Bus, error) {
 	if e.bus != nil {
 		return e.bus, nil
 	}
+	e.health.Ready("nats", e.busReady)
 	store, err := e.storeLocked(ctx)
 	if err != nil {
 		return nil, err
@@ -129,6 +135,9 @@ func (e *Env) Bus(ctx context.Context) (*bus.Bus, error) {
 		return nil, err
 	}
 	e.bus = b
+	e.readyMu.Lock()
+	e.readyBus = b
+	e.readyMu.Unlock()
 	return b, nil
 }
 
@@ -154,6 +163,9 @@ func (e *Env) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.bus != nil {
+		e.readyMu.Lock()
+		e.readyBus = nil // waits for a readiness check using it
+		e.readyMu.Unlock()
 		e.bus.Close()
 		e.bus = nil
 	}
@@ -161,7 +173,7 @@ func (e *Env) Close() {
 }
 
 // Main runs cmd with its arguments (without the program name) and returns
-// the exit status: 0 done (or --help), 1 failed, 2 a usage error. It
+// the exit status: 0 done (or --help, --version), 1 failed, 2 a usage error. It
 // parses the flags (with their environment fallbacks), sets up logging,
 // serves Prometheus metrics when --metrics-addr is given, cancels Run's
 // context on SIGINT or SIGTERM, and waits for everything it started before
@@ -181,6 +193,10 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 				return MainContext(ctx, sub, args[1:], stdout, stderr)
 			}
 		}
+	}
+	if wantsVersion(args) {
+		fmt.Fprintf(stdout, "%s %s\n", cmd.Name, Version())
+		return 0
 	}
 	fs, common := cmd.flagSet()
 	// Nothing the command prints shows a credential it was given
@@ -216,11 +232,14 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 	env := NewEnv(cmd.Name, common, log, stdout, stderr)
 	env.Args = fs.Args()
 	defer env.Close()
+	if cmd.Consumer {
+		env.expectConsumer()
+	}
 
 	mctx, stopMetrics := context.WithCancel(ctx)
 	var metricsDone <-chan struct{}
 	if common != nil && common.MetricsAddr != "" {
-		addr, done, err := ServeMetrics(mctx, common.MetricsAddr, env.Metrics, log)
+		addr, done, err := ServeMetrics(mctx, common.MetricsAddr, env.Metrics, &env.health, log)
 		if err != nil {
 			stopMetrics()
 			fmt.Fprintf(stderr, "%s: %v\n", cmd.Name, err)

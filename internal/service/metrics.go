@@ -22,10 +22,11 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// ServeMetrics serves reg on addr at /metrics until ctx is cancelled and
-// returns the address it listens on (useful with port 0). The server is
-// shut down, with a 5 s deadline, when ctx ends; done is closed then.
-func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) (bound string, done <-chan struct{}, err error) {
+// ServeMetrics serves reg on addr at /metrics, and health at /healthz and
+// /readyz (nil: no readiness checks), until ctx is cancelled and returns
+// the address it listens on (useful with port 0). The server is shut down,
+// with a 5 s deadline, when ctx ends; done is closed then.
+func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, health *Health, log *slog.Logger) (bound string, done <-chan struct{}, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -35,6 +36,7 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	health.handle(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	ch := make(chan struct{})
 	go func() { // owned by ctx: shuts the server down when ctx ends

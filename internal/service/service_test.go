@@ -124,7 +124,7 @@ func TestServeMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := NewRegistry()
 	bus.NewMetrics(reg)
-	addr, done, err := ServeMetrics(ctx, "127.0.0.1:0", reg, nil)
+	addr, done, err := ServeMetrics(ctx, "127.0.0.1:0", reg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestServeMetrics(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("metrics server did not stop")
 	}
-	if _, _, err := ServeMetrics(context.Background(), "256.0.0.1:1", reg, nil); err == nil {
+	if _, _, err := ServeMetrics(context.Background(), "256.0.0.1:1", reg, nil, nil); err == nil {
 		t.Fatal("bad address accepted")
 	}
 }

@@ -20,9 +20,6 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
-// Version is the codapipe version written into the manifest.
-var Version = "dev"
-
 // Options are the build command's settings as the command line gives
 // them.
 type Options struct {
@@ -79,7 +76,7 @@ func parseTime(flag, s string) (time.Time, error) {
 func (o *Options) config() (Config, error) {
 	cfg := Config{
 		Runs: splitList(o.Runs), Apps: splitList(o.Apps), Rules: o.Rules, Workers: o.Workers,
-		Producer: "codapipe sftpack " + Version,
+		Producer: "codapipe sftpack " + service.Version().String(),
 	}
 	if o.Out == "" {
 		return cfg, errors.New("--out is required: a folder or s3://bucket/prefix")
@@ -306,16 +303,13 @@ func buildCommand() service.Command {
 // writeSummary writes the build's counts as JSON.
 func writeSummary(path string, res Result) error {
 	m := res.Manifest
-	body, err := traj.Marshal(struct {
+	return service.WriteSummary(path, struct {
+		CodapipeVersion string `json:"codapipe_version"`
 		Result
 		Counts Counts               `json:"counts"`
 		Splits map[string]SplitInfo `json:"splits"`
 		Files  int                  `json:"files"`
-	}{res, m.Counts, m.Splits, len(m.Files) + 1})
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, body, 0o644)
+	}{service.Version().String(), res, m.Counts, m.Splits, len(m.Files) + 1})
 }
 
 func exportCommand() service.Command {

@@ -143,6 +143,9 @@ type Config struct {
 	// TempDir is where shard files of a remote set are downloaded
 	// (default os.TempDir()).
 	TempDir string
+	// Version is the codapipe build that writes the export, recorded in
+	// the manifest (service.Version().String()).
+	Version string
 	// Log receives progress (default slog.Default()).
 	Log *slog.Logger
 }
@@ -154,6 +157,9 @@ type Manifest struct {
 	Format Format `json:"format"`
 	// Created is when the export was written.
 	Created time.Time `json:"created"`
+	// Version is the codapipe build that wrote the export (Config.Version;
+	// Source.Meta.Version is the one that wrote the set).
+	Version string `json:"codapipe_version,omitempty"`
 	// Source is the shard set's manifest: its set name, schema version and
 	// meta, as read.
 	Source Source `json:"source"`
@@ -278,7 +284,7 @@ func Export(ctx context.Context, cfg Config) (*Manifest, error) {
 		return nil, fmt.Errorf("trainexport: %w", err)
 	}
 	m := &Manifest{
-		Format: cfg.Format, Created: time.Now().UTC(),
+		Format: cfg.Format, Created: time.Now().UTC(), Version: cfg.Version,
 		Source: Source{Set: sm.Set, SchemaVersion: sm.SchemaVersion, Meta: sm.Meta, TokenData: sm.TokenData},
 	}
 	if cfg.Format != FormatJSONL {

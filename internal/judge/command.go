@@ -233,8 +233,8 @@ func Command() service.Command {
 		Flags: func(fs *service.Flags) {
 			fs.Strings(&o.Judges, "judge", "CODAPIPE_JUDGE", "judge endpoint as URL=MODEL (OpenAI-compatible base URL and model name); several make an ensemble")
 			fs.Secret(&o.Limits.APIKey, "judge-key", "CODAPIPE_JUDGE_KEY", "API key sent as a bearer token to the judge endpoints (an endpoint with user:password@ in its URL gets basic authentication instead)")
-			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only judge this application's trajectories (default all)")
-			fs.Strings(&o.Runs, "runs", "CODAPIPE_JUDGE_RUNS", "only judge these runs' trajectories (rollout --run names, comma-separated), on a consumer of their own that leaves the other runs' to the other judge consumers (default all)")
+			fs.List(&o.Apps, "app", "CODAPIPE_APP", "only judge these applications' trajectories (default all)")
+			fs.List(&o.Runs, "runs", "CODAPIPE_JUDGE_RUNS", "only judge these runs' trajectories (rollout --run names), on a consumer of their own that leaves the other runs' to the other judge consumers (default all)")
 			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "K: votes per trajectory (the low-resolution one included)")
 			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "unanimous (success only if every vote says so) or majority")
 			fs.String(&temps, "temperature", "CODAPIPE_JUDGE_TEMPERATURE", "1", "sampling temperature of the votes in [0,2] (0 is greedy; sent as it is), one value or one per vote separated by commas")

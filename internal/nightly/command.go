@@ -40,7 +40,7 @@ func Command() service.Command {
 		Name: "nightly", Summary: "the nightly specialization job: runs, judgements and shards per app, then the SFT set",
 		Usage: usage, Common: true,
 		Flags: func(fs *service.Flags) {
-			fs.Strings(&o.Apps, "apps", "CODAPIPE_NIGHTLY_APPS", "applications, one rollout run and one shard set each, comma-separated (e.g. ChimeraX,KAlgebra)")
+			fs.List(&o.Apps, "apps", "CODAPIPE_NIGHTLY_APPS", "applications, one rollout run and one shard set each (e.g. ChimeraX,KAlgebra)")
 			fs.String(&o.Night, "night", "CODAPIPE_NIGHT", "", "the night's name, prefix of its run names <night>-<app> (default today's UTC date, YYYY-MM-DD)")
 			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", 8, "G: plans per step besides the executed one")
 			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", 1, "K: episodes per task")
@@ -51,7 +51,7 @@ func Command() service.Command {
 			fs.Bool(&o.Workers, "workers", "CODAPIPE_NIGHTLY_WORKERS", true, "run a judge and an advantage worker beside each rollout (false: they only drain after it)")
 			fs.String(&o.Shards, "shards", "CODAPIPE_SHARDS", "", "where the shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
 			fs.String(&o.SFTOut, "sft-out", "CODAPIPE_NIGHTLY_SFT_OUT", "", "folder of the night's SFT set (default <data>/sft/<night>)")
-			fs.Strings(&o.SFTRuns, "sft-runs", "CODAPIPE_NIGHTLY_SFT_RUNS", "more runs for the SFT set, names or globs (default none: only the night's runs)")
+			fs.List(&o.SFTRuns, "sft-runs", "CODAPIPE_NIGHTLY_SFT_RUNS", "more runs for the SFT set, names or globs (default none: only the night's runs)")
 			fs.String(&o.Export, "export", "CODAPIPE_NIGHTLY_EXPORT", "", "export the SFT set to this s3://bucket/prefix (S3 endpoint and credentials from AWS_* / MINIO_*; empty: no export)")
 			fs.String(&o.Summary, "summary", "CODAPIPE_NIGHTLY_SUMMARY", "", "write the night's summary as JSON here (default <data>/nightly/<night>/summary.json)")
 			fs.String(&o.RolloutArgs, "rollout-args", "CODAPIPE_NIGHTLY_ROLLOUT_ARGS", "", "more rollout flags, split on spaces (e.g. '--pool pool.yaml --planner-checkpoint global_step_400')")

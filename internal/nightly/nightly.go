@@ -82,10 +82,8 @@ func RunName(night, app string) string {
 func (o *Options) check() error {
 	var apps []string
 	for _, a := range o.Apps {
-		for _, s := range strings.Split(a, ",") {
-			if s = strings.TrimSpace(s); s != "" && !slices.Contains(apps, s) {
-				apps = append(apps, s)
-			}
+		if !slices.Contains(apps, a) {
+			apps = append(apps, a)
 		}
 	}
 	o.Apps = apps

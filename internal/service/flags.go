@@ -230,10 +230,12 @@ func (f *Flags) Float64(p *float64, name, env string, def float64, usage string)
 	f.Float64Var(p, name, envDefault(f, name, env, def, parse, "a number"), withEnv(usage, env))
 }
 
-// stringList is a flag that collects every value it is given.
+// stringList is a flag that collects every value it is given; a list
+// flag (split) splits each value into names (SplitList).
 type stringList struct {
-	p   *[]string
-	set bool // given on the command line: replaces the default
+	p     *[]string
+	set   bool // given on the command line: replaces the default
+	split bool
 }
 
 func (l *stringList) String() string {
@@ -247,22 +249,51 @@ func (l *stringList) Set(v string) error {
 	if !l.set {
 		*l.p, l.set = nil, true
 	}
+	if l.split {
+		*l.p = append(*l.p, SplitList(v)...)
+		return nil
+	}
 	*l.p = append(*l.p, v)
 	return nil
 }
 
-// Strings defines a flag that may be repeated; each use adds a value. The
-// environment fallback holds the values separated by commas. Values given
-// on the command line replace the environment's.
-func (f *Flags) Strings(p *[]string, name, env, usage string) {
-	*p = nil
-	if v, ok := f.env(env); ok {
-		f.markEnv(name)
+// SplitList splits comma-separated values into their elements, trimmed
+// of surrounding spaces, without empty ones, in order: the one reading of
+// a list of names (List flags, their variables, NameList).
+func SplitList(vals ...string) []string {
+	var out []string
+	for _, v := range vals {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s != "" {
-				*p = append(*p, s)
+				out = append(out, s)
 			}
 		}
 	}
-	f.Var(&stringList{p: p}, name, withEnv(usage+" (repeatable)", env))
+	return out
+}
+
+// Strings defines a flag that may be repeated; each use adds a value as
+// it is, commas included (a URL, a stop string). The environment
+// fallback holds the values separated by commas. Values given on the
+// command line replace the environment's.
+func (f *Flags) Strings(p *[]string, name, env, usage string) {
+	f.strings(p, name, env, usage+" (repeatable)", false)
+}
+
+// List defines a flag that holds a list of names (runs, apps,
+// checkpoints): each value is split on commas (SplitList), on the
+// command line and in the environment fallback alike, and the flag may be
+// repeated, each use adding its names ("--runs a,b --runs c" is a, b, c).
+// Names given on the command line replace the environment's.
+func (f *Flags) List(p *[]string, name, env, usage string) {
+	f.strings(p, name, env, usage+" (comma-separated, repeatable)", true)
+}
+
+func (f *Flags) strings(p *[]string, name, env, usage string, split bool) {
+	*p = nil
+	if v, ok := f.env(env); ok {
+		f.markEnv(name)
+		*p = SplitList(v)
+	}
+	f.Var(&stringList{p: p, split: split}, name, withEnv(usage, env))
 }

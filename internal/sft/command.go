@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
@@ -47,19 +46,6 @@ type Result struct {
 	Exported bool `json:"exported"`
 }
 
-// splitList splits comma-separated values and drops empty ones.
-func splitList(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
 // parseTime reads an RFC 3339 time or a UTC date (2006-01-02).
 func parseTime(flag, s string) (time.Time, error) {
 	if s == "" {
@@ -78,7 +64,7 @@ func parseTime(flag, s string) (time.Time, error) {
 // (without Store and Dir).
 func (o *Options) config() (Config, error) {
 	cfg := Config{
-		Runs: splitList(o.Runs), Apps: splitList(o.Apps), Rules: o.Rules, Workers: o.Workers,
+		Runs: o.Runs, Apps: o.Apps, Rules: o.Rules, Workers: o.Workers,
 		Producer: "codapipe sftpack " + Version,
 	}
 	if o.Out == "" {
@@ -280,8 +266,8 @@ func buildCommand() service.Command {
 		Usage: buildUsage, Common: true,
 		Flags: func(fs *service.Flags) {
 			fs.String(&o.Out, "out", "CODAPIPE_SFT_OUT", "", "where the dataset goes: a folder (replaced whole) or s3://bucket/prefix")
-			fs.Strings(&o.Runs, "runs", "CODAPIPE_SFT_RUNS", "runs to take, names or globs (e.g. 'nightly-2026-03-*'), comma-separated (default all)")
-			fs.Strings(&o.Apps, "apps", "CODAPIPE_SFT_APPS", "applications to take, names or globs, comma-separated (default all)")
+			fs.List(&o.Runs, "runs", "CODAPIPE_SFT_RUNS", "runs to take, names or globs (e.g. 'nightly-2026-03-*') (default all)")
+			fs.List(&o.Apps, "apps", "CODAPIPE_SFT_APPS", "applications to take, names or globs (default all)")
 			fs.String(&o.Since, "since", "CODAPIPE_SFT_SINCE", "", "only trajectories started at or after this time (RFC 3339 or YYYY-MM-DD, UTC)")
 			fs.String(&o.Until, "until", "CODAPIPE_SFT_UNTIL", "", "only trajectories started before this time (RFC 3339 or YYYY-MM-DD, UTC)")
 			fs.String(&o.JudgeVersion, "judge-version", "CODAPIPE_SFT_JUDGE_VERSION", "", "the set's one judge version: take the judgements of this judge version id (default: the version that judged the most selected trajectories)")

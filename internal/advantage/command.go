@@ -14,6 +14,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/redact"
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -77,23 +78,35 @@ func (o *Options) estimator() (grpo.Estimator, error) {
 // as it has always been written (not cleaned).
 func DefaultOut(dataDir string) string { return dataDir + "/shards" }
 
+// check checks the options that name things (--images, --app, --runs,
+// --judge-version) and spells the apps as the benchmark does
+// (scienceboard.CheckApps). Its errors are usage errors.
+func (o *Options) check() error {
+	if o.EmbedImages && o.Images != "" && o.Images != string(shard.ImagesEmbed) {
+		return service.Usage(fmt.Errorf("--embed-images is --images embed; --images %q says otherwise", o.Images))
+	}
+	apps, err := scienceboard.CheckApps("--app", o.Apps)
+	if err != nil {
+		return service.Usage(err)
+	}
+	o.Apps = apps
+	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
+		return service.Usage(err)
+	}
+	if v := strings.TrimSpace(o.JudgeVersion); v != "" && !traj.ValidJudgeVersionID(v) {
+		return service.Usage(fmt.Errorf("--judge-version %q: want a judge version id, 16 lower-case hex digits (judge report prints them)", v))
+	}
+	return nil
+}
+
 // Execute runs the advantage service as the command does.
 func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	est, err := o.estimator()
 	if err != nil {
 		return Stats{}, service.Usage(err)
 	}
-	if o.EmbedImages && o.Images != "" && o.Images != string(shard.ImagesEmbed) {
-		return Stats{}, service.Usage(fmt.Errorf("--embed-images is --images embed; --images %q says otherwise", o.Images))
-	}
-	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
-		return Stats{}, service.Usage(err)
-	}
-	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
-		return Stats{}, service.Usage(err)
-	}
-	if v := strings.TrimSpace(o.JudgeVersion); v != "" && !traj.ValidJudgeVersionID(v) {
-		return Stats{}, service.Usage(fmt.Errorf("--judge-version %q: want a judge version id, 16 lower-case hex digits (judge report prints them)", v))
+	if err := o.check(); err != nil {
+		return Stats{}, err
 	}
 	if o.Out == "" {
 		o.Out = DefaultOut(env.Common.DataDir)

@@ -3,6 +3,7 @@ package advantage
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,5 +49,18 @@ func TestRunsChecksEachName(t *testing.T) {
 				t.Errorf("a name refused: %s", errb.String())
 			}
 		})
+	}
+}
+
+// TestCheckSpellsApps: --app names a ScienceBoard app in any case as the
+// benchmark spells it (the subject rollout publishes on); another name
+// is an app of the user's task folders, kept as it is.
+func TestCheckSpellsApps(t *testing.T) {
+	o := Options{Apps: []string{"chimerax", "KALGEBRA", "Lab"}}
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ChimeraX", "KAlgebra", "Lab"}; !slices.Equal(o.Apps, want) {
+		t.Errorf("apps %q, want %q", o.Apps, want)
 	}
 }

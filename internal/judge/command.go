@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -65,7 +66,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err := o.Policy.Validate(); err != nil {
 		return Stats{}, service.Usage(err)
 	}
-	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
+	var err error
+	if o.Apps, err = scienceboard.CheckApps("--app", o.Apps); err != nil {
 		return Stats{}, service.Usage(err)
 	}
 	o.Runs = service.NameList(o.Runs)
@@ -320,9 +322,11 @@ judged last.`,
 				}
 			}
 			if cfg.App != "" {
-				if err := traj.CheckNames("--app", traj.AppName, cfg.App); err != nil {
+				apps, err := scienceboard.CheckApps("--app", []string{cfg.App})
+				if err != nil {
 					return service.Usage(err)
 				}
+				cfg.App = apps[0]
 			}
 			store, err := env.Store(ctx)
 			if err != nil {

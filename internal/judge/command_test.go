@@ -2,7 +2,9 @@ package judge
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,5 +47,25 @@ func TestRunsChecksEachName(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestAppSpelledAsTheBenchmark: --app chimerax consumes ChimeraX's
+// subject (the one rollout publishes on), not a subject of its own.
+func TestAppSpelledAsTheBenchmark(t *testing.T) {
+	args := []string{"--data", t.TempDir(), "--drain", "--sim", "--log-format", "json", "--app", "chimerax,KALGEBRA,Lab"}
+	var out, errb bytes.Buffer
+	if code := service.MainContext(t.Context(), Command(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errb.String())
+	}
+	var apps []string
+	for _, line := range strings.Split(errb.String(), "\n") {
+		var rec struct{ Msg, Apps string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "judge: consuming trajectories" {
+			apps = append(apps, rec.Apps)
+		}
+	}
+	if want := []string{"ChimeraX,KAlgebra,Lab"}; !slices.Equal(apps, want) {
+		t.Errorf("consuming the apps %q, want %q; stderr:\n%s", apps, want, errb.String())
 	}
 }

@@ -212,6 +212,13 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	// The tasks first: --app is matched to the spelling of the app's task
+	// files (ignoring case), which names its subject, run and history.
+	tasks, err := loadTasks(o)
+	if err != nil {
+		return nil, err
+	}
+	o.App = tasks[0].App
 	log := env.Log
 	if o.Run == "" {
 		o.Run = DefaultRunName(o.App, time.Now())
@@ -265,9 +272,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err := resolveCheckpoints(ctx, &cfg.Planner, &cfg.Executor, log); err != nil {
 		return nil, err
 	}
-	if cfg.Tasks, err = loadTasks(o); err != nil {
-		return nil, err
-	}
+	cfg.Tasks = tasks
 	if cfg.Store, err = env.Store(ctx); err != nil {
 		return nil, err
 	}

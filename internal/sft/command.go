@@ -15,6 +15,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/redact"
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -73,15 +74,16 @@ func (o *Options) config() (Config, error) {
 	if err := traj.CheckNames("--runs", traj.RunName, cfg.Runs...); err != nil {
 		return cfg, err
 	}
-	if err := traj.CheckNames("--apps", traj.AppName, cfg.Apps...); err != nil {
+	apps, err := scienceboard.CheckApps("--apps", cfg.Apps)
+	if err != nil {
 		return cfg, err
 	}
+	cfg.Apps = apps
 	for _, p := range append(append([]string{}, cfg.Runs...), cfg.Apps...) {
 		if _, err := path.Match(p, ""); err != nil {
 			return cfg, fmt.Errorf("pattern %q: %w", p, err)
 		}
 	}
-	var err error
 	if cfg.Since, err = parseTime("since", o.Since); err != nil {
 		return cfg, err
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -46,6 +47,15 @@ func RegisterCommon(f *Flags, consumer bool) *Common {
 	f.Int(&c.Replicas, "replicas", "CODAPIPE_REPLICAS", 1, "replicas of the JetStream streams and buckets this process creates (3 on a cluster); existing ones are left as they are")
 	f.Bool(&c.UpdateTopology, "update-topology", "CODAPIPE_UPDATE_TOPOLOGY", false, "apply codapipe's stream and bucket configuration (with --replicas) to existing ones too")
 	return c
+}
+
+// Check checks the common flags that can be checked before anything
+// starts: --nats is a NATS URL (bus.CheckURL).
+func (c *Common) Check() error {
+	if err := bus.CheckURL(c.NATS.URL); err != nil {
+		return fmt.Errorf("--nats: %w", err)
+	}
+	return nil
 }
 
 // Topology is the bus topology for these flags: the default streams, with

@@ -206,6 +206,10 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 	}
 	lc := LogConfig{Service: firstWord(cmd.Name)}
 	if common != nil {
+		if err := common.Check(); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", cmd.Name, err)
+			return 2
+		}
 		lc.Level, lc.Format = common.LogLevel, common.LogFormat
 	}
 	log, err := NewLogger(stderr, lc)

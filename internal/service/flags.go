@@ -100,9 +100,10 @@ func (f *Flags) Secret(p *string, name, env, usage string) {
 
 // Secrets are the credentials these flags hold (their values so far:
 // call it again after Parse): the values of the Secret flags, the user
-// information of every URL a flag or args hold, the S3 credentials of
-// the environment (blob.SecretEnv, blob.EndpointEnv) and the content of
-// the NATS credentials file (--nats-creds), added to s.
+// information of every URL a flag or args hold, the S3 secrets of the
+// environment (blob.SecretEnv, blob.EndpointEnv; the access key IDs of
+// blob.KeyIDEnv as identifiers) and the content of the NATS credentials
+// file (--nats-creds), added to s.
 func (f *Flags) Secrets(s *redact.Secrets, args ...string) {
 	f.VisitAll(func(fl *flag.Flag) {
 		v := fl.Value.String()
@@ -125,6 +126,10 @@ func (f *Flags) Secrets(s *redact.Secrets, args ...string) {
 	for _, k := range blob.SecretEnv {
 		v, _ := f.lookup(k)
 		s.Add(v)
+	}
+	for _, k := range blob.KeyIDEnv {
+		v, _ := f.lookup(k)
+		s.AddIdentifier(v)
 	}
 	for _, k := range blob.EndpointEnv {
 		v, _ := f.lookup(k)

@@ -27,6 +27,11 @@ type Flags struct {
 	lookup  func(string) (string, bool)
 	fromEnv map[string]bool // flags whose value came from their variable
 	secret  map[string]bool // flags whose value is a credential (Secret)
+	// group is the --help section of the flags defined from now on
+	// (Group); groupOf holds each flag's, groups the sections in order.
+	group   string
+	groupOf map[string]string
+	groups  []string
 }
 
 // NewFlags returns an empty flag set for a command.
@@ -211,16 +216,6 @@ func (f *Flags) Parse(args []string) error {
 		return errors.Join(f.envErrs...)
 	}
 	return nil
-}
-
-// Usage returns the flag defaults as the help text prints them.
-func (f *Flags) Usage() string {
-	var b strings.Builder
-	out := f.Output()
-	f.SetOutput(&b)
-	f.PrintDefaults()
-	f.SetOutput(out)
-	return b.String()
 }
 
 // Int64 defines an int64 flag with an environment fallback.

@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/redact"
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -73,23 +74,35 @@ func (o *Options) estimator() (grpo.Estimator, error) {
 // as it has always been written (not cleaned).
 func DefaultOut(dataDir string) string { return dataDir + "/shards" }
 
+// check checks the options that name things (--images, --app, --runs,
+// --judge-version) and spells the apps as the benchmark does
+// (scienceboard.CheckApps). Its errors are usage errors.
+func (o *Options) check() error {
+	if o.EmbedImages && o.Images != "" && o.Images != string(shard.ImagesEmbed) {
+		return service.Usage(fmt.Errorf("--embed-images is --images embed; --images %q says otherwise", o.Images))
+	}
+	apps, err := scienceboard.CheckApps("--app", o.Apps)
+	if err != nil {
+		return service.Usage(err)
+	}
+	o.Apps = apps
+	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
+		return service.Usage(err)
+	}
+	if v := strings.TrimSpace(o.JudgeVersion); v != "" && !traj.ValidJudgeVersionID(v) {
+		return service.Usage(fmt.Errorf("--judge-version %q: want a judge version id, 16 lower-case hex digits (judge report prints them)", v))
+	}
+	return nil
+}
+
 // Execute runs the advantage service as the command does.
 func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	est, err := o.estimator()
 	if err != nil {
 		return Stats{}, service.Usage(err)
 	}
-	if o.EmbedImages && o.Images != "" && o.Images != string(shard.ImagesEmbed) {
-		return Stats{}, service.Usage(fmt.Errorf("--embed-images is --images embed; --images %q says otherwise", o.Images))
-	}
-	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
-		return Stats{}, service.Usage(err)
-	}
-	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
-		return Stats{}, service.Usage(err)
-	}
-	if v := strings.TrimSpace(o.JudgeVersion); v != "" && !traj.ValidJudgeVersionID(v) {
-		return Stats{}, service.Usage(fmt.Errorf("--judge-version %q: want a judge version id, 16 lower-case hex digits (judge report prints them)", v))
+	if err := o.check(); err != nil {
+		return Stats{}, err
 	}
 	if o.Out == "" {
 		o.Out = DefaultOut(env.Common.DataDir)
@@ -206,7 +219,17 @@ func Command() service.Command {
 		Usage: usage, Common: true, Consumer: true,
 		Sub: []service.Command{exportCommand(), verifyCommand(), rewardServerCommand()},
 		Flags: func(fs *service.Flags) {
-			fs.String(&o.Out, "out", "CODAPIPE_SHARDS", "", "where shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
+			fs.Group(service.GroupRun)
+			fs.List(&o.Apps, "app", "CODAPIPE_APP", "only these applications' judged trajectories (default all)")
+			fs.List(&o.Runs, "runs", "CODAPIPE_ADVANTAGE_RUNS", "only these runs' judged trajectories (rollout --run names); a new set needs --runs, --checkpoints or --since")
+			fs.List(&o.Checkpoints, "checkpoints", "CODAPIPE_ADVANTAGE_CHECKPOINTS", "only trajectories sampled from these planner checkpoints (the tags rollout recorded)")
+			fs.String(&o.Since, "since", "CODAPIPE_ADVANTAGE_SINCE", "", "only episodes started at or after this time: RFC 3339 (2026-11-25T02:00:00Z) or a duration back from the set's start (36h); all: every judged trajectory the stream retains")
+			fs.String(&o.JudgeVersion, "judge-version", "CODAPIPE_ADVANTAGE_JUDGE_VERSION", "", "bind the set to this judge version id (judge report prints it; another set, in its own folder); default: the first version the set takes")
+			fs.Int(&o.Workers, "concurrency", "CODAPIPE_ADVANTAGE_CONCURRENCY", 64, "judged trajectories handled at once; a commit holds at most this many")
+			fs.String(&o.Durable, "durable", "CODAPIPE_ADVANTAGE_DURABLE", "", "consumer name shared by the processes (default advantage_<set>)")
+			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat; an outcome group's or the manifest's lease passes to another process this long after it was taken or last renewed")
+			fs.Duration(&o.MaxDelay, "max-delay", "CODAPIPE_ADVANTAGE_MAX_DELAY", 10*time.Second, "rows wait at most this long for their shard to be committed")
+			fs.Group("Estimator")
 			fs.String(&o.Mode, "mode", "CODAPIPE_ADVANTAGE_MODE", ModeStep, "step (a group per positive step) or outcome (a group per task and run)")
 			fs.String(&o.Label, "label", "CODAPIPE_ADVANTAGE_LABEL", string(grpo.LabelModeClean), "step labels: clean (clean successes' steps) or prefix (also a failure's steps before its first error)")
 			fs.String(&o.Preset, "preset", "CODAPIPE_ADVANTAGE_PRESET", "", "estimator preset replacing --estimator, --eps, --std and --zero-var ("+strings.Join(grpo.PresetNames(), ", ")+")")
@@ -214,6 +237,7 @@ func Command() service.Command {
 			fs.Float64(&o.Eps, "eps", "CODAPIPE_ADVANTAGE_EPS", grpo.DefaultEps, "ε of grpo's (r−μ)/(σ+ε)")
 			fs.String(&o.Std, "std", "CODAPIPE_ADVANTAGE_STD", "unbiased", "σ's divisor: unbiased (n−1) or population (n)")
 			fs.String(&o.ZeroVar, "zero-var", "CODAPIPE_ADVANTAGE_ZERO_VAR", string(grpo.ZeroVarianceKeep), "zero-variance groups: keep (advantages 0) or drop (no rows)")
+			fs.Group("Reward")
 			fs.Float64(&o.Reward.ScrollDirectionWeight, "scroll-direction-weight", "", grpo.DefaultScrollDirectionWeight, "reward: weight of the scroll direction in a scroll's distance")
 			fs.Float64(&o.Reward.DragMinExtent, "drag-min-extent", "", grpo.DefaultDragMinExtent, "reward: smallest side of a drag's box")
 			fs.Float64(&o.Reward.TypeOnlyDist, "type-only-dist", "", grpo.DefaultTypeOnlyDist, "reward: distance part of actions with only a type")
@@ -224,20 +248,13 @@ func Command() service.Command {
 			fs.Float64(&o.Outcome.RedundantReward, "redundant-reward", "", 0, "outcome mode: reward of a success with redundancy")
 			fs.Float64(&o.Outcome.FailureReward, "failure-reward", "", 0, "outcome mode: reward of a failure")
 			fs.String((*string)(&o.Outcome.Eval), "eval", "", string(grpo.EvalIgnore), "outcome mode: the task evaluator's part (ignore, require, mean)")
+			fs.Group(service.GroupOutput)
+			fs.String(&o.Out, "out", "CODAPIPE_SHARDS", "", "where shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
 			fs.String(&o.Format, "format", "CODAPIPE_SHARD_FORMAT", string(shard.FormatArrow), "arrow (Arrow IPC file) or parquet (zstd)")
 			fs.Int64(&o.RowsPerShard, "rows-per-shard", "CODAPIPE_ROWS_PER_SHARD", 100000, "start a new shard after this many rows (0: no limit)")
 			fs.Int64(&o.BytesPerShard, "bytes-per-shard", "CODAPIPE_BYTES_PER_SHARD", 512<<20, "start a new shard after about this many bytes (0: no limit)")
 			fs.String(&o.Images, "images", "CODAPIPE_IMAGES", "", "where the set carries the prompt's images: files (once each, beside the shards; the default), embed (PNG bytes in every row) or store (references to the blob store only)")
 			fs.Bool(&o.EmbedImages, "embed-images", "CODAPIPE_EMBED_IMAGES", false, "the same as --images embed")
-			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only this application's judged trajectories (default all)")
-			fs.Strings(&o.Runs, "runs", "CODAPIPE_ADVANTAGE_RUNS", "only these runs' judged trajectories (rollout --run names, comma-separated); a new set needs --runs, --checkpoints or --since")
-			fs.Strings(&o.Checkpoints, "checkpoints", "CODAPIPE_ADVANTAGE_CHECKPOINTS", "only trajectories sampled from these planner checkpoints (the tags rollout recorded, comma-separated)")
-			fs.String(&o.Since, "since", "CODAPIPE_ADVANTAGE_SINCE", "", "only episodes started at or after this time: RFC 3339 (2026-11-25T02:00:00Z) or a duration back from the set's start (36h); all: every judged trajectory the stream retains")
-			fs.String(&o.JudgeVersion, "judge-version", "CODAPIPE_ADVANTAGE_JUDGE_VERSION", "", "bind the set to this judge version id (judge report prints it; another set, in its own folder); default: the first version the set takes")
-			fs.Int(&o.Workers, "concurrency", "CODAPIPE_ADVANTAGE_CONCURRENCY", 64, "judged trajectories handled at once; a commit holds at most this many")
-			fs.String(&o.Durable, "durable", "CODAPIPE_ADVANTAGE_DURABLE", "", "consumer name shared by the processes (default advantage_<set>)")
-			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat; an outcome group's or the manifest's lease passes to another process this long after it was taken or last renewed")
-			fs.Duration(&o.MaxDelay, "max-delay", "CODAPIPE_ADVANTAGE_MAX_DELAY", 10*time.Second, "rows wait at most this long for their shard to be committed")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {

@@ -121,12 +121,15 @@ func (c Config) opTimeout() time.Duration {
 	return DefaultOpTimeout
 }
 
-// SecretEnv are the environment variables whose values are S3
-// credentials, and EndpointEnv those that name the S3 endpoint (whose
-// user information, if any, is a credential too): what a command strips
-// from its output (redact.Secrets).
+// SecretEnv are the environment variables whose values are S3 secrets
+// (secret keys, session tokens, passwords), KeyIDEnv those whose values
+// identify the key (access key IDs, the MinIO root user: identifiers,
+// which S3 itself prints, not secrets), and EndpointEnv those that name
+// the S3 endpoint (whose user information, if any, is a credential):
+// what a command strips from its output (redact.Secrets).
 var (
-	SecretEnv   = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_ROOT_PASSWORD"}
+	SecretEnv   = []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MINIO_SECRET_KEY", "MINIO_ROOT_PASSWORD"}
+	KeyIDEnv    = []string{"AWS_ACCESS_KEY_ID", "MINIO_ACCESS_KEY", "MINIO_ROOT_USER"}
 	EndpointEnv = []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT", "MINIO_ENDPOINT"}
 )
 

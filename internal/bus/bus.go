@@ -138,6 +138,9 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 		}
 		url = b.srv.ClientURL()
 	} else {
+		if err := CheckURL(url); err != nil {
+			return nil, fmt.Errorf("bus: %w", err)
+		}
 		o, err := authOptions(cfg)
 		if err != nil {
 			return nil, err
@@ -147,6 +150,11 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		b.stopEmbedded()
+		if cfg.URL != "" { // a server that answered, but not as NATS does, says so
+			if perr := probeProtocol(ctx, url, min(b.timeout, probeTimeout)); perr != nil {
+				return nil, fmt.Errorf("bus: connect to %s: %w (%w)", redact.URL(url), perr, err)
+			}
+		}
 		return nil, fmt.Errorf("bus: connect to %s: %w", redact.URL(url), err)
 	}
 	b.nc = nc

@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
@@ -65,7 +66,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err := o.Policy.Validate(); err != nil {
 		return Stats{}, service.Usage(err)
 	}
-	if err := traj.CheckNames("--app", traj.AppName, o.Apps...); err != nil {
+	var err error
+	if o.Apps, err = scienceboard.CheckApps("--app", o.Apps); err != nil {
 		return Stats{}, service.Usage(err)
 	}
 	o.Runs = service.NameList(o.Runs)
@@ -229,12 +231,24 @@ func Command() service.Command {
 		Name: "judge", Summary: "score trajectories with VLM judges (voting, multi-resolution, ensembles) and publish judgements",
 		Usage: usage, Common: true, Consumer: true,
 		Flags: func(fs *service.Flags) {
+			fs.Group(service.GroupEndpoints)
 			fs.Strings(&o.Judges, "judge", "CODAPIPE_JUDGE", "judge endpoint as URL=MODEL (OpenAI-compatible base URL and model name); several make an ensemble")
 			fs.Secret(&o.Limits.APIKey, "judge-key", "CODAPIPE_JUDGE_KEY", "API key sent as a bearer token to the judge endpoints (an endpoint with user:password@ in its URL gets basic authentication instead)")
-			fs.Strings(&o.Apps, "app", "CODAPIPE_APP", "only judge this application's trajectories (default all)")
-			fs.Strings(&o.Runs, "runs", "CODAPIPE_JUDGE_RUNS", "only judge these runs' trajectories (rollout --run names, comma-separated), on a consumer of their own that leaves the other runs' to the other judge consumers (default all)")
+			fs.Int(&o.Limits.Concurrency, "endpoint-concurrency", "CODAPIPE_JUDGE_ENDPOINT_CONCURRENCY", 8, "most calls in flight to one endpoint")
+			fs.Float64(&o.Limits.Rate, "rate", "CODAPIPE_JUDGE_RATE", 0, "most requests per second to one endpoint (token bucket; 0: unlimited)")
+			fs.Duration(&o.Limits.AttemptTimeout, "attempt-timeout", "CODAPIPE_JUDGE_ATTEMPT_TIMEOUT", 2*time.Minute, "deadline of one HTTP attempt of a judge call")
+			fs.Int(&o.Limits.Attempts, "attempts", "CODAPIPE_JUDGE_ATTEMPTS", 4, "attempts of one judge call (429, 5xx and transport errors are retried with backoff and jitter)")
+			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
+			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with a judge.tmpl prompt replacing ours (docs/judge.md)")
+			fs.Group("Voting")
 			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "K: votes per trajectory (the low-resolution one included)")
 			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "unanimous (success only if every vote says so) or majority")
+			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: cast the first vote on frames scaled to fit this size; a failure there is final (e.g. 640x400; empty: off)")
+			fs.Int(&o.Policy.MaxFrames, "max-frames", "CODAPIPE_JUDGE_MAX_FRAMES", DefaultMaxFrames, "most screenshots per call; longer trajectories are subsampled evenly, first and final screen kept")
+			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer has no usable result dict is asked again")
+			fs.Bool(&o.Policy.BatchVotes, "batch-votes", "CODAPIPE_JUDGE_BATCH_VOTES", false, "ask the votes after the first in one call with n answers (the server prefills the prompt once; one that ignores n gets further calls); decisions as without it")
+			fs.Bool(&o.Policy.NoEarlyExit, "no-early-exit", "CODAPIPE_JUDGE_NO_EARLY_EXIT", false, "cast every vote even when the decision is settled (to measure early exit)")
+			fs.Group(service.GroupSampling)
 			fs.String(&temps, "temperature", "CODAPIPE_JUDGE_TEMPERATURE", "1", "sampling temperature of the votes in [0,2] (0 is greedy; sent as it is), one value or one per vote separated by commas")
 			fs.String(&topps, "top-p", "CODAPIPE_JUDGE_TOP_P", "0.6", "top_p of the votes in (0,1], one value or one per vote separated by commas")
 			fs.Int(&o.Policy.Sampling.TopK, "top-k", "CODAPIPE_JUDGE_TOP_K", -1, "top_k of the votes (-1: off; 1 is greedy); sent with every call so the server's generation defaults never decide it")
@@ -243,28 +257,22 @@ func Command() service.Command {
 			fs.Float64(&o.Policy.Sampling.PresencePenalty, "presence-penalty", "CODAPIPE_JUDGE_PRESENCE_PENALTY", 0, "presence_penalty of the votes in [-2,2] (0: off)")
 			fs.Float64(&o.Policy.Sampling.FrequencyPenalty, "frequency-penalty", "CODAPIPE_JUDGE_FREQUENCY_PENALTY", 0, "frequency_penalty of the votes in [-2,2] (0: off)")
 			fs.Strings(&o.Policy.Sampling.Stop, "stop", "CODAPIPE_JUDGE_STOP", "stop string of the votes (default none)")
-			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: cast the first vote on frames scaled to fit this size; a failure there is final (e.g. 640x400; empty: off)")
-			fs.Int(&o.Policy.MaxFrames, "max-frames", "CODAPIPE_JUDGE_MAX_FRAMES", DefaultMaxFrames, "most screenshots per call; longer trajectories are subsampled evenly, first and final screen kept")
-			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer has no usable result dict is asked again")
-			fs.Bool(&o.Policy.BatchVotes, "batch-votes", "CODAPIPE_JUDGE_BATCH_VOTES", false, "ask the votes after the first in one call with n answers (the server prefills the prompt once; one that ignores n gets further calls); decisions as without it")
-			fs.Bool(&o.Policy.NoEarlyExit, "no-early-exit", "CODAPIPE_JUDGE_NO_EARLY_EXIT", false, "cast every vote even when the decision is settled (to measure early exit)")
-			fs.Int(&o.Workers, "concurrency", "CODAPIPE_JUDGE_CONCURRENCY", 8, "trajectories judged at once by this process")
-			fs.Int(&o.Limits.Concurrency, "endpoint-concurrency", "CODAPIPE_JUDGE_ENDPOINT_CONCURRENCY", 8, "most calls in flight to one endpoint")
-			fs.Float64(&o.Limits.Rate, "rate", "CODAPIPE_JUDGE_RATE", 0, "most requests per second to one endpoint (token bucket; 0: unlimited)")
-			fs.Duration(&o.Limits.AttemptTimeout, "attempt-timeout", "CODAPIPE_JUDGE_ATTEMPT_TIMEOUT", 2*time.Minute, "deadline of one HTTP attempt of a judge call")
-			fs.Int(&o.Limits.Attempts, "attempts", "CODAPIPE_JUDGE_ATTEMPTS", 4, "attempts of one judge call (429, 5xx and transport errors are retried with backoff and jitter)")
-			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
 			fs.Int(&o.Policy.Sampling.MaxTokens, "max-tokens", "CODAPIPE_JUDGE_MAX_TOKENS", 4096, "most tokens of one judge answer (> 0; sent with every call)")
-			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with a judge.tmpl prompt replacing ours (docs/judge.md)")
+			fs.Group(service.GroupRun)
+			fs.List(&o.Apps, "app", "CODAPIPE_APP", "only judge these applications' trajectories (default all)")
+			fs.List(&o.Runs, "runs", "CODAPIPE_JUDGE_RUNS", "only judge these runs' trajectories (rollout --run names), on a consumer of their own that leaves the other runs' to the other judge consumers (default all)")
+			fs.Int(&o.Workers, "concurrency", "CODAPIPE_JUDGE_CONCURRENCY", 8, "trajectories judged at once by this process")
 			fs.String(&o.Durable, "durable", "CODAPIPE_JUDGE_DURABLE", "", "consumer name shared by the judge processes (default judge_<version>[_<app>][_runs<hash>]: a new judge version judges the stream again; with --runs, _runs<hash> is appended to a name given here too)")
 			fs.Int(&o.MaxDeliver, "max-deliver", "CODAPIPE_JUDGE_MAX_DELIVER", 10, "deliveries of one trajectory; endpoint failures wait and retry until the last, which judges with the votes it gets")
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_JUDGE_ACK_WAIT", time.Minute, "a trajectory whose judge process died is judged again this long after its last heartbeat")
 			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")
-			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")
+			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "judge with the SIMULATOR's judge endpoint, started in-process (for checking a pipeline, not for training data)")
 			fs.String(&o.SimConfig, "sim-config", "CODAPIPE_SIM_CONFIG", "", "with --sim: JSON file with the simulator's configuration; its \"models\".\"judge\" part sets the judge's rates and faults (docs/simulator.md)")
 			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", 0.01, "with --sim: wall time per simulated second")
 			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator (0: 1)")
+			fs.Group(service.GroupOutput)
+			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
 			var err error
@@ -318,9 +326,11 @@ judged last.`,
 				}
 			}
 			if cfg.App != "" {
-				if err := traj.CheckNames("--app", traj.AppName, cfg.App); err != nil {
+				apps, err := scienceboard.CheckApps("--app", []string{cfg.App})
+				if err != nil {
 					return service.Usage(err)
 				}
+				cfg.App = apps[0]
 			}
 			store, err := env.Store(ctx)
 			if err != nil {

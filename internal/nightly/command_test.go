@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,5 +34,18 @@ func TestUsageErrors(t *testing.T) {
 func TestRunName(t *testing.T) {
 	if got := RunName("2026-11-26", "ChimeraX"); got != "2026-11-26-chimerax" {
 		t.Errorf("RunName = %q", got)
+	}
+}
+
+// TestAppsSpelledAsTheBenchmark: --apps names ScienceBoard apps in any
+// case as the benchmark spells them, once each (a night is one run per
+// app); another name is an app of the user's task folders, kept.
+func TestAppsSpelledAsTheBenchmark(t *testing.T) {
+	o := Options{Apps: []string{"chimerax", "ChimeraX", "GRASSGIS", "Lab"}, Night: "n", Samples: 1}
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ChimeraX", "GrassGIS", "Lab"}; !slices.Equal(o.Apps, want) {
+		t.Errorf("apps %q, want %q", o.Apps, want)
 	}
 }

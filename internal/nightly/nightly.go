@@ -37,6 +37,7 @@ import (
 	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/rollout"
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sft"
 	"github.com/codapipe/codapipe/internal/shard"
@@ -80,23 +81,21 @@ func RunName(night, app string) string {
 }
 
 func (o *Options) check() error {
-	var apps []string
-	for _, a := range o.Apps {
-		for _, s := range strings.Split(a, ",") {
-			if s = strings.TrimSpace(s); s != "" && !slices.Contains(apps, s) {
-				apps = append(apps, s)
-			}
-		}
-	}
-	o.Apps = apps
 	if len(o.Apps) == 0 {
 		return service.Usage(errors.New("no apps: give --apps APP[,APP] (e.g. ChimeraX,KAlgebra)"))
 	}
+	apps, err := scienceboard.CheckApps("--apps", o.Apps)
+	if err != nil {
+		return service.Usage(err)
+	}
+	o.Apps = nil
+	for _, a := range apps { // once each, as the benchmark spells it
+		if !slices.Contains(o.Apps, a) {
+			o.Apps = append(o.Apps, a)
+		}
+	}
 	if o.Night == "" {
 		o.Night = time.Now().UTC().Format(time.DateOnly)
-	}
-	if err := traj.CheckNames("--apps", traj.AppName, o.Apps...); err != nil {
-		return service.Usage(err)
 	}
 	for _, a := range o.Apps { // the night's run names are <night>-<app>
 		if err := traj.CheckNames("--night", traj.RunName, RunName(o.Night, a)); err != nil {

@@ -2,9 +2,9 @@
 // records or prints: a URL's user information (user:password@, token@)
 // becomes "***@", the value of a query parameter that looks like a
 // credential (key, token, password, secret, signature, X-Amz-*, ...)
-// becomes "***", and a Secrets set replaces every known secret string
+// becomes "***", and a Secrets set replaces the known secret strings
 // (and the base64 of a user:password pair, as HTTP basic auth sends it)
-// in free text. Every URL that is logged, put in an error or recorded
+// in free text where they stand as secrets, not as parts of other words. Every URL that is logged, put in an error or recorded
 // (trajectories, judgements, the vote cache) goes through URL; every
 // line a command prints goes through a Writer.
 package redact
@@ -105,12 +105,44 @@ func Text(s string) string {
 }
 
 // Secrets is a set of secret strings (API keys, passwords, tokens, the
-// content of credentials files) that must appear nowhere in output. The
-// zero value is empty and ready; it is safe for concurrent use.
+// content of credentials files) that must appear nowhere in output, and
+// of credential identifiers (access key IDs) that must not appear as the
+// value of a credential. The zero value is empty and ready; it is safe
+// for concurrent use.
+//
+// A secret is masked as far as it can be told from ordinary text:
+//   - one of 8 bytes or more that mixes letters, digits or other
+//     characters (sk-planner-123, pa55word), or of 16 bytes or more, is
+//     masked wherever it appears;
+//   - a shorter one that mixes them (tok3n) is masked as a whole token:
+//     not where a letter, a digit or '_' goes on either side, nor where
+//     a '-' or '.' joins it to one (codapipe-prod, a.tok3n);
+//   - a plain word or number (codapipe, 12345678) and every identifier
+//     only as the whole value of a credential: after a name such as key,
+//     token, password or secret and '=' or ':' (password=…, "api_key":
+//     "…", Authorization: Bearer …).
+//
+// URL user information and credential-like query values are masked
+// whatever they hold (Text), so a secret in a URL is hidden in any case.
 type Secrets struct {
 	mu   sync.RWMutex
-	vals []string
+	vals []secret
 }
+
+// secret is one form of a secret and where Strip masks it.
+type secret struct {
+	v     string
+	reach reach
+}
+
+// reach is where a secret is masked.
+type reach uint8
+
+const (
+	asCredential reach = iota // as the whole value of a credential-like name
+	asToken                   // as a whole token
+	anywhere
+)
 
 // minSecret is the shortest string Secrets replaces: shorter ones would
 // mask ordinary words and numbers.
@@ -118,22 +150,66 @@ const minSecret = 4
 
 // Add adds secrets; empty and very short strings are ignored.
 func (s *Secrets) Add(vals ...string) {
+	for _, v := range vals {
+		s.add(v, reachOf(v))
+	}
+}
+
+// AddIdentifier adds credential identifiers, such as an S3 access key
+// ID: not secret (S3 and MinIO print them), but a credential's value
+// where one is printed, so they are masked only as the whole value of a
+// credential-like name (AWS_ACCESS_KEY_ID=…), never in a bucket, path or
+// sentence that happens to hold the same word.
+func (s *Secrets) AddIdentifier(vals ...string) {
+	for _, v := range vals {
+		s.add(v, asCredential)
+	}
+}
+
+func (s *Secrets) add(v string, r reach) {
+	if len(v) < minSecret {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, v := range vals {
-		if len(v) < minSecret {
-			continue
-		}
-		// A secret with a quote, a backslash or a control character is
-		// printed escaped by JSON log lines and by %q: those forms too.
-		for _, form := range []string{v, escapedJSON(v), escapedGo(v)} {
-			if !slices.Contains(s.vals, form) {
-				s.vals = append(s.vals, form)
-			}
+	// A secret with a quote, a backslash or a control character is
+	// printed escaped by JSON log lines and by %q: those forms too.
+	for _, form := range []string{v, escapedJSON(v), escapedGo(v)} {
+		i := slices.IndexFunc(s.vals, func(x secret) bool { return x.v == form })
+		switch {
+		case i < 0:
+			s.vals = append(s.vals, secret{form, r})
+		case s.vals[i].reach < r:
+			s.vals[i].reach = r
 		}
 	}
 	// Longest first, so a secret that contains another is masked whole.
-	slices.SortFunc(s.vals, func(a, b string) int { return len(b) - len(a) })
+	slices.SortStableFunc(s.vals, func(a, b secret) int { return len(b.v) - len(a.v) })
+}
+
+// reachOf is where a secret is masked: see Secrets.
+func reachOf(v string) reach {
+	var lower, upper, digit, other int
+	for _, r := range v {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = 1
+		case r >= 'A' && r <= 'Z':
+			upper = 1
+		case r >= '0' && r <= '9':
+			digit = 1
+		default:
+			other = 1
+		}
+	}
+	mixed := lower+upper+digit+other > 1
+	switch {
+	case len(v) >= 16, mixed && len(v) >= 8:
+		return anywhere
+	case mixed:
+		return asToken
+	}
+	return asCredential
 }
 
 // AddUserinfo adds a user:password pair: the password, and the base64 of
@@ -163,7 +239,7 @@ func (s *Secrets) AddURL(raw string) {
 }
 
 // Strip returns msg with its URLs redacted (Text) and every known secret
-// replaced by Mask.
+// replaced by Mask where it is masked (see Secrets).
 func (s *Secrets) Strip(msg string) string {
 	msg = Text(msg)
 	if s == nil {
@@ -172,11 +248,82 @@ func (s *Secrets) Strip(msg string) string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, v := range s.vals {
-		if strings.Contains(msg, v) {
-			msg = strings.ReplaceAll(msg, v, Mask)
+		if !strings.Contains(msg, v.v) {
+			continue
 		}
+		if v.reach == anywhere {
+			msg = strings.ReplaceAll(msg, v.v, Mask)
+			continue
+		}
+		msg = maskWhole(msg, v.v, v.reach == asCredential)
 	}
 	return msg
+}
+
+// maskWhole masks the occurrences of v in msg that are whole tokens
+// (wholeAt) and, with credOnly, the value of a credential-like name.
+func maskWhole(msg, v string, credOnly bool) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i <= len(msg)-len(v); {
+		j := strings.Index(msg[i:], v)
+		if j < 0 {
+			break
+		}
+		start, end := i+j, i+j+len(v)
+		if !wholeAt(msg, start, end) || credOnly && !credentialBefore(msg[:start]) {
+			i = start + 1
+			continue
+		}
+		b.WriteString(msg[last:start])
+		b.WriteString(Mask)
+		last, i = end, end
+	}
+	if last == 0 {
+		return msg
+	}
+	b.WriteString(msg[last:])
+	return b.String()
+}
+
+// wholeAt reports whether msg[start:end] is a whole token: no letter,
+// digit or '_' next to it, and no '-' or '.' that joins it to one (as in
+// a bucket, host or file name).
+func wholeAt(msg string, start, end int) bool {
+	if start > 0 {
+		c := msg[start-1]
+		if wordByte(c) || (c == '-' || c == '.') && start > 1 && wordByte(msg[start-2]) {
+			return false
+		}
+	}
+	if end < len(msg) {
+		c := msg[end]
+		if wordByte(c) || (c == '-' || c == '.') && end+1 < len(msg) && wordByte(msg[end+1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// wordByte reports a letter, a digit, '_' or a byte of a non-ASCII
+// character.
+func wordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// credentialValue matches the end of the text before a credential's
+// value: a name, then '=' or ':' (quotes and an HTTP authentication
+// scheme allowed), as in password=, "api_key": " or Authorization: Bearer.
+var credentialValue = regexp.MustCompile(`([A-Za-z0-9_.\-]+)["']?[ \t]*[:=][ \t]*(?:(?i:bearer|basic|token)[ \t]+)?["']?$`)
+
+// credentialBefore reports whether prefix ends where a credential-like
+// name's value starts (credentialParam names the names).
+func credentialBefore(prefix string) bool {
+	if len(prefix) > 128 {
+		prefix = prefix[len(prefix)-128:]
+	}
+	m := credentialValue.FindStringSubmatch(prefix)
+	return m != nil && credentialParam(m[1])
 }
 
 // Writer returns a writer that strips (Strip) every write before passing

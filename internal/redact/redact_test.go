@@ -101,3 +101,41 @@ func TestStripEscapedSecret(t *testing.T) {
 		t.Fatalf("JSON line broken: %s", b.String())
 	}
 }
+
+// TestSecretsMaskWholeValues (issue 36): a secret is masked where it
+// stands as a secret, not inside a bucket, folder or word that happens
+// to hold it. With the access key ID codapipe (an identifier) and the
+// plain-word password prod, s3://codapipe-prod and .codapipe print
+// intact; the secret key is masked everywhere.
+func TestSecretsMaskWholeValues(t *testing.T) {
+	var s Secrets
+	const secretKey = "Xk9-s3cret-Key-0f3a" // long and mixed: anywhere
+	s.AddIdentifier("codapipe")
+	s.Add(secretKey, "prod", "tok3n")
+	for _, tc := range []struct{ in, want string }{
+		// identifiers and plain words: only as a credential's value
+		{"put s3://codapipe-prod/blobs/ab: ok", "put s3://codapipe-prod/blobs/ab: ok"},
+		{"mkdir .codapipe: permission denied", "mkdir .codapipe: permission denied"},
+		{"open /home/u/.codapipe/nats", "open /home/u/.codapipe/nats"},
+		{"module github.com/codapipe/codapipe", "module github.com/codapipe/codapipe"},
+		{"bucket=codapipe-prod dir=.codapipe user=codapipe", "bucket=codapipe-prod dir=.codapipe user=codapipe"},
+		{"AWS_ACCESS_KEY_ID=codapipe", "AWS_ACCESS_KEY_ID=***"},
+		{`{"access_key": "codapipe", "bucket": "codapipe"}`, `{"access_key": "***", "bucket": "codapipe"}`},
+		{"password=prod stage=prod", "password=*** stage=prod"},
+		{"password: prod.", "password: ***."},
+		{"Authorization: Bearer prod", "Authorization: Bearer ***"},
+		{"api_key=codapipe2", "api_key=codapipe2"},
+		{"nats://codapipe@h:4222", "nats://***@h:4222"},
+		{"https://h/x?X-Amz-Credential=codapipe", "https://h/x?X-Amz-Credential=***"},
+		// a short mixed secret: as a whole token
+		{"token tok3n, tok3n. (tok3n)", "token ***, ***. (***)"},
+		{"retok3ned a-tok3n tok3n.x tok3n_1", "retok3ned a-tok3n tok3n.x tok3n_1"},
+		// a long mixed secret: anywhere
+		{"s3: " + secretKey + " x" + secretKey + "y", "s3: *** x***y"},
+		{`{"secret":"` + secretKey + `"}`, `{"secret":"***"}`},
+	} {
+		if got := s.Strip(tc.in); got != tc.want {
+			t.Errorf("Strip(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -219,6 +219,13 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	// The tasks first: --app is matched to the spelling of the app's task
+	// files (ignoring case), which names its subject, run and history.
+	tasks, err := loadTasks(o)
+	if err != nil {
+		return nil, err
+	}
+	o.App = tasks[0].App
 	log := env.Log
 	if o.Run == "" {
 		o.Run = DefaultRunName(o.App, time.Now())
@@ -275,9 +282,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err := resolveCheckpoints(ctx, &cfg.Planner, &cfg.Executor, log); err != nil {
 		return nil, err
 	}
-	if cfg.Tasks, err = loadTasks(o); err != nil {
-		return nil, err
-	}
+	cfg.Tasks = tasks
 	if cfg.Store, err = env.Store(ctx); err != nil {
 		return nil, err
 	}
@@ -425,39 +430,45 @@ func Command() service.Command {
 		Common: true,
 		Flags: func(fs *service.Flags) {
 			flags = fs
+			fs.Group(service.GroupRun)
 			fs.String(&o.App, "app", "CODAPIPE_APP", "", "application whose tasks to run (e.g. ChimeraX)")
 			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", 8, "G: plans per step besides the executed one (each step samples G+1)")
 			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", 1, "K: episodes per task")
 			fs.String(&o.Tasks, "tasks", "CODAPIPE_TASKS", "", "ScienceBoard tasks folder (with --sim: default the simulator's tasks)")
 			fs.String(&o.Run, "run", "CODAPIPE_RUN", "", "run name; re-running a name finishes its missing episodes (default <app>-<UTC time>)")
-			fs.String(&o.Pool, "pool", "CODAPIPE_POOL", "", "VM pool file (YAML or JSON, see docs/vmpool.md)")
+			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: 1)")
+			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
+			fs.Duration(&o.OutageBudget, "outage-budget", "CODAPIPE_OUTAGE_BUDGET", sched.DefaultOutageBudget, "how long the run waits for a model endpoint that is down for every VM (its calls and its /models probe fail) before it stops with exit code 1, its episodes left for a re-run of the same --run; during the wait no episode starts and the interrupted ones run again")
+			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
+			fs.Bool(&o.Verify, "verify", "CODAPIPE_VERIFY", false, "compare the run's ledger with the stream before running: episodes the ledger lists as published whose trajectory is not on the stream (lost to store damage, purged) are forgotten and run again now")
+			fs.String(&o.LengthFamily, "length-family", "CODAPIPE_LENGTH_FAMILY", "", "checkpoint family of the episode-length history (KV CODA_LENGTHS) that orders the episodes, longest predicted first, and records their VM time (default: the planner checkpoint with a trailing step/iteration number stripped; off: no history, longest step limit first)")
+			fs.Bool(&o.LocalQueue, "local-queue", "CODAPIPE_LOCAL_QUEUE", false, "run the episodes from this process's own queue instead of the run's shared work queue on JetStream (coda.work.<run>, which every host on the same --run takes episodes from)")
+			fs.Duration(&o.Lease, "lease", "CODAPIPE_LEASE", DefaultLease, "how long a host holds an episode of the shared queue without renewing it (it renews every third of it) before another host takes it over")
+			fs.Duration(&o.PublishRetry, "publish-retry", "CODAPIPE_PUBLISH_RETRY", bus.DefaultRetryBudget, "how long each publish and ledger write is retried through transient NATS errors before the trajectory goes to the spool (<data>/spool)")
+			fs.Group(service.GroupEndpoints)
 			fs.String(&o.Planner.BaseURL, "planner-url", "CODAPIPE_PLANNER_URL", "", "planner endpoint (OpenAI-compatible base URL, e.g. http://host:8000/v1)")
 			fs.String(&o.Planner.Model, "planner-model", "CODAPIPE_PLANNER_MODEL", "", "planner model name")
 			fs.Secret(&o.Planner.APIKey, "planner-key", "CODAPIPE_PLANNER_KEY", "planner API key, sent as a bearer token (a user:password@ in --planner-url is sent as basic authentication instead)")
 			fs.String(&o.Planner.Checkpoint, "planner-checkpoint", "CODAPIPE_PLANNER_CHECKPOINT", "", "planner checkpoint tag recorded in every trajectory and shard row, part of the run's identity (default: the root the planner endpoint's /v1/models reports; required when it reports none; --sim: sim-step-0)")
 			ground.ExecutorFlags(fs, &o.Executor, &o.ExecutorCoords, "pixels-resized", "coordinate space of the executor's points (UI-TARS-1.5: pixels-resized; UI-TARS-1.0: grid1000; docs/actions.md)")
 			fs.String(&o.Executor.Checkpoint, "executor-checkpoint", "CODAPIPE_EXECUTOR_CHECKPOINT", "", "executor checkpoint tag recorded in trajectories (default: the root the executor endpoint's /v1/models reports, if any)")
+			fs.String(&o.PlannerCoords, "planner-coords", "CODAPIPE_PLANNER_COORDS", "grid1000", "coordinate space of the planner's points: grid1000, pixels-resized[:factor=28,min_pixels=3136,max_pixels=12845056], pixels-screen or unit (docs/actions.md)")
+			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")
+			fs.Group(service.GroupSampling)
 			fs.String(&samplingFile, "sampling", "CODAPIPE_SAMPLING", "", "JSON file with the planner's and executor's sampling parameters, {\"planner\":{...},\"executor\":{...}} (docs/operations.md); the --planner-* and --executor-* sampling flags override it")
 			planner.register(fs, agent.DefaultPlannerSampling())
 			executor.register(fs, agent.DefaultExecutorSampling())
-			fs.String(&o.PlannerCoords, "planner-coords", "CODAPIPE_PLANNER_COORDS", "grid1000", "coordinate space of the planner's points: grid1000, pixels-resized[:factor=28,min_pixels=3136,max_pixels=12845056], pixels-screen or unit (docs/actions.md)")
-			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")
-			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
-			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
-			fs.Duration(&o.OutageBudget, "outage-budget", "CODAPIPE_OUTAGE_BUDGET", sched.DefaultOutageBudget, "how long the run waits for a model endpoint that is down for every VM (its calls and its /models probe fail) before it stops with exit code 1, its episodes left for a re-run of the same --run; during the wait no episode starts and the interrupted ones run again")
-			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
-			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
-			fs.Bool(&o.Verify, "verify", "CODAPIPE_VERIFY", false, "compare the run's ledger with the stream before running: episodes the ledger lists as published whose trajectory is not on the stream (lost to store damage, purged) are forgotten and run again now")
-			fs.String(&o.LengthFamily, "length-family", "CODAPIPE_LENGTH_FAMILY", "", "checkpoint family of the episode-length history (KV CODA_LENGTHS) that orders the episodes, longest predicted first, and records their VM time (default: the planner checkpoint with a trailing step/iteration number stripped; off: no history, longest step limit first)")
-			fs.Bool(&o.LocalQueue, "local-queue", "CODAPIPE_LOCAL_QUEUE", false, "run the episodes from this process's own queue instead of the run's shared work queue on JetStream (coda.work.<run>, which every host on the same --run takes episodes from)")
-			fs.Duration(&o.Lease, "lease", "CODAPIPE_LEASE", DefaultLease, "how long a host holds an episode of the shared queue without renewing it (it renews every third of it) before another host takes it over")
+			fs.Group(service.GroupPool)
+			fs.String(&o.Pool, "pool", "CODAPIPE_POOL", "", "VM pool file (YAML or JSON, see docs/vmpool.md)")
 			fs.String(&o.VMLocks, "vm-locks", "CODAPIPE_VM_LOCKS", VMLocksFile, "where the VM locks are: file (lock files in the pool's lock_dir, for VMs only this host drives) or nats (the CODA_VMLOCKS key-value bucket, 30 s TTL renewed by the holder, for VMs shared by several hosts)")
-			fs.Duration(&o.PublishRetry, "publish-retry", "CODAPIPE_PUBLISH_RETRY", bus.DefaultRetryBudget, "how long each publish and ledger write is retried through transient NATS errors before the trajectory goes to the spool (<data>/spool)")
-			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: 1)")
+			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
+			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run on the SIMULATOR: simulated VMs and models (for checking a pipeline, not for training data)")
 			fs.Int(&o.VMs, "vms", "CODAPIPE_VMS", 4, "with --sim: number of simulated VMs")
 			fs.String(&o.SimConfig, "sim-config", "CODAPIPE_SIM_CONFIG", "", "with --sim: JSON file with the simulator's configuration (skills, faults, latencies; docs/simulator.md)")
 			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", DefaultTimeScale, "with --sim: wall time per simulated second (0.01: 100x faster than real time)")
+			fs.Group(service.GroupOutput)
+			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
 			file, err := LoadSampling(samplingFile)

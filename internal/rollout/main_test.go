@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +81,45 @@ func TestTasksErrors(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stderr %q does not contain %q", code, tc.code, errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestHelpGroupsFlags: rollout --help lists its flags by concern, each
+// flag exactly once; a mistyped flag prints the nearest flag and a
+// pointer to --help, not the flag list.
+func TestHelpGroupsFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main(context.Background(), []string{"--help"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	help := errb.String()
+	var headers []string
+	listed := map[string]int{}
+	for _, line := range strings.Split(help, "\n") {
+		if strings.HasPrefix(line, "  -") {
+			listed[strings.TrimPrefix(strings.Fields(line)[0], "-")]++
+		} else if strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " ") {
+			headers = append(headers, line)
+		}
+	}
+	want := []string{"Usage:", "Subcommands:", "Run control:", "Endpoints:", "Sampling:", "Pool:", "Simulator:", "Output:", "Bus and storage:"}
+	if strings.Join(headers, "|") != strings.Join(want, "|") {
+		t.Errorf("sections %q, want %q", headers, want)
+	}
+	n := 0
+	Command().FlagSet().VisitAll(func(f *flag.Flag) {
+		n++
+		if listed[f.Name] != 1 {
+			t.Errorf("--%s listed %d times, want once", f.Name, listed[f.Name])
+		}
+	})
+	if len(listed) != n {
+		t.Errorf("--help lists %d flags, the command has %d", len(listed), n)
+	}
+
+	errb.Reset()
+	code := Main(context.Background(), []string{"--gorup", "8"}, &out, &errb)
+	if msg := errb.String(); code != 2 || !strings.Contains(msg, "did you mean --group") || strings.Count(msg, "\n") >= 5 {
+		t.Errorf("rollout --gorup 8: exit %d, stderr:\n%s", code, msg)
 	}
 }

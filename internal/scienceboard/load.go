@@ -175,23 +175,23 @@ func (s *Set) Counts() map[string]int {
 	return counts
 }
 
-// Filter returns the tasks of one app, matching the app name
-// case-insensitively. An empty name returns the whole set. An app not in
-// the set is an error listing the apps that are.
+// Filter returns the tasks of one app, the app name matched as
+// CanonicalApp matches it among the set's apps (exactly, else ignoring
+// case). An empty name returns the whole set. An app not in the set is an
+// error listing the apps that are.
 func (s *Set) Filter(app string) (*Set, error) {
 	if app == "" {
 		return s, nil
 	}
-	var tasks []Task
-	if s != nil {
-		for _, t := range s.Tasks {
-			if strings.EqualFold(t.App, app) {
-				tasks = append(tasks, t)
-			}
-		}
+	app, err := CanonicalApp(app, s.Apps()...)
+	if err != nil {
+		return nil, err
 	}
-	if len(tasks) == 0 {
-		return nil, fmt.Errorf("unknown app %q (known apps: %s)", app, strings.Join(s.Apps(), ", "))
+	var tasks []Task
+	for _, t := range s.Tasks {
+		if t.App == app {
+			tasks = append(tasks, t)
+		}
 	}
 	return NewSet(tasks)
 }

@@ -219,6 +219,7 @@ func TestSetQueries(t *testing.T) {
 		{"case-insensitive", "kalgebra", []string{"KAlgebra/Y-01"}, ""},
 		{"empty keeps all", "", []string{"ChimeraX/X-01", "ChimeraX/X-02", "KAlgebra/Y-01", "Lab/Z-01"}, ""},
 		{"unknown", "GRASS", nil, `unknown app "GRASS" (known apps: ChimeraX, KAlgebra, Lab)`},
+		{"upper case", "LAB", []string{"Lab/Z-01"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

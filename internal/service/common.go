@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -26,6 +27,7 @@ type Common struct {
 // (only commands that consume a stream honour it).
 func RegisterCommon(f *Flags, consumer bool) *Common {
 	c := &Common{}
+	f.Group(GroupBus)
 	f.String(&c.DataDir, "data", "CODAPIPE_DATA", "./.codapipe", "data directory: embedded NATS store, default blob store")
 	f.String(&c.NATS.URL, "nats", "NATS_URL", "", "NATS server or cluster URL(s); empty starts an embedded server in the data directory")
 	f.String(&c.NATS.User, "nats-user", "NATS_USER", "", "NATS user")
@@ -37,15 +39,27 @@ func RegisterCommon(f *Flags, consumer bool) *Common {
 	f.String(&c.NATS.TLSKey, "nats-key", "NATS_KEY", "", "TLS client key")
 	f.Duration(&c.NATS.Timeout, "nats-timeout", "CODAPIPE_NATS_TIMEOUT", 10*time.Second, "deadline of each request to NATS")
 	f.String(&c.Store, "store", "CODAPIPE_STORE", "", "blob store: a directory, file:///dir or s3://bucket/prefix (S3 endpoint and credentials from AWS_* / MINIO_* variables); empty: <data>/blobs")
+	f.Group(GroupOutput)
 	f.String(&c.LogLevel, "log-level", "CODAPIPE_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	f.String(&c.LogFormat, "log-format", "CODAPIPE_LOG_FORMAT", LogAuto, "log format: auto (text on a terminal, JSON otherwise), text (one human line per event) or json (for log collectors)")
 	f.String(&c.MetricsAddr, "metrics-addr", "CODAPIPE_METRICS_ADDR", "", "serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on this address (e.g. 127.0.0.1:9464); empty: off")
 	if consumer {
+		f.Group(GroupRun)
 		f.Bool(&c.Drain, "drain", "CODAPIPE_DRAIN", false, "batch mode: process what is there, then exit")
 	}
+	f.Group(GroupBus)
 	f.Int(&c.Replicas, "replicas", "CODAPIPE_REPLICAS", 1, "replicas of the JetStream streams and buckets this process creates (3 on a cluster); existing ones are left as they are")
 	f.Bool(&c.UpdateTopology, "update-topology", "CODAPIPE_UPDATE_TOPOLOGY", false, "apply codapipe's stream and bucket configuration (with --replicas) to existing ones too")
 	return c
+}
+
+// Check checks the common flags that can be checked before anything
+// starts: --nats is a NATS URL (bus.CheckURL).
+func (c *Common) Check() error {
+	if err := bus.CheckURL(c.NATS.URL); err != nil {
+		return fmt.Errorf("--nats: %w", err)
+	}
+	return nil
 }
 
 // Topology is the bus topology for these flags: the default streams, with

@@ -2,7 +2,6 @@ package service
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
@@ -27,18 +26,11 @@ func StageConsumer(k bus.Kind, apps []string, spec bus.ConsumerSpec) bus.Consume
 	return spec
 }
 
-// NameList splits comma-separated flag values (a repeatable list flag
-// such as --runs), trims them, drops empty and repeated ones and sorts
-// the rest: the one canonical form of a list of names.
+// NameList splits comma-separated flag values (SplitList), drops
+// repeated ones and sorts the rest: the one canonical form of a list of
+// names such as --runs.
 func NameList(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
-	}
+	out := SplitList(vals...)
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }

@@ -27,6 +27,11 @@ type Flags struct {
 	lookup  func(string) (string, bool)
 	fromEnv map[string]bool // flags whose value came from their variable
 	secret  map[string]bool // flags whose value is a credential (Secret)
+	// group is the --help section of the flags defined from now on
+	// (Group); groupOf holds each flag's, groups the sections in order.
+	group   string
+	groupOf map[string]string
+	groups  []string
 }
 
 // NewFlags returns an empty flag set for a command.
@@ -100,9 +105,10 @@ func (f *Flags) Secret(p *string, name, env, usage string) {
 
 // Secrets are the credentials these flags hold (their values so far:
 // call it again after Parse): the values of the Secret flags, the user
-// information of every URL a flag or args hold, the S3 credentials of
-// the environment (blob.SecretEnv, blob.EndpointEnv) and the content of
-// the NATS credentials file (--nats-creds), added to s.
+// information of every URL a flag or args hold, the S3 secrets of the
+// environment (blob.SecretEnv, blob.EndpointEnv; the access key IDs of
+// blob.KeyIDEnv as identifiers) and the content of the NATS credentials
+// file (--nats-creds), added to s.
 func (f *Flags) Secrets(s *redact.Secrets, args ...string) {
 	f.VisitAll(func(fl *flag.Flag) {
 		v := fl.Value.String()
@@ -125,6 +131,10 @@ func (f *Flags) Secrets(s *redact.Secrets, args ...string) {
 	for _, k := range blob.SecretEnv {
 		v, _ := f.lookup(k)
 		s.Add(v)
+	}
+	for _, k := range blob.KeyIDEnv {
+		v, _ := f.lookup(k)
+		s.AddIdentifier(v)
 	}
 	for _, k := range blob.EndpointEnv {
 		v, _ := f.lookup(k)
@@ -208,16 +218,6 @@ func (f *Flags) Parse(args []string) error {
 	return nil
 }
 
-// Usage returns the flag defaults as the help text prints them.
-func (f *Flags) Usage() string {
-	var b strings.Builder
-	out := f.Output()
-	f.SetOutput(&b)
-	f.PrintDefaults()
-	f.SetOutput(out)
-	return b.String()
-}
-
 // Int64 defines an int64 flag with an environment fallback.
 func (f *Flags) Int64(p *int64, name, env string, def int64, usage string) {
 	parse := func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
@@ -230,10 +230,12 @@ func (f *Flags) Float64(p *float64, name, env string, def float64, usage string)
 	f.Float64Var(p, name, envDefault(f, name, env, def, parse, "a number"), withEnv(usage, env))
 }
 
-// stringList is a flag that collects every value it is given.
+// stringList is a flag that collects every value it is given; a list
+// flag (split) splits each value into names (SplitList).
 type stringList struct {
-	p   *[]string
-	set bool // given on the command line: replaces the default
+	p     *[]string
+	set   bool // given on the command line: replaces the default
+	split bool
 }
 
 func (l *stringList) String() string {
@@ -247,22 +249,51 @@ func (l *stringList) Set(v string) error {
 	if !l.set {
 		*l.p, l.set = nil, true
 	}
+	if l.split {
+		*l.p = append(*l.p, SplitList(v)...)
+		return nil
+	}
 	*l.p = append(*l.p, v)
 	return nil
 }
 
-// Strings defines a flag that may be repeated; each use adds a value. The
-// environment fallback holds the values separated by commas. Values given
-// on the command line replace the environment's.
-func (f *Flags) Strings(p *[]string, name, env, usage string) {
-	*p = nil
-	if v, ok := f.env(env); ok {
-		f.markEnv(name)
+// SplitList splits comma-separated values into their elements, trimmed
+// of surrounding spaces, without empty ones, in order: the one reading of
+// a list of names (List flags, their variables, NameList).
+func SplitList(vals ...string) []string {
+	var out []string
+	for _, v := range vals {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s != "" {
-				*p = append(*p, s)
+				out = append(out, s)
 			}
 		}
 	}
-	f.Var(&stringList{p: p}, name, withEnv(usage+" (repeatable)", env))
+	return out
+}
+
+// Strings defines a flag that may be repeated; each use adds a value as
+// it is, commas included (a URL, a stop string). The environment
+// fallback holds the values separated by commas. Values given on the
+// command line replace the environment's.
+func (f *Flags) Strings(p *[]string, name, env, usage string) {
+	f.strings(p, name, env, usage+" (repeatable)", false)
+}
+
+// List defines a flag that holds a list of names (runs, apps,
+// checkpoints): each value is split on commas (SplitList), on the
+// command line and in the environment fallback alike, and the flag may be
+// repeated, each use adding its names ("--runs a,b --runs c" is a, b, c).
+// Names given on the command line replace the environment's.
+func (f *Flags) List(p *[]string, name, env, usage string) {
+	f.strings(p, name, env, usage+" (comma-separated, repeatable)", true)
+}
+
+func (f *Flags) strings(p *[]string, name, env, usage string, split bool) {
+	*p = nil
+	if v, ok := f.env(env); ok {
+		f.markEnv(name)
+		*p = SplitList(v)
+	}
+	f.Var(&stringList{p: p, split: split}, name, withEnv(usage, env))
 }

@@ -206,13 +206,17 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 	var secrets redact.Secrets
 	fs.Secrets(&secrets)
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
-	fs.SetOutput(stderr)
-	fs.FlagSet.Usage = func() { fmt.Fprint(stderr, cmd.help(fs)) }
+	// The flag package prints nothing: Main prints the help for --help,
+	// and for a flag it cannot parse the error, the nearest flag's name
+	// and where the help is (flagError), not the whole help.
+	fs.SetOutput(io.Discard)
+	fs.FlagSet.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, cmd.help(fs))
 			return 0
 		}
-		fmt.Fprintf(stderr, "%s: %v\n", cmd.Name, err)
+		fmt.Fprint(stderr, cmd.flagError(fs, err))
 		return 2
 	}
 	fs.Secrets(&secrets, fs.Args()...)
@@ -222,6 +226,10 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 	}
 	lc := LogConfig{Service: firstWord(cmd.Name)}
 	if common != nil {
+		if err := common.Check(); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", cmd.Name, err)
+			return 2
+		}
 		lc.Level, lc.Format = common.LogLevel, common.LogFormat
 	}
 	log, err := NewLogger(stderr, lc)
@@ -266,7 +274,7 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 }
 
 // FlagSet returns the command's flags as Main defines them (the common
-// ones first), for documentation and tests.
+// ones after the command's), for documentation and tests.
 func (c Command) FlagSet() *Flags {
 	fs, _ := c.flagSet()
 	return fs
@@ -274,12 +282,15 @@ func (c Command) FlagSet() *Flags {
 
 func (c Command) flagSet() (*Flags, *Common) {
 	fs := NewFlags(c.Name)
+	// The command's own flags first: their sections come first in
+	// --help, the common ones' after (or in the command's, when they share
+	// a group).
+	if c.Flags != nil {
+		c.Flags(fs)
+	}
 	var common *Common
 	if c.Common {
 		common = RegisterCommon(fs, c.Consumer)
-	}
-	if c.Flags != nil {
-		c.Flags(fs)
 	}
 	return fs, common
 }
@@ -298,7 +309,8 @@ func EnvOf(usage string) string {
 	return ""
 }
 
-// help is the text of --help: the usage, then the flags.
+// help is the text of --help: the usage, the subcommands, then the flags
+// in their sections (Flags.Usage; none for a command without flags).
 func (c Command) help(fs *Flags) string {
 	var b strings.Builder
 	if c.Usage != "" {
@@ -312,10 +324,13 @@ func (c Command) help(fs *Flags) string {
 		for _, s := range c.Sub {
 			fmt.Fprintf(&b, "  %-16s %s\n", lastWord(s.Name), s.Summary)
 		}
-		b.WriteString("\n")
 	}
-	b.WriteString("Flags:\n")
-	b.WriteString(fs.Usage())
+	if flags := fs.Usage(); flags != "" {
+		if len(c.Sub) > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(flags)
+	}
 	return b.String()
 }
 

@@ -79,3 +79,31 @@ func TestMainExitCodes(t *testing.T) {
 		t.Errorf("Usage changed the message or does not match ErrUsage: %v", err)
 	}
 }
+
+// TestMainChecksTheNATSURL: a --nats that is not a NATS URL (a scheme
+// NATS does not have, NATS's HTTP monitoring port) is a usage error
+// before the command runs, with what to give instead.
+func TestMainChecksTheNATSURL(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		code int
+		want string
+	}{
+		{"natss://127.0.0.1:4222", 2, "want nats://, tls://, ws:// or wss://"},
+		{"http://127.0.0.1:8222", 2, "8222 by default, is the server's monitoring port; the client port is usually 4222"},
+		{"nats://127.0.0.1:4222", 0, ""},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			ran := false
+			cmd := Command{Name: "t", Common: true, Run: func(context.Context, *Env) error { ran = true; return nil }}
+			var out, errb bytes.Buffer
+			code := MainContext(context.Background(), cmd, []string{"--nats", tc.url, "--data", t.TempDir()}, &out, &errb)
+			if code != tc.code || ran != (tc.code == 0) || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d (want %d), ran %v, stderr %q; want %q", code, tc.code, ran, errb.String(), tc.want)
+			}
+			if tc.code != 0 && !strings.Contains(errb.String(), "t: --nats: ") {
+				t.Errorf("stderr %q does not name the flag", errb.String())
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +183,70 @@ func TestFlagsGiven(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestListFlag: a List flag splits every value on commas, trims spaces
+// and drops empty names, on the command line and in its variable; it
+// may be repeated, and the command line replaces the variable. Strings
+// keeps each command-line value whole, commas included.
+func TestListFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		list    []string
+		strings []string
+	}{
+		{"none", nil, nil, nil, nil},
+		{"one", nil, []string{"--runs", "a"}, []string{"a"}, nil},
+		{"cli", nil, []string{"--runs", "a,b,c", "--stop", "x,y"}, []string{"a", "b", "c"}, []string{"x,y"}},
+		{"env", map[string]string{"RUNS": "a,b", "STOP": "x,y"}, nil, []string{"a", "b"}, []string{"x", "y"}},
+		{"repeated", nil, []string{"--runs", "a,b", "--runs", "c", "--stop", "x", "--stop", "y,z"}, []string{"a", "b", "c"}, []string{"x", "y,z"}},
+		{"spaces", map[string]string{"RUNS": " a , b "}, nil, []string{"a", "b"}, nil},
+		{"spaces cli", nil, []string{"--runs", " a ,\tb"}, []string{"a", "b"}, nil},
+		{"empties", nil, []string{"--runs", ",a,,b,", "--runs", ""}, []string{"a", "b"}, nil},
+		{"only commas", map[string]string{"RUNS": ",,"}, nil, nil, nil},
+		{"cli replaces env", map[string]string{"RUNS": "a,b"}, []string{"--runs", "c"}, []string{"c"}, nil},
+		{"long names", nil, []string{"--runs", "chaos-kalgebra-2725-" + strings.Repeat("x", 40) + "," + "chaos-chimerax-2725-" + strings.Repeat("y", 40)},
+			[]string{"chaos-kalgebra-2725-" + strings.Repeat("x", 40), "chaos-chimerax-2725-" + strings.Repeat("y", 40)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFlags(tc.env)
+			var list, strs []string
+			f.List(&list, "runs", "RUNS", "runs")
+			f.Strings(&strs, "stop", "STOP", "stop strings")
+			if err := f.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(list, tc.list) {
+				t.Errorf("List: %q, want %q", list, tc.list)
+			}
+			if !slices.Equal(strs, tc.strings) {
+				t.Errorf("Strings: %q, want %q", strs, tc.strings)
+			}
+		})
+	}
+	f := newFlags(nil)
+	var list []string
+	f.List(&list, "runs", "RUNS", "runs")
+	if u := f.Usage(); !strings.Contains(u, "(comma-separated, repeatable)") {
+		t.Errorf("help of a List flag does not say it is comma-separated:\n%s", u)
+	}
+}
+
+// TestNameList: the canonical form of a list of names is split, sorted
+// and without repeats.
+func TestNameList(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{nil, nil},
+		{[]string{""}, nil},
+		{[]string{"b,a", " a ", "c"}, []string{"a", "b", "c"}},
+	} {
+		if got := NameList(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("NameList(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -11,11 +11,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/redact"
+	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -44,19 +44,6 @@ type Result struct {
 	Exported bool `json:"exported"`
 }
 
-// splitList splits comma-separated values and drops empty ones.
-func splitList(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
 // parseTime reads an RFC 3339 time or a UTC date (2006-01-02).
 func parseTime(flag, s string) (time.Time, error) {
 	if s == "" {
@@ -75,7 +62,7 @@ func parseTime(flag, s string) (time.Time, error) {
 // (without Store and Dir).
 func (o *Options) config() (Config, error) {
 	cfg := Config{
-		Runs: splitList(o.Runs), Apps: splitList(o.Apps), Rules: o.Rules, Workers: o.Workers,
+		Runs: o.Runs, Apps: o.Apps, Rules: o.Rules, Workers: o.Workers,
 		Producer: "codapipe sftpack " + service.Version().String(),
 	}
 	if o.Out == "" {
@@ -84,15 +71,16 @@ func (o *Options) config() (Config, error) {
 	if err := traj.CheckNames("--runs", traj.RunName, cfg.Runs...); err != nil {
 		return cfg, err
 	}
-	if err := traj.CheckNames("--apps", traj.AppName, cfg.Apps...); err != nil {
+	apps, err := scienceboard.CheckApps("--apps", cfg.Apps)
+	if err != nil {
 		return cfg, err
 	}
+	cfg.Apps = apps
 	for _, p := range append(append([]string{}, cfg.Runs...), cfg.Apps...) {
 		if _, err := path.Match(p, ""); err != nil {
 			return cfg, fmt.Errorf("pattern %q: %w", p, err)
 		}
 	}
-	var err error
 	if cfg.Since, err = parseTime("since", o.Since); err != nil {
 		return cfg, err
 	}
@@ -276,19 +264,22 @@ func buildCommand() service.Command {
 		Name: "sftpack build", Summary: "select clean successes and write the SFT dataset (JSONL + images, Parquet, manifest)",
 		Usage: buildUsage, Common: true,
 		Flags: func(fs *service.Flags) {
-			fs.String(&o.Out, "out", "CODAPIPE_SFT_OUT", "", "where the dataset goes: a folder (replaced whole) or s3://bucket/prefix")
-			fs.Strings(&o.Runs, "runs", "CODAPIPE_SFT_RUNS", "runs to take, names or globs (e.g. 'nightly-2026-03-*'), comma-separated (default all)")
-			fs.Strings(&o.Apps, "apps", "CODAPIPE_SFT_APPS", "applications to take, names or globs, comma-separated (default all)")
+			fs.Group("Selection")
+			fs.List(&o.Runs, "runs", "CODAPIPE_SFT_RUNS", "runs to take, names or globs (e.g. 'nightly-2026-03-*') (default all)")
+			fs.List(&o.Apps, "apps", "CODAPIPE_SFT_APPS", "applications to take, names or globs (default all)")
 			fs.String(&o.Since, "since", "CODAPIPE_SFT_SINCE", "", "only trajectories started at or after this time (RFC 3339 or YYYY-MM-DD, UTC)")
 			fs.String(&o.Until, "until", "CODAPIPE_SFT_UNTIL", "", "only trajectories started before this time (RFC 3339 or YYYY-MM-DD, UTC)")
 			fs.String(&o.JudgeVersion, "judge-version", "CODAPIPE_SFT_JUDGE_VERSION", "", "the set's one judge version: take the judgements of this judge version id (default: the version that judged the most selected trajectories)")
 			fs.Bool(&o.RequireEval, "require-eval", "CODAPIPE_SFT_REQUIRE_EVAL", false, "keep only clean successes whose task evaluator also passed (when it ran)")
 			fs.Int(&o.MaxPerTask, "max-per-task", "CODAPIPE_SFT_MAX_PER_TASK", 0, "keep at most this many trajectories per task, the shortest first (0: no limit)")
+			fs.Group(service.GroupOutput)
+			fs.String(&o.Out, "out", "CODAPIPE_SFT_OUT", "", "where the dataset goes: a folder (replaced whole) or s3://bucket/prefix")
 			fs.Float64(&o.ValFraction, "val-fraction", "CODAPIPE_SFT_VAL_FRACTION", 0.05, "share of the tasks that go to val (whole tasks; by a hash of --seed and the task id)")
 			fs.Int64(&o.Seed, "seed", "CODAPIPE_SFT_SEED", 0, "seed of the train/val split")
 			fs.Int64(&o.ShardBytes, "shard-bytes", "CODAPIPE_SFT_SHARD_BYTES", DefaultShardBytes, "start a new Parquet shard after about this many bytes (0: one per split)")
-			fs.Int(&o.Workers, "concurrency", "CODAPIPE_SFT_CONCURRENCY", 8, "archive records read and screenshots copied at once")
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the manifest's counts as JSON to this file")
+			fs.Group(service.GroupRun)
+			fs.Int(&o.Workers, "concurrency", "CODAPIPE_SFT_CONCURRENCY", 8, "archive records read and screenshots copied at once")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
 			res, err := Execute(ctx, env, o)

@@ -1,0 +1,67 @@
+package scienceboard
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// Apps returns the applications of the ScienceBoard benchmark, spelled as
+// its task files spell them ("type").
+func Apps() []string {
+	return []string{AppChimeraX, AppKAlgebra, AppCelestia, AppGrassGIS, AppLean, AppTeXstudio}
+}
+
+// ErrUnknownApp is matched (errors.Is) by the error of CanonicalApp for
+// an app that none of the known names matches.
+var ErrUnknownApp = errors.New("unknown app")
+
+// CanonicalApp returns the spelling of app among known: app itself when
+// known holds it, else the one name of known equal to it ignoring case
+// ("Chimerax" is ChimeraX). An app that no name of known matches is an
+// error matching ErrUnknownApp that lists known; one that matches several
+// names only ignoring case is an error naming them.
+func CanonicalApp(app string, known ...string) (string, error) {
+	if slices.Contains(known, app) {
+		return app, nil
+	}
+	var match []string
+	for _, k := range known {
+		if strings.EqualFold(k, app) && !slices.Contains(match, k) {
+			match = append(match, k)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return "", fmt.Errorf("%w %s (known apps: %s)", ErrUnknownApp, traj.QuoteName(app), strings.Join(known, ", "))
+	}
+	return "", fmt.Errorf("app %s is ambiguous: it matches %s, which differ only in case; give one of them exactly", traj.QuoteName(app), strings.Join(match, ", "))
+}
+
+// CheckApps checks the app names a flag gives (traj.CheckNames) and
+// returns them with each ScienceBoard app spelled as the benchmark does
+// (CanonicalApp with Apps: chimerax is ChimeraX), so that it selects the
+// same subject and history as rollout's. Any other name is an app of the
+// user's own task folders (their "type"), kept as it is.
+func CheckApps(flag string, apps []string) ([]string, error) {
+	if err := traj.CheckNames(flag, traj.AppName, apps...); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(apps))
+	for _, a := range apps {
+		c, err := CanonicalApp(a, Apps()...)
+		switch {
+		case errors.Is(err, ErrUnknownApp):
+			c = a
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}

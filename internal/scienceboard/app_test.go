@@ -1,0 +1,68 @@
+package scienceboard
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestCanonicalApp(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		app     string
+		known   []string
+		want    string
+		wantErr string
+		unknown bool
+	}{
+		{"exact", "ChimeraX", Apps(), "ChimeraX", "", false},
+		{"case", "Chimerax", Apps(), "ChimeraX", "", false},
+		{"upper", "TEXSTUDIO", Apps(), "TeXstudio", "", false},
+		{"user app", "Lab", []string{"ChimeraX", "Lab"}, "Lab", "", false},
+		{"exact wins over a case variant", "chimerax", []string{"ChimeraX", "chimerax"}, "chimerax", "", false},
+		{"ambiguous", "CHIMERAX", []string{"ChimeraX", "chimerax"}, "", "matches ChimeraX, chimerax", false},
+		{"unknown", "Chimera", Apps(), "", `unknown app "Chimera" (known apps: ChimeraX, KAlgebra, Celestia, GrassGIS, Lean, TeXstudio)`, true},
+		{"no apps", "x", nil, "", `unknown app "x"`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CanonicalApp(tc.app, tc.known...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.Is(err, ErrUnknownApp) != tc.unknown {
+					t.Fatalf("CanonicalApp(%q) = %q, %v; want an error with %q (unknown %v)", tc.app, got, err, tc.wantErr, tc.unknown)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("CanonicalApp(%q) = %q, %v; want %q", tc.app, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckApps(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		apps    []string
+		want    []string
+		wantErr string
+	}{
+		{"none", nil, []string{}, ""},
+		{"benchmark apps spelled canonically", []string{"chimerax", "KALGEBRA", "GrassGIS"}, []string{"ChimeraX", "KAlgebra", "GrassGIS"}, ""},
+		{"user apps kept", []string{"Lab", "chimera*", "a b"}, []string{"Lab", "chimera*", "a b"}, ""},
+		{"bad name", []string{"ChimeraX", "a/b"}, nil, `--app: app name "a/b"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CheckApps("--app", tc.apps)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("CheckApps(%q) = %q, %v; want an error with %q", tc.apps, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("CheckApps(%q) = %q, %v; want %q", tc.apps, got, err, tc.want)
+			}
+		})
+	}
+}

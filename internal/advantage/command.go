@@ -136,9 +136,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err := os.MkdirAll(cfg.TempDir, 0o755); err != nil {
 		return Stats{}, err
 	}
-	if env.Common.Drain {
-		cfg.ProgressEvery = 10 * time.Second
-	}
+	cfg.ProgressEvery = env.Common.ProgressEvery()
 	st, err := Serve(ctx, cfg)
 	if o.Summary != "" {
 		err = errors.Join(err, service.WriteSummary(o.Summary, versioned{service.Version().String(), st}))

@@ -131,6 +131,17 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { b.log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted()) }),
+		// The client's asynchronous errors (a pull request whose consumer
+		// is gone while the server is away, a slow consumer) go through
+		// the log, in its format; without a handler the library writes
+		// them raw to stderr.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				b.log.Warn("nats: asynchronous error", "subject", sub.Subject, "err", err)
+				return
+			}
+			b.log.Warn("nats: asynchronous error", "err", err)
+		}),
 	}
 	if url == "" {
 		if err := b.startEmbedded(cfg); err != nil {

@@ -46,7 +46,8 @@ type Options struct {
 	TimeScale float64
 	Seed      int64
 
-	// Progress logs the counts every 10 s while draining (ServiceConfig.ProgressEvery).
+	// Progress logs the counts while draining, every --progress-every
+	// (ServiceConfig.ProgressEvery); a long-running worker always does.
 	Progress bool
 }
 
@@ -132,8 +133,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 			log.Warn("judge: the runs' start is not known; a new consumer for them reads the whole stream", "err", err)
 		}
 	}
-	if env.Common.Drain && o.Progress {
-		cfg.ProgressEvery = 10 * time.Second
+	if o.Progress || !env.Common.Drain {
+		cfg.ProgressEvery = env.Common.ProgressEvery()
 	}
 	st, err := Serve(ctx, cfg)
 	if o.Summary != "" {

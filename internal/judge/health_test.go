@@ -18,7 +18,8 @@ import (
 
 // TestWorkerServesHealth: a judge worker (no --drain) run by Main with
 // --metrics-addr answers /healthz, and /readyz once it is connected to
-// NATS and its consumer exists; it stops cleanly on cancel.
+// NATS and its consumer exists; it logs its progress (--progress-every)
+// while it waits; it stops cleanly on cancel.
 func TestWorkerServesHealth(t *testing.T) {
 	addrs, err := servertest.FreeAddrs(1)
 	if err != nil {
@@ -29,8 +30,8 @@ func TestWorkerServesHealth(t *testing.T) {
 	var errb syncio.Buffer
 	exited := make(chan int, 1)
 	go func() { // owned by the test: cancel ends it, waited for below
-		exited <- service.MainContext(ctx, Command(), []string{"--data", t.TempDir(), "--nats", ns.URL(), "--sim", "--log-level", "warn",
-			"--metrics-addr", addrs[0]}, io.Discard, &errb)
+		exited <- service.MainContext(ctx, Command(), []string{"--data", t.TempDir(), "--nats", ns.URL(), "--sim", "--log-level", "info",
+			"--metrics-addr", addrs[0], "--progress-every", "200ms"}, io.Discard, &errb)
 	}()
 	get := func(path string) (int, string) {
 		c := &http.Client{Timeout: 5 * time.Second}
@@ -72,6 +73,8 @@ func TestWorkerServesHealth(t *testing.T) {
 		}
 		return l.Err() == nil && waiting
 	})
+	// A long-running worker says how it is doing (issue 36).
+	poll.Until(t, "a progress line of the worker", time.Minute, func() bool { return strings.Contains(errb.String(), "progress") })
 	cancel()
 	select {
 	case code := <-exited:

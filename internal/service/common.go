@@ -17,6 +17,10 @@ type Common struct {
 	LogFormat   string // auto, text or json
 	MetricsAddr string
 	Drain       bool
+	// Progress is how often a consumer logs its counts so far (0: every
+	// DrainProgress with --drain, every WorkerProgress otherwise;
+	// negative: never).
+	Progress time.Duration
 	// Replicas of the streams and buckets this process creates;
 	// UpdateTopology applies the topology to existing ones too.
 	Replicas       int
@@ -46,6 +50,8 @@ func RegisterCommon(f *Flags, consumer bool) *Common {
 	if consumer {
 		f.Group(GroupRun)
 		f.Bool(&c.Drain, "drain", "CODAPIPE_DRAIN", false, "batch mode: process what is there, then exit")
+		f.Group(GroupOutput)
+		f.Duration(&c.Progress, "progress-every", "CODAPIPE_PROGRESS_EVERY", 0, "log the counts so far this often (0: every 10s with --drain, every minute for a long-running worker; negative: never)")
 	}
 	f.Group(GroupBus)
 	f.Int(&c.Replicas, "replicas", "CODAPIPE_REPLICAS", 1, "replicas of the JetStream streams and buckets this process creates (3 on a cluster); existing ones are left as they are")
@@ -60,6 +66,26 @@ func (c *Common) Check() error {
 		return fmt.Errorf("--nats: %w", err)
 	}
 	return nil
+}
+
+// Default intervals of a consumer's progress line (Common.Progress).
+const (
+	DrainProgress  = 10 * time.Second
+	WorkerProgress = time.Minute
+)
+
+// ProgressEvery is how often a consumer logs its counts: --progress-every,
+// or its default for a drain or a worker; 0 for never.
+func (c *Common) ProgressEvery() time.Duration {
+	switch {
+	case c.Progress < 0:
+		return 0
+	case c.Progress > 0:
+		return c.Progress
+	case c.Drain:
+		return DrainProgress
+	}
+	return WorkerProgress
 }
 
 // Topology is the bus topology for these flags: the default streams, with

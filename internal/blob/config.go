@@ -55,7 +55,8 @@ type Config struct {
 	// chooses: virtual-host style for Amazon and Google endpoints, path style elsewhere (MinIO).
 	PathStyle bool
 	// CreateBucket creates the bucket when it does not exist instead of failing with
-	// ErrBucketNotFound.
+	// ErrBucketNotFound. Fallback: CODAPIPE_CREATE_BUCKET=true (CreateBucketEnv), which every
+	// command honours.
 	CreateBucket bool
 
 	// PartSize is the multipart part size in bytes (default 16 MiB, at least 5 MiB). Objects up
@@ -91,6 +92,22 @@ type Config struct {
 	Logger *slog.Logger
 	// Getenv replaces os.Getenv for the fallbacks above (tests).
 	Getenv func(string) string
+}
+
+// CreateBucketEnv is the variable that has every command create a missing bucket
+// (Config.CreateBucket): true, 1 or yes.
+const CreateBucketEnv = "CODAPIPE_CREATE_BUCKET"
+
+// createBucket reports whether a missing bucket is created.
+func (c Config) createBucket() bool {
+	if c.CreateBucket {
+		return true
+	}
+	switch strings.ToLower(strings.TrimSpace(c.getenv(CreateBucketEnv))) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
 }
 
 func (c Config) getenv(k string) string {

@@ -115,7 +115,7 @@ func openS3(ctx context.Context, loc Location, cfg Config) (*s3Bucket, error) {
 	if loc.Prefix != "" {
 		b.prefix = loc.Prefix + "/"
 	}
-	if err := b.checkBucket(ctx, cfg.CreateBucket); err != nil {
+	if err := b.checkBucket(ctx, cfg.createBucket()); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -162,7 +162,7 @@ func (b *s3Bucket) wrap(ctx context.Context, op, key string, err error) error {
 		case minio.NoSuchKey, "NoSuchObject":
 			return opError(op, key, ErrNotFound)
 		case minio.NoSuchBucket:
-			return fmt.Errorf("blob: %s %s: %w: %s; create it (mc mb, aws s3 mb) or set CreateBucket, and check the endpoint and the bucket name in the URL",
+			return fmt.Errorf("blob: %s %s: %w: %s; create it (mc mb, aws s3 mb, or "+CreateBucketEnv+"=true for codapipe to create it), and check the endpoint and the bucket name in the URL",
 				op, key, ErrBucketNotFound, where)
 		case "InvalidAccessKeyId":
 			return fmt.Errorf("blob: %s %s: %w: %s does not know the access key id (InvalidAccessKeyId); check %s and the endpoint",

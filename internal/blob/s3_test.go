@@ -243,7 +243,7 @@ func TestS3OpenErrors(t *testing.T) {
 		{"unknownAccessKey", srv.URL(""), func(c *blob.Config) { c.AccessKeyID = "nobody" },
 			blob.ErrAccessDenied, []string{"InvalidAccessKeyId", "check the credentials", srv.Endpoint}},
 		{"missingBucket", "s3://no-such-bucket/p", nil,
-			blob.ErrBucketNotFound, []string{`bucket "no-such-bucket"`, srv.Endpoint, "CreateBucket"}},
+			blob.ErrBucketNotFound, []string{`bucket "no-such-bucket"`, srv.Endpoint, blob.CreateBucketEnv + "=true"}},
 		{"unreachable", "s3://bucket", func(c *blob.Config) { c.Endpoint = closed; c.MaxRetries = 2 },
 			nil, []string{"cannot reach " + closed, "check the endpoint"}},
 		{"httpsToHTTP", srv.URL(""), func(c *blob.Config) { c.Endpoint = strings.TrimPrefix(srv.Endpoint, "http://") },
@@ -293,6 +293,18 @@ func TestS3OpenErrors(t *testing.T) {
 		}
 		if _, err := blob.Open(t.Context(), "s3://created-on-open/x", cfg); err != nil {
 			t.Fatalf("second Open with CreateBucket: %v", err)
+		}
+	})
+	t.Run("createBucketEnv", func(t *testing.T) {
+		cfg := srv.Config()
+		env := map[string]string{blob.CreateBucketEnv: "true"}
+		cfg.Getenv = func(k string) string { return env[k] }
+		if _, err := blob.Open(t.Context(), "s3://created-by-env/x", cfg); err != nil {
+			t.Fatalf("Open with %s=true: %v", blob.CreateBucketEnv, err)
+		}
+		env[blob.CreateBucketEnv] = ""
+		if _, err := blob.Open(t.Context(), "s3://created-by-env/x", cfg); err != nil {
+			t.Fatalf("the bucket %s=true created is not there: %v", blob.CreateBucketEnv, err)
 		}
 	})
 }

@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	outages := sched.NewOutages(sched.OutageConfig{Probes: probes, Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: log, Registerer: cfg.Metrics})
+	outages := sched.NewOutages(sched.OutageConfig{Probes: probes, Endpoint: unavailable, Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: log, Registerer: cfg.Metrics})
 	defer outages.Close()
 	// Every trajectory records its prompt set's hash; the set itself is
 	// stored once per run so the planner's messages can be rendered again.
@@ -381,6 +381,16 @@ func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject stri
 }
 
 // newAgent builds the agent: model clients, prompts, coordinate spaces.
+// unavailable names the model endpoint an episode's error says did not
+// answer (model.ErrUnavailable), for the outage breaker.
+func unavailable(err error) (string, bool) {
+	var ue *model.UnavailableError
+	if errors.As(err, &ue) {
+		return ue.Endpoint, true
+	}
+	return "", false
+}
+
 // newAgent builds the agent of a run, and the probes of its two model
 // endpoints for the outage breaker (by endpoint, as their errors name it).
 func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *prompt.Set, map[string]func(context.Context) error, error) {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/clock"
 	"github.com/codapipe/codapipe/internal/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -41,6 +40,9 @@ const DefaultOutageBudget = 30 * time.Minute
 
 // OutageConfig configures Outages.
 type OutageConfig struct {
+	// Endpoint names the endpoint an episode's error says did not answer
+	// (rollout: model.UnavailableError's), false for any other error.
+	Endpoint func(error) (string, bool)
 	// Probes tell, for each endpoint (by the name its calls' errors give,
 	// model.UnavailableError.Endpoint), whether it answers now
 	// (model.Client.Ping). A failure of an endpoint without a probe is
@@ -138,6 +140,14 @@ func (o *Outages) signal() {
 	o.changed = make(chan struct{})
 }
 
+// endpointOf names the endpoint err says did not answer (Endpoint).
+func (o *Outages) endpointOf(err error) (string, bool) {
+	if o == nil || o.cfg.Endpoint == nil || err == nil {
+		return "", false
+	}
+	return o.cfg.Endpoint(err)
+}
+
 // Report tells the breaker that a call to endpoint failed with cause (an
 // error wrapping model.ErrUnavailable) and returns true when the endpoint
 // is down: already known to be, or its probe fails now. The episode that
@@ -208,8 +218,12 @@ func (o *Outages) watch(endpoint string, probe func(context.Context) error, out 
 	wait := o.cfg.ProbeEvery
 	for {
 		left := o.cfg.Budget - time.Since(out.since)
-		if err := clock.Sleep(o.ctx, max(min(wait, left), 0)); err != nil {
+		timer := time.NewTimer(max(min(wait, left), 0))
+		select {
+		case <-o.ctx.Done():
+			timer.Stop()
 			return
+		case <-timer.C:
 		}
 		err := probe(o.ctx)
 		if o.ctx.Err() != nil {

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/codapipe/codapipe/internal/model"
 )
 
 // switchProbe is a probe whose endpoint is up or down as the test says.
@@ -29,7 +27,7 @@ func (p *switchProbe) probe(context.Context) error {
 // without a probe is never down.
 func TestOutages(t *testing.T) {
 	ctx := context.Background()
-	cause := &model.UnavailableError{Endpoint: "http://planner/v1", Err: errors.New("connection refused")}
+	cause := errors.New("http://planner/v1: connection refused")
 	newOutages := func(t *testing.T, p *switchProbe, budget time.Duration) *Outages {
 		o := NewOutages(OutageConfig{Probes: map[string]func(context.Context) error{"http://planner/v1": p.probe},
 			Budget: budget, ProbeEvery: 5 * time.Millisecond, MaxProbeEvery: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})

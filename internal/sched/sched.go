@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/agent"
-	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
@@ -381,14 +380,13 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	}
 	var ee *agent.EnvError
 	vmFault := errors.As(err, &ee) && ee.VM
-	var ue *model.UnavailableError
-	if !vmFault && errors.As(err, &ue) && s.Outages.Report(ctx, ue.Endpoint, err) {
+	if ep, ok := s.Outages.endpointOf(err); ok && !vmFault && s.Outages.Report(ctx, ep, err) {
 		// The endpoint is down for every VM: not this episode's outcome.
 		// Its trajectory is dropped and it runs again once the endpoint
 		// answers; the attempt does not count.
 		s.Pool.End(vm, vmpool.Healthy)
 		it.res.Attempts--
-		s.Log.Debug("an endpoint outage interrupted the episode; it runs again when the endpoint answers", "task", j.Task.ID, "sample", j.Sample, "vm", vm.ID(), "endpoint", ue.Endpoint)
+		s.Log.Debug("an endpoint outage interrupted the episode; it runs again when the endpoint answers", "task", j.Task.ID, "sample", j.Sample, "vm", vm.ID(), "endpoint", ep)
 		return true
 	}
 	if vmFault {

@@ -343,6 +343,15 @@ watch:
 		t.Fatal(err)
 	}
 	published1 := len(done)
+	// Issue 36: the interrupted invocation's summary counts the run's
+	// trajectories (also after the cancel) and says what is left and how
+	// to finish it.
+	if s := first.sum; s == nil || s.Stopped != "interrupted" || s.Left != total-published1 || s.OnStream != uint64(published1) {
+		t.Errorf("summary of the interrupted run: %+v; want stopped \"interrupted\", %d left, %d on the stream", first.sum, total-published1, published1)
+	}
+	if first.err == nil || !strings.Contains(first.err.Error(), "run the same command again") {
+		t.Errorf("the interrupted run's error does not say how to finish it: %v", first.err)
+	}
 	if onStream1 < kill || onStream1 >= uint64(total) || published1 == 0 {
 		logs1.dump(t, slog.LevelWarn)
 		t.Fatalf("after the kill: %d on the stream, %d in the ledger; want some but not all %d episodes", onStream1, published1, total)

@@ -260,6 +260,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		sum.Stopped = "interrupted"
 		if oe := (*sched.OutageError)(nil); errors.As(runErr, &oe) {
 			sum.Stopped = oe.Error()
+		} else if errors.Is(runErr, context.Canceled) {
+			runErr = fmt.Errorf("interrupted (%w): %d episodes of run %s are left; run the same command again (same --run) to do them",
+				runErr, sum.Left, traj.PrintName(cfg.Run))
 		}
 		return sum, runErr
 	}

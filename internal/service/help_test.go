@@ -52,7 +52,7 @@ func TestHelpSections(t *testing.T) {
 	if want := []string{"Flags", GroupRun, GroupEndpoints, GroupBus, GroupOutput}; strings.Join(order, "|") != strings.Join(want, "|") {
 		t.Errorf("sections %q, want %q:\n%s", order, want, help)
 	}
-	for name, want := range map[string]string{"Flags": "-loose", GroupRun: "-drain -group -samples", GroupEndpoints: "-planner-url", GroupOutput: "-log-format -log-level -metrics-addr"} {
+	for name, want := range map[string]string{"Flags": "-loose", GroupRun: "-drain -group -samples", GroupEndpoints: "-planner-url", GroupOutput: "-log-format -log-level -metrics-addr -progress-every"} {
 		if got := strings.Join(sections[name], " "); got != want {
 			t.Errorf("section %s: %s, want %s", name, got, want)
 		}

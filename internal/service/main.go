@@ -331,6 +331,10 @@ func (c Command) help(fs *Flags) string {
 		}
 		b.WriteString(flags)
 	}
+	if len(c.Sub) > 0 || b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "--help prints this; --version the build (module version, VCS revision, Go version).\n")
 	return b.String()
 }
 

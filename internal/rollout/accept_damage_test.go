@@ -49,6 +49,7 @@ func judgedCount(t *testing.T, out string) int {
 // stream lost, runs them again, and after one more judge drain every
 // episode of the run is on the raw stream and judged once.
 func TestAcceptVerifyRerunsTrajectoriesLostToStoreDamage(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	dir := t.TempDir()
 	tasks := simTaskDir(t, acceptApp, "S01", "S02", "S03")
 	cfg := acceptConfig(dir, tasks, "damaged", slog.New(slog.DiscardHandler))

@@ -26,6 +26,7 @@ import (
 // blob store, every (task, sample) is there once, and the summary agrees
 // with the stream.
 func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	const (
 		G = 2
 		K = 2
@@ -184,6 +185,7 @@ func TestAcceptPublishedTrajectoriesAreValid(t *testing.T) {
 // re-run could end differently from the trajectory the stream keeps, and
 // after the de-duplication window it would be stored twice).
 func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	const (
 		K   = 2
 		run = "accept-reconcile"
@@ -272,6 +274,7 @@ func TestAcceptLedgerCatchesUpWithTheStream(t *testing.T) {
 // works); the second and third start Run's own embedded server on the
 // same file store, as a restarted process does.
 func TestAcceptKillAndResume(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	const (
 		K    = 2
 		run  = "accept-resume"
@@ -462,6 +465,7 @@ func mustLedger(t *testing.T, b *bus.Bus) *ledger.Ledger {
 // app, K = 1: a finished() task, a question (ANS) task and an infeasible
 // task (the right end is call_user(), i.e. FAIL).
 func TestAcceptSkillDecidesSuccess(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	taskIDs := []string{"S01", "S05", "S11"}
 	tasks := simTaskDir(t, acceptApp, taskIDs...)
 	for _, tc := range []struct {
@@ -639,6 +643,7 @@ func TestAcceptCoordSpacesReachTheSameSuccessRate(t *testing.T) {
 // the summary (printed and JSON) as a share of out-of-range candidates with
 // a loud warning.
 func TestAcceptWrongCoordSpaceWarns(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	tasks := simTaskDir(t, acceptApp, "S01", "S02", "S04")
 	for _, tc := range []struct{ simSpace, clientSpace string }{
 		{"grid1000", "pixels-resized"},

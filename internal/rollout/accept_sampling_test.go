@@ -21,6 +21,7 @@ import (
 // of equal, non-zero length, a finish reason and its own completion token
 // count. With --planner-top-k 1 the groups collapse and the summary warns.
 func TestAcceptSamplingSentRecordedAndVaried(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	for _, tc := range []struct {
 		name      string
 		topK      int // 0: default

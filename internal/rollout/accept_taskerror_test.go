@@ -16,6 +16,7 @@ import (
 // VM released healthy — no fault reset, no quarantine — while the other
 // tasks of the run finish normally on the same VMs.
 func TestAcceptTaskErrorIsNotAVMFault(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
 	const app, K = "GrassGIS", 2
 	tasks := simTaskDir(t, app, "S02", "S03")
 	bad := filepath.Join(tasks, "VM", app, "S02.json")

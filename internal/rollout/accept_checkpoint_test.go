@@ -122,7 +122,6 @@ func TestAcceptNoCheckpointSource(t *testing.T) {
 // executor). The run is bound to it: the same --run with another
 // checkpoint is refused before anything runs.
 func TestAcceptCheckpointFromModelsList(t *testing.T) {
-	t.Parallel() // beside the outage tests, which mostly wait
 	clearRolloutEnv(t)
 	wc := sim.DefaultWorldConfig()
 	wc.VMs, wc.Seed, wc.Clock = 1, 1, fault.Clock{Scale: 0.001}

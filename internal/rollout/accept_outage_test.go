@@ -131,7 +131,7 @@ func TestAcceptPlannerOutageIsWaitedOut(t *testing.T) {
 	const (
 		K       = 10
 		outage  = 60 * time.Second
-		downAt  = 150 // planner requests before the outage: about a third of the run
+		downAt  = 100 // planner requests before the outage: about a third of the run
 		episode = 60
 	)
 	taskIDs := []string{"S01", "S02", "S03", "S04", "S05", "S06"}
@@ -141,7 +141,7 @@ func TestAcceptPlannerOutageIsWaitedOut(t *testing.T) {
 	dir := t.TempDir()
 	log, logs := newLogCapture(slog.LevelInfo)
 	cfg := acceptConfig(dir, simTaskDir(t, acceptApp, taskIDs...), "accept-outage", log)
-	cfg.Samples, cfg.VMs = K, 4
+	cfg.Group, cfg.Samples, cfg.VMs = 1, K, 4 // G = 1: the run's CPU is not what is tested
 	cfg.simPlanner = proxy.route
 	cfg.outageProbe = 500 * time.Millisecond
 	cfg.Planner.Backoff = 100 * time.Millisecond // a call fails in ~0.7 s, not ~7 s

@@ -257,6 +257,7 @@ func Command() service.Command {
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
 			st, err := Execute(ctx, env, o)
+			err = service.WorkerStopped(ctx, env.Common.Drain, err)
 			if err == nil || st.Messages > 0 {
 				PrintStats(env.Stdout, st)
 			}

@@ -292,6 +292,7 @@ func Command() service.Command {
 			}
 			o.Progress = true
 			st, err := Execute(ctx, env, o)
+			err = service.WorkerStopped(ctx, env.Common.Drain, err)
 			if err == nil || st.Trajectories() > 0 {
 				PrintStats(env.Stdout, st)
 			}

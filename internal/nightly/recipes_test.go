@@ -2,6 +2,7 @@ package nightly
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/poll"
@@ -145,6 +147,7 @@ func TestAcceptRecipes(t *testing.T) {
 
 		// The workers from theirs, on a NATS server of the test.
 		ns := natstest.Start(t)
+		js := natstest.JetStream(t, ns.URL())
 		for i, w := range []string{"judge", "advantage"} {
 			u := readUnit(t, filepath.Join(deploy, "systemd", "codapipe-"+w+".service"))
 			wdata := mkdirs(t, root, w+"-data")[0]
@@ -156,12 +159,30 @@ func TestAcceptRecipes(t *testing.T) {
 				t.Errorf("%s: Type=%s Restart=%s, want a simple service restarted on failure", w, u.service["Type"], u.service["Restart"])
 			}
 			cmd := u.command(t, repl.Replace, wenv, true)
-			startService(t, cmd, w, "http://"+addrs[2+i]+"/readyz")
+			out := startService(t, cmd, w, "http://"+addrs[2+i]+"/readyz")
+			// Stopped while it waits for work, as systemctl stop mostly
+			// finds it (a stop during its start must end well too:
+			// service.WorkerStopped).
+			stream := map[string]string{"judge": bus.StreamName(bus.Raw), "advantage": bus.StreamName(bus.Judged)}[w]
+			poll.Until(t, w+" fetching", time.Minute, func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				st, err := js.Stream(ctx, stream)
+				if err != nil {
+					return false
+				}
+				l := st.ListConsumers(ctx)
+				waiting := false
+				for ci := range l.Info() {
+					waiting = waiting || ci.NumWaiting > 0
+				}
+				return l.Err() == nil && waiting
+			})
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			if err := waitExit(cmd, time.Minute); err != nil {
-				t.Errorf("%s worker after SIGTERM: %v", w, err)
+				t.Errorf("%s worker after SIGTERM: %v\n%s", w, err, tail(out.String(), 30))
 			}
 		}
 	})
@@ -473,7 +494,7 @@ func runJob(t *testing.T, cmd *exec.Cmd, d time.Duration, logFile string) {
 
 // startService starts a long-running process and waits until url answers
 // 200; it is killed at the end of the test if still running.
-func startService(t *testing.T, cmd *exec.Cmd, what, url string) {
+func startService(t *testing.T, cmd *exec.Cmd, what, url string) *lockedBuffer {
 	t.Helper()
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -500,6 +521,7 @@ func startService(t *testing.T, cmd *exec.Cmd, what, url string) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+	return out
 }
 
 // waitExit waits for cmd within d (killing it after that) and returns its

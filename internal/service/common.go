@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -109,4 +111,16 @@ func (c *Common) BusConfig() bus.Config {
 	cfg := c.NATS
 	cfg.DataDir = c.DataDir
 	return cfg
+}
+
+// WorkerStopped is the error a long-running worker (a consumer without
+// --drain) ends with: nil when it was stopped (ctx ended: SIGTERM, SIGINT)
+// and err is only that cancellation showing through, so that a stop at any
+// moment, also during start-up or the last commit, exits 0 (what is not
+// acknowledged is delivered again); err otherwise.
+func WorkerStopped(ctx context.Context, drain bool, err error) error {
+	if !drain && err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }

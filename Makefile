@@ -87,7 +87,9 @@ ACCEPTANCE := ^TestAccept
 # go test runs the packages it is given in that order, two at a time: the acceptance pass starts
 # with its longest packages (CI's test.json, 2026-11-26: rollout 142 s, judge 136 s, chaos 136 s,
 # advantage 93 s; the other seven 7-47 s), so that no long one runs alone at the end.
-ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantage
+# Then nightly and agent (CI's test.json, 2026-11-28: nightly 63-78 s, agent 54-66 s), which had
+# ended the pass alone after the short packages.
+ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantage internal/nightly internal/agent
 # GORACE=atexit_sleep_ms=0: a binary built with -race sleeps 1 s before it exits (the race
 # runtime's default, to catch races of threads still running at exit), so each of the ~75 test
 # binaries of the race pass, and each child process its tests start, ended 1 s late: ~40 s of

@@ -14,6 +14,7 @@ import (
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/internal/shard/shardtest"
 	"github.com/codapipe/codapipe/internal/trainexport"
 )
 
@@ -185,25 +186,7 @@ func rewriteSet(t *testing.T, set string, m shard.Manifest, edit func([][]shard.
 			t.Fatal(err)
 		}
 	}
-	w, err := shard.NewWriter(shard.Config{Bucket: b, Format: m.Format, TempDir: t.TempDir(), Meta: m.Meta, Images: shard.ImagesFiles})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	var written []shard.File
-	for _, rows := range edit(files) {
-		if err := w.PutImages(ctx, rows); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Add(rows); err != nil {
-			t.Fatal(err)
-		}
-		f, err := w.Commit(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		written = append(written, f)
-	}
+	written := shardtest.WriteFiles(t, shard.Config{Bucket: b, Format: m.Format, Meta: m.Meta, Images: shard.ImagesFiles}, edit(files)...)
 	nm := shard.NewManifest("", m.Format, m.Meta, written)
 	nm.Counts.Groups, nm.Counts.RowsPerApp = m.Counts.Groups, m.Counts.RowsPerApp
 	if err := shard.WriteManifest(ctx, b, "", nm); err != nil {

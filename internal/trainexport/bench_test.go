@@ -14,6 +14,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/shard"
+	"github.com/codapipe/codapipe/internal/shard/shardtest"
 	"github.com/codapipe/codapipe/internal/trainexport"
 )
 
@@ -73,26 +74,8 @@ func benchSet(b *testing.B, mode shard.ImageMode) (string, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := shard.NewWriter(shard.Config{Bucket: bucket, Prefix: "set", Format: shard.FormatArrow, TempDir: b.TempDir(), Meta: shard.Meta{Mode: shard.ModeStep}, Images: mode})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	if mode == shard.ImagesFiles {
-		if err := w.PutImages(ctx, rows); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Add(rows); err != nil {
-		b.Fatal(err)
-	}
-	f, err := w.Commit(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := shard.WriteManifest(ctx, bucket, "set", shard.NewManifest("set", shard.FormatArrow, shard.Meta{Mode: shard.ModeStep}, []shard.File{f})); err != nil {
-		b.Fatal(err)
-	}
+	m := shardtest.WriteSet(b, shard.Config{Bucket: bucket, Prefix: "set", Format: shard.FormatArrow, Meta: shard.Meta{Mode: shard.ModeStep}, Images: mode}, rows)
+	f := m.Files[0]
 	n := f.Bytes
 	for _, im := range f.Images {
 		n += im.Bytes

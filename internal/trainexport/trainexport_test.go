@@ -521,24 +521,7 @@ func filesSet(t *testing.T, fx *fixture) string {
 		rows[i] = r
 	}
 	meta := shard.Meta{Mode: shard.ModeStep, Images: shard.ImagesFiles}
-	w, err := shard.NewWriter(shard.Config{Bucket: b, Prefix: "set", Format: shard.FormatArrow, TempDir: t.TempDir(), Meta: meta, Images: shard.ImagesFiles})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.PutImages(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Add(rows); err != nil {
-		t.Fatal(err)
-	}
-	f, err := w.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := shard.WriteManifest(ctx, b, "set", shard.NewManifest("set", shard.FormatArrow, meta, []shard.File{f})); err != nil {
-		t.Fatal(err)
-	}
+	shardtest.WriteSet(t, shard.Config{Bucket: b, Prefix: "set", Format: shard.FormatArrow, Meta: meta, Images: shard.ImagesFiles}, rows)
 	return filepath.Join(dir, "set")
 }
 

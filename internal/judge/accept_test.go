@@ -219,19 +219,7 @@ func TestAcceptFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cache, err := OpenCache(ctx, b, common.Topology(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol := DefaultPolicy()
-	pol.MaxFrames = testFrames
-	j, err := New(Config{
-		Endpoints: []EndpointSpec{ep}, Policy: pol, Store: store, Cache: cache, Log: quietLog(),
-		Limits: Limits{Backoff: 5 * time.Millisecond},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := cachedJudge(t, b, common.Topology(), store, ep, Limits{Backoff: 5 * time.Millisecond})
 	st, err := Serve(ctx, ServiceConfig{Judge: j, Bus: b, Archive: store, Workers: 4, Drain: true, RetryDelay: 50 * time.Millisecond, Log: quietLog()})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
@@ -35,8 +36,12 @@ type Options struct {
 	// MaxDeliver bounds deliveries of one trajectory (see ServiceConfig).
 	MaxDeliver int
 	AckWait    time.Duration // see ServiceConfig
-	VoteTTL    time.Duration
-	Summary    string // write the Stats as JSON here
+	// OutageBudget: see ServiceConfig; outageProbe is its OutageProbe
+	// (tests).
+	OutageBudget time.Duration
+	outageProbe  time.Duration
+	VoteTTL      time.Duration
+	Summary      string // write the Stats as JSON here
 
 	// Sim judges with the SIMULATOR's judge endpoint, started in-process;
 	// SimConfig is a JSON file with a sim.WorldConfig whose "models" part
@@ -123,6 +128,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	cfg := ServiceConfig{
 		Judge: j, Bus: b, Archive: store, Apps: o.Apps, Runs: o.Runs, Durable: o.Durable, Workers: o.Workers,
 		MaxDeliver: o.MaxDeliver, AckWait: o.AckWait, Drain: env.Common.Drain, Log: log,
+		OutageBudget: o.OutageBudget, OutageProbe: o.outageProbe, Registerer: env.Metrics,
 	}
 	if len(o.Runs) > 0 {
 		runs, err := ledger.Open(ctx, b, env.Common.Topology())
@@ -195,6 +201,9 @@ func PrintStats(w io.Writer, st Stats) {
 		n, st.Decisions[traj.CleanSuccess], st.Decisions[traj.RedundantSuccess], st.Decisions[traj.Failure], st.Decisions[traj.Undecided], st.Decisions[traj.NotJudged])
 	fmt.Fprintf(w, "judge: %d model calls (%.2f per judged trajectory), %d republished from the archive, %d dead-lettered, %d retried\n",
 		st.Calls, cpt, st.Republished, st.DeadLettered, st.Retried)
+	if st.Outages > 0 {
+		fmt.Fprintf(w, "judge: %d judge endpoint outages waited out or stopped at (%d interrupted judgings done again, no delivery spent, no vote unusable)\n", st.Outages, st.OutageHeld)
+	}
 	if st.OtherRuns > 0 {
 		fmt.Fprintf(w, "judge: %d trajectories of other runs than --runs passed over (left to the judge consumers without --runs)\n", st.OtherRuns)
 	}
@@ -264,7 +273,8 @@ func Command() service.Command {
 			fs.List(&o.Runs, "runs", "CODAPIPE_JUDGE_RUNS", "only judge these runs' trajectories (rollout --run names), on a consumer of their own that leaves the other runs' to the other judge consumers (default all)")
 			fs.Int(&o.Workers, "concurrency", "CODAPIPE_JUDGE_CONCURRENCY", 8, "trajectories judged at once by this process")
 			fs.String(&o.Durable, "durable", "CODAPIPE_JUDGE_DURABLE", "", "consumer name shared by the judge processes (default judge_<version>[_<app>][_runs<hash>]: a new judge version judges the stream again; with --runs, _runs<hash> is appended to a name given here too)")
-			fs.Int(&o.MaxDeliver, "max-deliver", "CODAPIPE_JUDGE_MAX_DELIVER", 10, "deliveries of one trajectory; endpoint failures wait and retry until the last, which judges with the votes it gets")
+			fs.Int(&o.MaxDeliver, "max-deliver", "CODAPIPE_JUDGE_MAX_DELIVER", 10, "deliveries of one trajectory; a call that fails while its endpoint answers waits and retries until the last delivery, which judges with the votes it gets (an endpoint outage spends none: --outage-budget)")
+			service.OutageBudgetFlag(fs, &o.OutageBudget, model.DefaultOutageBudget, "the trajectories left are judged by the next judge on the stream")
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_JUDGE_ACK_WAIT", time.Minute, "a trajectory whose judge process died is judged again this long after its last heartbeat")
 			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")
 			fs.Group(service.GroupSim)

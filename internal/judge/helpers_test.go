@@ -135,3 +135,22 @@ func archived(t testing.TB, store *blob.Store) map[string]*traj.Judged {
 	}
 	return docs
 }
+
+// cachedJudge is the acceptance tests' judge of ep with the default
+// policy at testFrames, its vote cache on b and limits.
+func cachedJudge(t testing.TB, b *bus.Bus, topo bus.Topology, store *blob.Store, ep EndpointSpec, limits Limits) *Judge {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cache, err := OpenCache(ctx, b, topo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := DefaultPolicy()
+	pol.MaxFrames = testFrames
+	j, err := New(Config{Endpoints: []EndpointSpec{ep}, Policy: pol, Store: store, Cache: cache, Log: quietLog(), Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}

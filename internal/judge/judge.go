@@ -94,6 +94,17 @@ func New(cfg Config) (*Judge, error) {
 	return j, nil
 }
 
+// Probes returns, by endpoint as its calls' errors name it
+// (model.UnavailableError.Endpoint), the probe that tells whether it
+// answers (model.Client.Ping): the outage breaker's (model.Outages).
+func (j *Judge) Probes() map[string]func(context.Context) error {
+	probes := make(map[string]func(context.Context) error, len(j.eps))
+	for _, ep := range j.eps {
+		probes[ep.model.Endpoint()] = ep.model.Ping
+	}
+	return probes
+}
+
 // Version is the judge version every judgement of this Judge records.
 func (j *Judge) Version() traj.JudgeVersion { return j.version }
 

@@ -18,8 +18,10 @@ import (
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ServiceConfig configures Serve.
@@ -59,6 +61,17 @@ type ServiceConfig struct {
 	// heartbeats go every AckWait/3): after a crash, its trajectories come
 	// back this long after their last heartbeat.
 	AckWait time.Duration
+	// OutageBudget is how long the judge waits for a judge endpoint that
+	// is down for every worker (its calls fail and its /models probe
+	// too: model.Outages) before Serve stops with the *model.OutageError
+	// (default model.DefaultOutageBudget). During the wait no trajectory
+	// is judged; the ones the outage interrupted are held (in progress)
+	// and judged when it answers, with no delivery spent and no vote made
+	// unusable by it. OutageProbe is the first wait between probes
+	// (default 1 s, doubling up to 30 s).
+	OutageBudget, OutageProbe time.Duration
+	// Registerer takes the outage breaker's metrics (nil: unregistered).
+	Registerer prometheus.Registerer
 	// Drain returns once nothing is left to judge.
 	Drain bool
 	// ProgressEvery, when positive, is how often the counts so far are
@@ -157,6 +170,11 @@ type Stats struct {
 	// OtherRuns counts trajectories of runs outside ServiceConfig.Runs:
 	// acknowledged on the run selection's own consumer, not judged.
 	OtherRuns int `json:"other_runs,omitempty"`
+	// Outages counts the judge endpoint outages Serve waited out (or
+	// stopped at), OutageHeld the judgings they interrupted (done again,
+	// not counted as retries or unusable votes).
+	Outages    int `json:"endpoint_outages,omitempty"`
+	OutageHeld int `json:"outage_held,omitempty"`
 	// DeadLettered counts messages given up on with a reason.
 	DeadLettered int `json:"dead_lettered"`
 	Retried      int `json:"retried"`
@@ -175,9 +193,12 @@ func (s Stats) Trajectories() int {
 }
 
 type server struct {
-	cfg   ServiceConfig
-	log   *slog.Logger
-	start time.Time
+	cfg     ServiceConfig
+	log     *slog.Logger
+	start   time.Time
+	outages *model.Outages
+	// stop ends the consumer with the outage that outlasted its budget.
+	stop context.CancelCauseFunc
 
 	mu sync.Mutex
 	st Stats
@@ -193,7 +214,9 @@ type server struct {
 //
 // An undecodable or invalid trajectory and one whose screenshots cannot
 // be read are dead-lettered with the reason; a failing endpoint, cache or
-// store makes the trajectory wait and come back.
+// store makes the trajectory wait and come back. A judge endpoint that is
+// down for every worker pauses the judging (ServiceConfig.OutageBudget);
+// an outage beyond the budget ends Serve with the *model.OutageError.
 func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	if cfg.Judge == nil || cfg.Bus == nil || cfg.Archive == nil {
 		return Stats{}, errors.New("judge: serve needs a judge, a bus and an archive store")
@@ -207,6 +230,12 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	cfg.Log = cmp.Or(cfg.Log, slog.Default())
 	s := &server{cfg: cfg, log: cfg.Log.With("judge_version", cfg.Judge.VersionID()), start: time.Now()}
 	s.st.Decisions = map[traj.Decision]int{}
+	s.outages = model.NewOutages(model.OutageConfig{
+		Probes: cfg.Judge.Probes(), Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: cfg.Log, Registerer: cfg.Registerer,
+	})
+	defer s.outages.Close()
+	ctx, s.stop = context.WithCancelCause(ctx)
+	defer s.stop(nil)
 	s.log.Info("judge: consuming trajectories", "consumer", cfg.Durable, "apps", appsOrAll(cfg.Apps), "runs", appsOrAll(cfg.Runs), "workers", cfg.Workers,
 		"policy", cfg.Judge.Version().Policy, "models", cfg.Judge.Version().Models)
 
@@ -224,7 +253,13 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 		}
 	}
 	cst, err := cfg.Bus.Consume(ctx, service.StageConsumer(bus.Raw, cfg.Apps, spec), s.handle)
-	s.count(func(st *Stats) { st.Missing = cst.Missing })
+	if cause := context.Cause(ctx); errors.Is(cause, model.ErrOutage) {
+		err = errors.Join(err, cause)
+	}
+	s.count(func(st *Stats) {
+		st.Missing = cst.Missing
+		st.Outages, st.OutageHeld = s.outages.Stats()
+	})
 	stopProgress()
 	if cfg.ProgressEvery > 0 {
 		if cfg.Drain && err == nil {
@@ -337,13 +372,16 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 		s.count(func(st *Stats) { st.Republished++ })
 		log.Info("judge: judgement already archived; publishing it again", "key", key)
 	} else {
-		final := m.Deliveries >= uint64(s.cfg.MaxDeliver)
-		jd, err = s.cfg.Judge.Judge(ctx, t, final)
+		jd, err = s.judge(ctx, t, m.Deliveries >= uint64(s.cfg.MaxDeliver))
 		var ie *InputError
 		var ee *EndpointError
 		switch {
 		case errors.As(err, &ie):
 			return bus.Reject(fmt.Sprintf("judge: trajectory %s: %s", t.ID, ie.Reason)), nil
+		case errors.Is(err, model.ErrOutage):
+			// The judge stops; the trajectory comes back to the next one.
+			s.stop(err)
+			return bus.Retry(s.cfg.RetryDelay, fmt.Sprintf("judge: trajectory %s: %v", t.ID, err)), nil
 		case errors.As(err, &ee):
 			return retry("judge endpoint", err), nil
 		case err != nil:
@@ -368,6 +406,35 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 	}
 	log.Debug("judge: published", "decision", jd.Decision, "votes", len(jd.Votes), "seq", ack.Seq, "duplicate", ack.Duplicate)
 	return bus.Ack(), jd
+}
+
+// judge judges t, waiting out outages of its endpoints: a call that
+// failed because its endpoint is down for everyone (the breaker's probe
+// fails too) is made again once the endpoint answers, with the answered
+// votes from the cache; it neither spends a delivery nor makes a vote
+// unusable. final is the trajectory's last delivery: a call that fails
+// while its endpoint answers others makes the vote unusable
+// (Judge.Judge). An outage beyond the budget returns the
+// *model.OutageError.
+func (s *server) judge(ctx context.Context, t *traj.Trajectory, final bool) (*traj.Judgement, error) {
+	for {
+		if err := s.outages.Wait(ctx); err != nil {
+			return nil, err
+		}
+		jd, err := s.cfg.Judge.Judge(ctx, t, false)
+		var ee *EndpointError
+		if !errors.As(err, &ee) || ctx.Err() != nil {
+			return jd, err
+		}
+		if ep, down := s.outages.Down(ctx, err); down {
+			s.log.Debug("judge: an endpoint outage interrupted the trajectory; it is judged when the endpoint answers", "trajectory", t.ID, "endpoint", ep)
+			continue
+		}
+		if !final {
+			return nil, err
+		}
+		return s.cfg.Judge.Judge(ctx, t, true)
+	}
 }
 
 // archived returns the archived judged document under key, or nil.

@@ -2,10 +2,7 @@ package rollout
 
 import (
 	"errors"
-	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,110 +10,9 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/ledger"
-	"github.com/codapipe/codapipe/internal/sched"
+	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/servertest"
 )
-
-// switchProxy forwards TCP connections to a target and can be switched
-// off: its listener closes (new connections are refused, as from a
-// server that is down) and its open connections are cut.
-type switchProxy struct {
-	t      *testing.T
-	addr   string
-	target string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
-}
-
-// newSwitchProxy returns a proxy, up, on a free loopback port; its target
-// is set by route. Cleanup stops it.
-func newSwitchProxy(t *testing.T) *switchProxy {
-	p := &switchProxy{t: t, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(func() { p.down(); p.wg.Wait() })
-	return p
-}
-
-// route sets the target from the simulated endpoint's URL and returns the
-// same URL through the proxy (Options.simPlanner).
-func (p *switchProxy) route(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		p.t.Errorf("proxy target %q: %v", raw, err)
-		return raw
-	}
-	p.mu.Lock()
-	p.target = u.Host
-	p.mu.Unlock()
-	u.Host = p.addr
-	return u.String()
-}
-
-func (p *switchProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() { // owned by p: Cleanup waits for it
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			target := p.target
-			p.conns[c] = true
-			p.mu.Unlock()
-			p.wg.Add(1)
-			go func() { // owned by p
-				defer p.wg.Done()
-				defer func() { p.mu.Lock(); delete(p.conns, c); p.mu.Unlock(); c.Close() }()
-				up, err := net.DialTimeout("tcp", target, 5*time.Second)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				done := make(chan struct{}, 2)
-				go func() { io.Copy(up, c); done <- struct{}{} }() // ends when either side closes
-				go func() { io.Copy(c, up); done <- struct{}{} }()
-				<-done
-				c.Close()
-				up.Close()
-				<-done
-			}()
-		}
-	}()
-}
-
-// down refuses new connections and cuts the open ones.
-func (p *switchProxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// up listens again on the same address.
-func (p *switchProxy) up() {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Errorf("proxy up again on %s: %v", p.addr, err)
-		return
-	}
-	p.serve(ln)
-}
 
 // Acceptance 1 of issue 36: the planner endpoint goes down for 60 s in
 // the middle of a 60-episode simulated run. No episode may end as an
@@ -135,21 +31,21 @@ func TestAcceptPlannerOutageIsWaitedOut(t *testing.T) {
 		episode = 60
 	)
 	taskIDs := []string{"S01", "S02", "S03", "S04", "S05", "S06"}
-	proxy := newSwitchProxy(t)
+	proxy := servertest.NewProxy(t)
 	var requests atomic.Int64
 	var downSince atomic.Int64
 	dir := t.TempDir()
 	log, logs := newLogCapture(slog.LevelInfo)
 	cfg := acceptConfig(dir, simTaskDir(t, acceptApp, taskIDs...), "accept-outage", log)
 	cfg.Group, cfg.Samples, cfg.VMs = 1, K, 4 // G = 1: the run's CPU is not what is tested
-	cfg.simPlanner = proxy.route
+	cfg.simPlanner = proxy.Route
 	cfg.outageProbe = 500 * time.Millisecond
 	cfg.Planner.Backoff = 100 * time.Millisecond // a call fails in ~0.7 s, not ~7 s
 	cfg.simRequests = func(kind string, _ []byte) {
 		if kind == "planner" && requests.Add(1) == downAt {
 			downSince.Store(time.Now().UnixNano())
-			proxy.down()
-			time.AfterFunc(outage, proxy.up)
+			proxy.Down()
+			time.AfterFunc(outage, proxy.Up)
 		}
 	}
 	sum, err := runWithin(t, 5*time.Minute, cfg)
@@ -194,27 +90,27 @@ func TestAcceptPlannerDownStopsAndResumes(t *testing.T) {
 	t.Parallel()
 	const K = 4
 	taskIDs := []string{"S01", "S02", "S03"}
-	proxy := newSwitchProxy(t)
+	proxy := servertest.NewProxy(t)
 	var requests atomic.Int64
 	dir := t.TempDir()
 	tasks := simTaskDir(t, acceptApp, taskIDs...)
 	log, logs := newLogCapture(slog.LevelInfo)
 	cfg := acceptConfig(dir, tasks, "accept-down", log)
 	cfg.Samples, cfg.VMs = K, 2
-	cfg.simPlanner = proxy.route
+	cfg.simPlanner = proxy.Route
 	cfg.outageProbe = 200 * time.Millisecond
 	cfg.Planner.Backoff = 100 * time.Millisecond
 	cfg.OutageBudget = 5 * time.Second
 	var downOnce sync.Once
 	cfg.simRequests = func(kind string, _ []byte) {
 		if kind == "planner" && requests.Add(1) >= 20 {
-			downOnce.Do(proxy.down)
+			downOnce.Do(proxy.Down)
 		}
 	}
 	start := time.Now()
 	sum, err := runWithin(t, 3*time.Minute, cfg)
-	var oe *sched.OutageError
-	if !errors.As(err, &oe) || !errors.Is(err, sched.ErrOutage) {
+	var oe *model.OutageError
+	if !errors.As(err, &oe) || !errors.Is(err, model.ErrOutage) {
 		logs.dump(t, slog.LevelWarn)
 		t.Fatalf("Run with the planner down for good: %v, want an OutageError", err)
 	}
@@ -229,7 +125,7 @@ func TestAcceptPlannerDownStopsAndResumes(t *testing.T) {
 	}
 	left := sum.Left
 
-	proxy.up()
+	proxy.Up()
 	cfg.simRequests = nil
 	sum2 := runOK(t, cfg, logs)
 	if sum2.Episodes != left || sum2.Skipped != len(taskIDs)*K-left {

@@ -438,7 +438,7 @@ func Command() service.Command {
 			fs.String(&o.Run, "run", "CODAPIPE_RUN", "", "run name; re-running a name finishes its missing episodes (default <app>-<UTC time>)")
 			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: 1)")
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
-			fs.Duration(&o.OutageBudget, "outage-budget", "CODAPIPE_OUTAGE_BUDGET", sched.DefaultOutageBudget, "how long the run waits for a model endpoint that is down for every VM (its calls and its /models probe fail) before it stops with exit code 1, its episodes left for a re-run of the same --run; during the wait no episode starts and the interrupted ones run again")
+			service.OutageBudgetFlag(fs, &o.OutageBudget, model.DefaultOutageBudget, "the episodes left run when the same --run is started again")
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
 			fs.Bool(&o.Verify, "verify", "CODAPIPE_VERIFY", false, "compare the run's ledger with the stream before running: episodes the ledger lists as published whose trajectory is not on the stream (lost to store damage, purged) are forgotten and run again now")
 			fs.String(&o.LengthFamily, "length-family", "CODAPIPE_LENGTH_FAMILY", "", "checkpoint family of the episode-length history (KV CODA_LENGTHS) that orders the episodes, longest predicted first, and records their VM time (default: the planner checkpoint with a trailing step/iteration number stripped; off: no history, longest step limit first)")

@@ -60,7 +60,7 @@ type Config struct {
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
 	// OutageBudget is how long the run waits for a model endpoint that is
-	// down for every VM before it stops (sched.DefaultOutageBudget when
+	// down for every VM before it stops (model.DefaultOutageBudget when
 	// 0); OutageProbe is the first wait between probes of such an
 	// endpoint (1 s when 0).
 	OutageBudget, OutageProbe time.Duration
@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	outages := sched.NewOutages(sched.OutageConfig{Probes: probes, Endpoint: unavailable, Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: log, Registerer: cfg.Metrics})
+	outages := model.NewOutages(model.OutageConfig{Probes: probes, Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: log, Registerer: cfg.Metrics})
 	defer outages.Close()
 	// Every trajectory records its prompt set's hash; the set itself is
 	// stored once per run so the planner's messages can be rendered again.
@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 		sum.Left = max(len(plan.jobs)-published, 0)
 		sum.Stopped = "interrupted"
-		if oe := (*sched.OutageError)(nil); errors.As(runErr, &oe) {
+		if oe := (*model.OutageError)(nil); errors.As(runErr, &oe) {
 			sum.Stopped = oe.Error()
 		} else if errors.Is(runErr, context.Canceled) {
 			runErr = fmt.Errorf("interrupted (%w): %d episodes of run %s are left; run the same command again (same --run) to do them",
@@ -381,17 +381,6 @@ func planJobs(ctx context.Context, cfg Config, runs *ledger.Ledger, subject stri
 		}
 	}
 	return p, nil
-}
-
-// newAgent builds the agent: model clients, prompts, coordinate spaces.
-// unavailable names the model endpoint an episode's error says did not
-// answer (model.ErrUnavailable), for the outage breaker.
-func unavailable(err error) (string, bool) {
-	var ue *model.UnavailableError
-	if errors.As(err, &ue) {
-		return ue.Endpoint, true
-	}
-	return "", false
 }
 
 // newAgent builds the agent of a run, and the probes of its two model

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/agent"
+	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
@@ -140,7 +141,7 @@ type Scheduler struct {
 	// again once it answers (it is not an environment error), no episode
 	// starts while one is down, and the run stops when an outage outlasts
 	// its budget (Run returns the *OutageError).
-	Outages *Outages
+	Outages *model.Outages
 	// Metrics (nil: unregistered metrics).
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -380,7 +381,11 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	}
 	var ee *agent.EnvError
 	vmFault := errors.As(err, &ee) && ee.VM
-	if ep, ok := s.Outages.endpointOf(err); ok && !vmFault && s.Outages.Report(ctx, ep, err) {
+	ep, down := "", false
+	if !vmFault {
+		ep, down = s.Outages.Down(ctx, err)
+	}
+	if down {
 		// The endpoint is down for every VM: not this episode's outcome.
 		// Its trajectory is dropped and it runs again once the endpoint
 		// answers; the attempt does not count.

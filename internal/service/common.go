@@ -29,6 +29,13 @@ type Common struct {
 	UpdateTopology bool
 }
 
+// OutageBudgetFlag defines --outage-budget (CODAPIPE_OUTAGE_BUDGET) of a
+// command whose model endpoints have an outage breaker (model.Outages);
+// def is the default budget, left what becomes of the work not done.
+func OutageBudgetFlag(f *Flags, p *time.Duration, def time.Duration, left string) {
+	f.Duration(p, "outage-budget", "CODAPIPE_OUTAGE_BUDGET", def, "how long to wait for a model endpoint that is down for everyone (its calls and its /models probe fail) before stopping with exit code 1 ("+left+"); during the wait no new work starts, and the work the outage interrupted is done again, not counted as failed")
+}
+
 // RegisterCommon defines the common flags on f; consumer adds --drain
 // (only commands that consume a stream honour it).
 func RegisterCommon(f *Flags, consumer bool) *Common {

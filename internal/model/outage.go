@@ -1,4 +1,4 @@
-package sched
+package model
 
 import (
 	"context"
@@ -40,13 +40,10 @@ const DefaultOutageBudget = 30 * time.Minute
 
 // OutageConfig configures Outages.
 type OutageConfig struct {
-	// Endpoint names the endpoint an episode's error says did not answer
-	// (rollout: model.UnavailableError's), false for any other error.
-	Endpoint func(error) (string, bool)
 	// Probes tell, for each endpoint (by the name its calls' errors give,
-	// model.UnavailableError.Endpoint), whether it answers now
-	// (model.Client.Ping). A failure of an endpoint without a probe is
-	// never an outage.
+	// UnavailableError.Endpoint, which is Client.Endpoint), whether it
+	// answers now (Client.Ping). A failure of an endpoint without a probe
+	// is never an outage.
 	Probes map[string]func(context.Context) error
 	// Budget is how long one outage may last before the run stops
 	// (default DefaultOutageBudget).
@@ -59,12 +56,14 @@ type OutageConfig struct {
 	Registerer prometheus.Registerer
 }
 
-// Outages is the circuit breaker of a run's model endpoints. A call that
-// failed as an endpoint failure (model.ErrUnavailable) is reported; when
-// the endpoint's probe fails too, the endpoint is down for every VM: the
-// breaker opens, the episode that hit it is run again later (it is not an
-// environment error of its own), and workers wait (Wait) instead of
-// starting episodes that would fail the same way. The breaker probes the
+// Outages is the circuit breaker of a process's model endpoints (rollout:
+// the planner and the executor; judge: its judge endpoints). A call that
+// failed as an endpoint failure (ErrUnavailable) is reported; when the
+// endpoint's probe fails too, the endpoint is down for every worker: the
+// breaker opens, the work that hit it is done again later (it is not an
+// outcome of its own: no environment error, no unusable vote), and
+// workers wait (Wait) instead of starting work that would fail the same
+// way. The breaker probes the
 // endpoint with backoff and closes when it answers; an outage longer than
 // the budget ends the wait with an *OutageError, and the run stops with
 // its episodes unpublished, so running the same run again does them.
@@ -140,16 +139,19 @@ func (o *Outages) signal() {
 	o.changed = make(chan struct{})
 }
 
-// endpointOf names the endpoint err says did not answer (Endpoint).
-func (o *Outages) endpointOf(err error) (string, bool) {
-	if o == nil || o.cfg.Endpoint == nil || err == nil {
+// Down reports err to the breaker when it is a call's failure to reach
+// an endpoint (an *UnavailableError in its chain, Report) and returns the
+// endpoint and whether it is down; any other error is not an outage.
+func (o *Outages) Down(ctx context.Context, err error) (string, bool) {
+	var ue *UnavailableError
+	if o == nil || !errors.As(err, &ue) {
 		return "", false
 	}
-	return o.cfg.Endpoint(err)
+	return ue.Endpoint, o.Report(ctx, ue.Endpoint, err)
 }
 
 // Report tells the breaker that a call to endpoint failed with cause (an
-// error wrapping model.ErrUnavailable) and returns true when the endpoint
+// error wrapping ErrUnavailable) and returns true when the endpoint
 // is down: already known to be, or its probe fails now. The episode that
 // made the call then runs again once the endpoint answers; false (the
 // endpoint answers, the failure was the request's own, or it has no

@@ -179,10 +179,11 @@ type Choice struct {
 
 // Request is one chat completion request.
 type Request struct {
-	// Messages are the chat messages; or Encoded is their JSON array,
-	// spliced into the body as it is (a caller that sends the same
-	// megabytes of images several times, the judge's votes, encodes them
-	// once). Exactly one of the two is set.
+	// Messages are the chat messages; or Encoded is their JSON array as
+	// json.Marshal writes it (compact, HTML-escaped), spliced into the
+	// body as it is (a caller that sends the same megabytes of images
+	// several times, the judge's votes, encodes them once). Exactly one
+	// of the two is set.
 	Messages []openai.ChatCompletionMessage
 	Encoded  []byte
 	// N is the number of answers asked for (0 means 1).
@@ -242,20 +243,23 @@ func (m *Client) Encode(r Request) ([]byte, error) {
 	if err := r.Params.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.cfg.Model, err)
 	}
-	msgs, spliced := json.RawMessage(r.Encoded), false
+	msgs := r.Encoded
 	if len(r.Messages) > 0 {
 		b, err := marshalMessages(r.Messages)
 		if err != nil {
 			return nil, fmt.Errorf("%s: encode messages: %w", m.cfg.Model, err)
 		}
-		// b is compact, valid and HTML-escaped, which is what encoding it
-		// again as a RawMessage would make of it: it is spliced into the
-		// body instead (images make it megabytes).
-		msgs, spliced = b, true
+		msgs = b
+	} else if msgs[0] != '[' || msgs[len(msgs)-1] != ']' {
+		return nil, fmt.Errorf("%s: the encoded messages are not a JSON array", m.cfg.Model)
 	}
+	// msgs is compact, valid and HTML-escaped (json.Marshal's output),
+	// which is what encoding it again as a RawMessage would make of it:
+	// it is spliced into the body instead, without that second pass over
+	// megabytes of images.
 	p := r.Params
 	b := chatBody{
-		Model: m.cfg.Model, Messages: msgs, N: max(r.N, 1),
+		Model: m.cfg.Model, Messages: json.RawMessage(messagesHole), N: max(r.N, 1),
 		Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,
 		RepetitionPenalty: p.RepetitionPenalty, PresencePenalty: p.PresencePenalty, FrequencyPenalty: p.FrequencyPenalty,
 		MaxTokens: p.MaxTokens, Seed: p.Seed, Stop: p.Stop, LogProbs: p.LogProbs, User: r.User,
@@ -267,21 +271,15 @@ func (m *Client) Encode(r Request) ([]byte, error) {
 		zero, yes := 0, true
 		b.TopLogProbs, b.ReturnTokenIDs, b.TokensAsIDs = &zero, &yes, &yes
 	}
-	if spliced {
-		b.Messages = json.RawMessage(messagesHole)
-	}
 	out, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", m.cfg.Model, err)
 	}
-	if spliced {
-		// The hole is the first `,"messages":0,`: inside a JSON string
-		// a quote is always escaped, so `,"` cannot stand in the model
-		// name before it.
-		i := bytes.Index(out, []byte(`,"messages":`+messagesHole+`,`)) + len(`,"messages":`)
-		out = slices.Concat(out[:i], msgs, out[i+len(messagesHole):])
-	}
-	return out, nil
+	// The hole is the first `,"messages":0,`: inside a JSON string a
+	// quote is always escaped, so `,"` cannot stand in the model name
+	// before it.
+	i := bytes.Index(out, []byte(`,"messages":`+messagesHole+`,`)) + len(`,"messages":`)
+	return slices.Concat(out[:i], msgs, out[i+len(messagesHole):]), nil
 }
 
 // marshalMessages is json.Marshal(msgs) without encoding/json's second

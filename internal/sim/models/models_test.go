@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -1726,25 +1727,25 @@ func TestModelsRateLimit(t *testing.T) {
 func TestMsgCache(t *testing.T) {
 	var mc msgCache
 	raw := func(i int) []byte { return fmt.Appendf(nil, `[{"role":"user","content":"message %d"}]`, i) }
-	a, aerr := mc.parse(raw(1))
-	b, berr := mc.parse(raw(1))
+	a, aerr := mc.parse(raw(1), nil)
+	b, berr := mc.parse(raw(1), nil)
 	if aerr != nil || berr != nil || a != b {
 		t.Fatalf("the same messages were parsed twice (%p, %p) or failed (%v, %v)", a, b, aerr, berr)
 	}
-	c, _ := mc.parse(raw(2))
+	c, _ := mc.parse(raw(2), nil)
 	if c == a || c.content == a.content || c.msgs[0].text != "message 2" {
 		t.Fatal("different messages share a parse")
 	}
 	for i := 3; i < 3+msgCacheSize; i++ {
-		mc.parse(raw(i))
+		mc.parse(raw(i), nil)
 	}
 	if len(mc.byKey) != msgCacheSize || len(mc.order) != msgCacheSize {
 		t.Fatalf("%d cached, want %d", len(mc.byKey), msgCacheSize)
 	}
-	if d, _ := mc.parse(raw(1)); d == a {
+	if d, _ := mc.parse(raw(1), nil); d == a {
 		t.Fatal("the oldest entry was not evicted")
 	}
-	if _, aerr := mc.parse([]byte(`[{"role":"robot","content":"x"}]`)); aerr == nil || !strings.Contains(aerr.msg, "unknown role") {
+	if _, aerr := mc.parse([]byte(`[{"role":"robot","content":"x"}]`), nil); aerr == nil || !strings.Contains(aerr.msg, "unknown role") {
 		t.Fatalf("bad role: %v", aerr)
 	}
 }
@@ -1784,5 +1785,60 @@ func TestSeededChoicesAsVLLM(t *testing.T) {
 	}
 	if len(distinct) < 2 {
 		t.Errorf("%d seeded choices all the same: %q", n, many[0])
+	}
+}
+
+// TestLiftDataURIs: lifting the data URIs out of a request body before
+// it is parsed changes nothing a call sees: the same messages, images,
+// content hash and tokens as the body parsed as it is, for compact and
+// spaced JSON, escaped URIs (left in place), a data URI in a text part
+// and in another field (left in place); the cache tells two bodies that
+// differ only in their images apart.
+func TestLiftDataURIs(t *testing.T) {
+	a, b := dataURI(pngWithState(t, 64, 48, nil)), dataURI(pngWithState(t, 40, 30, nil))
+	escaped := strings.ReplaceAll(b, "/", `\/`)
+	bodies := map[string]string{
+		"compact": `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"frame 1"},{"type":"image_url","image_url":{"url":"` + a + `"}},{"type":"image_url","image_url":{"url":"` + b + `"}}]}]}`,
+		"spaced":  `{"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "frame 1"}, {"type": "image_url", "image_url": {"url" :  "` + a + `"}}, {"type": "image_url", "image_url": {"url": "` + b + `"}}]}]}`,
+		"escaped": `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"frame 1"},{"type":"image_url","image_url":{"url":"` + a + `"}},{"type":"image_url","image_url":{"url":"` + escaped + `"}}]}]}`,
+		"in text": `{"model":"m","user":"` + a + `","messages":[{"role":"user","content":[{"type":"text","text":"url: \"` + a + `\""},{"type":"image_url","image_url":{"url":"` + b + `"}}]}]}`,
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			skel, urls := liftDataURIs([]byte(body))
+			want := map[string]int{"compact": 2, "spaced": 2, "escaped": 1, "in text": 1}[name]
+			n := 0
+			for _, u := range urls {
+				n += len(u)
+			}
+			if len(urls) != want || len(skel) != len(body)-n+len(urls)*len(`\u0000lifted:0`) {
+				t.Errorf("%d URIs lifted (want %d), the skeleton keeps %d of %d bytes", len(urls), want, len(skel), len(body))
+			}
+			lifted, _, aerr := parseCall([]byte(body), nil)
+			if aerr != nil {
+				t.Fatal(aerr.msg)
+			}
+			var req wireRequest
+			if err := json.Unmarshal([]byte(body), &req); err != nil {
+				t.Fatal(err)
+			}
+			plain, aerr := parseMessages(req.Messages, nil)
+			if aerr != nil {
+				t.Fatal(aerr.msg)
+			}
+			if lifted.content != plain.content || lifted.promptTokens != plain.tokens || !reflect.DeepEqual(lifted.msgs, plain.msgs) {
+				t.Errorf("lifted parse differs from the plain one (%d URIs lifted)", len(urls))
+			}
+			if name == "in text" && (lifted.msgs[0].text != `url: "`+a+`"` || string(urls[0]) != b || len(urls) != 1) {
+				t.Errorf("a data URI outside an image_url was lifted: text %.40q, %d lifted", lifted.msgs[0].text, len(urls))
+			}
+		})
+	}
+	var mc msgCache
+	swap := strings.NewReplacer(a, b, b, a).Replace(bodies["compact"])
+	x, _, _ := parseCall([]byte(bodies["compact"]), &mc)
+	y, _, _ := parseCall([]byte(swap), &mc)
+	if x.content == y.content || x.msgs[0].images[0].w == y.msgs[0].images[0].w {
+		t.Error("two bodies that differ only in their images share a cached parse")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -293,6 +294,7 @@ func textTokens(s string) int { return (len(s) + 3) / 4 }
 
 func parseCall(body []byte, cache *msgCache) (*chatCall, *wireRequest, *apiError) {
 	var req wireRequest
+	body, urls := liftDataURIs(body)
 	if err := json.Unmarshal(body, &req); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
@@ -401,12 +403,92 @@ func parseCall(body []byte, cache *msgCache) (*chatCall, *wireRequest, *apiError
 		}
 	}
 
-	pm, aerr := cache.parse(req.Messages)
+	pm, aerr := cache.parse(req.Messages, urls)
 	if aerr != nil {
 		return nil, nil, aerr
 	}
 	c.msgs, c.content, c.promptTokens = pm.msgs, pm.content, pm.tokens
 	return c, &req, nil
+}
+
+// liftedURL stands, in a request body parsed by parseCall, for the i-th
+// data URI lifted out of it (liftDataURIs): liftedURL + i. It holds a
+// byte no JSON string carries unescaped, so no client sends it.
+const liftedURL = "\x00lifted:"
+
+// uriByte are the bytes of a data URI that JSON carries as they are and
+// a base64 image data URI is made of: a string of only these decodes to
+// itself.
+var uriByte = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=;:,.-_") {
+		t[c] = true
+	}
+	return t
+}()
+
+// liftDataURIs returns body with each image_url's data URI string
+// ("url": "data:image/...") that has neither escapes nor other bytes than
+// a base64 data URI's replaced by a short JSON string (liftedURL + its
+// index), and those URIs in order. The JSON parser then reads kilobytes
+// instead of megabytes of base64, once per nesting level: what is lifted
+// is exactly what it would have decoded, so the request means the same.
+// A body without such a URI comes back as it is.
+func liftDataURIs(body []byte) ([]byte, [][]byte) {
+	const start = `"data:image/`
+	var skel []byte
+	var urls [][]byte
+	last := 0
+	for off := 0; ; {
+		i := bytes.Index(body[off:], []byte(start))
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + len(start)
+		before := bytes.TrimRight(body[last:i], " \t\r\n")
+		colon, ok := bytes.CutSuffix(before, []byte(":"))
+		if !ok || !bytes.HasSuffix(bytes.TrimRight(colon, " \t\r\n"), []byte(`"url"`)) {
+			continue
+		}
+		j := bytes.IndexByte(body[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		uri := body[i+1 : i+1+j]
+		plain := true
+		for _, c := range uri {
+			if !uriByte[c] {
+				plain = false
+				break
+			}
+		}
+		if !plain {
+			continue
+		}
+		skel = append(skel, body[last:i+1]...)
+		skel = append(skel, `\u0000lifted:`...)
+		skel = strconv.AppendInt(skel, int64(len(urls)), 10)
+		urls = append(urls, uri)
+		last = i + 1 + j
+		off = last
+	}
+	if urls == nil {
+		return body, nil
+	}
+	return append(skel, body[last:]...), urls
+}
+
+// unlift returns the data URI u stands for when it is a liftedURL.
+func unlift(u []byte, urls [][]byte) []byte {
+	rest, ok := bytes.CutPrefix(u, []byte(liftedURL))
+	if !ok {
+		return u
+	}
+	i, err := strconv.Atoi(string(rest))
+	if err != nil || i < 0 || i >= len(urls) {
+		return u
+	}
+	return urls[i]
 }
 
 // parsedMessages are a request's messages as a call uses them.
@@ -429,20 +511,29 @@ type msgCache struct {
 // msgCacheSize bounds the cached message lists.
 const msgCacheSize = 8
 
-// parse returns the parsed messages of raw (a JSON array), from the cache
-// when it has them. A nil cache parses every time.
-func (mc *msgCache) parse(raw []byte) (*parsedMessages, *apiError) {
+// parse returns the parsed messages of raw (a JSON array; urls the data
+// URIs lifted out of it), from the cache when it has them. A nil cache
+// parses every time.
+func (mc *msgCache) parse(raw []byte, urls [][]byte) (*parsedMessages, *apiError) {
 	if mc == nil {
-		return parseMessages(raw)
+		return parseMessages(raw, urls)
 	}
-	key := sha256.Sum256(raw)
+	h := sha256.New()
+	var n8 [8]byte
+	for _, b := range append([][]byte{raw}, urls...) {
+		binary.LittleEndian.PutUint64(n8[:], uint64(len(b)))
+		h.Write(n8[:])
+		h.Write(b)
+	}
+	var key [32]byte
+	h.Sum(key[:0])
 	mc.mu.Lock()
 	pm := mc.byKey[key]
 	mc.mu.Unlock()
 	if pm != nil {
 		return pm, nil
 	}
-	pm, aerr := parseMessages(raw)
+	pm, aerr := parseMessages(raw, urls)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -462,8 +553,9 @@ func (mc *msgCache) parse(raw []byte) (*parsedMessages, *apiError) {
 	return pm, nil
 }
 
-// parseMessages validates and decodes the messages of a request.
-func parseMessages(raw []byte) (*parsedMessages, *apiError) {
+// parseMessages validates and decodes the messages of a request; urls
+// are the data URIs lifted out of them (liftDataURIs).
+func parseMessages(raw []byte, urls [][]byte) (*parsedMessages, *apiError) {
 	var wms []wireMessage
 	if err := json.Unmarshal(raw, &wms); err != nil {
 		return nil, badRequest("messages", "must be an array of messages: %v", err)
@@ -520,16 +612,17 @@ func parseMessages(raw []byte) (*parsedMessages, *apiError) {
 					if p.ImageURL == nil || len(p.ImageURL.URL) == 0 {
 						return nil, badRequest(param+".image_url.url", "an image_url part needs a url")
 					}
-					img, err := decodeDataURI(p.ImageURL.URL)
+					u := unlift(p.ImageURL.URL, urls)
+					img, err := decodeDataURI(u)
 					if err != nil {
 						return nil, badRequest(param+".image_url.url", "%v", err)
 					}
 					img.label, label = label, ""
 					m.images = append(m.images, img)
 					field("image")
-					binary.LittleEndian.PutUint64(n8[:], uint64(len(p.ImageURL.URL)))
+					binary.LittleEndian.PutUint64(n8[:], uint64(len(u)))
 					h.Write(n8[:])
-					h.Write(p.ImageURL.URL)
+					h.Write(u)
 					tokens += imageTokens(img.w, img.h)
 				default:
 					return nil, badRequest(param+".type", "unknown content part type %q (want text or image_url)", p.Type)

@@ -32,6 +32,12 @@ type Call struct {
 	// when the call asked for several answers (traj.Vote.Choices).
 	Choices int `json:"choices,omitempty"`
 	Choice  int `json:"choice,omitempty"`
+	// FinishReason is the server's finish_reason for the answer ("stop",
+	// "length": cut at max_tokens); empty when it gave none.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// MaxTokens is the call's max_tokens when it was not the policy's
+	// (the call made again after a truncated answer).
+	MaxTokens int `json:"max_tokens,omitempty"`
 }
 
 // Cache keeps every answered judge call, keyed by trajectory, judge

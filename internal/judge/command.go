@@ -201,6 +201,12 @@ func PrintStats(w io.Writer, st Stats) {
 		n, st.Decisions[traj.CleanSuccess], st.Decisions[traj.RedundantSuccess], st.Decisions[traj.Failure], st.Decisions[traj.Undecided], st.Decisions[traj.NotJudged])
 	fmt.Fprintf(w, "judge: %d model calls (%.2f per judged trajectory), %d republished from the archive, %d dead-lettered, %d retried\n",
 		st.Calls, cpt, st.Republished, st.DeadLettered, st.Retried)
+	if len(st.Unusable) > 0 {
+		fmt.Fprintf(w, "judge: votes without a verdict: %s; undecided by reason: %s\n", reasons(st.Unusable), reasons(st.Undecided))
+		if st.Example != "" {
+			fmt.Fprintf(w, "judge: e.g. %s\n", st.Example)
+		}
+	}
 	if st.Outages > 0 {
 		fmt.Fprintf(w, "judge: %d judge endpoint outages waited out or stopped at (%d interrupted judgings done again, no delivery spent, no vote unusable)\n", st.Outages, st.OutageHeld)
 	}
@@ -249,13 +255,14 @@ func Command() service.Command {
 			fs.Duration(&o.Limits.AttemptTimeout, "attempt-timeout", "CODAPIPE_JUDGE_ATTEMPT_TIMEOUT", 2*time.Minute, "deadline of one HTTP attempt of a judge call")
 			fs.Int(&o.Limits.Attempts, "attempts", "CODAPIPE_JUDGE_ATTEMPTS", 4, "attempts of one judge call (429, 5xx and transport errors are retried with backoff and jitter)")
 			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
-			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with a judge.tmpl prompt replacing ours (docs/judge.md)")
+			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "the judge's prompt set: a shipped one by name ("+strings.Join(PromptSets, ", ")+"; default coda) or a folder with a judge.tmpl and, when its answers are not coda's result dict, an answer.json saying how to read them (docs/judge.md)")
 			fs.Group("Voting")
 			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "K: votes per trajectory (the low-resolution one included)")
 			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "unanimous (success only if every vote says so) or majority")
 			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: cast the first vote on frames scaled to fit this size; a failure there is final (e.g. 640x400; empty: off)")
 			fs.Int(&o.Policy.MaxFrames, "max-frames", "CODAPIPE_JUDGE_MAX_FRAMES", DefaultMaxFrames, "most screenshots per call; longer trajectories are subsampled evenly, first and final screen kept")
-			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer has no usable result dict is asked again")
+			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer holds no verdict in the prompt set's answer format is asked again")
+			fs.Int(&o.Policy.TruncatedMaxTokens, "truncated-max-tokens", "CODAPIPE_JUDGE_TRUNCATED_MAX_TOKENS", 0, "max_tokens of the one call a vote makes again when its answer was cut at --max-tokens (finish_reason length); cut again, the vote is unusable (0: twice --max-tokens)")
 			fs.Bool(&o.Policy.BatchVotes, "batch-votes", "CODAPIPE_JUDGE_BATCH_VOTES", false, "ask the votes after the first in one call with n answers (the server prefills the prompt once; one that ignores n gets further calls); decisions as without it")
 			fs.Bool(&o.Policy.NoEarlyExit, "no-early-exit", "CODAPIPE_JUDGE_NO_EARLY_EXIT", false, "cast every vote even when the decision is settled (to measure early exit)")
 			fs.Group(service.GroupSampling)

@@ -2,13 +2,10 @@ package judge
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/docstest"
-	"github.com/codapipe/codapipe/internal/natstest"
-	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -18,19 +15,11 @@ import (
 // metric there is listed.
 func TestJudgeMetricsDocumented(t *testing.T) {
 	docs := docstest.Metrics(t, "../../docs/operations.md")
-	srv := natstest.Start(t)
 	c := skillCorpus(t, 0.3, 1, "S01", "S02") // small: this test runs under the race detector
-	common := &service.Common{DataDir: t.TempDir(), Store: filepath.Join(c.dir, "blobs"), Drain: true}
-	common.NATS.URL = srv.URL()
-	env := service.NewEnv("judge", common, quietLog(), nil, nil)
-	defer env.Close()
+	env, b := drainEnv(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	metricsURL := docstest.ServeMetrics(t, env.Metrics)
-	b, err := env.Bus(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	republish(t, b, c.trajs, "metrics-"+traj.NewID(), 2)
 	pol := DefaultPolicy()
 	pol.MaxFrames = testFrames

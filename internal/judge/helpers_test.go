@@ -11,7 +11,9 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/pipetest"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -153,4 +155,22 @@ func cachedJudge(t testing.TB, b *bus.Bus, topo bus.Topology, store *blob.Store,
 		t.Fatal(err)
 	}
 	return j
+}
+
+// drainEnv is the environment of a `judge --drain` run by a test: a fresh
+// NATS server, the corpus's blob store, the bus opened.
+func drainEnv(t testing.TB, c *corpus) (*service.Env, *bus.Bus) {
+	t.Helper()
+	srv := natstest.Start(t)
+	common := &service.Common{DataDir: t.TempDir(), Store: filepath.Join(c.dir, "blobs"), Drain: true}
+	common.NATS.URL = srv.URL()
+	env := service.NewEnv("judge", common, quietLog(), nil, nil)
+	t.Cleanup(env.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := env.Bus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, b
 }

@@ -8,6 +8,7 @@
 package judge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -300,7 +301,7 @@ func (j *Judge) cast(ctx context.Context, t *traj.Trajectory, i, n int, p *pass,
 	}
 	if len(ask) > 0 {
 		ep := j.endpointOf(i)
-		calls, err := j.ask(ctx, ep, p, t.ID, ask, 1)
+		calls, err := j.ask(ctx, ep, p, t.ID, ask, 1, 0)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -344,8 +345,9 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 	}
 	vs := pol.VoteSampling(i)
 	v.Sampling = &vs
-	for a := 1; a <= 1+pol.MalformedRetries; a++ {
-		call, err := j.attempt(ctx, t, ep, p, i, a, first)
+	malformed, maxTokens := 0, 0
+	for a := 1; ; a++ {
+		call, err := j.attempt(ctx, t, ep, p, i, a, maxTokens, first)
 		if err != nil {
 			if ctx.Err() != nil {
 				return v, ctx.Err()
@@ -363,7 +365,20 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 		v.Attempts = a
 		v.LatencyMS += call.LatencyMS
 		v.Raw = call.Raw
-		ans, perr := ParseAnswer(call.Raw)
+		if call.FinishReason == "length" {
+			// Cut at max_tokens: whatever verdict it holds may not be the
+			// one the model would have ended on.
+			j.cfg.Metrics.truncated(ep.name)
+			limit := cmp.Or(call.MaxTokens, pol.Sampling.MaxTokens)
+			v.Error = fmt.Sprintf("%s: the answer was cut at max_tokens %d (finish_reason length)", ErrTruncated, limit)
+			j.log.Debug("judge answer truncated", "trajectory", t.ID, "vote", i, "attempt", a, "max_tokens", limit)
+			if maxTokens != 0 {
+				return v, nil
+			}
+			maxTokens = pol.RetryMaxTokens()
+			continue
+		}
+		ans, perr := j.cfg.Prompt.Answer.Parse(call.Raw)
 		if perr == nil {
 			v.Verdict, v.Captions, v.Error = &ans.Verdict, ans.Captions, ""
 			return v, nil
@@ -371,14 +386,20 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 		j.cfg.Metrics.badAnswer(ep.name)
 		v.Error = perr.Error()
 		j.log.Debug("judge answer unusable", "trajectory", t.ID, "vote", i, "attempt", a, "err", perr)
+		if malformed++; malformed > pol.MalformedRetries {
+			return v, nil
+		}
 	}
-	return v, nil
 }
 
+// ErrTruncated starts the Error of a vote whose answer was cut at
+// max_tokens twice (Policy.TruncatedMaxTokens).
+const ErrTruncated = "truncated"
+
 // attempt is the answer of attempt a of vote i: first (a == 1), the
-// cache's, or a new call's, stored in the cache; a failed call is an
-// *EndpointError.
-func (j *Judge) attempt(ctx context.Context, t *traj.Trajectory, ep *endpoint, p *pass, i, a int, first *Call) (Call, error) {
+// cache's, or a new call's (with maxTokens when > 0), stored in the
+// cache; a failed call is an *EndpointError.
+func (j *Judge) attempt(ctx context.Context, t *traj.Trajectory, ep *endpoint, p *pass, i, a, maxTokens int, first *Call) (Call, error) {
 	if a == 1 && first != nil {
 		return *first, nil
 	}
@@ -390,7 +411,7 @@ func (j *Judge) attempt(ctx context.Context, t *traj.Trajectory, ep *endpoint, p
 		}
 		return call, err
 	}
-	calls, err := j.ask(ctx, ep, p, t.ID, []int{i}, a)
+	calls, err := j.ask(ctx, ep, p, t.ID, []int{i}, a, maxTokens)
 	if err != nil {
 		return Call{}, &EndpointError{Endpoint: ep.name, Err: err}
 	}
@@ -419,7 +440,9 @@ func (j *Judge) cached(ctx context.Context, key string) (Call, bool, error) {
 // ParentRequest._get_child_sampling_params in vllm/v1/engine/
 // parallel_sampling.py). It returns the choices the server gave, at least
 // one and at most n (a server may ignore n).
-func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, id string, votes []int, a int) ([]Call, error) {
+// maxTokens, when > 0, replaces the policy's max_tokens (the call made
+// again after a truncated answer).
+func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, id string, votes []int, a, maxTokens int) ([]Call, error) {
 	vs := make([]string, len(votes))
 	for k, v := range votes {
 		vs[k] = strconv.Itoa(v)
@@ -428,6 +451,9 @@ func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, id string, votes
 	seed := int64(seedOf(tag))
 	sp := j.cfg.Policy.VoteSampling(votes[0])
 	sp.Seed = &seed
+	if maxTokens > 0 {
+		sp.MaxTokens = maxTokens
+	}
 	n := len(votes)
 	req := model.Request{Encoded: p.msgs, N: n, Params: model.Params{Sampling: sp}, User: tag}
 	if err := ep.acquire(ctx); err != nil {
@@ -452,6 +478,7 @@ func (j *Judge) ask(ctx context.Context, ep *endpoint, p *pass, id string, votes
 		out[c] = Call{
 			Raw: answers[c].Content, Model: ep.spec.Model, Endpoint: ep.name,
 			Resolution: p.resolution, LatencyMS: d.Milliseconds(), At: at,
+			FinishReason: answers[c].FinishReason, MaxTokens: maxTokens,
 		}
 		if n > 1 {
 			out[c].Choices, out[c].Choice = n, c

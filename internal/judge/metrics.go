@@ -14,6 +14,7 @@ type Metrics struct {
 	calls       *prometheus.CounterVec
 	callSeconds *prometheus.HistogramVec
 	malformed   *prometheus.CounterVec
+	truncatedN  *prometheus.CounterVec
 	cacheHits   prometheus.Counter
 	inflight    *prometheus.GaugeVec
 	votes       prometheus.Histogram
@@ -28,7 +29,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		calls:       f.CounterVec("codapipe_judge_calls_total", "Judge model calls (each after its retries), by endpoint and result (answered, failed).", "endpoint", "result"),
 		callSeconds: f.HistogramVec("codapipe_judge_call_seconds", "Duration of one judge model call, retries included, by endpoint.", prometheus.ExponentialBuckets(0.05, 2, 14), "endpoint"),
-		malformed:   f.CounterVec("codapipe_judge_malformed_total", "Judge answers without a usable result dict, by endpoint.", "endpoint"),
+		malformed:   f.CounterVec("codapipe_judge_malformed_total", "Judge answers from which no verdict could be read (the prompt set's answer format), by endpoint.", "endpoint"),
+		truncatedN:  f.CounterVec("codapipe_judge_truncated_total", "Judge answers cut at max_tokens (finish_reason length), by endpoint: asked again once with --truncated-max-tokens, then unusable.", "endpoint"),
 		cacheHits:   f.Counter("codapipe_judge_cache_hits_total", "Judge calls answered from the vote cache instead of the model (redeliveries)."),
 		inflight:    f.GaugeVec("codapipe_judge_inflight_calls", "Judge model calls in flight, by endpoint.", "endpoint"),
 		votes:       f.Histogram("codapipe_judge_votes_per_trajectory", "Votes cast per judged trajectory (early exit makes it fewer than --votes).", prometheus.LinearBuckets(0, 1, 9)),
@@ -47,6 +49,7 @@ func (m *Metrics) endpoint(url string) {
 	}
 	m.callSeconds.WithLabelValues(url)
 	m.malformed.WithLabelValues(url)
+	m.truncatedN.WithLabelValues(url)
 	m.inflight.WithLabelValues(url)
 	for _, r := range []string{"answered", "failed"} {
 		m.calls.WithLabelValues(url, r)
@@ -74,6 +77,12 @@ func (m *Metrics) flight(url string, delta float64) {
 func (m *Metrics) badAnswer(url string) {
 	if m != nil {
 		m.malformed.WithLabelValues(url).Inc()
+	}
+}
+
+func (m *Metrics) truncated(url string) {
+	if m != nil {
+		m.truncatedN.WithLabelValues(url).Inc()
 	}
 }
 

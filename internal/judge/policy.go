@@ -50,6 +50,11 @@ type Policy struct {
 	// usable result dict is asked again (each time a new call with its own
 	// seed) before it counts as unusable.
 	MalformedRetries int
+	// TruncatedMaxTokens is the max_tokens of the one call a vote makes
+	// again when its answer was cut at max_tokens (finish_reason
+	// "length"); a second cut answer makes the vote unusable. 0 is twice
+	// Sampling.MaxTokens.
+	TruncatedMaxTokens int
 	// NoEarlyExit casts every vote even when the decision is already
 	// certain (for measuring what early exit saves; decisions are the
 	// same).
@@ -93,9 +98,21 @@ func (p Policy) VoteSampling(i int) traj.Sampling {
 	return s
 }
 
+// RetryMaxTokens is the max_tokens of the call made again after a
+// truncated answer (TruncatedMaxTokens).
+func (p Policy) RetryMaxTokens() int {
+	if p.TruncatedMaxTokens > 0 {
+		return p.TruncatedMaxTokens
+	}
+	return 2 * p.Sampling.MaxTokens
+}
+
 // Validate names each setting that cannot be used.
 func (p Policy) Validate() error {
 	var errs []error
+	if p.TruncatedMaxTokens < 0 || (p.TruncatedMaxTokens > 0 && p.TruncatedMaxTokens <= p.Sampling.MaxTokens) {
+		errs = append(errs, fmt.Errorf("--truncated-max-tokens %d: want more than --max-tokens %d (0: twice it)", p.TruncatedMaxTokens, p.Sampling.MaxTokens))
+	}
 	if p.Votes < 1 || p.Votes > 64 {
 		errs = append(errs, fmt.Errorf("--votes %d: want 1..64", p.Votes))
 	}
@@ -188,6 +205,9 @@ func (p Policy) String() string {
 	}
 	if len(s.Stop) > 0 {
 		fmt.Fprintf(&b, " stop=%q", s.Stop)
+	}
+	if p.TruncatedMaxTokens != 0 && p.TruncatedMaxTokens != 2*s.MaxTokens {
+		fmt.Fprintf(&b, " truncated_max_tokens=%d", p.TruncatedMaxTokens)
 	}
 	return b.String()
 }

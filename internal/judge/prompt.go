@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -20,8 +21,8 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
-//go:embed prompts/judge.tmpl
-var defaultPrompt embed.FS
+//go:embed prompts
+var shipped embed.FS
 
 // PromptFile is the judge's prompt template file, in the embedded
 // defaults and in a folder given with --prompts.
@@ -31,14 +32,27 @@ const PromptFile = "judge.tmpl"
 var promptParts = []string{"system", "intro", "frame", "outro"}
 
 // Prompt is the judge's prompt template: a system message and a user
-// message of an intro, one labelled image per frame and an outro.
+// message of an intro, one labelled image per frame and an outro; and how
+// its answers are read.
 type Prompt struct {
 	t *template.Template
-	// SHA256 is the hex SHA-256 of the template file (JudgeVersion).
+	// Answer is how the answers are read (the set's answer.json, or
+	// DefaultAnswerFormat).
+	Answer AnswerFormat
+	// SHA256 is the hex SHA-256 of the template file, followed by the
+	// answer.json when the set has one (JudgeVersion).
 	SHA256 string
-	// Source is where the template came from: a path, or "embedded".
+	// Source is where the template came from: its path, or "embedded"
+	// or "embedded:<name>" for a set shipped with codapipe.
 	Source string
 }
+
+// PromptSets are the names of the prompt sets shipped with codapipe
+// (--prompts NAME; their files are internal/judge/prompts/<name>/):
+// "coda" (the default: frame captions and a result dict), "keypoints"
+// (key points of the task, then a "Status:" line), "yesno" (a short
+// review ending in a yes/no line) and "score" (a 1-5 score in JSON).
+var PromptSets = []string{"coda", "keypoints", "yesno", "score"}
 
 // PromptData is what the "intro" and "outro" templates see.
 type PromptData struct {
@@ -59,46 +73,83 @@ type FrameData struct {
 	Width, Height int // the image's size as sent
 }
 
-// LoadPrompt reads PromptFile from dir, or the embedded default when dir
-// is empty. The file must define the templates system, intro, frame and
-// outro.
+// LoadPrompt reads a prompt set: PromptFile and, when there is one,
+// AnswerFile from the folder dir, or the shipped set of that name
+// (PromptSets; "" is "coda"). The template must define system, intro,
+// frame and outro.
 func LoadPrompt(dir string) (*Prompt, error) {
 	var (
-		b   []byte
-		err error
-		src = "embedded"
+		fsys fs.FS
+		src  string
 	)
-	if dir == "" {
-		b, err = fs.ReadFile(defaultPrompt, "prompts/"+PromptFile)
-	} else {
-		src = filepath.Join(dir, PromptFile)
-		b, err = os.ReadFile(src)
+	switch {
+	case dir == "" || dir == "coda":
+		fsys, src = mustSub(shipped, "prompts"), "embedded"
+	case slices.Contains(PromptSets, dir) && !isDir(dir):
+		fsys, src = mustSub(shipped, "prompts/"+dir), "embedded:"+dir
+	default:
+		if !isDir(dir) {
+			return nil, fmt.Errorf("judge: prompts %q: not a folder, nor a shipped prompt set (%s)", dir, strings.Join(PromptSets, ", "))
+		}
+		fsys, src = os.DirFS(dir), filepath.Join(dir, PromptFile)
 	}
+	b, err := fs.ReadFile(fsys, PromptFile)
 	if err != nil {
 		return nil, fmt.Errorf("judge: prompt: %w", err)
 	}
+	name, answerName := src, filepath.Join(filepath.Dir(src), AnswerFile)
+	if strings.HasPrefix(src, "embedded") {
+		name, answerName = PromptFile+" ("+src+")", AnswerFile+" ("+src+")"
+	}
 	t, err := template.New(PromptFile).Option("missingkey=error").Parse(string(b))
 	if err != nil {
-		return nil, fmt.Errorf("judge: prompt %s: %w", src, err)
+		return nil, fmt.Errorf("judge: prompt %s: %w", name, err)
 	}
 	var missing []string
-	for _, name := range promptParts {
-		if t.Lookup(name) == nil {
-			missing = append(missing, fmt.Sprintf("{{define %q}}", name))
+	for _, part := range promptParts {
+		if t.Lookup(part) == nil {
+			missing = append(missing, fmt.Sprintf("{{define %q}}", part))
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("judge: prompt %s: missing %s", src, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("judge: prompt %s: missing %s", name, strings.Join(missing, ", "))
 	}
-	sum := sha256.Sum256(b)
-	p := &Prompt{t: t, SHA256: hex.EncodeToString(sum[:]), Source: src}
+	h := sha256.New()
+	h.Write(b)
+	format := DefaultAnswerFormat()
+	switch ab, err := fs.ReadFile(fsys, AnswerFile); {
+	case err == nil:
+		if format, err = ParseAnswerFormat(ab, answerName); err != nil {
+			return nil, err
+		}
+		// The answer format is part of the judge version: the same
+		// answers read another way are other judgements.
+		h.Write([]byte("\x00" + AnswerFile + "\x00"))
+		h.Write(ab)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("judge: answer format: %w", err)
+	}
+	p := &Prompt{t: t, Answer: format, SHA256: hex.EncodeToString(h.Sum(nil)), Source: src}
 	// Render a sample so that a template error shows at load, not per
 	// trajectory.
 	if _, err := p.Messages(PromptData{App: "App", Instruction: "Do it.", Steps: 1, Frames: 1, Outcome: "finished"},
 		[]FrameData{{Frame: Frame{Step: 1, Final: true}, Index: 1, Width: 1, Height: 1}}, [][]byte{{}}); err != nil {
-		return nil, fmt.Errorf("judge: prompt %s: %w", src, err)
+		return nil, fmt.Errorf("judge: prompt %s: %w", name, err)
 	}
 	return p, nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
 }
 
 // Data is the prompt data of trajectory t shown in frames.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -170,6 +172,13 @@ type Stats struct {
 	// OtherRuns counts trajectories of runs outside ServiceConfig.Runs:
 	// acknowledged on the run selection's own consumer, not judged.
 	OtherRuns int `json:"other_runs,omitempty"`
+	// Unusable counts the votes that gave no verdict, by reason
+	// (report.UnusableReason), Undecided the undecided judgements by the
+	// reason of their first unusable vote; Example is the reason of the
+	// first undecided judgement in full.
+	Unusable  map[string]int `json:"unusable_votes,omitempty"`
+	Undecided map[string]int `json:"undecided_by_reason,omitempty"`
+	Example   string         `json:"undecided_example,omitempty"`
 	// Outages counts the judge endpoint outages Serve waited out (or
 	// stopped at), OutageHeld the judgings they interrupted (done again,
 	// not counted as retries or unusable votes).
@@ -181,6 +190,31 @@ type Stats struct {
 	// Missing are the raw stream's sequences it no longer holds (store
 	// damage, bus.Bus.Missing): trajectories never judged.
 	Missing bus.Gaps `json:"missing,omitempty"`
+}
+
+// addUnusable counts jd's unusable votes and, when it is undecided, its
+// reason.
+func (s *Stats) addUnusable(jd *traj.Judgement) {
+	first := ""
+	for _, v := range jd.Votes {
+		if v.Verdict != nil {
+			continue
+		}
+		r := report.UnusableReason(v.Error)
+		if s.Unusable == nil {
+			s.Unusable = map[string]int{}
+		}
+		s.Unusable[r]++
+		first = cmp.Or(first, r)
+	}
+	if jd.Decision != traj.Undecided {
+		return
+	}
+	if s.Undecided == nil {
+		s.Undecided = map[string]int{}
+	}
+	s.Undecided[cmp.Or(first, "no_vote")]++
+	s.Example = cmp.Or(s.Example, jd.Reason)
 }
 
 // Trajectories is the number of judgements published.
@@ -271,6 +305,18 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 	return s.stats(), err
 }
 
+// reasons writes counts by reason in a stable order: "no_verdict=3 truncated=1".
+func reasons(m map[string]int) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", k, m[k])
+	}
+	return b.String()
+}
+
 func appsOrAll(apps []string) string {
 	if len(apps) == 0 {
 		return "all"
@@ -282,10 +328,9 @@ func (s *server) stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
-	st.Decisions = make(map[traj.Decision]int, len(s.st.Decisions))
-	for k, v := range s.st.Decisions {
-		st.Decisions[k] = v
-	}
+	st.Decisions = maps.Clone(s.st.Decisions)
+	st.Unusable = maps.Clone(s.st.Unusable)
+	st.Undecided = maps.Clone(s.st.Undecided)
 	return st
 }
 
@@ -310,6 +355,11 @@ func (s *server) progress(msg string) {
 		"failure", st.Decisions[traj.Failure], "undecided", st.Decisions[traj.Undecided], "not_judged", st.Decisions[traj.NotJudged],
 		"calls_per_trajectory", math.Round(cpt*100)/100, "dead_lettered", st.DeadLettered,
 		"per_s", math.Round(float64(n)/max(el, 1e-9)*100)/100)
+	if len(st.Unusable) > 0 {
+		// Why votes gave no verdict, at info: a prompt set whose answers
+		// the judge cannot read shows here, not only at debug.
+		s.log.Info(msg+": votes without a verdict", "unusable_votes", reasons(st.Unusable), "undecided", reasons(st.Undecided), "example", st.Example)
+	}
 }
 
 func (s *server) retryDelay(deliveries uint64) time.Duration {
@@ -330,6 +380,7 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 				if jd.Decision != traj.NotJudged {
 					st.Calls += jd.Calls()
 				}
+				st.addUnusable(jd)
 			}
 		})
 	case "retry":

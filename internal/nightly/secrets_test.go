@@ -391,7 +391,7 @@ func night(t *testing.T, c *nightCase, tasks string, s3 *miniotest.Server) {
 	t.Setenv("AWS_ENDPOINT_URL", c.env["AWS_ENDPOINT_URL"])
 	fpw := c.sec.add("unreachable judge URL user:password", "failjudgepw-"+tag)
 	code, out = run(ctx, judge.Command(), append(append([]string{}, common...), "--drain", "--durable", "failing",
-		"--judge", "http://fu:"+fpw+"@127.0.0.1:1/v1=m", "--votes", "1", "--attempts", "1", "--max-deliver", "1", "--backoff", "1ms")...)
+		"--judge", "http://fu:"+fpw+"@127.0.0.1:1/v1=m", "--votes", "1", "--attempts", "1", "--max-deliver", "1", "--backoff", "1ms", "--outage-budget", "1s")...)
 	printed.Write(out)
 	ppw := c.sec.add("unreachable planner URL user:password", "failplannerpw-"+tag)
 	code, out = run(ctx, rollout.Command(), append(append([]string{}, common...), "--sim", "--app", "ChimeraX", "--tasks", tasks, "--run", "failing-"+tag,

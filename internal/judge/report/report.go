@@ -4,6 +4,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,21 +44,32 @@ type Figures struct {
 	// LatencyMS are the mean, median and 95th percentile of the time to
 	// judge one trajectory (not_judged ones left out).
 	LatencyMS Latency `json:"latency_ms"`
-	// Evaluated is the number of judged trajectories whose task evaluator
-	// gave a result (it ran every check). On them, "clean success" is
-	// compared with the evaluator's pass: TP judged clean and passed, FP
-	// judged clean and failed, FN not judged clean (any other decision,
-	// undecided included) and passed, TN the rest.
-	Evaluated int `json:"evaluated"`
-	TP        int `json:"tp"`
-	FP        int `json:"fp"`
-	FN        int `json:"fn"`
-	TN        int `json:"tn"`
+	// Evaluated is the number of decided trajectories (clean, redundant
+	// or failure) whose task evaluator gave a result (it ran every
+	// check). On them, "clean success" is compared with the evaluator's
+	// pass: TP judged clean and passed, FP judged clean and failed, FN
+	// judged otherwise and passed, TN the rest. An undecided trajectory is
+	// no judgement: it is counted in EvaluatedUndecided (and
+	// UndecidedPassed, those the evaluator passed), never as a negative.
+	Evaluated          int `json:"evaluated"`
+	EvaluatedUndecided int `json:"evaluated_undecided"`
+	UndecidedPassed    int `json:"undecided_passed"`
+	TP                 int `json:"tp"`
+	FP                 int `json:"fp"`
+	FN                 int `json:"fn"`
+	TN                 int `json:"tn"`
 	// Precision, Recall and F1 of clean success against the evaluator;
 	// null when undefined (nothing judged clean, nothing passed).
 	Precision *float64 `json:"precision"`
 	Recall    *float64 `json:"recall"`
 	F1        *float64 `json:"f1"`
+	// UnusableVotes counts the votes from which no verdict came, by
+	// reason (judge.UnusableReason: call_failed, truncated, no_verdict);
+	// Undecided the undecided trajectories by the reason of their first
+	// unusable vote, with Example one such reason in full.
+	UnusableVotes map[string]int `json:"unusable_votes"`
+	Undecided     map[string]int `json:"undecided_by_reason"`
+	Example       string         `json:"undecided_example,omitempty"`
 }
 
 // Latency summarises durations in milliseconds.
@@ -87,7 +99,7 @@ type acc struct {
 }
 
 func newAcc() *acc {
-	a := &acc{f: Figures{Decisions: map[traj.Decision]int{}}}
+	a := &acc{f: Figures{Decisions: map[traj.Decision]int{}, UnusableVotes: map[string]int{}, Undecided: map[string]int{}}}
 	for _, d := range traj.Decisions {
 		a.f.Decisions[d] = 0
 	}
@@ -103,8 +115,32 @@ func (a *acc) add(j *traj.Judged) {
 	}
 	a.f.Calls += jd.Calls()
 	a.lat = append(a.lat, float64(jd.LatencyMS))
+	first := ""
+	for _, v := range jd.Votes {
+		if v.Verdict == nil {
+			r := UnusableReason(v.Error)
+			a.f.UnusableVotes[r]++
+			if first == "" {
+				first = r
+			}
+		}
+	}
+	undecided := jd.Decision == traj.Undecided
+	if undecided {
+		a.f.Undecided[cmp.Or(first, "no_vote")]++
+		if a.f.Example == "" {
+			a.f.Example = jd.Reason
+		}
+	}
 	e := j.Trajectory.Eval
 	if e == nil || len(e.Unsupported) > 0 || e.Error != "" {
+		return
+	}
+	if undecided {
+		a.f.EvaluatedUndecided++
+		if e.Passed {
+			a.f.UndecidedPassed++
+		}
 		return
 	}
 	a.f.Evaluated++
@@ -145,6 +181,20 @@ func (a *acc) figures() Figures {
 		f.F1 = &zero
 	}
 	return f
+}
+
+// UnusableReason classifies why a vote gave no verdict, from its Error:
+// "call_failed" (the model call failed on the last delivery),
+// "truncated" (the answer was cut at max_tokens twice), "no_verdict"
+// (the answer holds none in the prompt set's format).
+func UnusableReason(voteError string) string {
+	switch {
+	case strings.HasPrefix(voteError, "model call failed"):
+		return "call_failed"
+	case strings.HasPrefix(voteError, "truncated"):
+		return "truncated"
+	}
+	return "no_verdict"
 }
 
 // LatencyOf summarises durations in milliseconds: their mean, median and
@@ -293,7 +343,14 @@ func (r *Report) Print(w io.Writer) {
 	}
 	row("overall", r.Overall)
 	tw.Flush()
-	fmt.Fprintln(w, "precision/recall/F1: the judge's clean success against the task evaluator's pass, on the trajectories the evaluator could check.")
+	fmt.Fprintln(w, "precision/recall/F1: the judge's clean success against the task evaluator's pass, on the decided trajectories the evaluator could check.")
+	if o := r.Overall; o.Decisions[traj.Undecided] > 0 || len(o.UnusableVotes) > 0 {
+		fmt.Fprintf(w, "undecided: %d (%s), %d of them checked by the evaluator (%d passed), left out of precision and recall; unusable votes: %s\n",
+			o.Decisions[traj.Undecided], counts(o.Undecided), o.EvaluatedUndecided, o.UndecidedPassed, counts(o.UnusableVotes))
+		if o.Example != "" {
+			fmt.Fprintf(w, "  e.g. %s\n", o.Example)
+		}
+	}
 	if len(r.OtherVersions) > 0 {
 		vs := make([]string, 0, len(r.OtherVersions))
 		for v, n := range r.OtherVersions {
@@ -302,6 +359,28 @@ func (r *Report) Print(w io.Writer) {
 		sort.Strings(vs)
 		fmt.Fprintf(w, "other judge versions in the archive: %s (--judge-version ID reports on one)\n", strings.Join(vs, ", "))
 	}
+}
+
+// counts writes a count per reason, most first: "truncated 3, no_verdict 1".
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func pct(p *float64) string {

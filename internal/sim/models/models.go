@@ -109,6 +109,21 @@ type EndpointConfig struct {
 	// whose prompt tokens plus max_tokens exceed it is answered 400 with
 	// vLLM's context-length message. 0 (the default) is unlimited.
 	MaxModelLen int `json:"max_model_len,omitempty"`
+	// Replay, when set, makes the endpoint answer with recorded texts
+	// instead of its model: each answer is the Answer of the first entry
+	// whose Match occurs in the request's user text (an empty Match
+	// matches every request; a request no entry matches is answered by
+	// the model). The texts go through the protocol as generated ones do:
+	// tokens, stop sequences, max_tokens truncation (finish_reason
+	// "length"). For replaying what real judges wrote for other prompt
+	// sets through an OpenAI-compatible endpoint.
+	Replay []Replay `json:"replay,omitempty"`
+}
+
+// Replay is one recorded answer (EndpointConfig.Replay).
+type Replay struct {
+	Match  string `json:"match"`
+	Answer string `json:"answer"`
 }
 
 // GenerationConfig are a model's default sampling parameters (the

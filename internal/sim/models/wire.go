@@ -702,6 +702,18 @@ type endpoint struct {
 }
 
 func newEndpoint(m *Endpoints, kind string, ec EndpointConfig, answer answerFunc) *endpoint {
+	if replay := ec.Replay; len(replay) > 0 {
+		model := answer
+		answer = func(c *chatCall, r *rand.Rand, temp float64) string {
+			text := c.userText()
+			for _, rp := range replay {
+				if strings.Contains(text, rp.Match) {
+					return rp.Answer
+				}
+			}
+			return model(c, r, temp)
+		}
+	}
 	return &endpoint{m: m, kind: kind, model: ec.Model, root: cmp.Or(ec.Root, ec.Model), faults: ec.Faults, answer: answer, ignoreN: ec.IgnoreN,
 		gen: ec.Generation, maxModelLen: ec.MaxModelLen, seen: map[[16]byte]uint64{}}
 }

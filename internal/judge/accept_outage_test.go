@@ -77,7 +77,8 @@ func (r *outageRig) checkJudgedOnce(t *testing.T) {
 // pauses the judging instead of spending deliveries and casting unusable
 // votes; it resumes when the endpoint answers, and stops with the
 // *model.OutageError (non-zero exit) once an outage outlasts its budget,
-// leaving the trajectories to the next judge.
+// leaving the trajectories to the next judge, even those a stop caught on
+// their last delivery.
 func TestAcceptJudgeOutage(t *testing.T) {
 	t.Run("waited out", func(t *testing.T) {
 		r := newOutageRig(t)
@@ -142,14 +143,23 @@ func TestAcceptJudgeOutage(t *testing.T) {
 			t.Errorf("%d judgements on the stream from a judge whose endpoint was down", len(docs))
 		}
 
+		// A second judge stops too, with the trajectories it held on their
+		// last delivery (MaxDeliver 2): they stay for the next judge, not
+		// dead-lettered.
+		st, err = Serve(ctx, cfg)
+		if !errors.Is(err, model.ErrOutage) || st.DeadLettered != 0 {
+			t.Fatalf("a second judge with the endpoint still down: %v, %d dead-lettered; want the outage error and none", err, st.DeadLettered)
+		}
+
 		r.proxy.Up()
 		st, err = Serve(ctx, r.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Trajectories() != len(r.raw) || st.Outages != 0 {
-			t.Errorf("the next judge judged %d of %d (outages %d)", st.Trajectories(), len(r.raw), st.Outages)
+		if st.Trajectories() != len(r.raw) || st.Outages != 0 || st.DeadLettered != 0 {
+			t.Errorf("the next judge judged %d of %d (outages %d, dead-lettered %d)", st.Trajectories(), len(r.raw), st.Outages, st.DeadLettered)
 		}
+		pipetest.CheckDeadLetters(t, r.cfg.Bus, map[string][]string{})
 		r.checkJudgedOnce(t)
 	})
 }

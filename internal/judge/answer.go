@@ -226,13 +226,17 @@ func stripThinking(text string) (string, bool) {
 const markup = "*_`#>\"'“”‘’«»[](){}$"
 
 // latexCommand is a LaTeX command models wrap a verdict in
-// (\boxed{…}, \text{…}).
-var latexCommand = regexp.MustCompile(`\\[a-zA-Z]+`)
+// (\boxed{…}, \text{…}); latexNot a negation among them.
+var (
+	latexCommand = regexp.MustCompile(`\\[a-zA-Z]+`)
+	latexNot     = regexp.MustCompile(`\\(?:neg|lnot|not)\b`)
+)
 
 // normWords lower-cases s, drops markup and LaTeX commands and collapses
 // spaces, so that "**NOT  Success**" and "\boxed{\text{NOT SUCCESS}}"
 // read "not success".
 func normWords(s string) string {
+	s = latexNot.ReplaceAllString(s, " not ")
 	s = latexCommand.ReplaceAllString(s, " ")
 	s = strings.Map(func(r rune) rune {
 		if strings.ContainsRune(markup, r) {
@@ -245,7 +249,10 @@ func normWords(s string) string {
 
 // startWord returns which of the success or failure words starts v
 // (normalised), the longest match winning: true for success. A word
-// matches only whole ("no" does not start "none").
+// matches only whole ("no" does not start "none") and only when nothing
+// but punctuation follows it before the next word ("Failure. The file
+// ...", "No, the value ..."), so that a verdict word that begins a longer
+// phrase ("success not achieved") is not taken for the verdict.
 func startWord(v string, success, failure []string) (bool, string, bool) {
 	v = normWords(v)
 	best, bestLen, found := false, 0, false
@@ -255,7 +262,10 @@ func startWord(v string, success, failure []string) (bool, string, bool) {
 			if len(w) <= bestLen || !strings.HasPrefix(v, w) {
 				continue
 			}
-			if rest := v[len(w):]; rest != "" && inWord(rest[0]) {
+			if rest := strings.TrimLeft(v[len(w):], " "); rest != "" && inWord(rest[0]) {
+				// More words follow without a stop ("success not
+				// achieved", "complete failure", "no problems"): the
+				// verdict is not the word alone, so it is not read.
 				continue
 			}
 			best, bestLen, found = isSuccess, len(w), true
@@ -267,6 +277,14 @@ func startWord(v string, success, failure []string) (bool, string, bool) {
 		return false, "", false
 	}
 	return best, v[:bestLen], true
+}
+
+// lastByte is the last byte of s as a string ("" for none).
+func lastByte(s string) string {
+	if s == "" {
+		return ""
+	}
+	return s[len(s)-1:]
 }
 
 // asciiLower lower-cases the ASCII letters of s, byte for byte.
@@ -284,6 +302,10 @@ func asciiLower(s string) string {
 func inWord(c byte) bool {
 	return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') || c >= 0x80
 }
+
+// lineLead are the characters that may come before a one-word label at
+// the start of its line: spaces, markup, list marks, numbering.
+const lineLead = " \t*_`#>-+•0123456789.)"
 
 // labelled returns the text after the last "label:" of any of labels in
 // text, up to the end of its line (or, when the line ends at the colon,
@@ -310,6 +332,15 @@ func labelled(text string, labels []string) (string, string, bool) {
 				j += off
 				off = j + len(ll)
 				if j > 0 && inWord(low[j-1]) {
+					continue
+				}
+				// A one-word label starts its line (after markup, list
+				// marks or numbering) or a sentence: "(confidence score:
+				// 5)" or "recap: status: success" in prose is not the
+				// verdict. A phrase ("the task is considered") may stand
+				// anywhere.
+				if before := line[:j]; !strings.Contains(ll, " ") && strings.TrimLeft(before, lineLead) != "" &&
+					!strings.ContainsAny(lastByte(strings.TrimRight(before, " \t*_`")), ".!?;") {
 					continue
 				}
 				rest := strings.TrimLeft(line[off:], markup+" \t")
@@ -400,11 +431,11 @@ func (f AnswerFormat) jsonVerdict(text string) (bool, error) {
 		return false, parseErr("no JSON object with the key %q", f.Key)
 	}
 	if len(f.Scale) > 0 {
-		s, err := asScore(found)
+		s, den, err := asScore(found)
 		if err != nil {
 			return false, parseErr("%s: %v", f.Key, err)
 		}
-		return f.passes(s)
+		return f.passes(s, den)
 	}
 	switch t := found.(type) {
 	case bool:
@@ -454,40 +485,48 @@ func (f AnswerFormat) scoreLine(text string) (bool, error) {
 	if !ok {
 		return false, parseErr("no score line (%s)", labelList(f.Labels))
 	}
-	s, err := asScore(value)
+	s, den, err := asScore(value)
 	if err != nil {
 		return false, parseErr("%s: %v", label, err)
 	}
-	return f.passes(s)
+	return f.passes(s, den)
 }
 
-// asScore reads a score from a JSON number or a score string.
-func asScore(x any) (float64, error) {
+// asScore reads a score from a JSON number or a score string, and the
+// highest score it names ("4/5", "8 out of 10"; 0 when it names none).
+func asScore(x any) (score, den float64, err error) {
 	switch t := x.(type) {
 	case float64:
-		return t, nil
+		return t, 0, nil
 	case string:
 		v := strings.TrimSpace(strings.Trim(strings.TrimSpace(t), markup))
 		m := scoreNumber.FindStringSubmatch(v)
 		if m == nil {
-			return 0, fmt.Errorf("%q does not start with a score", clip(t))
+			return 0, 0, fmt.Errorf("%q does not start with a score", clip(t))
 		}
 		num := m[0]
 		if i := strings.IndexAny(num, "/o"); i >= 0 {
 			num = num[:i]
 		}
-		s, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-		if err != nil {
-			return 0, fmt.Errorf("%q: %v", clip(t), err)
+		if score, err = strconv.ParseFloat(strings.TrimSpace(num), 64); err != nil {
+			return 0, 0, fmt.Errorf("%q: %v", clip(t), err)
 		}
-		return s, nil
+		if m[1] != "" {
+			if den, err = strconv.ParseFloat(m[1], 64); err != nil {
+				return 0, 0, fmt.Errorf("%q: %v", clip(t), err)
+			}
+		}
+		return score, den, nil
 	}
-	return 0, fmt.Errorf("want a score, got %s", describe(x))
+	return 0, 0, fmt.Errorf("want a score, got %s", describe(x))
 }
 
-// passes compares a score with the threshold; a score off the scale is
-// unusable.
-func (f AnswerFormat) passes(s float64) (bool, error) {
+// passes compares a score with the threshold; a score off the scale, or
+// given on another scale ("4/10" where the scale ends at 5), is unusable.
+func (f AnswerFormat) passes(s, den float64) (bool, error) {
+	if den != 0 && den != f.Scale[1] {
+		return false, parseErr("score %v/%v is not on the scale %v–%v", s, den, f.Scale[0], f.Scale[1])
+	}
 	if math.IsNaN(s) || s < f.Scale[0] || s > f.Scale[1] {
 		return false, parseErr("score %v is off the scale %v–%v", s, f.Scale[0], f.Scale[1])
 	}

@@ -74,6 +74,18 @@ func TestAnswerFormats(t *testing.T) {
 		{"json nested", AnswerFormat{Kind: FormatJSON, Key: "is_success"}, `{"result": {"Is Success": false}}`, "failure"},
 		{"score line", AnswerFormat{Kind: FormatScore, Labels: []string{"Score", "Rating"}, Scale: []float64{1, 10}, Threshold: 7}, "**Rating**: 8 out of 10 — good", "success"},
 		{"score line low", AnswerFormat{Kind: FormatScore, Labels: []string{"Score"}, Scale: []float64{0, 1}, Threshold: 0.5}, "Score: 0.25", "failure"},
+		// Read wrong before (a review of this parser): a verdict word that
+		// starts a longer phrase, a label inside prose, a score on another
+		// scale, a LaTeX negation.
+		{"label in prose", load("keypoints"), "Status: failure\nRecap: point 1 met (status: success), point 2 not met.", "failure"},
+		{"score in prose", AnswerFormat{Kind: FormatScore, Labels: []string{"Score"}, Scale: []float64{1, 5}, Threshold: 4}, "Score: 2/5 (confidence score: 5)", "failure"},
+		{"other scale", AnswerFormat{Kind: FormatScore, Labels: []string{"Score"}, Scale: []float64{1, 5}, Threshold: 4}, "Score: 4/10", ""},
+		{"other scale json", load("score"), `{"score": "4/10"}`, ""},
+		{"word starts a phrase", verdictLabels, "Verdict: success not achieved", ""},
+		{"complete failure", AnswerFormat{Kind: FormatVerdict, Labels: []string{"Status"}}, "Status: Complete failure", ""},
+		{"no problems", load("yesno"), "All fine.\nNo problems; the task is done.", ""},
+		{"latex negation", verdictLabels, `Verdict: \boxed{\neg\text{success}}`, "failure"},
+		{"label after a sentence", verdictLabels, "The plot is right. Verdict: SUCCESS", "success"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

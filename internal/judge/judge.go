@@ -352,6 +352,12 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 			if ctx.Err() != nil {
 				return v, ctx.Err()
 			}
+			if maxTokens != 0 && errors.Is(err, model.ErrContextOverflow) {
+				// The longer answer does not fit the model's context: as
+				// good as cut a second time.
+				v.Error = fmt.Sprintf("%s: the answer was cut at max_tokens %d, and %d tokens do not fit the model's context", ErrTruncated, pol.Sampling.MaxTokens, maxTokens)
+				return v, nil
+			}
 			var ee *EndpointError
 			if !final || !errors.As(err, &ee) {
 				return v, err

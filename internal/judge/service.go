@@ -52,7 +52,11 @@ type ServiceConfig struct {
 	// MaxDeliver bounds the deliveries of one trajectory (default 10):
 	// endpoint failures are retried with backoff until the last delivery,
 	// which judges with the votes it can get (unusable ones count as
-	// such).
+	// such). A judging a stop interrupts (an outage past its budget, a
+	// shutdown, a crash) spends a delivery too, as JetStream counts them:
+	// heldDeliveries more are allowed before the trajectory is
+	// dead-lettered, so that such stops on its last delivery do not lose
+	// it.
 	MaxDeliver int
 	// RetryDelay is the first wait before a trajectory is tried again
 	// after an endpoint or store failure, doubling per delivery up to 5
@@ -82,6 +86,12 @@ type ServiceConfig struct {
 	ProgressEvery time.Duration
 	Log           *slog.Logger
 }
+
+// heldDeliveries are the deliveries a trajectory may have beyond
+// MaxDeliver: its last delivery judges it whatever its endpoints say, so
+// only a stop in the middle of a judging (outage budget, shutdown, crash)
+// or a store that keeps failing uses them.
+const heldDeliveries = 5
 
 // DurableName is the default consumer name: one per judge version (a new
 // version judges the whole stream again), app filter and run selection.
@@ -275,7 +285,7 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 
 	stopProgress := bus.Every(ctx, cfg.ProgressEvery, func(context.Context) { s.progress("judge: progress") })
 	spec := bus.ConsumerSpec{
-		Durable: cfg.Durable, Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver, AckWait: cfg.AckWait, Drain: cfg.Drain,
+		Durable: cfg.Durable, Workers: cfg.Workers, MaxDeliver: cfg.MaxDeliver + heldDeliveries, AckWait: cfg.AckWait, Drain: cfg.Drain,
 	}
 	if len(cfg.Runs) > 0 {
 		// A consumer of its own per selection: deleted by the server once
@@ -384,6 +394,11 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 			}
 		})
 	case "retry":
+		if m.Deliveries >= uint64(s.cfg.MaxDeliver+heldDeliveries) {
+			// The consumer dead-letters a retry on its last delivery.
+			s.count(func(st *Stats) { st.DeadLettered++ })
+			break
+		}
 		s.count(func(st *Stats) { st.Retried++ })
 	default:
 		s.count(func(st *Stats) { st.DeadLettered++ })

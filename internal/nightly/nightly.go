@@ -596,8 +596,8 @@ func (s *Summary) Print(w io.Writer) {
 			for d, n := range f.Decisions {
 				dec[string(d)] = n
 			}
-			fmt.Fprintf(w, "  judgements: %d (%s); %.2f calls per trajectory; precision %s, recall %s against the evaluator (%d evaluated)\n",
-				f.Trajectories, counts(dec), f.CallsPerTrajectory, ratio(f.Precision), ratio(f.Recall), f.Evaluated)
+			fmt.Fprintf(w, "  judgements: %d (%s); %.2f calls per trajectory; precision %s, recall %s against the evaluator (%d evaluated; %d undecided left out, %d of them passed)\n",
+				f.Trajectories, counts(dec), f.CallsPerTrajectory, ratio(f.Precision), ratio(f.Recall), f.Evaluated, f.EvaluatedUndecided, f.UndecidedPassed)
 		}
 		if sh := a.Shards; sh != nil {
 			zv := 0.0

@@ -321,7 +321,7 @@ td:first-child, th:first-child { text-align: left; }
 <tr><th>figure</th><th>value</th></tr>
 <tr><td>judged trajectories</td><td>{{$o.Trajectories}}</td></tr>
 <tr><td>calls per trajectory</td><td>{{f2 $o.CallsPerTrajectory}}</td></tr>
-<tr><td>checked by the evaluator</td><td>{{$o.Evaluated}} (TP {{$o.TP}}, FP {{$o.FP}}, FN {{$o.FN}}, TN {{$o.TN}})</td></tr>
+<tr><td>checked by the evaluator</td><td>{{$o.Evaluated}} (TP {{$o.TP}}, FP {{$o.FP}}, FN {{$o.FN}}, TN {{$o.TN}}); undecided, left out: {{$o.EvaluatedUndecided}} ({{$o.UndecidedPassed}} passed)</td></tr>
 <tr><td>precision</td><td>{{pctp $o.Precision}}</td></tr>
 <tr><td>recall</td><td>{{pctp $o.Recall}}</td></tr>
 <tr><td>F1</td><td>{{pctp $o.F1}}</td></tr>

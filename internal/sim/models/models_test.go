@@ -1811,7 +1811,7 @@ func TestLiftDataURIs(t *testing.T) {
 			for _, u := range urls {
 				n += len(u)
 			}
-			if len(urls) != want || len(skel) != len(body)-n+len(urls)*len(`\u0000lifted:0`) {
+			if len(urls) != want || len(skel) != len(body)-n+len(urls)*len(liftedJSON+"0") {
 				t.Errorf("%d URIs lifted (want %d), the skeleton keeps %d of %d bytes", len(urls), want, len(skel), len(body))
 			}
 			lifted, _, aerr := parseCall([]byte(body), nil)

@@ -6,6 +6,7 @@ package models
 import (
 	"bytes"
 	"cmp"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -412,9 +413,17 @@ func parseCall(body []byte, cache *msgCache) (*chatCall, *wireRequest, *apiError
 }
 
 // liftedURL stands, in a request body parsed by parseCall, for the i-th
-// data URI lifted out of it (liftDataURIs): liftedURL + i. It holds a
-// byte no JSON string carries unescaped, so no client sends it.
-const liftedURL = "\x00lifted:"
+// data URI lifted out of it (liftDataURIs): liftedURL + i. It starts with
+// a NUL and holds a random token drawn when the process starts, so no
+// client can send it; liftedJSON is its JSON form in the skeleton.
+var liftedURL, liftedJSON = func() (string, string) {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	tok := "lifted-" + hex.EncodeToString(b[:]) + ":"
+	return "\x00" + tok, `\u0000` + tok
+}()
 
 // uriByte are the bytes of a data URI that JSON carries as they are and
 // a base64 image data URI is made of: a string of only these decodes to
@@ -466,7 +475,7 @@ func liftDataURIs(body []byte) ([]byte, [][]byte) {
 			continue
 		}
 		skel = append(skel, body[last:i+1]...)
-		skel = append(skel, `\u0000lifted:`...)
+		skel = append(skel, liftedJSON...)
 		skel = strconv.AppendInt(skel, int64(len(urls)), 10)
 		urls = append(urls, uri)
 		last = i + 1 + j

@@ -145,6 +145,33 @@ func (e *EndpointError) Unwrap() error { return e.Err }
 // be read is an *InputError; other errors (blob store, cache) are
 // transient.
 func (j *Judge) Judge(ctx context.Context, t *traj.Trajectory, final bool) (*traj.Judgement, error) {
+	return j.judgeAt(ctx, t, lastDelivery{final: final})
+}
+
+// JudgeLast is Judge on a trajectory's last delivery (final true), except
+// that a call whose failure down says is an endpoint outage (the
+// process's breaker, model.Outages.Down) returns its *EndpointError
+// instead of making the vote unusable: the outage is waited out, not
+// recorded as the vote's failure.
+func (j *Judge) JudgeLast(ctx context.Context, t *traj.Trajectory, down func(context.Context, error) bool) (*traj.Judgement, error) {
+	return j.judgeAt(ctx, t, lastDelivery{final: true, down: down})
+}
+
+// lastDelivery is how a judging treats a call that failed after its
+// retries: final makes the vote unusable unless down says the endpoint
+// is out for everyone.
+type lastDelivery struct {
+	final bool
+	down  func(context.Context, error) bool
+}
+
+// unusable reports whether the failed call err makes its vote unusable
+// (else the judging stops with the *EndpointError).
+func (l lastDelivery) unusable(ctx context.Context, err error) bool {
+	return l.final && (l.down == nil || !l.down(ctx, err))
+}
+
+func (j *Judge) judgeAt(ctx context.Context, t *traj.Trajectory, last lastDelivery) (*traj.Judgement, error) {
 	start := time.Now()
 	jd := &traj.Judgement{
 		SchemaVersion: traj.SchemaVersion, TrajectoryID: t.ID, Run: t.Run, TaskID: t.Task.ID, App: t.Task.App,
@@ -157,7 +184,7 @@ func (j *Judge) Judge(ctx context.Context, t *traj.Trajectory, final bool) (*tra
 	case len(frames) == 0:
 		jd.Decision, jd.Reason = traj.NotJudged, errNoFrames.Error()
 	default:
-		if err := j.judge(ctx, t, frames, jd, final); err != nil {
+		if err := j.judge(ctx, t, frames, jd, last); err != nil {
 			return nil, err
 		}
 	}
@@ -174,7 +201,7 @@ type pass struct {
 	resolution string
 }
 
-func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, jd *traj.Judgement, final bool) error {
+func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, jd *traj.Judgement, last lastDelivery) error {
 	pol := j.cfg.Policy
 	full, err := j.load(ctx, frames)
 	if err != nil {
@@ -218,7 +245,7 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 		if err != nil {
 			return err
 		}
-		vs, err := j.cast(ctx, t, i, pol.Run(i, j.sameEndpoint), p, final)
+		vs, err := j.cast(ctx, t, i, pol.Run(i, j.sameEndpoint), p, last)
 		if err != nil {
 			return err
 		}
@@ -276,10 +303,11 @@ func (j *Judge) sameEndpoint(a, b int) bool { return j.endpointOf(a) == j.endpoi
 // up to the first vote that has neither (a server that ignores n returns
 // fewer choices: the votes left are cast again by the caller, in calls
 // of their own or a new multi-choice call). A multi-choice call that fails
-// is an *EndpointError unless final; then vote i is cast alone.
-func (j *Judge) cast(ctx context.Context, t *traj.Trajectory, i, n int, p *pass, final bool) ([]traj.Vote, error) {
+// is an *EndpointError unless last makes its votes unusable; then vote i
+// is cast alone.
+func (j *Judge) cast(ctx context.Context, t *traj.Trajectory, i, n int, p *pass, last lastDelivery) ([]traj.Vote, error) {
 	if n <= 1 {
-		v, err := j.vote(ctx, t, i, p, final, nil)
+		v, err := j.vote(ctx, t, i, p, last, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +333,7 @@ func (j *Judge) cast(ctx context.Context, t *traj.Trajectory, i, n int, p *pass,
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, ctx.Err()
-		case err != nil && !final:
+		case err != nil && !last.unusable(ctx, err):
 			return nil, &EndpointError{Endpoint: ep.name, Err: err}
 		}
 		for c, call := range calls {
@@ -322,7 +350,7 @@ func (j *Judge) cast(ctx context.Context, t *traj.Trajectory, i, n int, p *pass,
 		if firsts[k] == nil && k > 0 {
 			break
 		}
-		v, err := j.vote(ctx, t, i+k, p, final, firsts[k])
+		v, err := j.vote(ctx, t, i+k, p, last, firsts[k])
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +364,7 @@ func (j *Judge) cast(ctx context.Context, t *traj.Trajectory, i, n int, p *pass,
 // they count); a malformed answer is asked again up to
 // Policy.MalformedRetries times. first, when set, is the answer of the
 // vote's first attempt, already in the cache (cast).
-func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, final bool, first *Call) (traj.Vote, error) {
+func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, last lastDelivery, first *Call) (traj.Vote, error) {
 	pol := j.cfg.Policy
 	ep := j.endpointOf(i)
 	v := traj.Vote{
@@ -359,7 +387,7 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, fi
 				return v, nil
 			}
 			var ee *EndpointError
-			if !final || !errors.As(err, &ee) {
+			if !errors.As(err, &ee) || !last.unusable(ctx, err) {
 				return v, err
 			}
 			v.Error = fmt.Sprintf("model call failed: %v", ee.Err)

@@ -480,26 +480,36 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 // votes from the cache; it neither spends a delivery nor makes a vote
 // unusable. final is the trajectory's last delivery: a call that fails
 // while its endpoint answers others makes the vote unusable
-// (Judge.Judge). An outage beyond the budget returns the
+// (Judge.JudgeLast). An outage beyond the budget returns the
 // *model.OutageError.
 func (s *server) judge(ctx context.Context, t *traj.Trajectory, final bool) (*traj.Judgement, error) {
+	down := func(ctx context.Context, err error) bool {
+		ep, d := s.outages.Down(ctx, err)
+		if d {
+			s.log.Debug("judge: an endpoint outage interrupted the trajectory; it is judged when the endpoint answers", "trajectory", t.ID, "endpoint", ep)
+		}
+		return d
+	}
 	for {
 		if err := s.outages.Wait(ctx); err != nil {
 			return nil, err
 		}
-		jd, err := s.cfg.Judge.Judge(ctx, t, false)
-		var ee *EndpointError
-		if !errors.As(err, &ee) || ctx.Err() != nil {
-			return jd, err
+		var jd *traj.Judgement
+		var err error
+		if final {
+			// An *EndpointError here is an outage (down said so).
+			jd, err = s.cfg.Judge.JudgeLast(ctx, t, down)
+		} else {
+			jd, err = s.cfg.Judge.Judge(ctx, t, false)
 		}
-		if ep, down := s.outages.Down(ctx, err); down {
-			s.log.Debug("judge: an endpoint outage interrupted the trajectory; it is judged when the endpoint answers", "trajectory", t.ID, "endpoint", ep)
+		var ee *EndpointError
+		switch {
+		case !errors.As(err, &ee) || ctx.Err() != nil:
+			return jd, err
+		case final || down(ctx, err):
 			continue
 		}
-		if !final {
-			return nil, err
-		}
-		return s.cfg.Judge.Judge(ctx, t, true)
+		return nil, err
 	}
 }
 

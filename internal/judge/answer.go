@@ -411,22 +411,11 @@ func (f AnswerFormat) jsonVerdict(text string) (bool, error) {
 	key := normKey(f.Key)
 	var found any
 	have := false
-	for i := 0; i < len(text); i++ {
-		if text[i] != '{' {
-			continue
+	eachDict(text, func(int, error) {}, func(d map[string]any) {
+		if x, ok := findKey(d, key, 0); ok {
+			found, have = x, true
 		}
-		p := &litParser{s: text, pos: i}
-		v, err := p.value(0)
-		if err != nil {
-			continue
-		}
-		if d, ok := v.(map[string]any); ok {
-			if x, ok := findKey(d, key, 0); ok {
-				found, have = x, true
-			}
-			i = p.pos - 1
-		}
-	}
+	})
 	if !have {
 		return false, parseErr("no JSON object with the key %q", f.Key)
 	}

@@ -98,29 +98,17 @@ func ParseAnswer(text string) (Answer, error) {
 	var found map[string]any
 	var firstErr error
 	mentions := false
-	for i := 0; i < len(region); i++ {
-		if region[i] != '{' {
-			continue
+	eachDict(region, func(at int, err error) {
+		if firstErr == nil && hasCorrectnessKey(region[at:]) {
+			firstErr = err
 		}
-		p := &litParser{s: region, pos: i}
-		v, err := p.value(0)
-		if err != nil {
-			if firstErr == nil && hasCorrectnessKey(region[i:]) {
-				firstErr = err
-			}
-			continue
-		}
-		d, ok := v.(map[string]any)
-		if !ok {
-			continue
-		}
+	}, func(d map[string]any) {
 		if r := resultIn(d, 0); r != nil {
 			found = r
 		} else {
 			mentions = mentions || len(d) > 0
 		}
-		i = p.pos - 1 // skip the dict; a later dict may follow
-	}
+	})
 	if found == nil {
 		switch {
 		case firstErr != nil:
@@ -136,6 +124,27 @@ func ParseAnswer(text string) (Answer, error) {
 	}
 	a.Verdict = v
 	return a, nil
+}
+
+// eachDict calls dict with each dict (JSON or a Python literal) in s, in
+// order, skipping over each one it read (a later dict may follow), and
+// bad with the offset and error of each '{' that starts none.
+func eachDict(s string, bad func(at int, err error), dict func(map[string]any)) {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '{' {
+			continue
+		}
+		p := &litParser{s: s, pos: i}
+		v, err := p.value(0)
+		if err != nil {
+			bad(i, err)
+			continue
+		}
+		if d, ok := v.(map[string]any); ok {
+			dict(d)
+			i = p.pos - 1
+		}
+	}
 }
 
 // resultIn returns d when it has a Correctness key, else the first dict

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -262,7 +264,7 @@ func startWord(v string, success, failure []string) (bool, string, bool) {
 			if len(w) <= bestLen || !strings.HasPrefix(v, w) {
 				continue
 			}
-			if rest := strings.TrimLeft(v[len(w):], " "); rest != "" && inWord(rest[0]) {
+			if r, _ := utf8.DecodeRuneInString(strings.TrimLeft(v[len(w):], " ")); unicode.IsLetter(r) || unicode.IsDigit(r) {
 				// More words follow without a stop ("success not
 				// achieved", "complete failure", "no problems"): the
 				// verdict is not the word alone, so it is not read.

@@ -86,6 +86,8 @@ func TestAnswerFormats(t *testing.T) {
 		{"no problems", load("yesno"), "All fine.\nNo problems; the task is done.", ""},
 		{"latex negation", verdictLabels, `Verdict: \boxed{\neg\text{success}}`, "failure"},
 		{"label after a sentence", verdictLabels, "The plot is right. Verdict: SUCCESS", "success"},
+		{"word then a dash", load("keypoints"), "**Status:** \"failure\" — the colour was not changed.", "failure"},
+		{"word then an accented word", verdictLabels, "Verdict: success été", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -61,18 +61,7 @@ func TestWorkerServesHealth(t *testing.T) {
 	// Stopped once it fetches (a stop while it creates its consumer is an
 	// error of its start).
 	js := natstest.JetStream(t, ns.URL())
-	poll.Until(t, "the worker fetching", time.Minute, func() bool {
-		st, err := js.Stream(ctx, bus.StreamName(bus.Raw))
-		if err != nil {
-			return false
-		}
-		l := st.ListConsumers(ctx)
-		waiting := false
-		for ci := range l.Info() {
-			waiting = waiting || ci.NumWaiting > 0
-		}
-		return l.Err() == nil && waiting
-	})
+	poll.Until(t, "the worker fetching", time.Minute, func() bool { return natstest.Fetching(ctx, js, bus.StreamName(bus.Raw)) })
 	// A long-running worker says how it is doing (issue 36).
 	poll.Until(t, "a progress line of the worker", time.Minute, func() bool { return strings.Contains(errb.String(), "progress") })
 	cancel()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -390,7 +391,7 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, la
 			if !errors.As(err, &ee) || !last.unusable(ctx, err) {
 				return v, err
 			}
-			v.Error = fmt.Sprintf("model call failed: %v", ee.Err)
+			v.Error = fmt.Sprintf("%s: %v", report.CallFailed, ee.Err)
 			return v, nil
 		}
 		if a == 1 {
@@ -428,7 +429,7 @@ func (j *Judge) vote(ctx context.Context, t *traj.Trajectory, i int, p *pass, la
 
 // ErrTruncated starts the Error of a vote whose answer was cut at
 // max_tokens twice (Policy.TruncatedMaxTokens).
-const ErrTruncated = "truncated"
+const ErrTruncated = report.Truncated
 
 // attempt is the answer of attempt a of vote i: first (a == 1), the
 // cache's, or a new call's (with maxTokens when > 0), stored in the

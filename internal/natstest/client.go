@@ -34,3 +34,18 @@ func Replicas(ctx context.Context, t testing.TB, kv jetstream.KeyValue) int {
 	}
 	return st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas
 }
+
+// Fetching reports whether a consumer of stream has a pull request
+// waiting: a worker that consumes it is up and waits for work.
+func Fetching(ctx context.Context, js jetstream.JetStream, stream string) bool {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false
+	}
+	l := st.ListConsumers(ctx)
+	waiting := false
+	for ci := range l.Info() {
+		waiting = waiting || ci.NumWaiting > 0
+	}
+	return l.Err() == nil && waiting
+}

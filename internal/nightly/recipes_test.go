@@ -167,16 +167,7 @@ func TestAcceptRecipes(t *testing.T) {
 			poll.Until(t, w+" fetching", time.Minute, func() bool {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				st, err := js.Stream(ctx, stream)
-				if err != nil {
-					return false
-				}
-				l := st.ListConsumers(ctx)
-				waiting := false
-				for ci := range l.Info() {
-					waiting = waiting || ci.NumWaiting > 0
-				}
-				return l.Err() == nil && waiting
+				return natstest.Fetching(ctx, js, stream)
 			})
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)

@@ -189,13 +189,21 @@ func (a *acc) figures() Figures {
 // (the answer holds none in the prompt set's format).
 func UnusableReason(voteError string) string {
 	switch {
-	case strings.HasPrefix(voteError, "model call failed"):
+	case strings.HasPrefix(voteError, CallFailed):
 		return "call_failed"
-	case strings.HasPrefix(voteError, "truncated"):
+	case strings.HasPrefix(voteError, Truncated):
 		return "truncated"
 	}
 	return "no_verdict"
 }
+
+// CallFailed and Truncated start the Error of a vote whose model call
+// failed on the last delivery and of one whose answer was cut at
+// max_tokens twice: the judge writes them, UnusableReason reads them.
+const (
+	CallFailed = "model call failed"
+	Truncated  = "truncated"
+)
 
 // LatencyOf summarises durations in milliseconds: their mean, median and
 // 95th percentile (linear interpolation); zero for none.

@@ -69,7 +69,7 @@ type judgeFrames struct {
 	success  bool // the truth
 	firstErr int
 	redund   []int
-	shared   float64 // the draw shared by every vote on this trajectory
+	shared   map[string]SharedDraw // per model: the draws shared by its votes on this trajectory
 }
 
 func (m *Endpoints) readJudgeFrames(c *chatCall) *judgeFrames {
@@ -112,7 +112,7 @@ func (m *Endpoints) readJudgeFrames(c *chatCall) *judgeFrames {
 			f.success, f.firstErr, f.redund = false, 0, nil
 		}
 	}
-	f.shared = m.sharedVote(f.task, f.states, f.answer)
+	f.shared = map[string]SharedDraw{}
 	c.frames = f
 	return f
 }
@@ -162,23 +162,20 @@ func (m *Endpoints) judgeAnswer(c *chatCall, r *rand.Rand, temp float64) string 
 	cfg := m.cfg.Judge
 	malformed := r.Float64() < cfg.Faults.MalformedProb
 	u := r.Float64()
-	uShared := r.Float64()
 
 	f := m.readJudgeFrames(c)
 	task, answer, states, readable := f.task, f.answer, f.states, f.readable
 	success, firstErr, redundant := f.success, f.firstErr, f.redund
-	rates := cfg.JudgeRates
-	if f.lowRes && cfg.LowRes != nil {
-		rates = *cfg.LowRes
+	vm := cfg.VoteModel
+	if s := cfg.Second; s != nil && c.model == s.Model {
+		vm = s.VoteModel
 	}
-	if uShared < cfg.VoteCorrelation {
-		u = f.shared
+	shared, ok := f.shared[c.model]
+	if !ok {
+		shared = m.sharedVote(c.model, task, states, answer)
+		f.shared[c.model] = shared
 	}
-	p := rates.FalsePositiveRate
-	if success {
-		p = rates.Recall
-	}
-	correct := u < temper(p, temp)
+	correct := vm.Yes(success, f.lowRes, shared, u, temp)
 
 	res := JudgeResult{Correctness: correct, Redundant: []int{}}
 	switch {
@@ -224,10 +221,13 @@ func (m *Endpoints) judgeAnswer(c *chatCall, r *rand.Rand, temp float64) string 
 	return out
 }
 
-// sharedVote is the draw shared by every vote on the same trajectory
-// (VoteCorrelation).
-func (m *Endpoints) sharedVote(task *tasks.Task, states []desktop.State, answer string) float64 {
+// sharedVote is the draws shared by every vote of model on the same
+// trajectory (VoteCorrelation).
+func (m *Endpoints) sharedVote(model string, task *tasks.Task, states []desktop.State, answer string) SharedDraw {
 	h := sha256.New()
+	if model != m.cfg.Judge.Model {
+		fmt.Fprintf(h, "model %s\x00", model)
+	}
 	if task != nil {
 		fmt.Fprintf(h, "%s\x00", taskID(task))
 	}
@@ -238,7 +238,8 @@ func (m *Endpoints) sharedVote(task *tasks.Task, states []desktop.State, answer 
 	}
 	var key [32]byte
 	h.Sum(key[:0])
-	return m.judge.stream("shared-vote", key).Float64()
+	r := m.judge.stream("shared-vote", key)
+	return SharedDraw{Consistent: r.Float64(), Verdict: r.Float64()}
 }
 
 func (m *Endpoints) errorType(task *tasks.Task, answer string) string {

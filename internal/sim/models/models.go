@@ -201,31 +201,139 @@ func (r JudgeRates) Precision(baseRate float64) float64 {
 	return tp / (tp + fp)
 }
 
-// JudgeConfig configures the simulated judge.
-type JudgeConfig struct {
-	EndpointConfig
+// VoteModel is the error model of one simulated judge model: how its
+// votes on one trajectory come out (docs/judge.md, "The simulated
+// judge's calibration").
+type VoteModel struct {
 	// Rates at full resolution (temperature 1).
 	JudgeRates
 	// LowRes, when set, replaces the rates for requests whose images are
-	// all narrower than the simulated screen (a low-resolution pass).
+	// all narrower than the simulated screen (a low-resolution pass). A
+	// low-resolution vote draws on its own, never from the trajectory's
+	// shared draw: it sees other pixels than the full-resolution votes.
 	LowRes *JudgeRates `json:"low_res,omitempty"`
-	// VoteCorrelation in [0,1]: the probability that a vote reuses one
-	// draw shared by every vote on the same trajectory (same instruction,
-	// states and answer) instead of an independent draw. 0 (the default)
-	// makes votes independent; the marginal rates are Recall and
-	// FalsePositiveRate either way.
+	// VoteCorrelation in [0,1]: the probability that this model judges a
+	// trajectory that truly succeeded consistently: every
+	// full-resolution vote of it on the same trajectory (same
+	// instruction, states and answer) then takes one shared draw, so all
+	// say the same; otherwise its votes there are independent. The same
+	// for failures unless FailureVoteCorrelation is set. 0 makes votes
+	// independent; the marginal rates are Recall and FalsePositiveRate
+	// either way.
 	VoteCorrelation float64 `json:"vote_correlation,omitempty"`
+	// FailureVoteCorrelation, when set, is VoteCorrelation for
+	// trajectories that truly failed.
+	FailureVoteCorrelation *float64 `json:"failure_vote_correlation,omitempty"`
+}
+
+// Correlation is the vote correlation for a trajectory whose truth is
+// success.
+func (v VoteModel) Correlation(success bool) float64 {
+	if !success && v.FailureVoteCorrelation != nil {
+		return *v.FailureVoteCorrelation
+	}
+	return v.VoteCorrelation
+}
+
+// SharedDraw are the uniform draws a judge model shares between its
+// votes on one trajectory: whether it judges the trajectory consistently
+// (Consistent < VoteModel.Correlation) and then the one verdict draw all
+// its full-resolution votes take.
+type SharedDraw struct{ Consistent, Verdict float64 }
+
+// Yes decides one vote: whether it says Correctness. success is the
+// truth, lowRes whether the vote sees low-resolution frames, shared the
+// model's shared draws on the trajectory, u the vote's own uniform draw,
+// temp the sampling temperature. The simulated endpoint and the
+// calibration benchmark decide votes with it.
+func (v VoteModel) Yes(success, lowRes bool, shared SharedDraw, u, temp float64) bool {
+	rates := v.JudgeRates
+	if lowRes && v.LowRes != nil {
+		rates = *v.LowRes
+	} else if shared.Consistent < v.Correlation(success) {
+		u = shared.Verdict
+	}
+	p := rates.FalsePositiveRate
+	if success {
+		p = rates.Recall
+	}
+	return u < temper(p, temp)
+}
+
+func (v VoteModel) check(name string, add func(error)) {
+	add(checkProb(name+".recall", v.Recall))
+	add(checkProb(name+".false_positive_rate", v.FalsePositiveRate))
+	if v.LowRes != nil {
+		add(checkProb(name+".low_res.recall", v.LowRes.Recall))
+		add(checkProb(name+".low_res.false_positive_rate", v.LowRes.FalsePositiveRate))
+	}
+	add(checkProb(name+".vote_correlation", v.VoteCorrelation))
+	if v.FailureVoteCorrelation != nil {
+		add(checkProb(name+".failure_vote_correlation", *v.FailureVoteCorrelation))
+	}
+}
+
+// SecondJudge is a second judge model served by the simulated judge
+// endpoint beside the first (an ensemble's other model): its own error
+// model, its votes independent of the first model's.
+type SecondJudge struct {
+	// Model is its model id (not the first model's).
+	Model string `json:"model"`
+	VoteModel
+}
+
+// JudgeConfig configures the simulated judge.
+type JudgeConfig struct {
+	EndpointConfig
+	// The first model's error model (its id is EndpointConfig.Model).
+	VoteModel
+	// Second, when set, is a second model the endpoint serves (a request
+	// names it in "model"); nil serves one model.
+	Second *SecondJudge `json:"second,omitempty"`
 	// Truth decides what truly happened in a trajectory. Nil uses
 	// StateTruth (see truth.go). Not part of the JSON form.
 	Truth TruthFunc `json:"-"`
 }
 
+// The calibrated simulated judge (docs/judge.md, "The simulated judge's
+// calibration"): fitted to CODA's Table 2 (377 ScienceBoard trajectories
+// judged by Qwen2.5-VL-72B, precision/recall single 41.5/80.1, voting@4
+// 58.6/75.3, voting@4 + multi-resolution 65.7/77.9, voting@4 ensemble
+// 69.5/74.2) at a true success rate of CalibrationBaseRate.
+const (
+	// CalibrationBaseRate is the true success rate the fit assumes: CODA's
+	// stage-1 specialists' Average@8 on ScienceBoard, 14.39 %, rounded.
+	CalibrationBaseRate = 0.15
+	// DefaultSecondJudgeModel is the id of the calibrated second model.
+	DefaultSecondJudgeModel = "sim-judge-b"
+)
+
+// CalibratedJudge returns the calibrated error models of the first and
+// the second judge model.
+func CalibratedJudge() (first VoteModel, second SecondJudge) {
+	fA, fB := 0.467, 0.467
+	first = VoteModel{
+		JudgeRates:             JudgeRates{Recall: 0.801, FalsePositiveRate: 0.1993},
+		LowRes:                 &JudgeRates{Recall: 1, FalsePositiveRate: 0.726},
+		VoteCorrelation:        0.877,
+		FailureVoteCorrelation: &fA,
+	}
+	second = SecondJudge{Model: DefaultSecondJudgeModel, VoteModel: VoteModel{
+		JudgeRates:             JudgeRates{Recall: 0.955, FalsePositiveRate: 0.625},
+		VoteCorrelation:        0.877,
+		FailureVoteCorrelation: &fB,
+	}}
+	return first, second
+}
+
 // DefaultConfig returns the default configuration: planner skill
-// 0.6 on every app, grounding noise 8 px with 5 % misgrounding, a judge
-// with recall 0.80 and false-positive rate 0.20 (precision ≈ 41 % at a
-// 15 % base rate, close to the single 72B judge CODA reports), no faults
-// and real time.
+// 0.6 on every app, grounding noise 8 px with 5 % misgrounding, the
+// calibrated judge (CalibratedJudge: one vote's recall 0.80 and
+// false-positive rate 0.20, precision 41.5 % at a 15 % base rate as
+// CODA's single 72B judge, with its second model), no faults and real
+// time.
 func DefaultConfig() Config {
+	first, second := CalibratedJudge()
 	return Config{
 		Seed:            1,
 		Clock:           fault.Clock{Scale: 1},
@@ -242,7 +350,8 @@ func DefaultConfig() Config {
 		},
 		Judge: JudgeConfig{
 			EndpointConfig: EndpointConfig{Model: DefaultJudgeModel},
-			JudgeRates:     JudgeRates{Recall: 0.80, FalsePositiveRate: 0.20},
+			VoteModel:      first,
+			Second:         &second,
 		},
 	}
 }
@@ -327,13 +436,13 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	add(checkProb("judge.recall", c.Judge.Recall))
-	add(checkProb("judge.false_positive_rate", c.Judge.FalsePositiveRate))
-	if c.Judge.LowRes != nil {
-		add(checkProb("judge.low_res.recall", c.Judge.LowRes.Recall))
-		add(checkProb("judge.low_res.false_positive_rate", c.Judge.LowRes.FalsePositiveRate))
+	c.Judge.VoteModel.check("judge", add)
+	if s := c.Judge.Second; s != nil {
+		s.VoteModel.check("judge.second", add)
+		if m := s.Model; m == "" || m == c.Judge.Model || (c.Judge.Model == "" && m == DefaultJudgeModel) {
+			add(fmt.Errorf("judge.second.model = %q, want a model id other than the first model's", m))
+		}
 	}
-	add(checkProb("judge.vote_correlation", c.Judge.VoteCorrelation))
 	if len(errs) == 0 {
 		return nil
 	}
@@ -359,6 +468,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Judge.Model == "" {
 		c.Judge.Model = DefaultJudgeModel
+	}
+	if s := c.Judge.Second; s != nil { // a copy: the endpoint keeps reading it
+		cp := *s
+		c.Judge.Second = &cp
 	}
 	if c.Judge.Truth == nil {
 		c.Judge.Truth = StateTruth
@@ -420,6 +533,9 @@ func newEndpoints(cfg Config, w modelWorld) (*Endpoints, error) {
 	m.planner = newEndpoint(m, "planner", cfg.Planner.EndpointConfig, m.plan)
 	m.executor = newEndpoint(m, "executor", cfg.Executor.EndpointConfig, m.ground)
 	m.judge = newEndpoint(m, "judge", cfg.Judge.EndpointConfig, m.judgeAnswer)
+	if s := cfg.Judge.Second; s != nil {
+		m.judge.others = []string{s.Model}
+	}
 	return m, nil
 }
 

@@ -326,7 +326,11 @@ func TestModelsChoicesImagesGreedy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Models) != 1 || list.Models[0].ID != name {
+		want := 1
+		if name == DefaultJudgeModel { // and the calibrated second model
+			want = 2
+		}
+		if len(list.Models) != want || list.Models[0].ID != name || (want == 2 && list.Models[1].ID != DefaultSecondJudgeModel) {
 			t.Errorf("models of %s: %+v", name, list.Models)
 		}
 	}
@@ -1095,7 +1099,7 @@ func judgeRequest(instruction, answer string, n int, frames ...[]byte) openai.Ch
 
 func TestModelsJudgeVerdicts(t *testing.T) {
 	cfg := fastConfig()
-	cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 1, 0
+	cfg.Judge.VoteModel = VoteModel{JudgeRates: JudgeRates{Recall: 1, FalsePositiveRate: 0}}
 	cfg.Judge.Truth = markerTruth
 	tm := startModels(t, cfg)
 	task := mustTask(t, tm.m, anyTask)
@@ -1143,7 +1147,7 @@ func TestModelsJudgeVerdicts(t *testing.T) {
 
 func TestModelsJudgeAnswerTruth(t *testing.T) {
 	cfg := fastConfig()
-	cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 1, 0 // DefaultTruth: the oracle's answer
+	cfg.Judge.VoteModel = VoteModel{JudgeRates: JudgeRates{Recall: 1, FalsePositiveRate: 0}} // DefaultTruth: the oracle's answer
 	tm := startModels(t, cfg)
 	task := mustTask(t, tm.m, isQuestion)
 	want, _ := oracleAnswer(task)
@@ -1162,16 +1166,19 @@ func TestModelsJudgeAnswerTruth(t *testing.T) {
 
 func TestAcceptModelsJudgeRates(t *testing.T) {
 	cfg := fastConfig()
-	cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 0.8, 0.2
-	cfg.Judge.LowRes = &JudgeRates{Recall: 0.5, FalsePositiveRate: 0.5}
+	cfg.Judge.VoteModel = VoteModel{JudgeRates: JudgeRates{Recall: 0.8, FalsePositiveRate: 0.2}, LowRes: &JudgeRates{Recall: 0.5, FalsePositiveRate: 0.5}}
+	cfg.Judge.Second = &SecondJudge{Model: "second", VoteModel: VoteModel{JudgeRates: JudgeRates{Recall: 0.95, FalsePositiveRate: 0.6}, VoteCorrelation: 1}}
 	cfg.Judge.Truth = markerTruth
 	tm := startModels(t, cfg)
 	task := mustTask(t, tm.m, anyTask)
+	model := DefaultJudgeModel
 	rate := func(done bool, w int, vc float64) (single, unanimous float64) {
 		m := tm
 		if vc > 0 {
 			c := cfg
 			c.Judge.VoteCorrelation = vc
+			one := 0.0
+			c.Judge.FailureVoteCorrelation = &one // failures stay independent
 			m = startModels(t, c)
 		}
 		frame := pngWithState(t, w, 2, &desktop.State{App: taskApp(task), AppState: map[string]any{"done": done}})
@@ -1179,6 +1186,7 @@ func TestAcceptModelsJudgeRates(t *testing.T) {
 		for i := 0; i < 250; i++ {
 			// 4 independent votes per trajectory (n = 4).
 			req := judgeRequest(taskInstruction(task), "", 4, frame)
+			req.Model = model
 			seed := i
 			req.Seed = &seed
 			// Distinct trajectories: a distinct final state per i.
@@ -1222,6 +1230,14 @@ func TestAcceptModelsJudgeRates(t *testing.T) {
 	s, u = rate(true, desktop.ScreenW, 1)
 	near("recall (correlated votes)", s, 0.8, 0.06)
 	near("unanimous recall (fully correlated votes)", u, 0.8, 0.06)
+	_, u = rate(false, desktop.ScreenW, 1)
+	near("unanimous false-positive rate (failures independent)", u, 0.2*0.2*0.2*0.2, 0.02)
+	_, u = rate(true, 640, 1)
+	near("unanimous low-res recall (low-res votes never share the draw)", u, 0.5*0.5*0.5*0.5, 0.06)
+	model = "second" // the second model: its own rates, fully correlated
+	s, u = rate(false, desktop.ScreenW, 0)
+	near("second model's false-positive rate", s, 0.6, 0.05)
+	near("second model's unanimous false-positive rate", u, 0.6, 0.07)
 	if p := cfg.Judge.Precision(0.15); p < 0.41 || p > 0.42 {
 		t.Errorf("precision at base rate 0.15: %.3f", p)
 	}
@@ -1242,12 +1258,13 @@ func TestModelsConfigValidate(t *testing.T) {
 	cfg.Planner.Faults.ErrorProb = 0.7
 	cfg.Planner.Faults.HangProb = 0.7
 	cfg.Clock.Scale = -1
+	cfg.Judge.Second = &SecondJudge{Model: DefaultPlannerModel}
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
 	for _, want := range []string{`planner.skill["ChimeraX"]`, "executor.misground_rate", "executor.grounding_noise", "judge.recall",
-		"judge.model", "hang_prob + error_prob", "clock.scale"} {
+		"judge.model", "judge.second.model", "hang_prob + error_prob", "clock.scale"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
@@ -1264,7 +1281,7 @@ func TestModelsConfigValidate(t *testing.T) {
 	}
 	if cfg.Seed != 9 || cfg.Clock.Scale != 0.001 || cfg.Planner.Skill["Celestia"] != 0.9 || cfg.Planner.DefaultSkill != 0.6 ||
 		cfg.Planner.Faults.MalformedProb != 0.05 || cfg.Executor.GroundingNoise != 4 || cfg.Executor.MisgroundRate != 0.05 ||
-		cfg.Judge.Recall != 0.9 || cfg.Judge.FalsePositiveRate != 0.2 || cfg.Judge.LowRes.Recall != 0.7 || cfg.Planner.Model != DefaultPlannerModel {
+		cfg.Judge.Recall != 0.9 || cfg.Judge.FalsePositiveRate != 0.1993 || cfg.Judge.LowRes.Recall != 0.7 || cfg.Planner.Model != DefaultPlannerModel {
 		t.Errorf("decoded config %+v", cfg)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -1353,7 +1370,7 @@ func TestModelsWithMachine(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Executor.GroundingNoise = 0
 	cfg.Executor.MisgroundRate = 0
-	cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 1, 0
+	cfg.Judge.VoteModel = VoteModel{JudgeRates: JudgeRates{Recall: 1, FalsePositiveRate: 0}}
 	cfg.Judge.Truth = func(task *tasks.Task, states []desktop.State, answer string) (bool, int, []int, error) {
 		last := states[len(states)-1]
 		return last.App == chimerax.Name && last.Focus == "cmdline", len(states), nil, nil
@@ -1458,7 +1475,7 @@ func TestModelsSolveTasksOnMachines(t *testing.T) {
 	cfg.Planner.DefaultSkill = 1
 	cfg.Executor.GroundingNoise = 0
 	cfg.Executor.MisgroundRate = 0
-	cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 1, 0
+	cfg.Judge.VoteModel = VoteModel{JudgeRates: JudgeRates{Recall: 1, FalsePositiveRate: 0}}
 	var mu sync.Mutex
 	verdicts := map[string]bool{} // final state + answer -> evaluator verdict
 	key := func(states []desktop.State, answer string) string {
@@ -1659,7 +1676,7 @@ func TestModelsJudgeStepLabels(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := fastConfig()
-			cfg.Judge.Recall, cfg.Judge.FalsePositiveRate = 1, 0
+			cfg.Judge.VoteModel = VoteModel{JudgeRates: JudgeRates{Recall: 1, FalsePositiveRate: 0}}
 			cfg.Judge.Truth = c.truth
 			tm := startModels(t, cfg)
 			task := mustTask(t, tm.m, anyTask)

@@ -21,6 +21,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,7 +234,8 @@ type chatCall struct {
 	logprobs     bool
 	topLogprobs  int
 	stop         []string
-	content      [32]byte // hash of the messages (roles, texts, images)
+	content      [32]byte // hash of the messages (roles, texts, images) and of a model other than the endpoint's first
+	model        string   // the model the call asks for
 	promptTokens int
 
 	// Per-call memos shared by the choices of one call (a call is served
@@ -692,7 +694,8 @@ type endpoint struct {
 	m      *Endpoints
 	kind   string
 	model  string
-	root   string // GET /v1/models "root" (empty: the model id)
+	others []string // further model ids it serves (the judge's second model)
+	root   string   // GET /v1/models "root" (empty: the model id)
 	faults fault.Faults
 	answer answerFunc
 	// ignoreN: one choice whatever n asks (EndpointConfig.IgnoreN).
@@ -708,6 +711,15 @@ type endpoint struct {
 	mu       sync.Mutex
 	seen     map[[16]byte]uint64 // calls per (content, seed)
 	answered []string            // the "user" field of every call that got an answer, in order
+}
+
+// served names the model ids e serves: "a" or "a", "b".
+func (e *endpoint) served() string {
+	out := strconv.Quote(e.model)
+	for _, id := range e.others {
+		out += ", " + strconv.Quote(id)
+	}
+	return out
 }
 
 func newEndpoint(m *Endpoints, kind string, ec EndpointConfig, answer answerFunc) *endpoint {
@@ -774,9 +786,13 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", msg: "use GET for " + path})
 			return
 		}
-		writeJSON(w, http.StatusOK, wireModelList{Object: "list", Data: []wireModel{{
+		list := wireModelList{Object: "list", Data: []wireModel{{
 			ID: e.model, Object: "model", Created: e.m.cfg.Created, OwnedBy: "codapipe-simulator", Root: e.root,
-		}}})
+		}}}
+		for _, id := range e.others {
+			list.Data = append(list.Data, wireModel{ID: id, Object: "model", Created: e.m.cfg.Created, OwnedBy: "codapipe-simulator", Root: id})
+		}
+		writeJSON(w, http.StatusOK, list)
 	case "/health":
 		w.WriteHeader(http.StatusOK)
 	default:
@@ -831,10 +847,19 @@ func (e *endpoint) serveChat(w http.ResponseWriter, r *http.Request) {
 	if e.ignoreN {
 		call.n = 1
 	}
+	call.model = e.model
 	if req.Model != "" && req.Model != e.model {
-		writeAPIError(w, &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model", code: "model_not_found",
-			msg: fmt.Sprintf("model: the model `%s` does not exist (this simulated %s serves %q)", req.Model, e.kind, e.model)})
-		return
+		if !slices.Contains(e.others, req.Model) {
+			writeAPIError(w, &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model", code: "model_not_found",
+				msg: fmt.Sprintf("model: the model `%s` does not exist (this simulated %s serves %s)", req.Model, e.kind, e.served())})
+			return
+		}
+		// Another model: its draws are its own.
+		call.model = req.Model
+		h := sha256.New()
+		h.Write(call.content[:])
+		io.WriteString(h, "\x00model\x00"+req.Model)
+		h.Sum(call.content[:0])
 	}
 
 	// Which call is this for its (content, seed)? Unseeded requests use

@@ -181,8 +181,8 @@ fuzz-short:
 ## demo: the whole pipeline on the embedded defaults, on the SIMULATOR
 ## (simulated VMs and models), as the nightly job runs it (cmd/nightly,
 ## one app): embedded NATS and the local blob store under ./.codapipe;
-## rollout runs ChimeraX's tasks with a judge worker (unanimous@4, a
-## low-resolution first vote) and an advantage worker beside it, both
+## rollout runs ChimeraX's tasks with a judge worker (the default staged
+## policy, the simulator's two judge models) and an advantage worker beside it, both
 ## drained after it; the GRPO rows go to one Arrow shard set under
 ## ./.codapipe/shards, read back at the end by the independent reader
 ## (tools/reader); sftpack builds the SFT set of the clean successes in

@@ -51,7 +51,8 @@ var corpusSpec = pipetest.Spec{
 var smallSpec = pipetest.Spec{
 	Tasks: []string{"S01", "S02"}, Samples: 2, Group: 2, Seed: 3, Run: "adv-small", Judge: &judgeCommand,
 	Sim: `{"models": {"planner": {"default_skill": 0.95, "skill": {}},
-		"judge": {"recall": 0.97, "false_positive_rate": 0.03, "low_res": {"recall": 0.97, "false_positive_rate": 0.03}, "vote_correlation": 0.9}}}`,
+		"judge": {"recall": 0.97, "false_positive_rate": 0.03, "low_res": {"recall": 1, "false_positive_rate": 0.03}, "vote_correlation": 0.9,
+			"second": {"recall": 0.97, "false_positive_rate": 0.03, "vote_correlation": 0.9}}}}`,
 }
 
 // corpus returns the test's own copy of the shared judged corpus: its

@@ -91,7 +91,7 @@ func TestAcceptAnswerFormats(t *testing.T) {
 			for i := range answers {
 				raw = append(raw, republish(t, b, trajs[i:i+1], run, 1)...)
 			}
-			pol := DefaultPolicy()
+			pol := CODAPolicy()
 			pol.MaxFrames, pol.Votes = 2, 1
 			// Cut at 60 tokens (the sim's tokens are 4 bytes): the long answer
 			// fits in the second call's 120, the longer one does not.
@@ -149,7 +149,7 @@ func TestAcceptReportAllUnusable(t *testing.T) {
 	defer cancel()
 	run := "unusable-" + traj.NewID()
 	raw := republish(t, b, c.trajs, run, 8)
-	pol := DefaultPolicy()
+	pol := CODAPolicy()
 	pol.MaxFrames, pol.Votes, pol.MalformedRetries = 2, 1, 0
 	st, err := Execute(ctx, env, Options{Judges: []string{ep.URL + "=" + ep.Model}, Prompts: "keypoints", Policy: pol, Workers: 2})
 	if err != nil {

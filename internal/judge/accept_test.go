@@ -104,8 +104,13 @@ func TestAcceptDemoJudged(t *testing.T) {
 			}
 		case j.Decision == traj.NotJudged || len(j.Votes) == 0:
 			t.Errorf("trajectory %s was not shown to the judge: %+v", tr.ID, j)
-		case j.Votes[0].Resolution != "640x400":
-			t.Errorf("trajectory %s: the first vote was at %s, want the low resolution", tr.ID, j.Votes[0].Resolution)
+		default: // the default policy with the simulator's two models
+			pol := DefaultPolicy(2)
+			for i, v := range j.Votes {
+				if want := map[bool]string{true: "640x400", false: "1280x800"}[pol.LowResVote(i)]; v.Resolution != want {
+					t.Errorf("trajectory %s: vote %d was at %s, want %s", tr.ID, i, v.Resolution, want)
+				}
+			}
 		}
 	}
 	if t.Failed() {
@@ -408,7 +413,7 @@ func TestAcceptKillAndRestart(t *testing.T) {
 
 	// What an uninterrupted run calls and decides.
 	refModels, refEP := startSimJudge(t, 1, edit)
-	pol := DefaultPolicy()
+	pol := DefaultPolicy(1) // what the command judges with, one --judge
 	pol.MaxFrames = testFrames
 	ref, err := New(Config{Endpoints: []EndpointSpec{refEP}, Policy: pol, Store: rig.c.store(t), Log: quietLog()})
 	if err != nil {

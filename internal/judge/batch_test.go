@@ -55,7 +55,7 @@ func batchCorpus(t testing.TB) *corpus {
 
 // batchPolicy is the bench's cheaper policy on two frames (fast).
 func batchPolicy() Policy {
-	pol := DefaultPolicy()
+	pol := CODAPolicy()
 	pol.LowRes, pol.MaxFrames, pol.BatchVotes = Size{640, 400}, 2, true
 	return pol
 }

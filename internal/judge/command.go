@@ -25,14 +25,18 @@ import (
 // Options are the judge command's settings as the command line gives
 // them.
 type Options struct {
-	Judges  []string // URL=MODEL, one per endpoint of the ensemble
-	Apps    []string
-	Runs    []string // --runs: only these runs' trajectories
-	Policy  Policy
-	Limits  Limits
-	Workers int    // trajectories judged at once
-	Prompts string // folder with judge.tmpl; "" ours
-	Durable string
+	Judges []string // URL=MODEL, one per endpoint of the ensemble
+	Apps   []string
+	Runs   []string // --runs: only these runs' trajectories
+	Policy Policy
+	// DefaultStages makes Policy a Staged one with DefaultStages for the
+	// number of judge models (known once the endpoints are: --sim serves
+	// two).
+	DefaultStages bool
+	Limits        Limits
+	Workers       int    // trajectories judged at once
+	Prompts       string // folder with judge.tmpl; "" ours
+	Durable       string
 	// MaxDeliver bounds deliveries of one trajectory (see ServiceConfig).
 	MaxDeliver int
 	AckWait    time.Duration // see ServiceConfig
@@ -69,9 +73,6 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if len(o.Judges) == 0 && !o.Sim {
 		return Stats{}, fmt.Errorf("%w: give --judge URL=MODEL (repeat it for an ensemble), or --sim to judge with the built-in SIMULATOR's judge", ErrNotConfigured)
 	}
-	if err := o.Policy.Validate(); err != nil {
-		return Stats{}, service.Usage(err)
-	}
 	var err error
 	if o.Apps, err = scienceboard.CheckApps("--app", o.Apps); err != nil {
 		return Stats{}, service.Usage(err)
@@ -94,7 +95,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	}
 	if o.Sim && len(specs) == 0 {
 		sctx, stop := context.WithCancel(ctx)
-		servers, err := startSim(sctx, o)
+		servers, simSpecs, err := startSim(sctx, o)
 		if err != nil {
 			stop()
 			return Stats{}, err
@@ -103,8 +104,17 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 			stop()
 			servers.Wait()
 		}()
-		specs = []EndpointSpec{{URL: servers.JudgeURL, Model: simmodels.DefaultJudgeModel}}
-		log.Info("SIMULATOR started: a simulated judge stands in for a VLM judge (for checking a pipeline, not for training data)", "judge", servers.JudgeURL)
+		specs = simSpecs
+		log.Info("SIMULATOR started: a simulated judge stands in for a VLM judge (for checking a pipeline, not for training data)", "judge", servers.JudgeURL, "models", len(specs))
+	}
+	if o.DefaultStages {
+		pol := o.Policy
+		pol.Rule, pol.Stages = Staged, DefaultStages(len(specs))
+		pol.Votes = sumVotes(pol.Stages)
+		o.Policy = pol
+	}
+	if err := o.Policy.Validate(); err != nil {
+		return Stats{}, service.Usage(err)
 	}
 	store, err := env.Store(ctx)
 	if err != nil {
@@ -151,15 +161,15 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	return st, err
 }
 
-func startSim(ctx context.Context, o Options) (*simmodels.Servers, error) {
+func startSim(ctx context.Context, o Options) (*simmodels.Servers, []EndpointSpec, error) {
 	wc := sim.DefaultWorldConfig()
 	if o.SimConfig != "" {
 		b, err := os.ReadFile(o.SimConfig)
 		if err != nil {
-			return nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
+			return nil, nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
 		}
 		if err := json.Unmarshal(b, &wc); err != nil {
-			return nil, service.Usage(fmt.Errorf("--sim-config %s: %w", o.SimConfig, err))
+			return nil, nil, service.Usage(fmt.Errorf("--sim-config %s: %w", o.SimConfig, err))
 		}
 	}
 	mc := wc.Models
@@ -178,9 +188,18 @@ func startSim(ctx context.Context, o Options) (*simmodels.Servers, error) {
 	mc.Clock = fault.Clock{Scale: scale}
 	m, err := simmodels.New(mc)
 	if err != nil {
-		return nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
+		return nil, nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
 	}
-	return m.Start(ctx)
+	servers, err := m.Start(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	jc := m.Config().Judge
+	specs := []EndpointSpec{{URL: servers.JudgeURL, Model: jc.Model}}
+	if jc.Second != nil { // the simulated ensemble's second model
+		specs = append(specs, EndpointSpec{URL: servers.JudgeURL, Model: jc.Second.Model})
+	}
+	return servers, specs, nil
 }
 
 // versioned is the --summary document: the build, then the Stats.
@@ -222,8 +241,8 @@ func PrintStats(w io.Writer, st Stats) {
 const usage = `judge — score trajectories with VLM judges and publish judgements.
 
 Usage:
-  judge --judge URL=MODEL [--judge URL=MODEL ...] [--app APP] [--runs NAME[,NAME]] [--votes K] [--rule unanimous|majority]
-        [--lowres WxH] [--drain] [--nats URL] [--store URL] [--sim]
+  judge --judge URL=MODEL [--judge URL=MODEL ...] [--app APP] [--runs NAME[,NAME]] [--stages STAGES]
+        [--votes K --rule unanimous|majority] [--lowres WxH] [--drain] [--nats URL] [--store URL] [--sim]
   judge report [--run NAME] [--app APP] [--json]   precision/recall of the judgements in the archive
 
 A durable consumer of the raw trajectories on NATS JetStream (coda.traj.>, or one app's with --app);
@@ -231,9 +250,13 @@ many judge processes with the same settings share the work. --runs judges only t
 trajectories, on a consumer of its own (judge_<version>[_<app>]_runs<hash>) that passes over the
 others without taking them from any other judge consumer. Each trajectory is shown to the judge
 models as its task, its keyframes (every step's screenshot and the final screen, at most
---max-frames) and the agent's answer; K votes (--votes) are cast over the endpoints round-robin,
-the first at low resolution with --lowres (a failure there is final), and combined by --rule;
-votes stop as soon as the rest cannot change the decision. Every answered call is kept in a
+--max-frames) and the agent's answer. The votes are cast in stages (--stages): a stage of a
+judge model's votes that does not count enough successes fails the trajectory there, and the
+next stage is asked only when it passed (the default: one vote, the second model's two votes,
+one low-resolution vote, then 2 of 4 votes; with one --judge, one vote, a low-resolution one,
+then 3 of 4). --stages none casts K votes (--votes) over the endpoints round-robin, the first at
+low resolution with --lowres (a failure there is final), combined by --rule. Votes stop as soon
+as the rest cannot change the decision. Every answered call is kept in a
 vote cache first, so a redelivery never asks twice. The judged trajectory goes to the archive
 in the blob store (judged/<run>/<app>/<id>.<version>.json) and to coda.judged.<app>.
 Environment-error trajectories are recorded as not judged, without a model call. --sim judges
@@ -241,12 +264,14 @@ with the built-in SIMULATOR's judge. See docs/judge.md.`
 
 // Command is the judge command with its report subcommand.
 func Command() service.Command {
-	o := Options{Policy: DefaultPolicy()}
-	var rule, temps, topps, lowres string
+	o := Options{Policy: CODAPolicy()}
+	var rule, temps, topps, lowres, stages string
+	var flags *service.Flags
 	return service.Command{
 		Name: "judge", Summary: "score trajectories with VLM judges (voting, multi-resolution, ensembles) and publish judgements",
 		Usage: usage, Common: true, Consumer: true,
 		Flags: func(fs *service.Flags) {
+			flags = fs
 			fs.Group(service.GroupEndpoints)
 			fs.Strings(&o.Judges, "judge", "CODAPIPE_JUDGE", "judge endpoint as URL=MODEL (OpenAI-compatible base URL and model name); several make an ensemble")
 			fs.Secret(&o.Limits.APIKey, "judge-key", "CODAPIPE_JUDGE_KEY", "API key sent as a bearer token to the judge endpoints (an endpoint with user:password@ in its URL gets basic authentication instead)")
@@ -257,13 +282,14 @@ func Command() service.Command {
 			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "the judge's prompt set: a shipped one by name ("+strings.Join(PromptSets, ", ")+"; default coda) or a folder with a judge.tmpl and, when its answers are not coda's result dict, an answer.json saying how to read them (docs/judge.md)")
 			fs.Group("Voting")
-			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "K: votes per trajectory (the low-resolution one included)")
-			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "unanimous (success only if every vote says so) or majority")
-			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: cast the first vote on frames scaled to fit this size; a failure there is final (e.g. 640x400; empty: off)")
+			fs.String(&stages, "stages", "CODAPIPE_JUDGE_STAGES", "", "the votes as stages [NEED/]VOTES[@MODEL][:low], comma-separated: each stage's VOTES votes of judge model MODEL (the n-th --judge, default 1) must count NEED successes (default all) or the trajectory fails there; :low votes see --lowres frames (default "+FormatStages(DefaultStages(1))+" with one judge model, "+FormatStages(DefaultStages(2))+" with two or more; none, or --votes or --rule given: a voting rule instead)")
+			fs.Int(&o.Policy.Votes, "votes", "CODAPIPE_JUDGE_VOTES", 4, "with --stages none: K votes per trajectory (the low-resolution one included), over the endpoints round-robin")
+			fs.String(&rule, "rule", "CODAPIPE_JUDGE_RULE", string(Unanimous), "with --stages none: unanimous (success only if every vote says so) or majority")
+			fs.String(&lowres, "lowres", "CODAPIPE_JUDGE_LOWRES", "", "WxH: the size low-resolution votes' frames are scaled to fit (default "+DefaultLowRes.String()+" for --stages; with --stages none: the first vote is low-resolution and a failure there is final, empty: off)")
 			fs.Int(&o.Policy.MaxFrames, "max-frames", "CODAPIPE_JUDGE_MAX_FRAMES", DefaultMaxFrames, "most screenshots per call; longer trajectories are subsampled evenly, first and final screen kept")
 			fs.Int(&o.Policy.MalformedRetries, "malformed-retries", "CODAPIPE_JUDGE_MALFORMED_RETRIES", 2, "times a vote whose answer holds no verdict in the prompt set's answer format is asked again")
 			fs.Int(&o.Policy.TruncatedMaxTokens, "truncated-max-tokens", "CODAPIPE_JUDGE_TRUNCATED_MAX_TOKENS", 0, "max_tokens of the one call a vote makes again when its answer was cut at --max-tokens (finish_reason length); cut again, the vote is unusable (0: twice --max-tokens)")
-			fs.Bool(&o.Policy.BatchVotes, "batch-votes", "CODAPIPE_JUDGE_BATCH_VOTES", false, "ask the votes after the first in one call with n answers (the server prefills the prompt once; one that ignores n gets further calls); decisions as without it")
+			fs.Bool(&o.Policy.BatchVotes, "batch-votes", "CODAPIPE_JUDGE_BATCH_VOTES", false, "ask the votes after the first in one call per stage (or run of votes of one endpoint) with n answers (the server prefills the prompt once; one that ignores n gets further calls); decisions as without it (default true for --stages, false for --stages none)")
 			fs.Bool(&o.Policy.NoEarlyExit, "no-early-exit", "CODAPIPE_JUDGE_NO_EARLY_EXIT", false, "cast every vote even when the decision is settled (to measure early exit)")
 			fs.Group(service.GroupSampling)
 			fs.String(&temps, "temperature", "CODAPIPE_JUDGE_TEMPERATURE", "1", "sampling temperature of the votes in [0,2] (0 is greedy; sent as it is), one value or one per vote separated by commas")
@@ -286,7 +312,7 @@ func Command() service.Command {
 			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")
 			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "judge with the SIMULATOR's judge endpoint, started in-process (for checking a pipeline, not for training data)")
-			fs.String(&o.SimConfig, "sim-config", "CODAPIPE_SIM_CONFIG", "", "with --sim: JSON file with the simulator's configuration; its \"models\".\"judge\" part sets the judge's rates and faults (docs/simulator.md)")
+			fs.String(&o.SimConfig, "sim-config", "CODAPIPE_SIM_CONFIG", "", "with --sim: JSON file with the simulator's configuration; its \"models\".\"judge\" part sets the judge's error model, its second model and faults (docs/simulator.md)")
 			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", 0.01, "with --sim: wall time per simulated second")
 			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator (0: 1)")
 			fs.Group(service.GroupOutput)
@@ -295,6 +321,9 @@ func Command() service.Command {
 		Run: func(ctx context.Context, env *service.Env) error {
 			var err error
 			o.Policy.Rule = Rule(strings.TrimSpace(rule))
+			if err := o.setStages(flags, stages); err != nil {
+				return service.Usage(err)
+			}
 			if o.Policy.Temperatures, err = ParseFloats(temps); err != nil {
 				return service.Usage(fmt.Errorf("--temperature %w", err))
 			}
@@ -302,10 +331,13 @@ func Command() service.Command {
 				return service.Usage(fmt.Errorf("--top-p %w", err))
 			}
 			o.Policy.LowRes = Size{}
-			if strings.TrimSpace(lowres) != "" {
+			switch {
+			case strings.TrimSpace(lowres) != "":
 				if o.Policy.LowRes, err = ParseSize(lowres); err != nil {
 					return service.Usage(fmt.Errorf("--lowres: %w", err))
 				}
+			case o.Policy.Rule == Staged && !flags.Given("lowres"):
+				o.Policy.LowRes = DefaultLowRes
 			}
 			o.Progress = true
 			st, err := Execute(ctx, env, o)
@@ -317,6 +349,35 @@ func Command() service.Command {
 		},
 		Sub: []service.Command{reportCommand()},
 	}
+}
+
+// setStages sets the policy's stages from --stages (v) and whether
+// --votes, --rule and --batch-votes were given: the default stages unless
+// --votes or --rule asks for a voting rule or v is "none".
+func (o *Options) setStages(fs *service.Flags, v string) error {
+	voting := fs.Given("votes") || fs.Given("rule")
+	v = strings.TrimSpace(v)
+	o.DefaultStages, o.Policy.Stages = false, nil // a command may run more than once
+	switch {
+	case v == "none" || (v == "" && voting):
+		return nil
+	case voting:
+		return fmt.Errorf("--votes and --rule are for --stages none; --stages %s counts its own votes", v)
+	case v == "":
+		o.DefaultStages = true
+		o.Policy.Stages = DefaultStages(1) // until the endpoints are known
+	default:
+		st, err := ParseStages(v)
+		if err != nil {
+			return fmt.Errorf("--stages: %w", err)
+		}
+		o.Policy.Stages = st
+	}
+	o.Policy.Rule, o.Policy.Votes = Staged, sumVotes(o.Policy.Stages)
+	if !fs.Given("batch-votes") {
+		o.Policy.BatchVotes = true
+	}
+	return nil
 }
 
 func reportCommand() service.Command {

@@ -21,7 +21,7 @@ func TestJudgeMetricsDocumented(t *testing.T) {
 	defer cancel()
 	metricsURL := docstest.ServeMetrics(t, env.Metrics)
 	republish(t, b, c.trajs, "metrics-"+traj.NewID(), 2)
-	pol := DefaultPolicy()
+	pol := CODAPolicy()
 	pol.MaxFrames = testFrames
 	st, err := Execute(ctx, env, Options{Sim: true, Policy: pol, Workers: 2, TimeScale: 0.001})
 	if err != nil || st.Trajectories() != 2 {

@@ -35,7 +35,7 @@ func TestEndpointNames(t *testing.T) {
 		{"differ only in credentials", []EndpointSpec{a, b}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(Config{Endpoints: tc.eps, Policy: DefaultPolicy(), Store: store})
+			_, err := New(Config{Endpoints: tc.eps, Policy: CODAPolicy(), Store: store})
 			if (err == nil) != tc.ok {
 				t.Fatalf("New: %v, want ok %v", err, tc.ok)
 			}

@@ -148,7 +148,7 @@ func cachedJudge(t testing.TB, b *bus.Bus, topo bus.Topology, store *blob.Store,
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := DefaultPolicy()
+	pol := CODAPolicy()
 	pol.MaxFrames = testFrames
 	j, err := New(Config{Endpoints: []EndpointSpec{ep}, Policy: pol, Store: store, Cache: cache, Log: quietLog(), Limits: limits})
 	if err != nil {

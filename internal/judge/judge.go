@@ -26,7 +26,8 @@ import (
 
 // Config configures a Judge.
 type Config struct {
-	// Endpoints are the judge models; vote i goes to Endpoints[i mod n].
+	// Endpoints are the judge models; vote i goes to the endpoint of its
+	// stage (Policy.Stages) or, without stages, to Endpoints[i mod n].
 	Endpoints []EndpointSpec
 	Limits    Limits
 	Policy    Policy
@@ -55,6 +56,11 @@ func New(cfg Config) (*Judge, error) {
 	}
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, err
+	}
+	for i, st := range cfg.Policy.Stages {
+		if cfg.Policy.Rule == Staged && st.Model >= len(cfg.Endpoints) {
+			return nil, fmt.Errorf("judge: --stages: stage %d %s asks judge model %d, but %d --judge endpoint(s) are configured", i+1, st, st.Model+1, len(cfg.Endpoints))
+		}
 	}
 	if cfg.Store == nil {
 		return nil, errors.New("judge: no blob store for the screenshots")
@@ -113,7 +119,7 @@ func (j *Judge) Version() traj.JudgeVersion { return j.version }
 // VersionID is Version().ID().
 func (j *Judge) VersionID() string { return j.verID }
 
-func (j *Judge) endpointOf(vote int) *endpoint { return j.eps[vote%len(j.eps)] }
+func (j *Judge) endpointOf(vote int) *endpoint { return j.eps[j.cfg.Policy.ModelOf(vote, len(j.eps))] }
 
 // InputError is a trajectory the judge cannot judge as it is (a
 // screenshot missing from the blob store or damaged): the message is
@@ -240,24 +246,16 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 		passes[low] = p
 		return p, nil
 	}
-	var out Outcome
-	for i := 0; i < pol.Votes; {
+	votes, out, err := pol.Walk(j.sameEndpoint, func(i, n int) ([]traj.Vote, error) {
 		p, err := passFor(pol.LowResVote(i))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		vs, err := j.cast(ctx, t, i, pol.Run(i, j.sameEndpoint), p, last)
-		if err != nil {
-			return err
-		}
-		from := len(jd.Votes)
-		jd.Votes = append(jd.Votes, vs...)
-		i += len(vs)
-		if pol.NoEarlyExit {
-			out = pol.Decide(jd.Votes)
-		} else if out = pol.Settle(jd.Votes, from); out.Final {
-			break
-		}
+		return j.cast(ctx, t, i, n, p, last)
+	})
+	jd.Votes = append(jd.Votes, votes...)
+	if err != nil {
+		return err
 	}
 	jd.Decision, jd.Verdict, jd.Reason = out.Decision, out.Verdict, out.Reason
 	return nil

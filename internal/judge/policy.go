@@ -59,6 +59,9 @@ type Policy struct {
 	// certain (for measuring what early exit saves; decisions are the
 	// same).
 	NoEarlyExit bool
+	// Stages are the stages of a Staged policy (Rule Staged; Votes is
+	// then the sum of their votes).
+	Stages []Stage
 	// BatchVotes asks the votes after the first in as few calls as
 	// possible: each run of consecutive votes with the same endpoint and
 	// sampling settings is one call with n = the run's length (an
@@ -72,11 +75,15 @@ type Policy struct {
 	BatchVotes bool
 }
 
-// DefaultPolicy is CODA's: unanimous@4, temperature 1.0, top_p 0.6
+// DefaultPolicy is the policy codapipe judges with by default with the
+// given number of judge models: StagedPolicy(DefaultStages(models)).
+func DefaultPolicy(models int) Policy { return StagedPolicy(DefaultStages(models)) }
+
+// CODAPolicy is CODA's voting@4: unanimous@4, temperature 1.0, top_p 0.6
 // (every other filter off: top_k -1, min_p 0, no penalties), answers of
 // at most 4096 tokens, no low-resolution pass, 16 frames, 2 re-asks of a
-// malformed answer.
-func DefaultPolicy() Policy {
+// malformed answer, every vote a call of its own.
+func CODAPolicy() Policy {
 	return Policy{Votes: 4, Rule: Unanimous, Temperatures: []float64{1.0}, TopPs: []float64{0.6},
 		Sampling:  DefaultSampling(),
 		MaxFrames: DefaultMaxFrames, MalformedRetries: 2}
@@ -116,7 +123,11 @@ func (p Policy) Validate() error {
 	if p.Votes < 1 || p.Votes > 64 {
 		errs = append(errs, fmt.Errorf("--votes %d: want 1..64", p.Votes))
 	}
-	if p.Rule != Unanimous && p.Rule != Majority {
+	switch p.Rule {
+	case Unanimous, Majority:
+	case Staged:
+		errs = append(errs, p.validateStages()...)
+	default:
 		errs = append(errs, fmt.Errorf("--rule %q: want unanimous or majority", p.Rule))
 	}
 	if len(p.Temperatures) == 0 || len(p.Temperatures) > max(p.Votes, 1) {
@@ -170,8 +181,15 @@ func (p Policy) Temperature(i int) float64 { return at(p.Temperatures, i) }
 // TopP is the top_p of vote i.
 func (p Policy) TopP(i int) float64 { return at(p.TopPs, i) }
 
-// LowResVote reports whether vote i is the low-resolution pass.
-func (p Policy) LowResVote(i int) bool { return i == 0 && !p.LowRes.IsZero() }
+// LowResVote reports whether vote i is a low-resolution one: the first
+// with LowRes set, or one of a low-resolution stage.
+func (p Policy) LowResVote(i int) bool {
+	if p.Rule == Staged {
+		s := p.stageOf(i)
+		return s < len(p.Stages) && p.Stages[s].LowRes
+	}
+	return i == 0 && !p.LowRes.IsZero()
+}
 
 // String describes the policy for JudgeVersion.Policy: every setting that
 // changes what the judge sees or how votes combine (early exit does not
@@ -179,8 +197,12 @@ func (p Policy) LowResVote(i int) bool { return i == 0 && !p.LowRes.IsZero() }
 // "unanimous@4 lowres=640x400 frames=16 temperature=1 top_p=0.6 malformed_retries=2".
 func (p Policy) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s@%d", p.Rule, p.Votes)
-	if !p.LowRes.IsZero() {
+	if p.Rule == Staged {
+		fmt.Fprintf(&b, "%s[%s]", p.Rule, FormatStages(p.Stages))
+	} else {
+		fmt.Fprintf(&b, "%s@%d", p.Rule, p.Votes)
+	}
+	if !p.LowRes.IsZero() && (p.Rule != Staged || slices.ContainsFunc(p.Stages, func(s Stage) bool { return s.LowRes })) {
 		fmt.Fprintf(&b, " lowres=%s", p.LowRes)
 	}
 	fmt.Fprintf(&b, " frames=%d temperature=%s top_p=%s malformed_retries=%d",
@@ -235,15 +257,16 @@ func ParseFloats(v string) ([]float64, error) {
 
 // Run is how many votes from vote i on are asked in one call: 1 without
 // BatchVotes or for vote 0, else the length of the run of consecutive
-// votes from i whose calls would go to the same endpoint (same(a, b)) with
-// the same sampling settings.
+// votes from i of the same stage whose calls would go to the same
+// endpoint (same(a, b)) with the same sampling settings and resolution.
 func (p Policy) Run(i int, same func(a, b int) bool) int {
 	if !p.BatchVotes || i == 0 {
 		return 1
 	}
 	n := 1
 	for k := i + 1; k < p.Votes; k++ {
-		if !same(i, k) || p.Temperature(k) != p.Temperature(i) || p.TopP(k) != p.TopP(i) || p.LowResVote(k) {
+		if !same(i, k) || p.Temperature(k) != p.Temperature(i) || p.TopP(k) != p.TopP(i) || p.LowResVote(k) != p.LowResVote(i) ||
+			p.stageOf(k) != p.stageOf(i) {
 			break
 		}
 		n++
@@ -266,6 +289,35 @@ func (p Policy) Settle(votes []traj.Vote, from int) Outcome {
 	return p.Decide(votes)
 }
 
+// Walk casts a trajectory's votes under p as the judge does: from vote 0
+// on, cast(i, n) casts the n votes from vote i that are asked in one call
+// (Run; it returns at least one of them, perhaps fewer), and after each
+// call the votes so far are decided (Settle; Decide with NoEarlyExit)
+// until the decision is final or every vote is cast. It returns the votes
+// cast and their outcome; on an error, the votes cast before it.
+func (p Policy) Walk(same func(a, b int) bool, cast func(i, n int) ([]traj.Vote, error)) ([]traj.Vote, Outcome, error) {
+	var votes []traj.Vote
+	var out Outcome
+	for i := 0; i < p.Votes; {
+		vs, err := cast(i, p.Run(i, same))
+		if err != nil {
+			return votes, out, err
+		}
+		if len(vs) == 0 {
+			return votes, out, fmt.Errorf("judge: vote %d: no vote cast", i)
+		}
+		from := len(votes)
+		votes = append(votes, vs...)
+		i += len(vs)
+		if p.NoEarlyExit {
+			out = p.Decide(votes)
+		} else if out = p.Settle(votes, from); out.Final {
+			break
+		}
+	}
+	return votes, out, nil
+}
+
 // Outcome is the decision votes lead to.
 type Outcome struct {
 	Decision traj.Decision
@@ -278,6 +330,7 @@ type Outcome struct {
 
 // Decide combines the votes cast so far (in order) under p.
 //
+// Under Staged, see Stage. Under the voting rules:
 // A vote counts as success when its verdict says Correctness, as failure
 // when it says not, and as unusable when it has no verdict (the call
 // failed or its answer could not be parsed). A failing low-resolution
@@ -297,6 +350,9 @@ type Outcome struct {
 // First_Error_Step (no step counts as after every step; ties go to the
 // earlier vote).
 func (p Policy) Decide(votes []traj.Vote) Outcome {
+	if p.Rule == Staged {
+		return p.decideStaged(votes)
+	}
 	k := p.Votes
 	var yes, no, bad []int
 	for i, v := range votes {
@@ -317,13 +373,7 @@ func (p Policy) Decide(votes []traj.Vote) Outcome {
 		v := combineSuccess(votes, yes)
 		return Outcome{Decision: v.Decide(), Verdict: v, Final: true}
 	}
-	undecided := func(final bool) Outcome {
-		reason := fmt.Sprintf("%d of %d votes unusable", len(bad), len(votes))
-		if len(bad) > 0 {
-			reason += ": " + votes[bad[0]].Error
-		}
-		return Outcome{Decision: traj.Undecided, Reason: reason, Final: final}
-	}
+	undecided := func(final bool) Outcome { return undecidedOutcome(votes, bad, final) }
 	if len(votes) > 0 && p.LowResVote(0) && len(no) > 0 && no[0] == 0 {
 		return fail()
 	}
@@ -347,6 +397,16 @@ func (p Policy) Decide(votes []traj.Vote) Outcome {
 		}
 		return undecided(left <= 0)
 	}
+}
+
+// undecidedOutcome is the outcome of votes that settle nothing, bad the
+// unusable ones.
+func undecidedOutcome(votes []traj.Vote, bad []int, final bool) Outcome {
+	reason := fmt.Sprintf("%d of %d votes unusable", len(bad), len(votes))
+	if len(bad) > 0 {
+		reason += ": " + votes[bad[0]].Error
+	}
+	return Outcome{Decision: traj.Undecided, Reason: reason, Final: final}
 }
 
 func combineSuccess(votes []traj.Vote, yes []int) *traj.Verdict {

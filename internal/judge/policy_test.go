@@ -111,7 +111,7 @@ func TestCombinedVerdict(t *testing.T) {
 }
 
 func TestPolicyValidateAndString(t *testing.T) {
-	p := DefaultPolicy()
+	p := CODAPolicy()
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestPolicyValidateAndString(t *testing.T) {
 	if p.VoteSampling(1).Temperature != 0.7 || p.VoteSampling(1).TopK != -1 || p.VoteSampling(1).MaxTokens != 4096 {
 		t.Errorf("VoteSampling(1) = %+v", p.VoteSampling(1))
 	}
-	greedy := DefaultPolicy()
+	greedy := CODAPolicy()
 	greedy.Temperatures = []float64{0} // sent as it is now: no 0.01 stand-in
 	if err := greedy.Validate(); err != nil {
 		t.Errorf("temperature 0: %v", err)
@@ -196,7 +196,7 @@ func TestSettleSameVotesSameDecision(t *testing.T) {
 func TestRun(t *testing.T) {
 	one := func(a, b int) bool { return true }
 	two := func(a, b int) bool { return a%2 == b%2 } // an ensemble of two endpoints
-	pol := DefaultPolicy()
+	pol := CODAPolicy()
 	if n := pol.Run(1, one); n != 1 {
 		t.Errorf("without BatchVotes: run of %d", n)
 	}

@@ -64,7 +64,7 @@ func BenchmarkJudgeScale(b *testing.B) {
 	if err := admin.EnsureTopology(ctx, topo); err != nil {
 		b.Fatal(err)
 	}
-	pol := DefaultPolicy()
+	pol := CODAPolicy()
 	pol.MaxFrames = scaleMaxFrames
 	// rate drains scaleRounds×n copies of the run with n workers and returns
 	// trajectories per second.

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -64,7 +65,12 @@ func simCommand() service.Command {
 			}
 			fmt.Fprintf(out, "planner   %s  (model %s, points in %s)\n", w.Models.PlannerURL, simmodels.DefaultPlannerModel, uitars.CoordsString(pc))
 			fmt.Fprintf(out, "executor  %s  (model %s, points in %s)\n", w.Models.ExecutorURL, simmodels.DefaultExecutorModel, uitars.CoordsString(ec))
-			fmt.Fprintf(out, "judge     %s  (model %s)\n", w.Models.JudgeURL, simmodels.DefaultJudgeModel)
+			if jc := wc.Models.Judge; jc.Second != nil {
+				fmt.Fprintf(out, "judge     %s  (models %s and %s: judge --judge URL=%s --judge URL=%s)\n", w.Models.JudgeURL,
+					cmp.Or(jc.Model, simmodels.DefaultJudgeModel), jc.Second.Model, cmp.Or(jc.Model, simmodels.DefaultJudgeModel), jc.Second.Model)
+			} else {
+				fmt.Fprintf(out, "judge     %s  (model %s)\n", w.Models.JudgeURL, cmp.Or(jc.Model, simmodels.DefaultJudgeModel))
+			}
 			for i, u := range w.GuestURLs {
 				fmt.Fprintf(out, "vm %-4d   %s\n", i, u)
 			}

@@ -34,7 +34,8 @@ var corpusSpec = func() pipetest.Spec {
 	s := pipetest.Spec{
 		Tasks: []string{"S01", "S02", "S03", "S04"}, Samples: 4, Group: 2, Seed: 5, Run: "sft-expert", Judge: &judgeCommand,
 		Sim: `{"models": {"planner": {"default_skill": 0.9, "skill": {}},
-			"judge": {"recall": 0.97, "false_positive_rate": 0.03, "low_res": {"recall": 0.97, "false_positive_rate": 0.03}, "vote_correlation": 0.9}}}`,
+			"judge": {"recall": 0.97, "false_positive_rate": 0.03, "low_res": {"recall": 1, "false_positive_rate": 0.03}, "vote_correlation": 0.9,
+			"second": {"recall": 0.97, "false_positive_rate": 0.03, "vote_correlation": 0.9}}}}`,
 	}
 	if raceEnabled {
 		s.Tasks, s.Samples = s.Tasks[:3], 3

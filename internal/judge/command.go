@@ -116,6 +116,11 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err := o.Policy.Validate(); err != nil {
 		return Stats{}, service.Usage(err)
 	}
+	for i, st := range o.Policy.Stages {
+		if st.Model >= len(specs) {
+			return Stats{}, service.Usage(fmt.Errorf("--stages: stage %d %s asks judge model %d, but %d --judge endpoint(s) are configured", i+1, st, st.Model+1, len(specs)))
+		}
+	}
 	store, err := env.Store(ctx)
 	if err != nil {
 		return Stats{}, err
@@ -256,7 +261,8 @@ next stage is asked only when it passed (the default: one vote, the second model
 one low-resolution vote, then 2 of 4 votes; with one --judge, one vote, a low-resolution one,
 then 3 of 4). --stages none casts K votes (--votes) over the endpoints round-robin, the first at
 low resolution with --lowres (a failure there is final), combined by --rule. Votes stop as soon
-as the rest cannot change the decision. Every answered call is kept in a
+as the rest cannot change the decision (a stage's votes are all cast unless it fails: they may
+still see redundant steps). Every answered call is kept in a
 vote cache first, so a redelivery never asks twice. The judged trajectory goes to the archive
 in the blob store (judged/<run>/<app>/<id>.<version>.json) and to coda.judged.<app>.
 Environment-error trajectories are recorded as not judged, without a model call. --sim judges
@@ -358,6 +364,9 @@ func (o *Options) setStages(fs *service.Flags, v string) error {
 	voting := fs.Given("votes") || fs.Given("rule")
 	v = strings.TrimSpace(v)
 	o.DefaultStages, o.Policy.Stages = false, nil // a command may run more than once
+	if o.Policy.Rule == Staged {
+		return fmt.Errorf("--rule %s: want unanimous or majority (stages are set by --stages)", Staged)
+	}
 	switch {
 	case v == "none" || (v == "" && voting):
 		return nil

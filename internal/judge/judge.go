@@ -1,7 +1,7 @@
 // Package judge is the judge stage: it scores trajectories with one or
-// more OpenAI-compatible VLM judge endpoints under a voting policy (K
-// votes, unanimous or majority, a low-resolution first pass, an ensemble
-// of endpoints, early exit), keeps every answered call in a vote cache so
+// more OpenAI-compatible VLM judge endpoints under a policy (stages of
+// votes per judge model, or K votes under a unanimous or majority rule;
+// low-resolution votes, ensembles, early exit), keeps every answered call in a vote cache so
 // that no answer is asked for twice, and publishes and archives each
 // judged trajectory. Judge is the library (one trajectory); Service
 // consumes the stream; Report reads the archive back.

@@ -33,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		truncatedN:  f.CounterVec("codapipe_judge_truncated_total", "Judge answers cut at max_tokens (finish_reason length), by endpoint: asked again once with --truncated-max-tokens, then unusable.", "endpoint"),
 		cacheHits:   f.Counter("codapipe_judge_cache_hits_total", "Judge calls answered from the vote cache instead of the model (redeliveries)."),
 		inflight:    f.GaugeVec("codapipe_judge_inflight_calls", "Judge model calls in flight, by endpoint.", "endpoint"),
-		votes:       f.Histogram("codapipe_judge_votes_per_trajectory", "Votes cast per judged trajectory (early exit makes it fewer than --votes).", prometheus.LinearBuckets(0, 1, 9)),
+		votes:       f.Histogram("codapipe_judge_votes_per_trajectory", "Votes cast per judged trajectory (early exit makes it fewer than the policy's votes).", prometheus.LinearBuckets(0, 1, 9)),
 		judged:      f.CounterVec("codapipe_judge_trajectories_total", "Trajectories judged, by decision (clean_success, success_redundant, failure, undecided, not_judged).", "decision"),
 		seconds:     f.Histogram("codapipe_judge_trajectory_seconds", "Time to judge one trajectory (images, votes), without publishing.", prometheus.ExponentialBuckets(0.01, 2, 16)),
 	}

@@ -40,9 +40,11 @@ type Policy struct {
 	// frequency penalties, max_tokens, stop); its Temperature and TopP are
 	// replaced by each vote's, and each call has its own seed.
 	Sampling traj.Sampling
-	// LowRes, when set, makes vote 0 a low-resolution pass: the frames
-	// are scaled down to fit in LowRes, and a failure there is a failure
-	// without full-resolution votes.
+	// LowRes is the size low-resolution votes' frames are scaled down to
+	// fit. Under Staged the low-resolution votes are those of LowRes
+	// stages; under a voting rule, setting it makes vote 0 a
+	// low-resolution pass, and a failure there is a failure without
+	// full-resolution votes.
 	LowRes Size
 	// MaxFrames bounds the frames of one call (DefaultMaxFrames).
 	MaxFrames int
@@ -63,8 +65,8 @@ type Policy struct {
 	// then the sum of their votes).
 	Stages []Stage
 	// BatchVotes asks the votes after the first in as few calls as
-	// possible: each run of consecutive votes with the same endpoint and
-	// sampling settings is one call with n = the run's length (an
+	// possible: each run of consecutive votes of one stage with the same
+	// endpoint and sampling settings is one call with n = the run's length (an
 	// OpenAI-compatible server samples n answers of one prompt in one
 	// request; vLLM prefills the prompt and its images once). The first
 	// vote stays a call of its own, so that a failure there still ends
@@ -125,6 +127,9 @@ func (p Policy) Validate() error {
 	}
 	switch p.Rule {
 	case Unanimous, Majority:
+		if len(p.Stages) > 0 {
+			errs = append(errs, fmt.Errorf("--rule %s with stages %s: stages are their own rule (--stages)", p.Rule, FormatStages(p.Stages)))
+		}
 	case Staged:
 		errs = append(errs, p.validateStages()...)
 	default:

@@ -189,6 +189,9 @@ func (p Policy) validateStages() []error {
 
 // decideStaged is Decide under Staged.
 func (p Policy) decideStaged(votes []traj.Vote) Outcome {
+	if len(p.Stages) == 0 { // Validate refuses it; nothing can pass
+		return Outcome{Decision: traj.Undecided, Reason: "no stage", Final: true}
+	}
 	var yes, no, bad []int
 	undecided := false
 	i := 0

@@ -150,6 +150,11 @@ func TestStagedPolicyModelsRunsAndString(t *testing.T) {
 	if err := pol.Validate(); err != nil {
 		t.Error(err)
 	}
+	mixed := CODAPolicy()
+	mixed.Stages = pol.Stages
+	if err := mixed.Validate(); err == nil || !strings.Contains(err.Error(), "stages are their own rule") {
+		t.Errorf("Validate of stages under a voting rule: %v", err)
+	}
 	bad := pol
 	bad.LowRes = Size{}
 	bad.Votes = 9
@@ -179,6 +184,7 @@ func TestCommandStagesFlags(t *testing.T) {
 		{[]string{"--stages", "1,2", "--votes", "3"}, "--votes and --rule are for --stages none", ""},
 		{[]string{"--stages", "1,2/x"}, "--stages: stage 2", ""},
 		{[]string{"--stages", "1,3@3"}, "asks judge model 3, but 2 --judge endpoint(s)", ""},
+		{[]string{"--rule", "staged"}, "--rule staged: want unanimous or majority", ""},
 	}
 	cmd := Command() // one command, run again and again, as a test binary does
 	for _, c := range cases {

@@ -66,8 +66,9 @@ func simCommand() service.Command {
 			fmt.Fprintf(out, "planner   %s  (model %s, points in %s)\n", w.Models.PlannerURL, simmodels.DefaultPlannerModel, uitars.CoordsString(pc))
 			fmt.Fprintf(out, "executor  %s  (model %s, points in %s)\n", w.Models.ExecutorURL, simmodels.DefaultExecutorModel, uitars.CoordsString(ec))
 			if jc := wc.Models.Judge; jc.Second != nil {
-				fmt.Fprintf(out, "judge     %s  (models %s and %s: judge --judge URL=%s --judge URL=%s)\n", w.Models.JudgeURL,
-					cmp.Or(jc.Model, simmodels.DefaultJudgeModel), jc.Second.Model, cmp.Or(jc.Model, simmodels.DefaultJudgeModel), jc.Second.Model)
+				first := cmp.Or(jc.Model, simmodels.DefaultJudgeModel)
+				fmt.Fprintf(out, "judge     %s  (models %s and %s: judge --judge %s=%s --judge %s=%s)\n", w.Models.JudgeURL,
+					first, jc.Second.Model, w.Models.JudgeURL, first, w.Models.JudgeURL, jc.Second.Model)
 			} else {
 				fmt.Fprintf(out, "judge     %s  (model %s)\n", w.Models.JudgeURL, cmp.Or(jc.Model, simmodels.DefaultJudgeModel))
 			}

@@ -90,7 +90,7 @@ type Vote struct {
 type JudgeVersion struct {
 	PromptSHA256 string   `json:"prompt_sha256"` // hash of the prompt template(s)
 	Models       []string `json:"models"`        // judge models, in vote order
-	Policy       string   `json:"policy"`        // voting policy, e.g. "unanimous@4+lowres"
+	Policy       string   `json:"policy"`        // the policy's string, e.g. "staged[1,3/4] frames=16 temperature=1 top_p=0.6 malformed_retries=2"
 }
 
 // ID is a short stable name of the judge version: the first 16 hex digits

@@ -13,6 +13,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -248,9 +249,12 @@ type SharedDraw struct{ Consistent, Verdict float64 }
 // calibration benchmark decide votes with it.
 func (v VoteModel) Yes(success, lowRes bool, shared SharedDraw, u, temp float64) bool {
 	rates := v.JudgeRates
-	if lowRes && v.LowRes != nil {
-		rates = *v.LowRes
-	} else if shared.Consistent < v.Correlation(success) {
+	switch {
+	case lowRes: // never the shared draw
+		if v.LowRes != nil {
+			rates = *v.LowRes
+		}
+	case shared.Consistent < v.Correlation(success):
 		u = shared.Verdict
 	}
 	p := rates.FalsePositiveRate
@@ -271,6 +275,43 @@ func (v VoteModel) check(name string, add func(error)) {
 	if v.FailureVoteCorrelation != nil {
 		add(checkProb(name+".failure_vote_correlation", *v.FailureVoteCorrelation))
 	}
+}
+
+// unsetFailureCorrelation clears v's FailureVoteCorrelation when the JSON
+// object b sets vote_correlation but not failure_vote_correlation: a
+// configuration that gives one correlation means it for both classes,
+// whatever the defaults it is decoded over had.
+func unsetFailureCorrelation(b []byte, v *VoteModel) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	_, vc := keys["vote_correlation"]
+	_, fc := keys["failure_vote_correlation"]
+	if vc && !fc {
+		v.FailureVoteCorrelation = nil
+	}
+	return nil
+}
+
+// UnmarshalJSON decodes s over its current value, with
+// unsetFailureCorrelation's rule.
+func (s *SecondJudge) UnmarshalJSON(b []byte) error {
+	type plain SecondJudge
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	return unsetFailureCorrelation(b, &s.VoteModel)
+}
+
+// UnmarshalJSON decodes c over its current value, with
+// unsetFailureCorrelation's rule.
+func (c *JudgeConfig) UnmarshalJSON(b []byte) error {
+	type plain JudgeConfig
+	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
+		return err
+	}
+	return unsetFailureCorrelation(b, &c.VoteModel)
 }
 
 // SecondJudge is a second judge model served by the simulated judge

@@ -1287,6 +1287,19 @@ func TestModelsConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Error(err)
 	}
+	if fc := cfg.Judge.FailureVoteCorrelation; fc == nil || *fc != 0.467 {
+		t.Errorf("a config without correlations keeps the calibrated failure correlation, got %v", fc)
+	}
+	// One vote_correlation is meant for both classes: it clears the
+	// calibrated failure correlation it is decoded over, per model.
+	cfg = DefaultConfig()
+	if err := json.Unmarshal([]byte(`{"judge": {"vote_correlation": 0.5, "second": {"vote_correlation": 0.2, "failure_vote_correlation": 0.1}}}`), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if j := cfg.Judge; j.FailureVoteCorrelation != nil || j.Correlation(false) != 0.5 || j.Second.Correlation(false) != 0.1 || j.Second.Correlation(true) != 0.2 ||
+		j.Second.Model != DefaultSecondJudgeModel || j.Second.Recall != 0.955 {
+		t.Errorf("decoded judge %+v, second %+v", j.VoteModel, *j.Second)
+	}
 }
 
 func TestTemper(t *testing.T) {

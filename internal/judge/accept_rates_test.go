@@ -129,15 +129,14 @@ func meanWithin(t *testing.T, what string, sum, n, clusters int, mean, sd float6
 // endpoint answers as its calibrated error model says. CODA's
 // multi-resolution and ensemble policies and the default one (between
 // them: both models, both resolutions, calls of one vote and of several)
-// judge a simulated run (about 20 % true success) under two simulator
-// seeds through the whole judge
+// judge a simulated run (about 20 % true success) through the whole judge
 // (frames from the blob store, prompts, low-resolution frames, calls to
 // the endpoint's two models, answers parsed) and must match, on true
 // successes and on failures apart, the rates and calls of the same policy
 // walked over votes drawn straight from the model (calibJudge, the
 // figures TestAcceptJudgeCalibration holds to the paper).
 func TestAcceptSimJudgeMatchesItsModel(t *testing.T) {
-	seeds := 2
+	seeds := 1
 	c := sharedCorpus(t)
 	store := c.store(t)
 	const maxFrames = 2 // the first and the final screen: the truth reads the final one

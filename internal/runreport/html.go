@@ -95,14 +95,18 @@ func (r *Report) plots(out map[string]template.HTML) error {
 		out[name] = s
 		return nil
 	}
-	names := []string{"overall"}
-	rate, avg, pass := []float64{r.Overall.Rate}, []float64{r.Overall.AverageAtK}, []float64{r.Overall.PassAtK}
+	var names []string
+	var rate, avg, pass []float64
+	if len(r.ByApp) != 1 { // with one app "overall" is that app
+		names = []string{"overall"}
+		rate, avg, pass = []float64{r.Overall.Rate}, []float64{r.Overall.AverageAtK}, []float64{r.Overall.PassAtK}
+	}
 	for _, a := range r.ByApp {
 		names = append(names, traj.PrintName(a.App))
 		rate, avg, pass = append(rate, a.Rate), append(avg, a.AverageAtK), append(pass, a.PassAtK)
 	}
 	k := fmt.Sprint(r.Samples)
-	p, err := groupedBars("Success by app", "fraction", names, []string{"success rate", "Average@" + k, "Pass@" + k}, [][]float64{rate, avg, pass})
+	p, err := groupedBars("Success by app", "", rateAxis, names, []string{"success rate", "Average@" + k, "Pass@" + k}, [][]float64{rate, avg, pass})
 	if err := add("success", p, err, w, h); err != nil {
 		return err
 	}
@@ -112,7 +116,7 @@ func (r *Report) plots(out map[string]template.HTML) error {
 		sn, sv = append(sn, fmt.Sprint(c.Value)), append(sv, float64(c.N))
 	}
 	if len(sn) > 0 {
-		p, err = groupedBars("Steps per episode", "episodes", sn, []string{"episodes"}, [][]float64{sv})
+		p, err = groupedBars("Steps per episode", "episodes", countAxis, sn, []string{"episodes"}, [][]float64{sv})
 		p.X.Label.Text = "steps"
 		if err := add("steps", p, err, w, h); err != nil {
 			return err
@@ -123,7 +127,7 @@ func (r *Report) plots(out map[string]template.HTML) error {
 	for _, k := range sortedKeys(r.Overall.Outcomes) {
 		on, ov = append(on, k), append(ov, float64(r.Overall.Outcomes[k]))
 	}
-	p, err = groupedBars("Outcome mix", "episodes", on, []string{"episodes"}, [][]float64{ov})
+	p, err = groupedBars("Outcome mix", "episodes", countAxis, on, []string{"episodes"}, [][]float64{ov})
 	if err := add("outcomes", p, err, w, h); err != nil {
 		return err
 	}
@@ -147,7 +151,7 @@ func (r *Report) plots(out map[string]template.HTML) error {
 		stages = append(stages, "judge")
 		lat[0], lat[1], lat[2] = append(lat[0], l.Judge.Mean), append(lat[1], l.Judge.P50), append(lat[2], l.Judge.P95)
 	}
-	p, err = groupedBars("Latency per stage", "milliseconds", stages, []string{"mean", "p50", "p95"}, lat)
+	p, err = latencyDots("Latency per stage", stages, []string{"mean", "p50", "p95"}, lat)
 	if err := add("latency", p, err, w, h); err != nil {
 		return err
 	}
@@ -162,7 +166,7 @@ func (r *Report) plots(out map[string]template.HTML) error {
 			}
 			dn, dv = append(dn, name), append(dv, float64(r.Judge.Overall.Decisions[d]))
 		}
-		p, err = groupedBars("Judge decisions", "trajectories", dn, []string{"trajectories"}, [][]float64{dv})
+		p, err = groupedBars("Judge decisions", "trajectories", countAxis, dn, []string{"trajectories"}, [][]float64{dv})
 		if err := add("decisions", p, err, w, h); err != nil {
 			return err
 		}
@@ -178,13 +182,13 @@ func (r *Report) plots(out map[string]template.HTML) error {
 	if b := r.Baseline; b != nil {
 		var bn []string
 		var vals [4][]float64
-		for _, d := range append(b.Apps, b.Overall) {
+		for _, d := range b.rows() {
 			bn = append(bn, traj.PrintName(d.App))
 			for i, v := range []*float64{d.BaselineRate, d.Rate, d.BaselineAverage, d.AverageAtK} {
 				vals[i] = append(vals[i], deref(v))
 			}
 		}
-		p, err = groupedBars("Run against baseline "+traj.PrintName(b.Baseline), "fraction", bn,
+		p, err = groupedBars("Run against baseline "+traj.PrintName(b.Baseline), "", rateAxis, bn,
 			[]string{"baseline success", "success", "baseline Average@" + k, "Average@" + k}, vals[:])
 		if err := add("baseline", p, err, w, h); err != nil {
 			return err
@@ -268,7 +272,7 @@ td:first-child, th:first-child { text-align: left; }
 <table id="apps">
 <tr><th>app</th><th>episodes</th><th>scored tasks</th><th>successes</th><th>success rate</th><th>Average@{{.R.Samples}}</th><th>Pass@{{.R.Samples}}</th><th>env errors</th><th>unscored</th><th>mean steps</th></tr>
 {{range .R.ByApp}}<tr><td>{{name .App}}</td><td>{{.Episodes}}</td><td>{{.ScoredTasks}}</td><td>{{.Successes}}</td><td>{{pct .Rate}}</td><td>{{pct .AverageAtK}}</td><td>{{pct .PassAtK}}</td><td>{{.EnvErrors}}</td><td>{{.Unscored}}</td><td>{{f2 .MeanSteps}}</td></tr>
-{{end}}{{with .R.Overall}}<tr><th>overall</th><th>{{.Episodes}}</th><th>{{.ScoredTasks}}</th><th>{{.Successes}}</th><th>{{pct .Rate}}</th><th>{{pct .AverageAtK}}</th><th>{{pct .PassAtK}}</th><th>{{.EnvErrors}}</th><th>{{.Unscored}}</th><th>{{f2 .MeanSteps}}</th></tr>{{end}}
+{{end}}{{if ne (len .R.ByApp) 1}}{{with .R.Overall}}<tr><th>overall</th><th>{{.Episodes}}</th><th>{{.ScoredTasks}}</th><th>{{.Successes}}</th><th>{{pct .Rate}}</th><th>{{pct .AverageAtK}}</th><th>{{pct .PassAtK}}</th><th>{{.EnvErrors}}</th><th>{{.Unscored}}</th><th>{{f2 .MeanSteps}}</th></tr>{{end}}{{end}}
 </table>
 <p class="meta">Average@K: the mean over tasks of the success fraction of their scored samples; Pass@K: the share of tasks with at least one success. Environment errors and unscored episodes count in neither (as in the rollout summary). Run ledger: {{.R.LedgerEpisodes}} published episodes.</p>
 <div class="plot">{{index .Plots "success"}}</div>
@@ -277,7 +281,7 @@ td:first-child, th:first-child { text-align: left; }
 <div class="plots"><table id="baseline">
 <tr><th>app</th><th>baseline success</th><th>success</th><th>Δ success</th><th>baseline Average@{{$.R.Samples}}</th><th>Average@{{$.R.Samples}}</th><th>Δ Average@{{$.R.Samples}}</th></tr>
 {{range .Apps}}<tr><td>{{name .App}}</td><td>{{pctp .BaselineRate}}</td><td>{{pctp .Rate}}</td><td>{{dpct .RateDelta}}</td><td>{{pctp .BaselineAverage}}</td><td>{{pctp .AverageAtK}}</td><td>{{dpct .AverageDelta}}</td></tr>
-{{end}}{{with .Overall}}<tr><th>overall</th><th>{{pctp .BaselineRate}}</th><th>{{pctp .Rate}}</th><th>{{dpct .RateDelta}}</th><th>{{pctp .BaselineAverage}}</th><th>{{pctp .AverageAtK}}</th><th>{{dpct .AverageDelta}}</th></tr>{{end}}
+{{end}}{{if ne (len .Apps) 1}}{{with .Overall}}<tr><th>overall</th><th>{{pctp .BaselineRate}}</th><th>{{pctp .Rate}}</th><th>{{dpct .RateDelta}}</th><th>{{pctp .BaselineAverage}}</th><th>{{pctp .AverageAtK}}</th><th>{{dpct .AverageDelta}}</th></tr>{{end}}{{end}}
 </table>
 <div class="plot">{{index $.Plots "baseline"}}</div></div>
 {{end}}

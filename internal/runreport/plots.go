@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -57,15 +60,81 @@ func svg(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 	return template.HTML(s), nil //nolint:gosec // made by vgsvg from our own figures
 }
 
+// sans is the face of the plots' text: a sans-serif one at sizes for a
+// screen (gonum's default is a 12-point serif title and 10-point ticks).
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
 func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Title.TextStyle.Font = font.From(sans, 14)
+	p.Title.Padding = vg.Points(8)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = font.From(sans, 12)
+		a.Tick.Label.Font = font.From(sans, 11)
+	}
+	p.Legend.TextStyle.Font = font.From(sans, 11)
 	p.Add(plotter.NewGrid())
 	return p
 }
 
-// groupedBars plots one bar per name for each series, side by side.
-func groupedBars(title, ylabel string, names []string, labels []string, values [][]float64) (*plot.Plot, error) {
+// axisKind is what a bar chart's values are: it decides the scale and
+// the tick labels of its Y axis.
+type axisKind int
+
+const (
+	// countAxis: whole numbers from 0, labelled without decimals.
+	countAxis axisKind = iota
+	// rateAxis: fractions, ticks from 0 % to 100 %.
+	rateAxis
+)
+
+// headroom is the top of a Y axis whose largest value is top, with series
+// legend lines above the bars (0 for no legend).
+func headroom(top float64, series int) float64 {
+	top = max(top, 1e-9)
+	if series > 1 {
+		return top * (1.15 + 0.12*float64(series))
+	}
+	return top * 1.12
+}
+
+// countTicks marks whole numbers only (steps of 1, 2 or 5 times a power
+// of ten, at most about six of them), labelled without decimals.
+type countTicks struct{}
+
+// Ticks returns the marks between min and max.
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := 1.0
+	for k := 0; (hi-lo)/step > 6; k++ {
+		step = []float64{2, 5, 10}[k%3] * math.Pow10(k/3)
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+1e-9; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	}
+	return ts
+}
+
+// rateTicks marks 0 % to 100 % in quarters, whatever room the axis has
+// above 1 for a legend.
+type rateTicks struct{}
+
+// Ticks returns the marks.
+func (rateTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, v := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		if v >= lo-1e-9 && v <= hi+1e-9 {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.Itoa(int(math.Round(v*100))) + " %"})
+		}
+	}
+	return ts
+}
+
+// groupedBars plots one bar per name for each series, side by side, with
+// room above the bars (and for the legend when there are several
+// series).
+func groupedBars(title, ylabel string, kind axisKind, names []string, labels []string, values [][]float64) (*plot.Plot, error) {
 	p := newPlot(title, "", ylabel)
 	w := vg.Points(min(60, 240/float64(max(len(names), 1))) / float64(max(len(values), 1)))
 	for i, vs := range values {
@@ -83,23 +152,63 @@ func groupedBars(title, ylabel string, names []string, labels []string, values [
 	}
 	p.NominalX(names...)
 	p.Y.Min = 0
-	if len(values) > 1 {
-		// Room above the bars for the legend (one line per series).
-		top := 0.0
-		for _, vs := range values {
-			for _, v := range vs {
-				top = max(top, v)
-			}
+	top := 0.0
+	for _, vs := range values {
+		for _, v := range vs {
+			top = max(top, v)
 		}
-		p.Legend.Top = true
-		p.Y.Max = max(top, 1e-9) * (1.15 + 0.12*float64(len(values)))
 	}
+	p.Legend.Top = true
+	switch kind {
+	case rateAxis:
+		p.Y.Tick.Marker = rateTicks{}
+		p.Y.Max = headroom(1, len(values))
+	default:
+		p.Y.Tick.Marker = countTicks{}
+		p.Y.Max = max(headroom(top, len(values)), 1)
+	}
+	return p, nil
+}
+
+// latencyDots plots, per stage, one dot per series (mean, p50, p95) on a
+// log scale of milliseconds: a judge call of seconds and an observation
+// of milliseconds both readable.
+func latencyDots(title string, stages, labels []string, values [][]float64) (*plot.Plot, error) {
+	p := newPlot(title, "", "milliseconds (log scale)")
+	lo, hi := math.Inf(1), 0.0
+	for i, vs := range values {
+		pts := make(plotter.XYs, 0, len(vs))
+		for j, v := range vs {
+			if v <= 0 {
+				continue // nothing measured
+			}
+			pts = append(pts, plotter.XY{X: float64(j) + 0.18*(float64(i)-float64(len(values)-1)/2), Y: v})
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", title, err)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: series[i%len(series)], Radius: vg.Points(4), Shape: []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}[i%3]}
+		p.Add(sc)
+		p.Legend.Add(labels[i], sc)
+	}
+	if hi == 0 { // no latency at all
+		lo, hi = 1, 10
+	}
+	p.NominalX(stages...)
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min = math.Pow10(int(math.Floor(math.Log10(lo))))
+	p.Y.Max = math.Pow10(int(math.Ceil(math.Log10(hi))) + 1) // a decade of room for the legend
+	p.Legend.Top = true
 	return p, nil
 }
 
 // histogram plots pre-binned counts.
 func histogram(title, xlabel string, h Histogram, fill color.Color) *plot.Plot {
 	p := newPlot(title, xlabel, "rows")
+	p.Y.Tick.Marker = countTicks{}
 	n := len(h.Counts)
 	width := (h.Max - h.Min) / float64(max(n, 1))
 	if width == 0 {
@@ -111,6 +220,11 @@ func histogram(title, xlabel string, h Histogram, fill color.Color) *plot.Plot {
 		hist.Bins = append(hist.Bins, plotter.HistogramBin{Min: lo, Max: lo + width, Weight: float64(c)})
 	}
 	p.Add(hist)
+	top := 0
+	for _, c := range h.Counts {
+		top = max(top, c)
+	}
+	p.Y.Min, p.Y.Max = 0, max(headroom(float64(top), 1), 1)
 	return p
 }
 

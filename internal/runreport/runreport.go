@@ -564,6 +564,15 @@ func (h *Histogram) bin(n int) {
 }
 
 // compare puts the run's per-app figures beside the baseline's.
+// rows are the comparison's rows: each app's, then the overall one
+// unless there is one app (which it would repeat).
+func (c *Comparison) rows() []AppDelta {
+	if len(c.Apps) == 1 {
+		return slices.Clone(c.Apps)
+	}
+	return append(slices.Clone(c.Apps), c.Overall)
+}
+
 func compare(baseline string, run, base *Report) *Comparison {
 	c := &Comparison{Baseline: baseline}
 	byApp := func(r *Report) map[string]ledger.Scores {
@@ -634,8 +643,10 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", traj.PrintName(a.App),
 			100*a.Rate, r.Samples, 100*a.AverageAtK, r.Samples, 100*a.PassAtK, a.MeanSteps)
 	}
-	fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", "overall",
-		100*r.Overall.Rate, r.Samples, 100*r.Overall.AverageAtK, r.Samples, 100*r.Overall.PassAtK, r.Overall.MeanSteps)
+	if len(r.ByApp) != 1 { // with one app "overall" is that app
+		fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", "overall",
+			100*r.Overall.Rate, r.Samples, 100*r.Overall.AverageAtK, r.Samples, 100*r.Overall.PassAtK, r.Overall.MeanSteps)
+	}
 	fmt.Fprintf(w, "  VM utilisation %.1f%%, identical-plan share %.1f%%\n", 100*r.VMs.Utilisation, 100*r.IdenticalPlansShare)
 	if j := r.Judge; j != nil {
 		fmt.Fprintf(w, "  judge: %d judged, %d clean successes, precision %s, recall %s\n", j.Overall.Trajectories,
@@ -649,7 +660,7 @@ func (r *Report) Print(w io.Writer) {
 			l.FromHistory, l.MeanAbsErrorS, 100*l.MeanRelError, l.Fallback)
 	}
 	if b := r.Baseline; b != nil {
-		for _, d := range append(slices.Clone(b.Apps), b.Overall) {
+		for _, d := range b.rows() {
 			fmt.Fprintf(w, "  vs %s, %-12s success %s → %s (%s), Average@K %s → %s (%s)\n", traj.PrintName(b.Baseline), traj.PrintName(d.App),
 				pct(d.BaselineRate), pct(d.Rate), pctDelta(d.RateDelta), pct(d.BaselineAverage), pct(d.AverageAtK), pctDelta(d.AverageDelta))
 		}

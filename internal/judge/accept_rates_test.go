@@ -127,8 +127,10 @@ func meanWithin(t *testing.T, what string, sum, n, clusters int, mean, sd float6
 
 // Acceptance 3 of issue 37, through the pipeline: the simulated judge
 // endpoint answers as its calibrated error model says. CODA's
-// multi-resolution and ensemble policies and the default one (between
-// them: both models, both resolutions, calls of one vote and of several)
+// multi-resolution policy and the default one (between them: both
+// models, both resolutions, calls of one vote and of several; the
+// ensemble row differs from the default only in the order of the same
+// calls)
 // judge a simulated run (about 20 % true success) through the whole judge
 // (frames from the blob store, prompts, low-resolution frames, calls to
 // the endpoint's two models, answers parsed) and must match, on true
@@ -159,10 +161,8 @@ func TestAcceptSimJudgeMatchesItsModel(t *testing.T) {
 		models int
 	}
 	var pols []policy
-	for _, row := range table2[2:] { // multires, ensemble
-		p, m := row.policy()
-		pols = append(pols, policy{row.name, p, m})
-	}
+	p, m := table2[2].policy() // multires
+	pols = append(pols, policy{table2[2].name, p, m})
 	pols = append(pols, policy{"default", DefaultPolicy(2), 2})
 	got := make([]rates, len(pols))
 	for seed := int64(1); seed <= int64(seeds); seed++ {

@@ -116,10 +116,8 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 	if err := o.Policy.Validate(); err != nil {
 		return Stats{}, service.Usage(err)
 	}
-	for i, st := range o.Policy.Stages {
-		if st.Model >= len(specs) {
-			return Stats{}, service.Usage(fmt.Errorf("--stages: stage %d %s asks judge model %d, but %d --judge endpoint(s) are configured", i+1, st, st.Model+1, len(specs)))
-		}
+	if err := o.Policy.CheckModels(len(specs)); err != nil { // before opening anything
+		return Stats{}, service.Usage(err)
 	}
 	store, err := env.Store(ctx)
 	if err != nil {

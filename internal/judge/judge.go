@@ -57,10 +57,8 @@ func New(cfg Config) (*Judge, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, err
 	}
-	for i, st := range cfg.Policy.Stages {
-		if cfg.Policy.Rule == Staged && st.Model >= len(cfg.Endpoints) {
-			return nil, fmt.Errorf("judge: --stages: stage %d %s asks judge model %d, but %d --judge endpoint(s) are configured", i+1, st, st.Model+1, len(cfg.Endpoints))
-		}
+	if err := cfg.Policy.CheckModels(len(cfg.Endpoints)); err != nil {
+		return nil, fmt.Errorf("judge: %w", err)
 	}
 	if cfg.Store == nil {
 		return nil, errors.New("judge: no blob store for the screenshots")

@@ -143,6 +143,17 @@ func StagedPolicy(stages []Stage) Policy {
 	return p
 }
 
+// CheckModels reports a stage that asks a judge model beyond the n
+// configured.
+func (p Policy) CheckModels(n int) error {
+	for i, st := range p.Stages {
+		if p.Rule == Staged && st.Model >= n {
+			return fmt.Errorf("--stages: stage %d %s asks judge model %d, but %d --judge endpoint(s) are configured", i+1, st, st.Model+1, n)
+		}
+	}
+	return nil
+}
+
 // stageOf is the index of the stage vote i belongs to (len(Stages) past
 // the last).
 func (p Policy) stageOf(i int) int {

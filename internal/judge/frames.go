@@ -112,8 +112,10 @@ func (box Size) Fit(w, h int) Size {
 	return Size{max(1, (w*box.H+h/2)/h), box.H}
 }
 
-// Resize scales a PNG down to fit in box (aspect ratio kept) with a
-// Catmull-Rom kernel and encodes it as PNG again. The text chunks of the
+// Resize scales a PNG down to fit in box (aspect ratio kept), by the
+// area average of k×k blocks when the size is a whole factor k of the
+// box's (boxScale) and with a Catmull-Rom kernel otherwise, and encodes it
+// as PNG again. The text chunks of the
 // original (tEXt, zTXt, iTXt: metadata such as the simulator's state) are
 // copied into the result. An image that already fits is returned as it is.
 func Resize(data []byte, box Size) ([]byte, Size, error) {
@@ -130,7 +132,9 @@ func Resize(data []byte, box Size) ([]byte, Size, error) {
 		return nil, Size{}, fmt.Errorf("resize: %w", err)
 	}
 	dst := image.NewRGBA(image.Rect(0, 0, to.W, to.H))
-	draw.CatmullRom.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
+	if !boxScale(dst, src) {
+		draw.CatmullRom.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
+	}
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, dst); err != nil {
@@ -141,6 +145,37 @@ func Resize(data []byte, box Size) ([]byte, Size, error) {
 		return nil, Size{}, fmt.Errorf("resize: %w", err)
 	}
 	return out, to, nil
+}
+
+// boxScale scales an opaque RGBA src down into dst by averaging k×k
+// blocks when src is exactly k times dst's size (k ≥ 2; a 1280×800
+// screenshot into 640×400): for such a factor the box filter is the
+// area average, without the aliasing of point sampling and several times
+// faster than Catmull-Rom. It reports false, doing nothing, for any
+// other case.
+func boxScale(dst *image.RGBA, src image.Image) bool {
+	s, ok := src.(*image.RGBA)
+	w, h := dst.Rect.Dx(), dst.Rect.Dy()
+	if !ok || w == 0 || h == 0 || s.Rect.Dx()%w != 0 || s.Rect.Dy()%h != 0 || s.Rect.Dx()/w != s.Rect.Dy()/h || s.Rect.Dx()/w < 2 {
+		return false
+	}
+	k := s.Rect.Dx() / w
+	n := uint32(k * k)
+	for y := range h {
+		for x := range w {
+			var r, g, b, a uint32
+			for dy := range k {
+				row := s.Pix[(y*k+dy)*s.Stride+x*k*4:]
+				for dx := range k {
+					p := row[dx*4 : dx*4+4 : dx*4+4]
+					r, g, b, a = r+uint32(p[0]), g+uint32(p[1]), b+uint32(p[2]), a+uint32(p[3])
+				}
+			}
+			o := dst.Pix[y*dst.Stride+x*4 : y*dst.Stride+x*4+4 : y*dst.Stride+x*4+4]
+			o[0], o[1], o[2], o[3] = uint8((r+n/2)/n), uint8((g+n/2)/n), uint8((b+n/2)/n), uint8((a+n/2)/n)
+		}
+	}
+	return true
 }
 
 var pngSig = []byte("\x89PNG\r\n\x1a\n")

@@ -108,10 +108,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		log.Info("SIMULATOR started: a simulated judge stands in for a VLM judge (for checking a pipeline, not for training data)", "judge", servers.JudgeURL, "models", len(specs))
 	}
 	if o.DefaultStages {
-		pol := o.Policy
-		pol.Rule, pol.Stages = Staged, DefaultStages(len(specs))
-		pol.Votes = sumVotes(pol.Stages)
-		o.Policy = pol
+		o.Policy = o.Policy.WithStages(DefaultStages(len(specs)))
 	}
 	if err := o.Policy.Validate(); err != nil {
 		return Stats{}, service.Usage(err)
@@ -372,15 +369,14 @@ func (o *Options) setStages(fs *service.Flags, v string) error {
 		return fmt.Errorf("--votes and --rule are for --stages none; --stages %s counts its own votes", v)
 	case v == "":
 		o.DefaultStages = true
-		o.Policy.Stages = DefaultStages(1) // until the endpoints are known
+		o.Policy = o.Policy.WithStages(DefaultStages(1)) // until the endpoints are known
 	default:
 		st, err := ParseStages(v)
 		if err != nil {
 			return fmt.Errorf("--stages: %w", err)
 		}
-		o.Policy.Stages = st
+		o.Policy = o.Policy.WithStages(st)
 	}
-	o.Policy.Rule, o.Policy.Votes = Staged, sumVotes(o.Policy.Stages)
 	if !fs.Given("batch-votes") {
 		o.Policy.BatchVotes = true
 	}

@@ -136,7 +136,8 @@ func sumVotes(stages []Stage) int {
 // stage uses DefaultLowRes.
 func StagedPolicy(stages []Stage) Policy {
 	p := CODAPolicy()
-	p.Rule, p.Stages, p.BatchVotes, p.Votes = Staged, stages, true, sumVotes(stages)
+	p = p.WithStages(stages)
+	p.BatchVotes = true
 	if slices.ContainsFunc(stages, func(s Stage) bool { return s.LowRes }) {
 		p.LowRes = DefaultLowRes
 	}
@@ -152,6 +153,12 @@ func (p Policy) CheckModels(n int) error {
 		}
 	}
 	return nil
+}
+
+// WithStages is p made a Staged policy of stages, its Votes their sum.
+func (p Policy) WithStages(stages []Stage) Policy {
+	p.Rule, p.Stages, p.Votes = Staged, stages, sumVotes(stages)
+	return p
 }
 
 // stageOf is the index of the stage vote i belongs to (len(Stages) past

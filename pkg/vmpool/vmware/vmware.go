@@ -107,7 +107,7 @@ func (c Config) withDefaults() Config {
 	vms := make([]VM, len(c.VMs))
 	for i, v := range c.VMs {
 		if v.ID == "" && v.VMX != "" {
-			v.ID = strings.TrimSuffix(filepath.Base(v.VMX), filepath.Ext(v.VMX))
+			v.ID = defaultID(v.VMX)
 		}
 		v.Snapshot = cmp.Or(v.Snapshot, c.Snapshot)
 		v.GuestPort = cmp.Or(v.GuestPort, c.GuestPort)
@@ -116,6 +116,10 @@ func (c Config) withDefaults() Config {
 	c.VMs = vms
 	return c
 }
+
+// defaultID is the id of a VM that gives none: its .vmx file's name
+// without the extension.
+func defaultID(vmx string) string { return strings.TrimSuffix(filepath.Base(vmx), filepath.Ext(vmx)) }
 
 // Validate reports every value of c that cannot work, as
 // *vmpool.ConfigError values joined; their fields start with "vmware.".
@@ -143,6 +147,9 @@ func (c Config) Validate() error {
 	for i, vm := range c.VMs {
 		f := fmt.Sprintf("vmware.vms[%d]", i)
 		v.VMID(f+".id", vm.ID)
+		if id := defaultID(vm.VMX); vm.ID == "" && vm.VMX != "" && !vmpool.ValidID(id) {
+			v.Add(f+".id", "missing, and the .vmx file's name %q is no VM id (letters, digits, '.', '_' and '-', starting with a letter or digit): give one", id)
+		}
 		switch {
 		case vm.VMX == "":
 			v.Add(f+".vmx", "missing; want the path of the VM's .vmx file")

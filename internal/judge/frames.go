@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"image"
 	"image/png"
 	"strconv"
 	"strings"
 
-	"golang.org/x/image/draw"
-
+	"github.com/codapipe/codapipe/internal/imaging"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -102,19 +100,15 @@ func ParseSize(v string) (Size, error) {
 // Fit is the size of a w×h image scaled down to fit in box with its
 // aspect ratio kept (never scaled up); the zero box keeps w×h.
 func (box Size) Fit(w, h int) Size {
-	if box.IsZero() || w <= 0 || h <= 0 || (w <= box.W && h <= box.H) {
+	if box.IsZero() {
 		return Size{w, h}
 	}
-	// scale = min(box.W/w, box.H/h), rounded to the nearest pixel.
-	if box.W*h <= box.H*w { // width limits
-		return Size{box.W, max(1, (h*box.W+w/2)/w)}
-	}
-	return Size{max(1, (w*box.H+h/2)/h), box.H}
+	fw, fh := imaging.Fit(w, h, box.W, box.H)
+	return Size{fw, fh}
 }
 
-// Resize scales a PNG down to fit in box (aspect ratio kept), by the
-// area average of k×k blocks when the size is a whole factor k of the
-// box's (boxScale) and with a Catmull-Rom kernel otherwise, and encodes it
+// Resize scales a PNG down to fit in box (aspect ratio kept) with
+// imaging.Scale, and encodes it
 // as PNG again. The text chunks of the
 // original (tEXt, zTXt, iTXt: metadata such as the simulator's state) are
 // copied into the result. An image that already fits is returned as it is.
@@ -131,10 +125,7 @@ func Resize(data []byte, box Size) ([]byte, Size, error) {
 	if err != nil {
 		return nil, Size{}, fmt.Errorf("resize: %w", err)
 	}
-	dst := image.NewRGBA(image.Rect(0, 0, to.W, to.H))
-	if !boxScale(dst, src) {
-		draw.CatmullRom.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
-	}
+	dst := imaging.Scale(src, to.W, to.H)
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, dst); err != nil {
@@ -145,37 +136,6 @@ func Resize(data []byte, box Size) ([]byte, Size, error) {
 		return nil, Size{}, fmt.Errorf("resize: %w", err)
 	}
 	return out, to, nil
-}
-
-// boxScale scales an opaque RGBA src down into dst by averaging k×k
-// blocks when src is exactly k times dst's size (k ≥ 2; a 1280×800
-// screenshot into 640×400): for such a factor the box filter is the
-// area average, without the aliasing of point sampling and several times
-// faster than Catmull-Rom. It reports false, doing nothing, for any
-// other case.
-func boxScale(dst *image.RGBA, src image.Image) bool {
-	s, ok := src.(*image.RGBA)
-	w, h := dst.Rect.Dx(), dst.Rect.Dy()
-	if !ok || w == 0 || h == 0 || s.Rect.Dx()%w != 0 || s.Rect.Dy()%h != 0 || s.Rect.Dx()/w != s.Rect.Dy()/h || s.Rect.Dx()/w < 2 {
-		return false
-	}
-	k := s.Rect.Dx() / w
-	n := uint32(k * k)
-	for y := range h {
-		for x := range w {
-			var r, g, b, a uint32
-			for dy := range k {
-				row := s.Pix[(y*k+dy)*s.Stride+x*k*4:]
-				for dx := range k {
-					p := row[dx*4 : dx*4+4 : dx*4+4]
-					r, g, b, a = r+uint32(p[0]), g+uint32(p[1]), b+uint32(p[2]), a+uint32(p[3])
-				}
-			}
-			o := dst.Pix[y*dst.Stride+x*4 : y*dst.Stride+x*4+4 : y*dst.Stride+x*4+4]
-			o[0], o[1], o[2], o[3] = uint8((r+n/2)/n), uint8((g+n/2)/n), uint8((b+n/2)/n), uint8((a+n/2)/n)
-		}
-	}
-	return true
 }
 
 var pngSig = []byte("\x89PNG\r\n\x1a\n")

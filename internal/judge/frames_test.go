@@ -244,37 +244,3 @@ func corruptCRC(t *testing.T) []byte {
 	b[29] ^= 0xff // inside IHDR's CRC
 	return b
 }
-
-// boxScale averages k×k blocks exactly (rounded), and leaves every other
-// case to Catmull-Rom.
-func TestBoxScale(t *testing.T) {
-	src := image.NewRGBA(image.Rect(0, 0, 4, 2))
-	for i, v := range []uint8{0, 10, 20, 31, 100, 200, 40, 50} { // rows of 4
-		src.Set(i%4, i/4, color.RGBA{R: v, G: 255 - v, B: 7, A: 255})
-	}
-	dst := image.NewRGBA(image.Rect(0, 0, 2, 1))
-	if !boxScale(dst, src) {
-		t.Fatal("a 2× RGBA image was not box-scaled")
-	}
-	// R: (0+10+100+200)/4 = 77.5 → 78, (20+31+40+50)/4 = 35.25 → 35;
-	// G: (255+245+155+55)/4 = 177.5 → 178, (235+224+215+205)/4 = 219.75 → 220.
-	for x, want := range []color.RGBA{{R: 78, G: 178, B: 7, A: 255}, {R: 35, G: 220, B: 7, A: 255}} {
-		if got := dst.RGBAAt(x, 0); got != want {
-			t.Errorf("pixel %d = %+v, want %+v", x, got, want)
-		}
-	}
-	for _, c := range []struct {
-		name string
-		src  image.Image
-		dst  image.Rectangle
-	}{
-		{"not a whole factor", image.NewRGBA(image.Rect(0, 0, 5, 2)), image.Rect(0, 0, 2, 1)},
-		{"different factors", image.NewRGBA(image.Rect(0, 0, 4, 3)), image.Rect(0, 0, 2, 1)},
-		{"factor 1", image.NewRGBA(image.Rect(0, 0, 2, 1)), image.Rect(0, 0, 2, 1)},
-		{"not RGBA", image.NewNRGBA(image.Rect(0, 0, 4, 2)), image.Rect(0, 0, 2, 1)},
-	} {
-		if boxScale(image.NewRGBA(c.dst), c.src) {
-			t.Errorf("%s: box-scaled", c.name)
-		}
-	}
-}

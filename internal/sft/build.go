@@ -187,10 +187,10 @@ func Build(ctx context.Context, cfg Config) (*Manifest, error) {
 		}
 		valid = append(valid, c)
 	}
-	kept := m.selectKept(valid, cfg)
+	kept := selectKept(m, valid, cfg)
 	sortSkipped(m.Skipped)
-	m.count(kept)
-	m.report(cfg.Report, cfg.Log)
+	count(m, kept)
+	report(m, cfg.Report, cfg.Log)
 
 	// Pass 3: write.
 	w := &datasetWriter{cfg: cfg, m: m, render: render, prog: prog, images: newImageFiles(cfg.Dir, cfg.Store)}
@@ -247,7 +247,7 @@ func nonNil(s []string) []string {
 // executed action sequence: the smallest trajectory id is kept), applies
 // MaxPerTask (fewest steps first, then the smallest id) and assigns each
 // task its split. The result is sorted by task, then trajectory id.
-func (m *Manifest) selectKept(valid []*candidate, cfg Config) []*candidate {
+func selectKept(m *Manifest, valid []*candidate, cfg Config) []*candidate {
 	byTask := map[string][]*candidate{}
 	var tasks []string
 	for _, c := range valid {
@@ -301,30 +301,30 @@ func SplitOf(task string, seed int64, valFraction float64) string {
 
 // count fills the per-app, per-task, per-run and per-split counts of the
 // kept trajectories.
-func (m *Manifest) count(kept []*candidate) {
+func count(m *Manifest, kept []*candidate) {
 	splitTasks := map[string]map[string]bool{}
 	for _, c := range kept {
 		r := &c.rec
 		m.Counts.Kept++
 		m.Counts.Samples += c.samples
 		a, ru := m.Apps[r.App], m.Runs[r.Run]
-		a.add(c.samples)
-		ru.add(c.samples)
+		a.Add(c.samples)
+		ru.Add(c.samples)
 		m.Apps[r.App], m.Runs[r.Run] = a, ru
 		t := m.Tasks[r.Task]
 		t.App, t.Split = r.App, c.split
-		t.add(c.samples)
+		t.Add(c.samples)
 		m.Tasks[r.Task] = t
 		jv := m.JudgeVersions[r.Version]
 		jv.JudgeVersion = r.Judge
-		jv.add(c.samples)
+		jv.Add(c.samples)
 		m.JudgeVersions[r.Version] = jv
 		s, ok := m.Splits[c.split]
 		if !ok {
 			s = SplitInfo{JSONL: c.split + ".jsonl", Parquet: []string{}}
 			splitTasks[c.split] = map[string]bool{}
 		}
-		s.add(c.samples)
+		s.Add(c.samples)
 		splitTasks[c.split][r.Task] = true
 		m.Splits[c.split] = s
 	}
@@ -337,7 +337,7 @@ func (m *Manifest) count(kept []*candidate) {
 
 // report prints what the selection kept, per app and per task, and logs
 // the counts (per app at debug).
-func (m *Manifest) report(w io.Writer, log *slog.Logger) {
+func report(m *Manifest, w io.Writer, log *slog.Logger) {
 	c := m.Counts
 	log.Info("sftpack: selected", "records", c.Records, "undecodable", c.Undecodable, "trajectories", c.Trajectories,
 		"no_judgement", c.NoJudgement, "out_of_range", c.OutOfRange, "clean_successes", c.Decisions[string(traj.CleanSuccess)],

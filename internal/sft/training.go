@@ -6,21 +6,6 @@ import (
 	"strings"
 )
 
-// Training is how to train on a dataset as it was written: the
-// LLaMA-Factory settings and the ms-swift command for the splits it has,
-// run from the dataset folder. manifest.json and README.md carry it, so
-// a dataset without a val split is never trained with a val file that
-// does not exist.
-type Training struct {
-	// LlamaFactory is the data part of a LLaMA-Factory training YAML
-	// (dataset_dir, dataset, eval_dataset when val has samples) with the
-	// image and length settings our screenshots need.
-	LlamaFactory string `json:"llamafactory"`
-	// Swift is the ms-swift command line (--val_dataset only when val
-	// has samples).
-	Swift string `json:"swift"`
-}
-
 // trainingModel is the base model the commands name; users put theirs.
 const trainingModel = "Qwen/Qwen2.5-VL-7B-Instruct"
 

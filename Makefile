@@ -20,8 +20,11 @@ TRIM    := -trimpath
 # The trainer/ tests (Python, PyTorch) run with Debian's interpreter, which sees Debian's
 # python3-torch (the `python3` first on PATH may be another one).
 PYTHON  := /usr/bin/python3
+# Headless Chromium for internal/browser (its tests, tools/pagepng, make report-png): Debian's
+# chromium, installed by `make chromium`. The recipes hand it to Go as CODAPIPE_CHROMIUM.
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: all build test lint vet bench fuzz fuzz-short demo clean tools report-png chaos python-torch trainer-test
+.PHONY: all build test lint vet bench fuzz fuzz-short demo clean tools report-png chaos python-torch trainer-test chromium
 
 all: build
 
@@ -31,8 +34,9 @@ build:
 
 ## tools: install the pinned test tools into .bin (MinIO, nats-server; 2-3 minutes the first time)
 ## and the independent Arrow/Parquet reader's npm packages into tools/reader/node_modules,
-## and Debian's python3-torch for the trainer/ tests when $(PYTHON) cannot import torch
-tools: $(TOOLS)/minio $(TOOLS)/nats-server tools/reader/node_modules/.installed python-torch
+## and Debian's python3-torch for the trainer/ tests when $(PYTHON) cannot import torch,
+## and Debian's chromium for the internal/browser tests when $(CHROMIUM) is missing
+tools: $(TOOLS)/minio $(TOOLS)/nats-server tools/reader/node_modules/.installed python-torch chromium
 
 ## python-torch: install Debian's python3-torch (PyTorch 1.13 on bookworm, about 2 minutes; as root,
 ## or through sudo) unless $(PYTHON) already imports torch. Nothing is downloaded when the tests run.
@@ -43,6 +47,19 @@ python-torch:
 	  $$sudo apt-get update && \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch && \
 	  $(PYTHON) -c 'import torch'; }
+
+## chromium: install Debian's chromium (headless Chromium for internal/browser: its tests,
+## tools/pagepng, make report-png; as root, or through sudo) unless $(CHROMIUM) is there, then
+## check that it runs. Nothing is downloaded when the tests run.
+# The check discards stderr when it passes: Debian's /usr/bin/chromium (a shell script) can
+# print a harmless "[: ...: unexpected operator" from /etc/chromium.d/dev-shm.
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  echo "installing Debian's chromium for internal/browser (apt-get, first time only)"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+	@$(CHROMIUM) --version >/dev/null 2>&1 || { echo "chromium: $(CHROMIUM) --version fails:" >&2; $(CHROMIUM) --version; exit 1; }
 
 ## trainer-test: the reference trainer's tests (trainer/, Python unittest on CPU); make test runs them too
 trainer-test: python-torch
@@ -100,16 +117,18 @@ ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantag
 # The report lists skipped and failed tests with their output, the tests that
 # ran against a real MinIO, the ten slowest tests, and closes with "N passed,
 # N failed, N skipped"; the raw `go test -json` stream is kept in .bin/test.json.
+# CODAPIPE_REQUIRE_CHROMIUM=1: the internal/browser tests fail, rather than skip, without
+# Chromium (`make tools` installs it: the chromium target); CODAPIPE_CHROMIUM is the one it checked.
 test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
 	@set -o pipefail; { { nice -n 19 $(MAKE) --no-print-directory fuzz-short; echo $$? > $(TOOLS)/fuzz-short.rc; } > $(TOOLS)/fuzz-short.log 2>&1 & \
 	  { nice -n 10 $(PYTHON) trainer/tests/gotestjson.py > $(TOOLS)/trainer-test.json 2>&1; echo $$? > $(TOOLS)/trainer-test.rc; } & \
-	  GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test $(TRIM) -race -count=1 -json -skip '$(ACCEPTANCE)' $(PKGS); r=$$?; \
+	  CODAPIPE_REQUIRE_CHROMIUM=1 CODAPIPE_CHROMIUM='$(CHROMIUM)' GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test $(TRIM) -race -count=1 -json -skip '$(ACCEPTANCE)' $(PKGS); r=$$?; \
 	  acc=$$($(GO) list -f '{{.ImportPath}} {{.Dir}}' $(PKGS) | \
 	    while read -r p d; do if grep -qs '^func TestAccept' "$$d"/*_test.go; then echo "$$p"; fi; done); \
 	  first=$$(for f in $(ACCEPT_FIRST); do echo "$$acc" | grep -x ".*/$$f" || true; done); \
 	  rest=$$(echo "$$acc" | grep -vxF "$$first" || true); \
-	  $(GO) test $(TRIM) -count=1 -json -run '$(ACCEPTANCE)' $$first $$rest || r=1; wait; \
+	  CODAPIPE_REQUIRE_CHROMIUM=1 CODAPIPE_CHROMIUM='$(CHROMIUM)' $(GO) test $(TRIM) -count=1 -json -run '$(ACCEPTANCE)' $$first $$rest || r=1; wait; \
 	  cat $(TOOLS)/trainer-test.json; test "$$(cat $(TOOLS)/trainer-test.rc)" = 0 || r=1; exit $$r; } \
 	  | tee $(TOOLS)/test.json | $(TOOLS)/testreport; r=$$?; \
 	cat $(TOOLS)/fuzz-short.log; test "$$(cat $(TOOLS)/fuzz-short.rc)" = 0 && exit $$r
@@ -218,23 +237,15 @@ demo: build tools/reader/node_modules/.installed
 	echo "demo: $$(( $$(date +%s) - start ))s" >> $(DEMO_OUT)/summary.txt; \
 	echo; echo "================ closing summary ================"; cat $(DEMO_OUT)/summary.txt
 
-## report-png: render a run report page in headless Chromium to a PNG for a
-## person to look at (not part of make test). RUN=NAME writes the page of
-## that run first (rollout report --out); without RUN it renders the page
-## already at REPORT_HTML (the demo's). Installs Debian's chromium with
-## apt-get (root) when /usr/bin/chromium is missing.
-CHROMIUM    ?= /usr/bin/chromium
-report-png: build
+## report-png: render a run report page in headless Chromium to a full-page PNG for a
+## person to look at (not part of make test), with tools/pagepng, which also lists the
+## page's console errors, exceptions and failed loads (and then fails). RUN=NAME writes
+## the page of that run first (rollout report --out); without RUN it renders the page
+## already at REPORT_HTML (the demo's). Needs Chromium: the chromium target installs it.
+report-png: build chromium
 	@if [ -n "$(RUN)" ]; then $(BIN)/rollout report --run '$(RUN)' --out '$(REPORT_HTML)'; fi
 	@test -f '$(REPORT_HTML)' || { echo "report-png: no $(REPORT_HTML): give RUN=NAME (a rollout --run) or run make demo first" >&2; exit 2; }
-	@if [ ! -x $(CHROMIUM) ]; then echo "report-png: installing Debian's chromium (apt-get)"; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi
-	@profile=$$(mktemp -d); trap 'rm -rf "$$profile"' EXIT; \
-	  timeout 120 $(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-	    --disable-background-networking --disable-component-update --disable-sync \
-	    --user-data-dir="$$profile" --screenshot='$(REPORT_PNG)' --window-size=1280,4000 \
-	    "file://$$(realpath '$(REPORT_HTML)')" 2>/dev/null
-	@test -s '$(REPORT_PNG)' && echo "report-png: $(REPORT_PNG) ($(REPORT_HTML))"
+	@CODAPIPE_CHROMIUM='$(CHROMIUM)' $(GO) run ./tools/pagepng -in '$(REPORT_HTML)' -out '$(REPORT_PNG)'
 
 clean:
 	rm -rf $(BIN) $(TOOLS) tools/reader/node_modules

@@ -208,17 +208,16 @@ fuzz-short:
 ## ./.codapipe/sft/<night>. It ends with one closing summary.
 # Logs are the human text format (one line per event) even when the output
 # is not a terminal (CI logs); CODAPIPE_LOG_FORMAT=json make demo for JSON.
-# The run report: `rollout report` writes DEMO_REPORT, and the demo copies
-# it to REPORT_HTML (the latest demo's page, what make report-png renders).
+# The report: nightly writes the night's page (every night of the app on the
+# stream, with trends once there are two), and the demo copies it to
+# REPORT_HTML (the latest demo's page, what make report-png renders).
 DEMO_DATA   := ./.codapipe
 REPORT_HTML ?= $(DEMO_DATA)/report.html
 REPORT_PNG  ?= $(DEMO_DATA)/report.png
 DEMO_APP    ?= ChimeraX
 demo: export CODAPIPE_LOG_FORMAT ?= text
 demo: DEMO_NIGHT := demo-$(shell date -u +%Y%m%d-%H%M%S)
-demo: DEMO_RUN = $(DEMO_NIGHT)-$(shell echo '$(DEMO_APP)' | tr 'A-Z' 'a-z' | tr -d ' ')
 demo: DEMO_OUT = $(DEMO_DATA)/nightly/$(DEMO_NIGHT)
-demo: DEMO_REPORT = $(DEMO_DATA)/report/$(DEMO_RUN).html
 # DEMO_COUNT counts the files and rows the reader printed (one JSON line a file).
 demo: export DEMO_COUNT := let n = 0, rows = 0; require("readline").createInterface({ input: process.stdin }).on("line", l => { const d = JSON.parse(l); n++; rows += d.num_rows; }).on("close", () => console.log(`reader: read back $${n} shard files, $${rows} rows (tools/reader/read.mjs: apache-arrow, independent of the Go writer)`));
 demo: build tools/reader/node_modules/.installed
@@ -230,10 +229,8 @@ demo: build tools/reader/node_modules/.installed
 	files=$$(node -e 'for (const f of require(process.argv[1]).shard_files) console.log(f)' $(abspath $(DEMO_OUT))/summary.json); \
 	if [ -n "$$files" ]; then node tools/reader/read.mjs $$files | node -e "$$DEMO_COUNT" \
 	  >> $(DEMO_OUT)/summary.txt; else echo "reader: no shard files to read" >> $(DEMO_OUT)/summary.txt; fi; \
-	mkdir -p $(dir $(DEMO_REPORT)); \
-	$(BIN)/rollout report --data $(DEMO_DATA) --run $(DEMO_RUN) --out $(DEMO_REPORT) >&2; \
-	cp $(DEMO_REPORT) $(REPORT_HTML); \
-	echo "report: $(DEMO_REPORT) (also $(REPORT_HTML), which make report-png renders)" >> $(DEMO_OUT)/summary.txt; \
+	cp $(DEMO_OUT)/report.html $(REPORT_HTML); \
+	echo "report page also at $(REPORT_HTML) (make report-png renders it)" >> $(DEMO_OUT)/summary.txt; \
 	echo "demo: $$(( $$(date +%s) - start ))s" >> $(DEMO_OUT)/summary.txt; \
 	echo; echo "================ closing summary ================"; cat $(DEMO_OUT)/summary.txt
 

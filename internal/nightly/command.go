@@ -61,6 +61,7 @@ func Command() service.Command {
 			fs.String(&o.Shards, "shards", "CODAPIPE_SHARDS", "", "where the shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
 			fs.String(&o.SFTOut, "sft-out", "CODAPIPE_NIGHTLY_SFT_OUT", "", "folder of the night's SFT set (default <data>/sft/<night>)")
 			fs.String(&o.Export, "export", "CODAPIPE_NIGHTLY_EXPORT", "", "export the SFT set to this s3://bucket/prefix (S3 endpoint and credentials from AWS_* / MINIO_*; empty: no export)")
+			fs.String(&o.ReportSince, "report-since", "CODAPIPE_NIGHTLY_REPORT_SINCE", DefaultReportSince, "how far back the night's report page (<data>/nightly/<night>/report.html) goes: a duration back from the night's start, a date or an RFC 3339 time")
 			fs.String(&o.Summary, "summary", "CODAPIPE_NIGHTLY_SUMMARY", "", "write the night's summary as JSON here (default <data>/nightly/<night>/summary.json)")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {

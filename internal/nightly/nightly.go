@@ -36,7 +36,9 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/judge/report"
+	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/rollout"
+	"github.com/codapipe/codapipe/internal/runreport"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sft"
@@ -65,6 +67,10 @@ type Options struct {
 	SFTRuns []string // more runs (names or globs) for the SFT set
 	Export  string   // s3://bucket/prefix to export the SFT set to ("" none)
 	Summary string   // the night's summary as JSON ("" <data>/nightly/<night>/summary.json)
+	// ReportSince is how far back the night's report goes: a duration
+	// back from the night's start, a date or a time (rollout report
+	// --since); "" the default, DefaultReportSince.
+	ReportSince string
 	// Extra arguments of each stage, split on spaces.
 	RolloutArgs, JudgeArgs, AdvantageArgs, SFTArgs string
 }
@@ -75,10 +81,9 @@ var ErrStage = errors.New("nightly: a stage failed")
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // RunName is the rollout run of app in night: "<night>-<app>", the app
-// lower-cased as a subject token.
-func RunName(night, app string) string {
-	return night + "-" + strings.ToLower(bus.AppToken(app))
-}
+// lower-cased as a subject token (ledger.NightRun, which the run report
+// reads back with ledger.NightOf).
+func RunName(night, app string) string { return ledger.NightRun(night, app) }
 
 func (o *Options) check() error {
 	if len(o.Apps) == 0 {
@@ -132,6 +137,11 @@ type Summary struct {
 	// ShardFiles are the local paths of the night's shard files (none when
 	// the shards go to a bucket).
 	ShardFiles []string `json:"shard_files"`
+	// Report is the night's report page: the runs of the night's apps
+	// over the nights since ReportSince (rollout report --runs
+	// '*-<app>' --since), in <data>/nightly/<night>/report.html; ""
+	// when it could not be written (Errors says why).
+	Report string `json:"report"`
 	// SummaryFile is where this summary is written as JSON.
 	SummaryFile string `json:"summary_file"`
 	// CodapipeVersion is the build that ran the night (service.Version).
@@ -258,6 +268,13 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		}
 	} else if len(s.Errors) > 0 {
 		s.Errors = append(s.Errors, "sftpack: not built: an app's stages failed (re-run the night to finish them)")
+	}
+	if ctx.Err() == nil {
+		if page, err := j.report(ctx, b, start); err != nil {
+			s.Errors = append(s.Errors, "report: "+err.Error())
+		} else {
+			s.Report = page
+		}
 	}
 	if ctx.Err() != nil {
 		s.Errors = append(s.Errors, "interrupted: "+ctx.Err().Error())
@@ -563,6 +580,47 @@ func (j *job) sft(ctx context.Context, runs []string) (*SFT, error) {
 	return s, nil
 }
 
+// DefaultReportSince is how far back the night's report goes by default.
+const DefaultReportSince = "720h"
+
+// report writes the night's report page: every run of the night's apps
+// named as nightly names them, started since ReportSince, with the
+// shard sets and the SFT sets under the data folder (or the night's
+// --shards and the parent of --sft-out).
+func (j *job) report(ctx context.Context, b *bus.Bus, start time.Time) (string, error) {
+	since, err := rollout.ParseSince(cmp.Or(j.o.ReportSince, DefaultReportSince), start)
+	if err != nil {
+		return "", err
+	}
+	store, err := j.env.Store(ctx)
+	if err != nil {
+		return "", err
+	}
+	src := runreport.Sources{Bus: b, Topology: j.env.Common.Topology(), Store: store,
+		ShardsDir: cmp.Or(j.o.Shards, filepath.Join(j.env.Common.DataDir, "shards")),
+		SFTDir:    filepath.Join(j.env.Common.DataDir, "sft")}
+	if j.o.SFTOut != "" {
+		src.SFTDir = filepath.Dir(j.o.SFTOut)
+	}
+	var runs []string
+	for _, app := range j.o.Apps {
+		runs = append(runs, RunName("*", app))
+	}
+	o, err := runreport.BuildRange(ctx, src, runreport.RangeConfig{Runs: runs, Since: since})
+	if err != nil {
+		return "", err
+	}
+	if err := o.LoadImages(ctx, store); err != nil {
+		return "", err
+	}
+	page := filepath.Join(j.dir, "report.html")
+	if err := o.WriteHTMLFile(page, time.Now()); err != nil {
+		return "", err
+	}
+	j.log.Info("report written", "file", page, "runs", len(o.Runs))
+	return page, nil
+}
+
 func readJSON(path string, v any) error {
 	body, err := os.ReadFile(path)
 	if err != nil {
@@ -633,6 +691,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "ERROR: %s\n", e)
+	}
+	if s.Report != "" {
+		fmt.Fprintf(w, "report: %s\n", s.Report)
 	}
 	fmt.Fprintf(w, "summary: %s\n", s.SummaryFile)
 }

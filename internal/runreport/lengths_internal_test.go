@@ -53,14 +53,14 @@ func TestLengthFiguresOnThePage(t *testing.T) {
 		want    []string
 	}{
 		{"with predictions", &LengthFigures{FromHistory: 7, Fallback: 3, MeanAbsErrorS: 12.25, MeanRelError: 0.375},
-			[]string{`<table id="lengths">`, "<td>7</td>", "<td>3</td>", "12.2 s", "37.5%"}},
+			[]string{`<table data-table="lengths">`, "<td>7</td>", "<td>3</td>", "12.2 s", "37.5%"}},
 		{"without", nil, []string{"No episode of the run recorded a length prediction."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
 			r := &Report{Run: "r1", Apps: []string{"KAlgebra"}, Samples: 1, Lengths: tc.lengths,
 				Overall: ledger.Scores{Outcomes: map[string]int{"passed": 1}}, ByApp: []AppScores{{App: "KAlgebra"}}}
-			if err := r.WriteHTML(&b, at); err != nil {
+			if err := OverviewOf([]*Report{r}).WriteHTML(&b, at); err != nil {
 				t.Fatal(err)
 			}
 			for _, w := range tc.want {

@@ -20,11 +20,11 @@ func TestReportEscapesNames(t *testing.T) {
 		Overall: ledger.Scores{Outcomes: map[string]int{"passed": 1}}, ByApp: []runreport.AppScores{{App: app}}}
 	var text, page bytes.Buffer
 	r.Print(&text)
-	if err := r.WriteHTML(&page, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := runreport.OverviewOf([]*runreport.Report{r}).WriteHTML(&page, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	for what, out := range map[string]string{"text": text.String(), "html": page.String()} {
-		if strings.ContainsAny(out, "\x1b\u202e") || strings.Contains(out, "\nrun fake") || what == "html" && strings.Contains(out, "<script>") {
+		if strings.ContainsAny(out, "\x1b\u202e") || strings.Contains(out, "\nrun fake") || what == "html" && strings.Count(out, "<script>") != 1 { // the page's own: the table sorter
 			t.Errorf("%s: a raw control character or tag from a name:\n%s", what, out)
 		}
 	}

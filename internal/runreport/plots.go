@@ -205,9 +205,9 @@ func latencyDots(title string, stages, labels []string, values [][]float64) (*pl
 	return p, nil
 }
 
-// histogram plots pre-binned counts.
-func histogram(title, xlabel string, h Histogram, fill color.Color) *plot.Plot {
-	p := newPlot(title, xlabel, "rows")
+// histogram plots pre-binned counts of ylabel (rows, groups, plans).
+func histogram(title, xlabel, ylabel string, h Histogram, fill color.Color) *plot.Plot {
+	p := newPlot(title, xlabel, ylabel)
 	p.Y.Tick.Marker = countTicks{}
 	n := len(h.Counts)
 	width := (h.Max - h.Min) / float64(max(n, 1))
@@ -343,4 +343,79 @@ func ganttPlot(use VMUse) *plot.Plot {
 		p.Legend.Add("VM quarantined", legendGlyph{quarantineGlyph})
 	}
 	return p
+}
+
+// trendKind is the Y axis of a trend plot.
+type trendKind int
+
+const (
+	trendRate  trendKind = iota // fractions, 0 % to 100 %
+	trendCount                  // whole numbers from 0
+	trendCalls                  // a number from 0 (calls per trajectory)
+	trendMS                     // milliseconds on a log scale
+)
+
+// trendLines plots one line per series over the runs (x: the run's
+// index, labelled with runs); a nil value leaves a gap.
+func trendLines(title, ylabel string, kind trendKind, runs []string, names []string, values [][]*float64) (*plot.Plot, error) {
+	p := newPlot(title, "", ylabel)
+	top, lo := 0.0, math.Inf(1)
+	for i, vs := range values {
+		pts := plotter.XYs{}
+		for j, v := range vs {
+			if v == nil || (kind == trendMS && *v <= 0) {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: float64(j), Y: *v})
+			top, lo = max(top, *v), min(lo, *v)
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", title, err)
+		}
+		c := series[i%len(series)]
+		l.Color, l.Width = c, vg.Points(2)
+		sc.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}[i%3]}
+		p.Add(l, sc)
+		p.Legend.Add(names[i], l, sc)
+	}
+	p.X.Tick.Marker = runTicks(runs)
+	p.X.Min, p.X.Max = -0.3, float64(len(runs)-1)+0.3
+	p.Legend.Top = true
+	switch kind {
+	case trendRate:
+		p.Y.Tick.Marker = rateTicks{}
+		p.Y.Min, p.Y.Max = 0, headroom(1, len(values))
+	case trendCount:
+		p.Y.Tick.Marker = countTicks{}
+		p.Y.Min, p.Y.Max = 0, max(headroom(top, len(values)), 1)
+	case trendCalls:
+		p.Y.Min, p.Y.Max = 0, max(headroom(top, len(values)), 1)
+	case trendMS:
+		if math.IsInf(lo, 1) {
+			lo, top = 1, 10
+		}
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Min = math.Pow10(int(math.Floor(math.Log10(lo))))
+		p.Y.Max = math.Pow10(int(math.Ceil(math.Log10(top))) + 1)
+	}
+	return p, nil
+}
+
+// runTicks labels the X axis of a trend with the runs' labels.
+type runTicks []string
+
+// Ticks returns one mark per run.
+func (r runTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for i, l := range r {
+		if float64(i) >= lo && float64(i) <= hi {
+			ts = append(ts, plot.Tick{Value: float64(i), Label: l})
+		}
+	}
+	return ts
 }

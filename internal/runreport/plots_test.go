@@ -1,6 +1,7 @@
 package runreport
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func TestOneAppHasNoOverall(t *testing.T) {
 		}
 		var text, page strings.Builder
 		r.Print(&text)
-		if err := r.WriteHTML(&page, time.Unix(0, 0)); err != nil {
+		if err := OverviewOf([]*Report{r}).WriteHTML(&page, time.Unix(0, 0)); err != nil {
 			t.Fatal(err)
 		}
 		want := len(apps) > 1
@@ -88,6 +89,20 @@ func TestOneAppHasNoOverall(t *testing.T) {
 		}
 		if got := strings.Contains(page.String(), "<tr><th>overall</th>"); got != want {
 			t.Errorf("%d apps: the page has an overall row: %v", len(apps), got)
+		}
+	}
+}
+
+func TestShortLabels(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"2026-11-26 · step-3", "2026-11-27 · step-4"}, []string{"26 · step-3", "27 · step-4"}},
+		{[]string{"demo-20261128-103535 · sim-step-0", "demo-20261128-121749 · sim-step-0"}, []string{"103535", "121749"}},
+		{[]string{"a", "a"}, []string{"a", "a"}},
+		{[]string{"n1"}, []string{"n1"}},
+		{[]string{"night-1 · c", "night-2 · c", "other · c"}, []string{"night-1", "night-2", "other"}},
+	} {
+		if got := shortLabels(c.in); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("shortLabels(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -45,6 +45,9 @@ type Sources struct {
 	// manifest.json, at any depth); empty or a missing folder: no shard
 	// figures.
 	ShardsDir string
+	// SFTDir is a local folder of SFT sets (sftpack --out folders, at any
+	// depth); empty or missing: no SFT figures.
+	SFTDir string
 }
 
 // Config selects the run and its comparison.
@@ -97,6 +100,20 @@ type Report struct {
 	// trajectories' ended_at − started_at); nil when no episode recorded
 	// a prediction.
 	Lengths *LengthFigures `json:"lengths,omitempty"`
+	// Night is the night the run belongs to (ledger.NightOf: nightly's
+	// "<night>-<app>" runs; any other run is a night of its own).
+	Night string `json:"night"`
+	// Tasks are the per-task figures, by app and task.
+	Tasks []TaskFigures `json:"tasks"`
+	// Planner is the planner's answers: tokens and finish reasons.
+	Planner PlannerFigures `json:"planner"`
+	// Agreement is how the judge's votes agree; nil without judgements.
+	Agreement *Agreement `json:"judge_agreement"`
+	// SFT is the run's samples in the SFT sets; nil when none takes it.
+	SFT *SFTFigures `json:"sft"`
+	// Gallery is a few trajectories of each judge decision (each outcome
+	// without a judgement), GalleryPerClass each, by trajectory id.
+	Gallery []GalleryEntry `json:"gallery"`
 	// Baseline compares the run with --baseline; nil without one.
 	Baseline *Comparison `json:"baseline,omitempty"`
 	// Notes say what the report could not show and why.
@@ -189,6 +206,21 @@ type ShardFigures struct {
 	// Rewards and Advantages are the rows' values, binned.
 	Rewards    Histogram `json:"rewards"`
 	Advantages Histogram `json:"advantages"`
+	// AdvantageSpread bins the groups' advantage range (largest −
+	// smallest advantage of a group's rows; 0 for a group without
+	// variance), RewardSD their rewards' standard deviation.
+	AdvantageSpread Histogram `json:"advantage_spread"`
+	RewardSD        Histogram `json:"reward_sd"`
+}
+
+// SFTFigures are the run's samples in the SFT sets (sftpack) under
+// Sources.SFTDir: the set that took the most of the run's trajectories
+// (a night's set and a later one that adds earlier nights take the same
+// ones), with its trajectory and sample counts of the run.
+type SFTFigures struct {
+	Set          string `json:"set"`
+	Trajectories int    `json:"trajectories"`
+	Samples      int    `json:"samples"`
 }
 
 // Histogram is values binned in equal-width bins from Min to Max.
@@ -235,54 +267,11 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 	if len(trs) == 0 {
 		return nil, fmt.Errorf("run report: run %q: %w", cfg.Run, ErrNoRun)
 	}
-	r := &Report{Run: cfg.Run, Trajectories: len(trs), Notes: []string{}}
-	r.figures(trs)
-
-	tasks := map[string]bool{}
-	for _, t := range trs {
-		tasks[t.Task.ID] = true
-	}
-	runs, err := ledger.Open(ctx, src.Bus, src.Topology)
+	reports, err := buildRuns(ctx, src, []string{cfg.Run}, map[string][]*traj.Trajectory{cfg.Run: trs}, "")
 	if err != nil {
-		return nil, fmt.Errorf("run report: %w", err)
+		return nil, err
 	}
-	done, err := runs.Done(ctx, cfg.Run, sortedKeys(tasks))
-	if err != nil {
-		return nil, fmt.Errorf("run report: %w", err)
-	}
-	r.LedgerEpisodes = len(done)
-	r.Lengths = lengthFigures(trs, done)
-	if r.LedgerEpisodes != r.Trajectories {
-		r.Notes = append(r.Notes, fmt.Sprintf("the run ledger records %d published episodes, the stream holds %d trajectories of the run (lost to store damage or purged: rollout --verify --run %s runs them again; or a stream past its retention, or a run still going)", r.LedgerEpisodes, r.Trajectories, cfg.Run))
-	}
-
-	if src.Store != nil {
-		docs, err := VMEventDocs(ctx, src.Store, cfg.Run)
-		if err != nil {
-			return nil, err
-		}
-		r.addVMEvents(docs)
-		jr, err := judgereport.Build(ctx, src.Store, judgereport.Config{Run: cfg.Run})
-		if err != nil {
-			return nil, fmt.Errorf("run report: %w", err)
-		}
-		if jr.Version != "" {
-			r.Judge = jr
-			r.Latency.Judge = jr.Overall.LatencyMS
-		} else {
-			r.Notes = append(r.Notes, "no judgement of the run in the judged archive: run judge to see decisions and precision/recall.")
-		}
-	}
-	sh, err := shardFigures(ctx, src.ShardsDir, cfg.Run)
-	if err != nil {
-		return nil, fmt.Errorf("run report: %w", err)
-	}
-	if sh != nil {
-		r.Shards = sh
-	} else {
-		r.Notes = append(r.Notes, fmt.Sprintf("no shard set under %q lists the run: no reward, advantage or zero-variance figures (run advantage --runs %s).", redact.URL(src.ShardsDir), cfg.Run))
-	}
-
+	r := reports[0]
 	if cfg.Baseline != "" {
 		base, err := Trajectories(ctx, src.Bus, cfg.Baseline)
 		if err != nil {
@@ -296,6 +285,119 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 		r.Baseline = compare(cfg.Baseline, r, b)
 	}
 	return r, nil
+}
+
+// buildRuns computes the report of each run from its trajectories (of
+// app only, unless app is ""), the run ledger, the judged archive, the
+// VM events, the shard sets and the SFT sets, in the order of runs.
+func buildRuns(ctx context.Context, src Sources, runs []string, trs map[string][]*traj.Trajectory, app string) ([]*Report, error) {
+	ledgerRuns, err := ledger.Open(ctx, src.Bus, src.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("run report: %w", err)
+	}
+	rows, err := shardRows(ctx, src.ShardsDir, runs, app)
+	if err != nil {
+		return nil, fmt.Errorf("run report: %w", err)
+	}
+	sfts, err := sftSamples(src.SFTDir, runs)
+	if err != nil {
+		return nil, fmt.Errorf("run report: %w", err)
+	}
+	var out []*Report
+	for _, run := range runs {
+		r := &Report{Run: run, Trajectories: len(trs[run]), Notes: []string{}}
+		r.figures(trs[run])
+		r.Night = ledger.NightOf(run, r.Apps)
+		tasks := map[string]bool{}
+		for _, t := range trs[run] {
+			tasks[t.Task.ID] = true
+		}
+		done, err := ledgerRuns.Done(ctx, run, sortedKeys(tasks))
+		if err != nil {
+			return nil, fmt.Errorf("run report: %w", err)
+		}
+		r.LedgerEpisodes = len(done)
+		r.Lengths = lengthFigures(trs[run], done)
+		if r.LedgerEpisodes != r.Trajectories {
+			r.Notes = append(r.Notes, fmt.Sprintf("the run ledger records %d published episodes, the stream holds %d trajectories of the run (lost to store damage or purged: rollout --verify --run %s runs them again; or a stream past its retention, or a run still going)", r.LedgerEpisodes, r.Trajectories, run))
+		}
+		var docs []*traj.Judged
+		if src.Store != nil {
+			evs, err := VMEventDocs(ctx, src.Store, run)
+			if err != nil {
+				return nil, err
+			}
+			r.addVMEvents(evs)
+			jr, err := judgereport.Build(ctx, src.Store, judgereport.Config{Run: run, App: app})
+			if err != nil {
+				return nil, fmt.Errorf("run report: %w", err)
+			}
+			if jr.Version != "" {
+				r.Judge = jr
+				r.Latency.Judge = jr.Overall.LatencyMS
+				docs = jr.Docs
+			} else {
+				r.Notes = append(r.Notes, "no judgement of the run in the judged archive: run judge to see decisions and precision/recall.")
+			}
+		}
+		groups := map[string]*groupFig{}
+		if rr := rows[run]; rr != nil {
+			r.Shards = rr.figures(groups)
+		} else {
+			r.Notes = append(r.Notes, fmt.Sprintf("no shard set under %q lists the run: no reward, advantage or zero-variance figures (run advantage --runs %s).", redact.URL(src.ShardsDir), run))
+		}
+		r.SFT = sfts[run]
+		r.detail(trs[run], docs, groups)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// FromTrajectories is the report of a run from its trajectories and
+// their judgements (of one judge version) alone: what Build computes
+// from those two, without the run ledger, the VM events, the shard sets
+// or the SFT sets (for a program that holds the data in memory, or a
+// benchmark).
+func FromTrajectories(run string, trs []*traj.Trajectory, docs []*traj.Judged) *Report {
+	trs = slices.Clone(trs)
+	sortTrajectories(trs)
+	r := &Report{Run: run, Trajectories: len(trs), LedgerEpisodes: len(trs), Notes: []string{}}
+	r.figures(trs)
+	r.Night = ledger.NightOf(run, r.Apps)
+	if len(docs) > 0 {
+		r.Judge = &judgereport.Report{Run: run, Version: docs[0].Judgement.Judge.ID(), Judge: docs[0].Judgement.Judge,
+			Overall: judgereport.FiguresOf(docs), Apps: map[string]judgereport.Figures{}, Docs: docs}
+		byApp := map[string][]*traj.Judged{}
+		for _, d := range docs {
+			byApp[d.Judgement.App] = append(byApp[d.Judgement.App], d)
+		}
+		for app, ds := range byApp {
+			r.Judge.Apps[app] = judgereport.FiguresOf(ds)
+		}
+		r.Latency.Judge = r.Judge.Overall.LatencyMS
+	}
+	r.detail(trs, docs, nil)
+	return r
+}
+
+// detail adds the per-task figures, the judge's agreement and the
+// gallery, from the run's trajectories, judgements (of one judge
+// version) and shard groups.
+func (r *Report) detail(trs []*traj.Trajectory, docs []*traj.Judged, groups map[string]*groupFig) {
+	r.Agreement = agreement(docs)
+	r.Tasks = taskFigures(trs, docs, groups)
+	judgements := map[string]*traj.Judgement{}
+	for _, d := range docs {
+		judgements[d.Judgement.TrajectoryID] = &d.Judgement
+	}
+	r.Gallery = gallery(trs, judgements)
+	for i := range r.Tasks {
+		for _, g := range r.Gallery {
+			if g.Task == r.Tasks[i].Task {
+				r.Tasks[i].Gallery = append(r.Tasks[i].Gallery, g.ID)
+			}
+		}
+	}
 }
 
 // Trajectories reads the run's trajectories from the trajectories stream
@@ -319,26 +421,8 @@ func Trajectories(ctx context.Context, b *bus.Bus, run string) ([]*traj.Trajecto
 	if err != nil {
 		return nil, fmt.Errorf("run report: read the trajectories of run %q: %w", run, err)
 	}
-	slices.SortFunc(out, func(a, b *traj.Trajectory) int {
-		if a.Task.App != b.Task.App {
-			return compareStrings(a.Task.App, b.Task.App)
-		}
-		if a.Task.ID != b.Task.ID {
-			return compareStrings(a.Task.ID, b.Task.ID)
-		}
-		return a.Sample - b.Sample
-	})
+	sortTrajectories(out)
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // figures computes everything that comes from the trajectories alone.
@@ -413,6 +497,7 @@ func (r *Report) figures(trs []*traj.Trajectory) {
 	r.Latency.Plan = judgereport.LatencyOf(plan)
 	r.Latency.Ground = judgereport.LatencyOf(ground)
 	r.Latency.Exec = judgereport.LatencyOf(exec)
+	r.Planner = plannerFigures(trs)
 	var byVM map[string]float64
 	r.VMs.Utilisation, byVM = Utilisation(r.VMs.Episodes)
 	for _, vm := range sortedKeys(perVM) {
@@ -468,12 +553,23 @@ func sortedKeys[V any, K interface{ ~string | ~int }](m map[K]V) []K {
 	return keys
 }
 
-// shardFigures reads the run's rows from every shard set under where (a
-// folder or a bucket URL) whose manifest lists the run; nil when there is
-// none. Each shard file is checked against its manifest as it is read.
-func shardFigures(ctx context.Context, where, run string) (*ShardFigures, error) {
+// runRows are one run's rows in the shard sets.
+type runRows struct {
+	sets       []string
+	rows       int
+	rewards    []float64
+	advantages []float64
+	groups     map[string]*groupFig
+}
+
+// shardRows reads the rows of runs (of app only, unless "") from every
+// shard set under where (a folder or a bucket URL) whose manifest lists
+// one of them; a run no set lists has none. Each shard file is checked
+// against its manifest as it is read.
+func shardRows(ctx context.Context, where string, runs []string, app string) (map[string]*runRows, error) {
+	out := map[string]*runRows{}
 	if where == "" {
-		return nil, nil
+		return out, nil
 	}
 	if blob.IsPath(where) || strings.HasPrefix(where, "file://") {
 		loc, err := blob.ParseURL(where, "")
@@ -481,7 +577,7 @@ func shardFigures(ctx context.Context, where, run string) (*ShardFigures, error)
 			return nil, fmt.Errorf("shard sets %s: %w", where, err)
 		}
 		if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
-			return nil, nil // nothing written there yet (opening it would create it)
+			return out, nil // nothing written there yet (opening it would create it)
 		}
 	}
 	b, err := blob.OpenBucket(ctx, where, blob.Config{})
@@ -498,29 +594,44 @@ func shardFigures(ctx context.Context, where, run string) (*ShardFigures, error)
 		}
 	}
 	sort.Strings(sets)
-	var f *ShardFigures
-	groups := map[string]bool{} // group id → zero variance
 	for _, set := range sets {
 		m, err := shard.ReadManifest(ctx, b, set)
 		if err != nil {
 			return nil, err
 		}
-		if !slices.Contains(m.Runs, run) {
+		listed := map[string]*runRows{}
+		for _, run := range runs {
+			if slices.Contains(m.Runs, run) {
+				rr := out[run]
+				if rr == nil {
+					rr = &runRows{sets: []string{}, groups: map[string]*groupFig{}}
+					out[run] = rr
+				}
+				rr.sets = append(rr.sets, cmp.Or(set, "."))
+				listed[run] = rr
+			}
+		}
+		if len(listed) == 0 {
 			continue
 		}
-		if f == nil {
-			f = &ShardFigures{Sets: []string{}}
-		}
-		f.Sets = append(f.Sets, cmp.Or(set, "."))
 		for _, file := range m.Files {
 			err := shard.ReadVerified(ctx, b, file, "", shard.ReadOptions{SkipImageBytes: func(string) bool { return true }}, func(row *shard.Row) error {
-				if row.Run != run {
+				rr := listed[row.Run]
+				if rr == nil || (app != "" && row.App != app) {
 					return nil
 				}
-				f.Rows++
-				f.Rewards.values = append(f.Rewards.values, row.Reward)
-				f.Advantages.values = append(f.Advantages.values, row.Advantage)
-				groups[row.GroupID] = row.ZeroVariance
+				rr.rows++
+				rr.rewards = append(rr.rewards, row.Reward)
+				rr.advantages = append(rr.advantages, row.Advantage)
+				g := rr.groups[row.GroupID]
+				if g == nil {
+					g = &groupFig{task: row.Task, advMin: row.Advantage, advMax: row.Advantage}
+					rr.groups[row.GroupID] = g
+				}
+				g.zero = row.ZeroVariance
+				g.rows++
+				g.rewards = append(g.rewards, row.Reward)
+				g.advMin, g.advMax = min(g.advMin, row.Advantage), max(g.advMax, row.Advantage)
 				return nil
 			})
 			if err != nil {
@@ -528,12 +639,16 @@ func shardFigures(ctx context.Context, where, run string) (*ShardFigures, error)
 			}
 		}
 	}
-	if f == nil {
-		return nil, nil
-	}
-	f.Groups = len(groups)
-	for _, zero := range groups {
-		if zero {
+	return out, nil
+}
+
+// figures are the run's shard figures; groups gets its step groups.
+func (rr *runRows) figures(groups map[string]*groupFig) *ShardFigures {
+	f := &ShardFigures{Sets: rr.sets, Rows: rr.rows, Groups: len(rr.groups)}
+	f.Rewards.values, f.Advantages.values = rr.rewards, rr.advantages
+	for id, g := range rr.groups {
+		groups[id] = g
+		if g.zero {
 			f.ZeroVarianceGroups++
 		}
 	}
@@ -542,7 +657,8 @@ func shardFigures(ctx context.Context, where, run string) (*ShardFigures, error)
 	}
 	f.Rewards.bin(HistogramBins)
 	f.Advantages.bin(HistogramBins)
-	return f, nil
+	f.AdvantageSpread, f.RewardSD = spread(rr.groups)
+	return f
 }
 
 // bin fills Min, Max and Counts from the values.

@@ -303,45 +303,30 @@ func checkPage(t *testing.T, path string, r *runreport.Report, want expected) {
 	if err != nil {
 		t.Fatalf("page does not parse as HTML: %v", err)
 	}
-	svgs, tables := 0, map[string]string{}
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode {
-			switch n.Data {
-			case "svg":
-				svgs++
-			case "script", "link", "img", "iframe":
-				t.Errorf("page has a <%s> element: want no external or scripted asset", n.Data)
-			case "table":
-				for _, a := range n.Attr {
-					if a.Key == "id" {
-						tables[a.Val] = text(n)
-					}
-				}
-			}
-			for _, a := range n.Attr {
-				if (a.Key == "href" || a.Key == "src") && strings.Contains(a.Val, "://") {
-					t.Errorf("page refers to %s=%q", a.Key, a.Val)
-				}
-			}
-		}
-		for c := range n.ChildNodes() {
-			walk(c)
-		}
-	}
-	walk(doc)
+	pg := parsePage(t, doc)
 	plots := 5 // success, steps, outcomes, VM timeline, latency
 	if r.Judge != nil {
 		plots++
 	}
 	if r.Shards != nil {
-		plots += 2
+		plots += 4 // rewards, advantages, advantage spread, reward spread
 	}
 	if r.Baseline != nil {
 		plots++
 	}
-	if svgs != plots {
-		t.Errorf("page embeds %d <svg> plots, want %d", svgs, plots)
+	if len(r.Planner.CompletionTokens.Counts) > 0 {
+		plots++
+	}
+	if pg.plots != plots {
+		t.Errorf("page embeds %d plots, want %d", pg.plots, plots)
+	}
+	tables := pg.tables
+	var data runreport.Overview
+	if err := json.Unmarshal([]byte(pg.data), &data); err != nil {
+		t.Fatalf("the page's report-data JSON: %v", err)
+	}
+	if len(data.Reports) != 1 || data.Reports[0].Trajectories != r.Trajectories || data.Reports[0].Overall.Rate != r.Overall.Rate {
+		t.Errorf("the page's JSON holds %d reports, want the one of --json", len(data.Reports))
 	}
 	if strings.Contains(string(raw), "url(http") || strings.Contains(string(raw), "@import") {
 		t.Error("page's CSS refers to an external asset")
@@ -369,6 +354,93 @@ func checkPage(t *testing.T, path string, r *runreport.Report, want expected) {
 	if _, ok := tables["baseline"]; ok != (r.Baseline != nil) {
 		t.Errorf("baseline table shown %v, want %v", ok, r.Baseline != nil)
 	}
+}
+
+// page is what a report page holds: its plots, its tables' text by
+// data-table name (the first of each name), its embedded JSON, its
+// thumbnails and its gallery anchors.
+type page struct {
+	plots   int
+	tables  map[string]string
+	data    string
+	anchors map[string]bool
+	links   []string
+}
+
+// parsePage walks a report page, failing the test on an external or
+// scripted asset: the page holds two scripts, the figures as
+// application/json and the sorter of its tables, both inline.
+func parsePage(t *testing.T, doc *html.Node) page {
+	t.Helper()
+	pg := page{tables: map[string]string{}, anchors: map[string]bool{}}
+	scripts := 0
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			attr := map[string]string{}
+			for _, a := range n.Attr {
+				attr[a.Key] = a.Val
+			}
+			switch n.Data {
+			case "script":
+				scripts++
+				if _, ok := attr["src"]; ok {
+					t.Errorf("page loads a script from %q", attr["src"])
+				}
+				if attr["id"] == "report-data" {
+					if attr["type"] != "application/json" {
+						t.Errorf("report-data has type %q", attr["type"])
+					}
+					pg.data = text(n)
+				}
+			case "link", "img", "iframe", "object", "embed":
+				t.Errorf("page has a <%s> element: want no external asset", n.Data)
+			case "table":
+				if name := attr["data-table"]; name != "" {
+					if _, ok := pg.tables[name]; !ok {
+						pg.tables[name] = text(n)
+					}
+				}
+			case "div":
+				if attr["data-plot"] != "" && strings.Contains(renderNode(n), "<svg") {
+					pg.plots++
+				}
+			case "a":
+				if h := attr["href"]; strings.HasPrefix(h, "#t-") {
+					pg.links = append(pg.links, h[1:])
+				}
+			}
+			if id := attr["id"]; id != "" {
+				pg.anchors[id] = true
+			}
+			for _, k := range []string{"href", "src"} {
+				if strings.Contains(attr[k], "://") {
+					t.Errorf("page refers to %s=%q", k, attr[k])
+				}
+			}
+		}
+		for c := range n.ChildNodes() {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if scripts != 2 {
+		t.Errorf("page has %d scripts, want 2 (the figures as JSON, the table sorter)", scripts)
+	}
+	for _, l := range pg.links {
+		if !pg.anchors[l] {
+			t.Errorf("link #%s has no target in the page", l)
+		}
+	}
+	return pg
+}
+
+func renderNode(n *html.Node) string {
+	var b bytes.Buffer
+	if err := html.Render(&b, n); err != nil {
+		return ""
+	}
+	return b.String()
 }
 
 func keysOf[V any](m map[string]V) []string {

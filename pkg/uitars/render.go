@@ -212,7 +212,17 @@ func (r renderer) pixel(what string, pt *traj.Point) (int, int, error) {
 	if math.IsNaN(pt.X) || math.IsNaN(pt.Y) || math.IsInf(pt.X, 0) || math.IsInf(pt.Y, 0) {
 		return 0, 0, fmt.Errorf("uitars: render %s: %s (%v, %v) is not finite", r.typ, what, pt.X, pt.Y)
 	}
-	return toPixel(pt.X, r.screen.W), toPixel(pt.Y, r.screen.H), nil
+	x, y := r.screen.Pixel(*pt)
+	return x, y, nil
+}
+
+// Pixel is the pixel of s a normalised point stands for: the one
+// mapping Render uses (round(n×size), clamped to the screen).
+func (s Screen) Pixel(p traj.Point) (x, y int) {
+	if s == (Screen{}) {
+		s = DefaultScreen
+	}
+	return toPixel(p.X, s.W), toPixel(p.Y, s.H)
 }
 
 // toPixel returns round(n*size) clamped to [0, size-1].

@@ -90,6 +90,9 @@ type Report struct {
 	// OtherVersions are judge versions also archived for the selection,
 	// with their number of judgements.
 	OtherVersions map[string]int `json:"other_versions,omitempty"`
+	// Docs are the judged documents of Version the figures are of, in
+	// the archive's key order.
+	Docs []*traj.Judged `json:"-"`
 }
 
 // acc accumulates one Figures.
@@ -155,6 +158,17 @@ func (a *acc) add(j *traj.Judged) {
 	default:
 		a.f.TN++
 	}
+}
+
+// FiguresOf are the figures of docs, judgements of one judge version:
+// what Build reports for its selection, for any other grouping (a task,
+// say).
+func FiguresOf(docs []*traj.Judged) Figures {
+	a := newAcc()
+	for _, d := range docs {
+		a.add(d)
+	}
+	return a.figures()
 }
 
 func ratio(n, d int) *float64 {
@@ -286,6 +300,7 @@ func Build(ctx context.Context, store *blob.Store, cfg Config) (*Report, error) 
 	overall := newAcc()
 	apps := map[string]*acc{}
 	if vs := byVersion[ver]; vs != nil {
+		r.Docs = vs.docs
 		for _, d := range vs.docs {
 			r.Judge = d.Judgement.Judge
 			overall.add(d)

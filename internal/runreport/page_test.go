@@ -1,0 +1,151 @@
+package runreport_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/browser"
+	"github.com/codapipe/codapipe/internal/pipetest"
+	"github.com/codapipe/codapipe/internal/runreport"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// pageSpec is the corpus the 1,000-trajectory page is made of: 16 judged
+// trajectories of the simulator, each repeated as other tasks, episodes
+// and VMs.
+var pageSpec = pipetest.Spec{
+	Tasks: []string{"S01", "S02", "S03", "S04"}, Samples: 4, Group: 2, Seed: 7, Run: "page-night", Judge: &judgeCommand,
+}
+
+// MaxPageBytes is the size a night's page must stay under (issue 38).
+const MaxPageBytes = 20 << 20
+
+// bigPage writes the report page of a night of n trajectories: the
+// corpus's, repeated with new ids, tasks (task-r), VMs (32) and start
+// times, with their judgements and the corpus's screenshots.
+func bigPage(tb testing.TB, n int) (path string, o *runreport.Overview) {
+	tb.Helper()
+	p := pipetest.Once(tb, pageSpec)
+	byID := map[string]*traj.Judged{}
+	for _, j := range p.Judged {
+		byID[j.Judgement.TrajectoryID] = j
+	}
+	var trs []*traj.Trajectory
+	var docs []*traj.Judged
+	for r := 0; len(trs) < n; r++ {
+		for _, t := range p.Trajectories {
+			if len(trs) == n {
+				break
+			}
+			c := *t
+			c.ID = fmt.Sprintf("%s-%03d", t.ID, r)
+			c.Task.ID = fmt.Sprintf("%s-%03d", t.Task.ID, r)
+			c.VM = fmt.Sprintf("%s-%d", t.VM, r%8)
+			shift := time.Duration(r/8) * 3 * time.Minute
+			c.StartedAt, c.EndedAt = t.StartedAt.Add(shift), t.EndedAt.Add(shift)
+			trs = append(trs, &c)
+			if j := byID[t.ID]; j != nil {
+				d := *j
+				d.Judgement.TrajectoryID, d.Judgement.TaskID, d.Trajectory = c.ID, c.Task.ID, c
+				docs = append(docs, &d)
+			}
+		}
+	}
+	o = runreport.OverviewOf([]*runreport.Report{runreport.FromTrajectories(pageSpec.Run, trs, docs)})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := o.LoadImages(ctx, p.Store(tb)); err != nil {
+		tb.Fatal(err)
+	}
+	path = filepath.Join(tb.TempDir(), "night.html")
+	if err := o.WriteHTMLFile(path, time.Unix(0, 0)); err != nil {
+		tb.Fatal(err)
+	}
+	return path, o
+}
+
+// renderJS counts the page's plots and those drawn (every run's section
+// opened first).
+const renderJS = `(() => {
+  for (const d of document.querySelectorAll("details")) d.open = true;
+  const plots = [...document.querySelectorAll("[data-plot]")];
+  return {plots: plots.length, drawn: plots.filter(p => { const s = p.querySelector("svg"); if (!s) return false; const r = s.getBoundingClientRect(); return r.width > 100 && r.height > 100; }).length};
+})()`
+
+// render renders path in Chromium, failing on console errors, exceptions,
+// failed loads and undrawn plots.
+func render(tb testing.TB, path string) *browser.Result {
+	tb.Helper()
+	if _, err := browser.Find(""); err != nil {
+		if os.Getenv("CODAPIPE_REQUIRE_CHROMIUM") == "1" {
+			tb.Fatalf("%v (make test requires it: make chromium)", err)
+		}
+		tb.Skipf("%v: the page is not rendered", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := browser.Render(ctx, path, browser.Options{Eval: renderJS})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range slices.Concat(res.Console, res.Exceptions, res.FailedLoads) {
+		if !strings.HasPrefix(l, "warning:") {
+			tb.Errorf("%s: %s", res.Version, l)
+		}
+	}
+	var c struct{ Plots, Drawn int }
+	if err := json.Unmarshal(res.Eval, &c); err != nil || c.Plots == 0 || c.Drawn != c.Plots {
+		tb.Errorf("%d plots, %d drawn (%v)", c.Plots, c.Drawn, err)
+	}
+	return res
+}
+
+// TestAcceptReportPageSize: the page of a night of 1,000 trajectories,
+// with its gallery's thumbnails, stays under 20 MB and renders in
+// Chromium without an error (BenchmarkReportPage measures how fast).
+func TestAcceptReportPageSize(t *testing.T) {
+	path, o := bigPage(t, 1000)
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size() > MaxPageBytes {
+		t.Errorf("the page of a 1,000-trajectory night is %d bytes, more than %d", info.Size(), MaxPageBytes)
+	}
+	if r := o.Reports[0]; r.Trajectories != 1000 || len(r.Tasks) != 1000/pageSpec.Samples || len(o.Gallery) == 0 {
+		t.Errorf("%d trajectories, %d tasks, %d in the gallery", r.Trajectories, len(r.Tasks), len(o.Gallery))
+	}
+	res := render(t, path)
+	t.Logf("1,000 trajectories: %d bytes, %d px tall, load %v", info.Size(), res.Height, res.Load)
+}
+
+// BenchmarkReportPage measures the page of a night of 1,000
+// trajectories: its size, the time to write it (figures, plots,
+// thumbnails) and the time Chromium takes to load it.
+func BenchmarkReportPage(b *testing.B) {
+	pipetest.Once(b, pageSpec) // the corpus, made once, not measured
+	var size int64
+	var write, load time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		path, _ := bigPage(b, 1000)
+		write += time.Since(start)
+		info, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = info.Size()
+		load += render(b, path).Load
+	}
+	b.ReportMetric(float64(size)/(1<<20), "report.page_mb_1000")
+	b.ReportMetric(float64(write.Milliseconds())/float64(b.N), "report.write_ms_1000")
+	b.ReportMetric(float64(load.Milliseconds())/float64(b.N), "report.load_ms_1000")
+}

@@ -636,6 +636,37 @@ func (s *Servers) Done() <-chan struct{} { return s.done }
 // Wait blocks until all three servers have stopped.
 func (s *Servers) Wait() { <-s.done }
 
+// freshConns are a server's connections that have not sent a request
+// yet: an HTTP client dials connections ahead of its requests, and
+// http.Server.Shutdown counts such a connection as busy for its first 5
+// seconds, so that every stop of a simulated endpoint took 5 s. Shutdown
+// closes them first, as it closes idle ones.
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conns == nil {
+		f.conns = map[net.Conn]bool{}
+	}
+	if st == http.StateNew {
+		f.conns[c] = true
+	} else {
+		delete(f.conns, c)
+	}
+}
+
+func (f *freshConns) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		_ = c.Close()
+	}
+}
+
 // ShutdownGrace is how long Start's servers wait for calls in flight
 // after the context ends before closing their connections.
 const ShutdownGrace = 5 * time.Second
@@ -671,6 +702,8 @@ func (m *Endpoints) Start(ctx context.Context) (*Servers, error) {
 			MaxHeaderBytes:    1 << 20,
 			BaseContext:       func(net.Listener) context.Context { return ctx },
 		}
+		fresh := freshConns{}
+		srv.ConnState = fresh.track
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -681,6 +714,7 @@ func (m *Endpoints) Start(ctx context.Context) (*Servers, error) {
 			<-ctx.Done()
 			sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 			defer cancel()
+			fresh.close()
 			if err := srv.Shutdown(sctx); err != nil {
 				_ = srv.Close()
 			}

@@ -14,7 +14,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -1870,5 +1872,53 @@ func TestLiftDataURIs(t *testing.T) {
 	y, _, _ := parseCall([]byte(swap), &mc)
 	if x.content == y.content || x.msgs[0].images[0].w == y.msgs[0].images[0].w {
 		t.Error("two bodies that differ only in their images share a cached parse")
+	}
+}
+
+// A connection a client dialled ahead of a request that never came does
+// not hold the servers' stop: http.Server.Shutdown would count it busy
+// for 5 s (ShutdownGrace), and every simulated run ended 5 s late. A call
+// in flight is still waited for.
+func TestShutdownClosesUnusedConnections(t *testing.T) {
+	m, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := m.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(srv.PlannerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host) // no request on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The server has accepted it when a request on another connection
+	// is answered (Serve accepts in order).
+	resp, err := http.Get(srv.PlannerURL + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	start := time.Now()
+	cancel()
+	select {
+	case <-srv.Done():
+	case <-time.After(ShutdownGrace + 5*time.Second):
+		t.Fatal("the servers did not stop")
+	}
+	// Stopping at the grace's end would mean the unused connection held
+	// it: the stop must come well before.
+	if d := time.Since(start); d >= ShutdownGrace {
+		t.Errorf("the servers stopped after %v, the whole grace (%v) of an unused connection", d, ShutdownGrace)
+	}
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Error("the unused connection is still open")
 	}
 }

@@ -102,6 +102,9 @@ func (o *Options) check() error {
 	if o.Night == "" {
 		o.Night = time.Now().UTC().Format(time.DateOnly)
 	}
+	if _, err := rollout.ParseSince(cmp.Or(o.ReportSince, DefaultReportSince), time.Now()); err != nil {
+		return service.Usage(fmt.Errorf("--report-since: %w", err))
+	}
 	for _, a := range o.Apps { // the night's run names are <night>-<app>
 		if err := traj.CheckNames("--night", traj.RunName, RunName(o.Night, a)); err != nil {
 			return service.Usage(fmt.Errorf("%w (the run name of app %s is <night>-<app>)", err, traj.QuoteName(a)))
@@ -140,8 +143,10 @@ type Summary struct {
 	// Report is the night's report page: the runs of the night's apps
 	// over the nights since ReportSince (rollout report --runs
 	// '*-<app>' --since), in <data>/nightly/<night>/report.html; ""
-	// when it could not be written (Errors says why).
-	Report string `json:"report"`
+	// when it could not be written: ReportError says why (the night's
+	// data is complete all the same, and OK is not affected).
+	Report      string `json:"report"`
+	ReportError string `json:"report_error,omitempty"`
 	// SummaryFile is where this summary is written as JSON.
 	SummaryFile string `json:"summary_file"`
 	// CodapipeVersion is the build that ran the night (service.Version).
@@ -269,9 +274,10 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	} else if len(s.Errors) > 0 {
 		s.Errors = append(s.Errors, "sftpack: not built: an app's stages failed (re-run the night to finish them)")
 	}
-	if ctx.Err() == nil {
+	if ctx.Err() == nil { // the page is made from what the stages stored: its failure is not the night's
 		if page, err := j.report(ctx, b, start); err != nil {
-			s.Errors = append(s.Errors, "report: "+err.Error())
+			s.ReportError = err.Error()
+			j.log.Warn("report not written (the night's data is complete: rollout report --runs writes it again)", "err", err)
 		} else {
 			s.Report = page
 		}
@@ -694,6 +700,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if s.Report != "" {
 		fmt.Fprintf(w, "report: %s\n", s.Report)
+	}
+	if s.ReportError != "" {
+		fmt.Fprintf(w, "WARNING: report not written: %s\n", s.ReportError)
 	}
 	fmt.Fprintf(w, "summary: %s\n", s.SummaryFile)
 }

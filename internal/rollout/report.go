@@ -20,7 +20,6 @@ type ReportConfig struct {
 	// instead of one run.
 	Runs  []string
 	Since string
-	App   string
 	JSON  bool   // print the figures as JSON
 	Out   string // write the HTML page here
 	// Shards and SFT are local folders of shard sets and SFT sets
@@ -62,10 +61,10 @@ range's overview); without either, a few lines of text per run.`,
 			fs.String(&cfg.Baseline, "baseline", "", "", "an earlier run to compare with: per-app success and Average@K side by side, with deltas")
 			fs.List(&cfg.Runs, "runs", "", "report a range: these runs (names or patterns, e.g. '2026-11-*')")
 			fs.String(&cfg.Since, "since", "", "", "report a range: the runs started at or after this date, time (RFC 3339) or duration back from now (72h)")
-			fs.String(&cfg.App, "app", "", "", "only this application's trajectories")
+			fs.String(&cfg.App, "app", "", "", "only this application's trajectories (of the run or of the range)")
 			fs.Bool(&cfg.JSON, "json", "", false, "print the figures as one JSON document")
 			fs.String(&cfg.Out, "out", "", "", "write the report as a self-contained HTML page to this file")
-			fs.String(&cfg.Shards, "shards", "CODAPIPE_SHARDS", "", "local folder of shard sets to read the runs' rows from (default <data>/shards; an s3:// URL is not read)")
+			fs.String(&cfg.Shards, "shards", "CODAPIPE_SHARDS", "", "shard sets to read the runs' rows from: a folder or an s3:// URL (default <data>/shards)")
 			fs.String(&cfg.SFT, "sft", "", "", "local folder of SFT sets (sftpack --out) to count the runs' samples in (default <data>/sft)")
 		},
 		Run: func(ctx context.Context, env *service.Env) error { return Report(ctx, env, cfg) },
@@ -84,7 +83,7 @@ func ParseSince(v string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("--since %q: want a date (2026-11-20), an RFC 3339 time (2026-11-20T06:00:00Z) or a positive duration back from now (72h)", v)
+	return time.Time{}, fmt.Errorf("%q: want a date (2026-11-20), an RFC 3339 time (2026-11-20T06:00:00Z) or a positive duration back from now (72h)", v)
 }
 
 // Report builds the report of cfg.Run (or of the range cfg.Runs,
@@ -114,7 +113,7 @@ func Report(ctx context.Context, env *service.Env, cfg ReportConfig) error {
 	if cfg.Since != "" {
 		var err error
 		if since, err = ParseSince(cfg.Since, time.Now()); err != nil {
-			return service.Usage(err)
+			return service.Usage(fmt.Errorf("--since %w", err))
 		}
 	}
 	if cfg.App != "" {

@@ -48,12 +48,15 @@ type runPage struct {
 	Outcomes  []namedCount
 	Decisions []namedCount
 	Plots     map[string]template.HTML
+	// Links are the gallery anchors of the run's decisions that the
+	// page's gallery shows.
+	Links map[string]string
 }
 
-// galleryGroup is the gallery's trajectories of one class.
+// galleryGroup is the gallery's trajectories of one app and class.
 type galleryGroup struct {
-	Class   string
-	Entries []GalleryEntry
+	App, Class, Anchor string
+	Entries            []GalleryEntry
 }
 
 // thumbRef is a thumbnail's CSS class and size in the page.
@@ -101,7 +104,7 @@ func (o *Overview) WriteHTML(w io.Writer, now time.Time) error {
 		pg.Runs = append(pg.Runs, rp)
 	}
 	for _, c := range o.Columns {
-		pg.Short = append(pg.Short, c.Label)
+		pg.Short = append(pg.Short, traj.PrintName(c.Label))
 	}
 	pg.Short = shortLabels(pg.Short)
 	if len(o.Columns) > 1 {
@@ -111,11 +114,23 @@ func (o *Overview) WriteHTML(w io.Writer, now time.Time) error {
 		}
 		pg.Trends = t
 	}
+	links := map[string]map[string]string{} // run → class → anchor
 	for _, g := range o.Gallery {
-		if n := len(pg.Gallery); n == 0 || pg.Gallery[n-1].Class != g.Class {
-			pg.Gallery = append(pg.Gallery, galleryGroup{Class: g.Class})
+		if n := len(pg.Gallery); n == 0 || pg.Gallery[n-1].Class != g.Class || pg.Gallery[n-1].App != g.App {
+			pg.Gallery = append(pg.Gallery, galleryGroup{App: g.App, Class: g.Class,
+				Anchor: fmt.Sprintf("g-%d-%s", len(pg.Gallery), strings.ReplaceAll(g.Class, " ", "_"))})
 		}
-		pg.Gallery[len(pg.Gallery)-1].Entries = append(pg.Gallery[len(pg.Gallery)-1].Entries, g)
+		grp := &pg.Gallery[len(pg.Gallery)-1]
+		grp.Entries = append(grp.Entries, g)
+		if links[g.Run] == nil {
+			links[g.Run] = map[string]string{}
+		}
+		if _, ok := links[g.Run][g.Class]; !ok {
+			links[g.Run][g.Class] = grp.Anchor
+		}
+	}
+	for i := range pg.Runs {
+		pg.Runs[i].Links = links[pg.Runs[i].R.Run]
 	}
 	var css strings.Builder
 	for _, key := range sortedKeys(o.images) {
@@ -544,7 +559,7 @@ figure.step pre { white-space: pre-wrap; word-break: break-word; background: #f7
 <p class="meta">apps {{range $i, $a := .O.Apps}}{{if $i}}, {{end}}{{name $a}}{{end}} · runs {{range $i, $r := .O.Runs}}{{if $i}}, {{end}}{{name $r}}{{end}} · generated {{.Generated}}</p>
 <nav>{{if .Trends}}<a href="#trends">trends</a>{{end}}<a href="#tasks">tasks</a><a href="#gallery">gallery</a>{{range .Runs}}<a href="#run-{{.Index}}">{{name .R.Run}}</a>{{end}}</nav>
 {{with .Latest}}<div>
-<span class="kpi" id="kpi-run"><b>{{name .Run}}</b>latest run (planner {{range $i, $c := .Checkpoints}}{{if $i}}, {{end}}{{$c}}{{else}}unknown{{end}})</span>
+<span class="kpi" id="kpi-run"><b>{{name .Run}}</b>latest run (planner {{range $i, $c := .Checkpoints}}{{if $i}}, {{end}}{{name $c}}{{else}}unknown{{end}})</span>
 <span class="kpi" id="kpi-trajectories"><b>{{.Trajectories}}</b>trajectories</span>
 <span class="kpi" id="kpi-success"><b>{{pct .Overall.Rate}}</b>success ({{.Overall.Successes}} scored successes)</span>
 <span class="kpi" id="kpi-average"><b>{{pct .Overall.AverageAtK}}</b>Average@{{.Samples}}</span>
@@ -557,21 +572,21 @@ figure.step pre { white-space: pre-wrap; word-break: break-word; background: #f7
 <p class="meta">One point per run and app; the X axis is the night and the planner checkpoint of the runs (nightly's runs are named &lt;night&gt;-&lt;app&gt;).</p>
 <div class="wide"><table class="sortable small" data-table="trend">
 <thead><tr><th>night · checkpoint</th><th class="l">app</th><th class="l">run</th><th>episodes</th><th>success</th><th>Average@K</th><th>Pass@K</th><th>judge precision</th><th>judge recall</th><th>judge calls</th><th>identical plans</th><th>zero-variance groups</th><th>rows</th><th>SFT samples</th><th>VM utilisation</th><th>plan p50 ms</th><th>ground p50 ms</th><th>judge p50 ms</th></tr></thead>
-<tbody>{{range .O.Trend}}<tr><td data-v="{{.Column}}" title="{{(index $.O.Columns .Column).Label}}">{{index $.Short .Column}}</td><td class="l">{{name .App}}</td><td class="l">{{name .Run}}</td><td>{{.Episodes}}</td><td>{{pct .Success}}</td><td>{{pct .AverageAtK}}</td><td>{{pct .PassAtK}}</td><td>{{pctp .Precision}}</td><td>{{pctp .Recall}}</td><td>{{f2p .Calls}}</td><td>{{pct .IdenticalPlans}}</td><td>{{pctp .ZeroVariance}}</td><td>{{ip .Rows}}</td><td>{{ip .SFTSamples}}</td><td>{{pct .Utilisation}}</td><td>{{ms .PlanP50MS}}</td><td>{{ms .GroundP50MS}}</td><td>{{msp .JudgeP50MS}}</td></tr>
+<tbody>{{range .O.Trend}}<tr><td data-v="{{.Column}}" title="{{name (index $.O.Columns .Column).Label}}">{{index $.Short .Column}}</td><td class="l">{{name .App}}</td><td class="l">{{name .Run}}</td><td>{{.Episodes}}</td><td>{{pct .Success}}</td><td>{{pct .AverageAtK}}</td><td>{{pct .PassAtK}}</td><td>{{pctp .Precision}}</td><td>{{pctp .Recall}}</td><td>{{f2p .Calls}}</td><td>{{pct .IdenticalPlans}}</td><td>{{pctp .ZeroVariance}}</td><td>{{ip .Rows}}</td><td>{{ip .SFTSamples}}</td><td>{{pct .Utilisation}}</td><td>{{ms .PlanP50MS}}</td><td>{{ms .GroundP50MS}}</td><td>{{msp .JudgeP50MS}}</td></tr>
 {{end}}</tbody></table></div>
 <div class="plots">{{range $i, $p := .Trends}}<div class="plot" data-plot="trend-{{$i}}">{{$p}}</div>{{end}}</div>
 {{end}}
 <h2 id="tasks">Tasks</h2>
 <p class="meta">Each cell: the task's successes over its scored samples in that night and checkpoint, coloured by the rate. <span class="mark">K/K</span>: every scored sample passed; <span class="mark">0/K</span>: none did. Both give the task's groups no outcome variance. Click a column to sort; a task's links open its trajectories in the gallery (latest run).</p>
 <table class="sortable" data-table="tasks">
-<thead><tr><th class="l">app</th><th class="l">task</th>{{range $i, $c := .O.Columns}}<th title="{{$c.Label}}: {{range $j, $r := $c.Runs}}{{if $j}}, {{end}}{{name $r}}{{end}}">{{index $.Short $i}}</th>{{end}}<th>groups (latest)</th><th>zero-variance groups (latest)</th><th>judge TP/FP/FN/TN (latest)</th><th class="l">gallery</th></tr></thead>
-<tbody>{{range .O.Tasks.Rows}}{{$last := index .Cells (len .Cells | add -1)}}<tr><td>{{name .App}}</td><td class="l">{{.Task}}</td>{{range .Cells}}{{if .}}<td class="cell {{heat .Rate}}" data-v="{{.Rate}}">{{.Successes}}/{{.Scored}}{{if .AllSucceeded}} <span class="mark">K/K</span>{{else if .NoneSucceeded}} <span class="mark">0/K</span>{{end}}</td>{{else}}<td class="cell" data-v="-1">—</td>{{end}}{{end}}{{with $last}}<td>{{.Groups}}</td><td>{{.ZeroVarianceGroups}}</td><td>{{with .Judge}}{{.TP}}/{{.FP}}/{{.FN}}/{{.TN}}{{else}}—{{end}}</td><td class="l">{{range $i, $g := .Gallery}}<a href="#{{anchor $g}}" title="trajectory {{$g}}">#{{add $i 1}}</a> {{end}}</td>{{else}}<td>—</td><td>—</td><td>—</td><td></td>{{end}}</tr>
+<thead><tr><th class="l">app</th><th class="l">task</th>{{range $i, $c := .O.Columns}}<th title="{{name $c.Label}}: {{range $j, $r := $c.Runs}}{{if $j}}, {{end}}{{name $r}}{{end}}">{{index $.Short $i}}</th>{{end}}<th>groups (latest)</th><th>zero-variance groups (latest)</th><th>judge TP/FP/FN/TN (latest)</th><th class="l">gallery</th></tr></thead>
+<tbody>{{range .O.Tasks.Rows}}{{$last := index .Cells (len .Cells | add -1)}}<tr><td>{{name .App}}</td><td class="l">{{name .Task}}</td>{{range .Cells}}{{if and . .Scored}}<td class="cell {{heat .Rate}}" data-v="{{.Rate}}">{{.Successes}}/{{.Scored}}{{if .AllSucceeded}} <span class="mark">K/K</span>{{else if .NoneSucceeded}} <span class="mark">0/K</span>{{end}}</td>{{else if .}}<td class="cell" data-v="-1" title="no scored sample">0/0</td>{{else}}<td class="cell" data-v="-1">—</td>{{end}}{{end}}{{with $last}}<td>{{.Groups}}</td><td>{{.ZeroVarianceGroups}}</td><td>{{with .Judge}}{{.TP}}/{{.FP}}/{{.FN}}/{{.TN}}{{else}}—{{end}}</td><td class="l">{{range $i, $g := .Gallery}}<a href="#{{anchor $g}}" title="trajectory {{$g}}">#{{add $i 1}}</a> {{end}}</td>{{else}}<td>—</td><td>—</td><td>—</td><td></td>{{end}}</tr>
 {{end}}</tbody></table>
 <h2 id="gallery">Gallery</h2>
 <p class="meta">The latest run of each app: up to {{galleryN}} trajectories of each judge decision (of each outcome when not judged), the first by trajectory id. Each step: the screenshot the planner saw with the executed action's point drawn on it, the plan, and the code run.</p>
-{{range .Gallery}}<h3 id="class-{{.Class}}">{{.Class}}</h3>
+{{range .Gallery}}<h3 id="{{.Anchor}}">{{name .App}} · {{.Class}}</h3>
 {{range .Entries}}<div class="traj" id="{{anchor .ID}}">
-<p><b>{{.Task}}</b> sample {{.Sample}} · run {{name .Run}} · trajectory {{.ID}} · outcome {{.Outcome}} · evaluator {{with .Passed}}{{if .}}<span class="yes">passed</span>{{else}}<span class="no">failed</span>{{end}}{{else}}could not score{{end}}{{with .Decision}} · judge <b>{{.}}</b>{{end}}{{if disagree .}} · <span class="no">the judge and the evaluator disagree</span>{{end}}</p>
+<p><b>{{name .Task}}</b> sample {{.Sample}} · run {{name .Run}} · trajectory {{.ID}} · outcome {{.Outcome}} · evaluator {{with .Passed}}{{if .}}<span class="yes">passed</span>{{else}}<span class="no">failed</span>{{end}}{{else}}could not score{{end}}{{with .Decision}} · judge <b>{{.}}</b>{{end}}{{if disagree .}} · <span class="no">the judge and the evaluator disagree</span>{{end}}</p>
 {{with .Reason}}<p class="meta">judge: {{.}}</p>{{end}}
 {{with .Votes}}<p class="meta">votes: {{range $i, $v := .}}{{if $i}}; {{end}}{{$v.Slot}} {{vote $v.Correct}}{{with $v.Error}} ({{.}}){{end}}{{end}}</p>{{end}}
 {{with .Captions}}<details><summary>the judge's captions ({{len .}})</summary><ol>{{range .}}<li>{{.}}</li>{{end}}</ol></details>{{end}}
@@ -598,7 +613,7 @@ for (const th of document.querySelectorAll("table.sortable thead th")) {
 </body>
 </html>
 {{define "run"}}{{$r := .R}}{{$p := .Plots}}<details class="run" id="run-{{.Index}}"{{if .Open}} open{{end}}>
-<summary>Run {{name $r.Run}} · night {{$r.Night}} · planner {{range $i, $c := $r.Checkpoints}}{{if $i}}, {{end}}{{$c}}{{else}}unknown{{end}} · {{$r.Trajectories}} trajectories</summary>
+<summary>Run {{name $r.Run}} · night {{name $r.Night}} · planner {{range $i, $c := $r.Checkpoints}}{{if $i}}, {{end}}{{name $c}}{{else}}unknown{{end}} · {{$r.Trajectories}} trajectories</summary>
 <p class="meta">apps {{range $i, $a := $r.Apps}}{{if $i}}, {{end}}{{name $a}}{{end}} · K={{$r.Samples}}, G={{$r.Group}} · run ledger: {{$r.LedgerEpisodes}} published episodes</p>
 {{range $r.Notes}}<p class="note">{{.}}</p>
 {{end}}
@@ -661,7 +676,7 @@ for (const th of document.querySelectorAll("table.sortable thead th")) {
 <div class="plots"><div>
 <table data-table="decisions">
 <tr><th>decision</th><th>trajectories</th></tr>
-{{range $.Decisions}}<tr><td><a href="#class-{{.Name}}">{{.Name}}</a></td><td>{{.N}}</td></tr>
+{{range $.Decisions}}<tr><td>{{with index $.Links .Name}}<a href="#{{.}}">{{end}}{{.Name}}{{if index $.Links .Name}}</a>{{end}}</td><td>{{.N}}</td></tr>
 {{end}}</table>
 <table data-table="judge">
 <tr><th>figure</th><th>value</th></tr>

@@ -71,3 +71,30 @@ func TestLengthFiguresOnThePage(t *testing.T) {
 		})
 	}
 }
+
+// A shard may hold ±Inf and NaN rewards: they are counted apart, and the
+// finite ones binned; a range too wide for a float64 does not crash.
+func TestHistogramNonFinite(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		values []float64
+		binned int
+		odd    int
+	}{
+		{"infinities and NaN", []float64{1, 2, math.Inf(1), math.NaN(), math.Inf(-1), 3}, 3, 3},
+		{"overflowing range", []float64{-math.MaxFloat64, 0, math.MaxFloat64}, 3, 0},
+		{"none finite", []float64{math.NaN()}, 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := Histogram{values: c.values}
+			h.bin(HistogramBins)
+			n := 0
+			for _, k := range h.Counts {
+				n += k
+			}
+			if n != c.binned || h.NonFinite != c.odd {
+				t.Errorf("binned %d, non-finite %d; want %d, %d", n, h.NonFinite, c.binned, c.odd)
+			}
+		})
+	}
+}

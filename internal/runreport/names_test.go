@@ -16,8 +16,9 @@ import (
 // would leave a raw escape sequence or a right-to-left override.
 func TestReportEscapesNames(t *testing.T) {
 	const run, app = "x\nrun fake", "\x1b[31mred\u202e<script>"
-	r := &runreport.Report{Run: run, Apps: []string{app}, Samples: 1,
-		Overall: ledger.Scores{Outcomes: map[string]int{"passed": 1}}, ByApp: []runreport.AppScores{{App: app}}}
+	r := &runreport.Report{Run: run, Night: run, Apps: []string{app}, Samples: 1, Checkpoints: []string{app},
+		Overall: ledger.Scores{Outcomes: map[string]int{"passed": 1}}, ByApp: []runreport.AppScores{{App: app}},
+		Tasks: []runreport.TaskFigures{{App: app, Task: app + "/S01", Episodes: 1, Scored: 1}}}
 	var text, page bytes.Buffer
 	r.Print(&text)
 	if err := runreport.OverviewOf([]*runreport.Report{r}).WriteHTML(&page, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/blob"
-	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/imaging"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -39,10 +38,13 @@ type RangeConfig struct {
 // the task × run grid and the gallery of the latest run of each app.
 type Overview struct {
 	// Runs are the runs, oldest first (by their first trajectory's
-	// start); Reports their reports in that order.
-	Runs    []string  `json:"runs"`
-	Apps    []string  `json:"apps"`
-	Reports []*Report `json:"reports"`
+	// start). Reports are the full reports of the runs of the latest
+	// DetailColumns columns, in that order; the older runs are in the
+	// trend and the task grid only (Summarized).
+	Runs       []string  `json:"runs"`
+	Apps       []string  `json:"apps"`
+	Reports    []*Report `json:"reports"`
+	Summarized []string  `json:"summarized_runs"`
 	// Columns are the nights and checkpoints of the runs, in run order:
 	// a run's column is its night and its planner checkpoints, so the
 	// runs of one night's apps share one, and checkpoints evaluated in
@@ -114,6 +116,11 @@ type TaskRow struct {
 	Cells []*TaskFigures `json:"cells"`
 }
 
+// DetailColumns is how many of an overview's latest columns (nights and
+// checkpoints) have their runs' full reports in it: a month of nights
+// stays a page of a few MB.
+const DetailColumns = 3
+
 // ErrNoRuns is returned when no run on the stream matches the range.
 var ErrNoRuns = errors.New("no run on the stream matches")
 
@@ -127,23 +134,14 @@ func BuildRange(ctx context.Context, src Sources, cfg RangeConfig) (*Overview, e
 	}
 	byRun := map[string][]*traj.Trajectory{}
 	start := map[string]time.Time{}
-	err := src.Bus.Scan(ctx, bus.Raw, bus.AllSubjects(bus.Raw), time.Time{}, func(s bus.Stored) error {
-		body, _, err := src.Bus.Get(ctx, bus.Raw, s.Seq)
-		if err != nil {
-			return err
-		}
-		t, err := traj.DecodeTrajectory(body)
-		if err != nil {
-			return fmt.Errorf("trajectory message %d: %w", s.Seq, err)
-		}
+	err := scan(ctx, src.Bus, func(t *traj.Trajectory) {
 		if !selected(cfg.Runs, t.Run) || (cfg.App != "" && t.Task.App != cfg.App) {
-			return nil
+			return
 		}
 		byRun[t.Run] = append(byRun[t.Run], t)
 		if st, ok := start[t.Run]; !ok || (!t.StartedAt.IsZero() && (st.IsZero() || t.StartedAt.Before(st))) {
 			start[t.Run] = t.StartedAt
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run report: read the trajectories: %w", err)
@@ -241,6 +239,25 @@ func OverviewOf(reports []*Report) *Overview {
 				o.Gallery = append(o.Gallery, g)
 			}
 		}
+	}
+	runCol := map[string]int{}
+	for ci, c := range o.Columns {
+		for _, run := range c.Runs {
+			runCol[run] = ci
+		}
+	}
+	o.Summarized = []string{}
+	var detailed []*Report
+	for _, r := range reports {
+		if runCol[r.Run] < len(o.Columns)-DetailColumns {
+			o.Summarized = append(o.Summarized, r.Run)
+			continue
+		}
+		detailed = append(detailed, r)
+	}
+	o.Reports = detailed
+	if len(o.Summarized) > 0 {
+		o.Notes = append(o.Notes, fmt.Sprintf("%d older run(s) are in the trends and the task grid only: the page has the full figures of the runs of the latest %d nights and checkpoints (rollout report --runs for others).", len(o.Summarized), DetailColumns))
 	}
 	if len(o.Columns) < 2 {
 		o.Notes = append(o.Notes, "one night and checkpoint: no trend (rollout report --runs 'PATTERN' or --since DATE reports a range of nights or checkpoints).")

@@ -54,6 +54,7 @@ type Sources struct {
 type Config struct {
 	Run      string // the run to report on (rollout --run)
 	Baseline string // an earlier run to compare with ("" none)
+	App      string // only this application's trajectories ("" all)
 }
 
 // Report is the figures of one run. Shares and rates are fractions in
@@ -195,7 +196,10 @@ type StageLatency struct {
 // ShardFigures are the run's rows in the shard sets whose manifest lists
 // the run.
 type ShardFigures struct {
-	Sets   []string `json:"sets"` // folders of the sets, relative to Sources.ShardsDir
+	// Sets are the folders of the sets that list the run, relative to
+	// Sources.ShardsDir; the figures are of the one with the most rows
+	// of the run (two sets hold the same rows twice).
+	Sets   []string `json:"sets"`
 	Rows   int      `json:"rows"`
 	Groups int      `json:"groups"`
 	// ZeroVarianceGroups are the run's groups written with zero variance
@@ -228,7 +232,9 @@ type Histogram struct {
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
 	Counts []int   `json:"counts"`
-	values []float64
+	// NonFinite counts the values left out: NaN or ±Inf.
+	NonFinite int `json:"non_finite,omitempty"`
+	values    []float64
 }
 
 // Comparison is the run beside a baseline run, per app and overall.
@@ -264,10 +270,13 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(trs) == 0 {
-		return nil, fmt.Errorf("run report: run %q: %w", cfg.Run, ErrNoRun)
+	if cfg.App != "" {
+		trs = slices.DeleteFunc(trs, func(t *traj.Trajectory) bool { return t.Task.App != cfg.App })
 	}
-	reports, err := buildRuns(ctx, src, []string{cfg.Run}, map[string][]*traj.Trajectory{cfg.Run: trs}, "")
+	if len(trs) == 0 {
+		return nil, fmt.Errorf("run report: run %q app %q: %w", cfg.Run, cfg.App, ErrNoRun)
+	}
+	reports, err := buildRuns(ctx, src, []string{cfg.Run}, map[string][]*traj.Trajectory{cfg.Run: trs}, cfg.App)
 	if err != nil {
 		return nil, err
 	}
@@ -277,8 +286,11 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		if cfg.App != "" {
+			base = slices.DeleteFunc(base, func(t *traj.Trajectory) bool { return t.Task.App != cfg.App })
+		}
 		if len(base) == 0 {
-			return nil, fmt.Errorf("run report: baseline %q: %w", cfg.Baseline, ErrNoRun)
+			return nil, fmt.Errorf("run report: baseline %q app %q: %w", cfg.Baseline, cfg.App, ErrNoRun)
 		}
 		b := &Report{}
 		b.figures(base)
@@ -346,8 +358,14 @@ func buildRuns(ctx context.Context, src Sources, runs []string, trs map[string][
 		} else {
 			r.Notes = append(r.Notes, fmt.Sprintf("no shard set under %q lists the run: no reward, advantage or zero-variance figures (run advantage --runs %s).", redact.URL(src.ShardsDir), run))
 		}
-		r.SFT = sfts[run]
+		if r.SFT = sfts[run]; r.SFT != nil && app != "" {
+			r.SFT = nil // an SFT manifest counts samples per run, not per run and app
+			r.Notes = append(r.Notes, "the SFT sets count samples per run, not per app: no SFT figures with --app.")
+		}
 		r.detail(trs[run], docs, groups)
+		if r.Judge != nil {
+			r.Judge.Docs = nil // every judged trajectory: not kept for a range of nights
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -377,6 +395,9 @@ func FromTrajectories(run string, trs []*traj.Trajectory, docs []*traj.Judged) *
 		r.Latency.Judge = r.Judge.Overall.LatencyMS
 	}
 	r.detail(trs, docs, nil)
+	if r.Judge != nil {
+		r.Judge.Docs = nil
+	}
 	return r
 }
 
@@ -404,7 +425,22 @@ func (r *Report) detail(trs []*traj.Trajectory, docs []*traj.Judged, groups map[
 // (every app's subject), sorted by app, task and sample.
 func Trajectories(ctx context.Context, b *bus.Bus, run string) ([]*traj.Trajectory, error) {
 	var out []*traj.Trajectory
-	err := b.Scan(ctx, bus.Raw, bus.AllSubjects(bus.Raw), time.Time{}, func(s bus.Stored) error {
+	err := scan(ctx, b, func(t *traj.Trajectory) {
+		if t.Run == run {
+			out = append(out, t)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run report: read the trajectories of run %q: %w", run, err)
+	}
+	sortTrajectories(out)
+	return out, nil
+}
+
+// scan decodes every trajectory on the trajectories stream, in stream
+// order.
+func scan(ctx context.Context, b *bus.Bus, f func(*traj.Trajectory)) error {
+	return b.Scan(ctx, bus.Raw, bus.AllSubjects(bus.Raw), time.Time{}, func(s bus.Stored) error {
 		body, _, err := b.Get(ctx, bus.Raw, s.Seq)
 		if err != nil {
 			return err
@@ -413,16 +449,9 @@ func Trajectories(ctx context.Context, b *bus.Bus, run string) ([]*traj.Trajecto
 		if err != nil {
 			return fmt.Errorf("trajectory message %d: %w", s.Seq, err)
 		}
-		if t.Run == run {
-			out = append(out, t)
-		}
+		f(t)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("run report: read the trajectories of run %q: %w", run, err)
-	}
-	sortTrajectories(out)
-	return out, nil
 }
 
 // figures computes everything that comes from the trajectories alone.
@@ -594,6 +623,7 @@ func shardRows(ctx context.Context, where string, runs []string, app string) (ma
 		}
 	}
 	sort.Strings(sets)
+	perSet := map[string][]*runRows{} // run → its rows in each set that lists it
 	for _, set := range sets {
 		m, err := shard.ReadManifest(ctx, b, set)
 		if err != nil {
@@ -602,12 +632,8 @@ func shardRows(ctx context.Context, where string, runs []string, app string) (ma
 		listed := map[string]*runRows{}
 		for _, run := range runs {
 			if slices.Contains(m.Runs, run) {
-				rr := out[run]
-				if rr == nil {
-					rr = &runRows{sets: []string{}, groups: map[string]*groupFig{}}
-					out[run] = rr
-				}
-				rr.sets = append(rr.sets, cmp.Or(set, "."))
+				rr := &runRows{sets: []string{cmp.Or(set, ".")}, groups: map[string]*groupFig{}}
+				perSet[run] = append(perSet[run], rr)
 				listed[run] = rr
 			}
 		}
@@ -639,6 +665,21 @@ func shardRows(ctx context.Context, where string, runs []string, app string) (ma
 			}
 		}
 	}
+	// Two sets that list a run (a set rebuilt elsewhere, another judge
+	// version) hold the same rows twice: the figures are the set's with
+	// the most rows of the run, the first in path order on a tie.
+	for run, rrs := range perSet {
+		best := rrs[0]
+		var sets []string
+		for _, rr := range rrs {
+			sets = append(sets, rr.sets...)
+			if rr.rows > best.rows {
+				best = rr
+			}
+		}
+		best.sets = sets
+		out[run] = best
+	}
 	return out, nil
 }
 
@@ -661,25 +702,33 @@ func (rr *runRows) figures(groups map[string]*groupFig) *ShardFigures {
 	return f
 }
 
-// bin fills Min, Max and Counts from the values.
+// bin fills Min, Max and Counts from the finite values, and counts the
+// others (a shard may hold ±Inf or NaN rewards) in NonFinite.
 func (h *Histogram) bin(n int) {
 	h.Counts = []int{}
-	if len(h.values) == 0 {
+	finite := h.values[:0:0]
+	for _, v := range h.values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			h.NonFinite++
+			continue
+		}
+		finite = append(finite, v)
+	}
+	if len(finite) == 0 {
 		return
 	}
-	h.Min, h.Max = slices.Min(h.values), slices.Max(h.values)
+	h.Min, h.Max = slices.Min(finite), slices.Max(finite)
 	h.Counts = make([]int, n)
 	w := (h.Max - h.Min) / float64(n)
-	for _, v := range h.values {
+	for _, v := range finite {
 		i := 0
-		if w > 0 {
-			i = min(int((v-h.Min)/w), n-1)
+		if f := (v - h.Min) / w; w > 0 && f > 0 { // f is NaN when the range overflows
+			i = int(min(f, float64(n-1)))
 		}
 		h.Counts[i]++
 	}
 }
 
-// compare puts the run's per-app figures beside the baseline's.
 // rows are the comparison's rows: each app's, then the overall one
 // unless there is one app (which it would repeat).
 func (c *Comparison) rows() []AppDelta {
@@ -689,6 +738,7 @@ func (c *Comparison) rows() []AppDelta {
 	return append(slices.Clone(c.Apps), c.Overall)
 }
 
+// compare puts the run's per-app figures beside the baseline's.
 func compare(baseline string, run, base *Report) *Comparison {
 	c := &Comparison{Baseline: baseline}
 	byApp := func(r *Report) map[string]ledger.Scores {
@@ -753,8 +803,12 @@ func (r *Report) Print(w io.Writer) {
 	for i, a := range r.Apps {
 		apps[i] = traj.PrintName(a)
 	}
+	ckpts := make([]string, len(r.Checkpoints))
+	for i, c := range r.Checkpoints {
+		ckpts[i] = traj.PrintName(c)
+	}
 	fmt.Fprintf(w, "run %s (%s; planner %s): %d trajectories, ledger %d\n", traj.PrintName(r.Run), strings.Join(apps, ", "),
-		strings.Join(r.Checkpoints, ", "), r.Trajectories, r.LedgerEpisodes)
+		strings.Join(ckpts, ", "), r.Trajectories, r.LedgerEpisodes)
 	for _, a := range r.ByApp {
 		fmt.Fprintf(w, "  %-12s success %5.1f%%  Average@%d %5.1f%%  Pass@%d %5.1f%%  mean steps %.2f\n", traj.PrintName(a.App),
 			100*a.Rate, r.Samples, 100*a.AverageAtK, r.Samples, 100*a.PassAtK, a.MeanSteps)

@@ -22,6 +22,7 @@ import (
 	"github.com/codapipe/codapipe/internal/runreport"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
+	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
 var judgeCommand = judge.Command()
@@ -175,7 +176,91 @@ func TestAcceptReportMatchesStream(t *testing.T) {
 			}
 			checkShards(t, &r, c.shards)
 			checkPage(t, page, &r, want)
+			checkGallery(t, &r, c.p.Trajectories)
 		})
+	}
+
+	// A range: both runs, oldest first; one app; none since a later time;
+	// the flags that do not go together.
+	t.Run("range", func(t *testing.T) {
+		out := cli(t, rollout.Command(), "report", "--data", dir, "--log-level", "warn", "--runs", "report-*", "--app", "ChimeraX", "--json")
+		var o runreport.Overview
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			t.Fatalf("range JSON: %v", err)
+		}
+		if fmt.Sprint(o.Runs) != fmt.Sprint([]string{runSpec.Run, baseSpec.Run}) && fmt.Sprint(o.Runs) != fmt.Sprint([]string{baseSpec.Run, runSpec.Run}) {
+			t.Errorf("runs %v, want both", o.Runs)
+		}
+		if len(o.Columns) != 2 || len(o.Trend) != 2 || len(o.Reports) != 2 {
+			t.Errorf("%d columns, %d trend points, %d reports; want 2 each", len(o.Columns), len(o.Trend), len(o.Reports))
+		}
+		for _, p := range o.Trend {
+			want := recompute(map[string]*pipetest.Pipeline{runSpec.Run: run, baseSpec.Run: base}[p.Run].Trajectories, nil)
+			if !near(p.Success, want.rate) || !near(p.AverageAtK, want.averageAtK) || !near(p.PassAtK, want.passAtK) {
+				t.Errorf("%s: success %v, Average@K %v, Pass@K %v; the stream: %v, %v, %v", p.Run, p.Success, p.AverageAtK, p.PassAtK,
+					want.rate, want.averageAtK, want.passAtK)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			args []string
+			code int
+			msg  string
+		}{
+			{"another app", []string{"--runs", "report-*", "--app", "KAlgebra"}, 1, "no run on the stream matches"},
+			{"since later", []string{"--since", "2100-01-01"}, 1, "no run on the stream matches"},
+			{"bad since", []string{"--since", "yesterday"}, 2, "want a date"},
+			{"run and runs", []string{"--run", runSpec.Run, "--runs", "report-*"}, 2, "one or the other"},
+			{"baseline of a range", []string{"--runs", "report-*", "--baseline", baseSpec.Run}, 2, "--baseline compares one run"},
+			{"bad pattern", []string{"--runs", "report-["}, 1, "syntax error in pattern"},
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			var stdout, stderr bytes.Buffer
+			code := service.MainContext(ctx, rollout.Command(), append([]string{"report", "--data", dir, "--log-level", "warn"}, c.args...), &stdout, &stderr)
+			cancel()
+			if code != c.code || !strings.Contains(stderr.String(), c.msg) {
+				t.Errorf("%s: exit %d, want %d with %q:\n%s", c.name, code, c.code, c.msg, stderr.String())
+			}
+		}
+	})
+}
+
+// checkGallery: the gallery's steps point where the executed actions
+// point, in the screenshot's pixels (uitars.Screen.Pixel), and name
+// their trajectory's decision class.
+func checkGallery(t *testing.T, r *runreport.Report, trs []*traj.Trajectory) {
+	t.Helper()
+	byID := map[string]*traj.Trajectory{}
+	for _, tr := range trs {
+		byID[tr.ID] = tr
+	}
+	points := 0
+	for _, g := range r.Gallery {
+		tr := byID[g.ID]
+		if tr == nil || len(g.Steps) != len(tr.Steps) {
+			t.Errorf("gallery trajectory %s: not the stream's, or its steps differ", g.ID)
+			continue
+		}
+		for i, st := range g.Steps {
+			s := tr.Steps[i]
+			a := s.Candidates[s.Executed].Action
+			var want [][2]int
+			if a != nil {
+				for _, p := range []*traj.Point{a.Point, a.Start, a.End} {
+					if p != nil {
+						x, y := uitars.Screen{W: s.Screenshot.Width, H: s.Screenshot.Height}.Pixel(*p)
+						want = append(want, [2]int{x, y})
+					}
+				}
+			}
+			if fmt.Sprint(st.Points) != fmt.Sprint(want) || st.Image != s.Screenshot.SHA256 || st.Code != s.Code {
+				t.Errorf("gallery %s step %d: points %v, image %s; the stream: %v, %s", g.ID, i, st.Points, st.Image, want, s.Screenshot.SHA256)
+			}
+			points += len(want)
+		}
+	}
+	if points == 0 {
+		t.Error("no gallery step points anywhere")
 	}
 }
 
@@ -406,11 +491,14 @@ func parsePage(t *testing.T, doc *html.Node) page {
 					pg.plots++
 				}
 			case "a":
-				if h := attr["href"]; strings.HasPrefix(h, "#t-") {
+				if h := attr["href"]; strings.HasPrefix(h, "#") {
 					pg.links = append(pg.links, h[1:])
 				}
 			}
 			if id := attr["id"]; id != "" {
+				if pg.anchors[id] {
+					t.Errorf("two elements have id %q", id)
+				}
 				pg.anchors[id] = true
 			}
 			for _, k := range []string{"href", "src"} {

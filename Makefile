@@ -23,6 +23,11 @@ PYTHON  := /usr/bin/python3
 # Headless Chromium for internal/browser (its tests, tools/pagepng, make report-png): Debian's
 # chromium, installed by `make chromium`. The recipes hand it to Go as CODAPIPE_CHROMIUM.
 CHROMIUM ?= /usr/bin/chromium
+# The version is Debian's, not an exact pin: bookworm-security carries one chromium at a time and
+# drops the one before (156.0.8078.73 on 2026-11-01, 156.0.8078.108 on 2026-11-28), so a pin to
+# one would stop installing at the next security update. make chromium checks the major version
+# instead, and the report tests log the version they ran with.
+CHROMIUM_MIN_MAJOR := 120
 
 .PHONY: all build test lint vet bench fuzz fuzz-short demo clean tools report-png chaos python-torch trainer-test chromium
 
@@ -59,7 +64,10 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
 	  $$sudo apt-get update && \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
-	@$(CHROMIUM) --version >/dev/null 2>&1 || { echo "chromium: $(CHROMIUM) --version fails:" >&2; $(CHROMIUM) --version; exit 1; }
+	@v=$$($(CHROMIUM) --version 2>/dev/null) || { echo "chromium: $(CHROMIUM) --version fails:" >&2; $(CHROMIUM) --version; exit 1; }; \
+	  major=$$(echo "$$v" | sed -n 's/^[^0-9]*\([0-9][0-9]*\)\..*/\1/p'); \
+	  if [ -z "$$major" ] || [ "$$major" -lt $(CHROMIUM_MIN_MAJOR) ]; then \
+	    echo "chromium: $$v is older than $(CHROMIUM_MIN_MAJOR) (internal/browser needs the DevTools pipe and full-page captures of $(CHROMIUM_MIN_MAJOR)+)" >&2; exit 1; fi
 
 ## trainer-test: the reference trainer's tests (trainer/, Python unittest on CPU); make test runs them too
 trainer-test: python-torch

@@ -89,6 +89,10 @@ type Result struct {
 	Version string
 }
 
+// RequireEnv is the environment variable that makes a missing Chromium
+// a test failure rather than a skip ("1"; make test sets it).
+const RequireEnv = "CODAPIPE_REQUIRE_CHROMIUM"
+
 // ErrNoChromium is the error (wrapped) of Find and Render when there is no
 // Chromium executable.
 var ErrNoChromium = errors.New("chromium not found (set CODAPIPE_CHROMIUM to its path, or install Debian's chromium: make chromium)")

@@ -19,8 +19,8 @@ import (
 func chromium(t *testing.T) {
 	t.Helper()
 	if _, err := Find(""); err != nil {
-		if os.Getenv("CODAPIPE_REQUIRE_CHROMIUM") == "1" {
-			t.Fatalf("%v (CODAPIPE_REQUIRE_CHROMIUM=1: this test needs Chromium; `make chromium` installs it)", err)
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("%v (%s=1: this test needs Chromium; `make chromium` installs it)", err, RequireEnv)
 		}
 		t.Skipf("no Chromium, skipped: %v (`make chromium` installs it; CODAPIPE_REQUIRE_CHROMIUM=1 makes this a failure)", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/browser"
+	"github.com/codapipe/codapipe/internal/browser/browsertest"
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/runreport"
@@ -380,23 +381,7 @@ const checkJS = `(async () => {
 // renderReport renders a report page in Chromium and checks it.
 func renderReport(t *testing.T, page string) *browser.Result {
 	t.Helper()
-	if _, err := browser.Find(""); err != nil {
-		if os.Getenv("CODAPIPE_REQUIRE_CHROMIUM") == "1" {
-			t.Fatalf("%v (make test requires it: make chromium)", err)
-		}
-		t.Skipf("%v: the page is not checked in a browser", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := browser.Render(ctx, page, browser.Options{Eval: checkJS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range slices.Concat(res.Console, res.Exceptions, res.FailedLoads) {
-		if !strings.HasPrefix(l, "warning:") {
-			t.Errorf("%s in %s: %s", filepath.Base(page), res.Version, l)
-		}
-	}
+	res := browsertest.Render(t, page, browser.Options{Eval: checkJS})
 	var c pageCheck
 	if err := json.Unmarshal(res.Eval, &c); err != nil {
 		t.Fatalf("page check: %v (%s)", err, res.Eval)

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image/jpeg"
@@ -297,14 +296,7 @@ func sortTrajectories(trs []*traj.Trajectory) {
 }
 
 // WriteJSON writes the overview as one indented JSON document.
-func (o *Overview) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(o); err != nil {
-		return fmt.Errorf("run report: write JSON: %w", err)
-	}
-	return nil
-}
+func (o *Overview) WriteJSON(w io.Writer) error { return writeJSON(w, o) }
 
 // Thumbnail sizes: a gallery screenshot is scaled to fit ThumbW×ThumbH
 // and encoded as JPEG of ThumbQuality.

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/browser"
+	"github.com/codapipe/codapipe/internal/browser/browsertest"
 	"github.com/codapipe/codapipe/internal/pipetest"
 	"github.com/codapipe/codapipe/internal/runreport"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -89,27 +89,11 @@ const renderJS = `(() => {
   return {plots: plots.length, drawn: plots.filter(p => { const s = p.querySelector("svg"); if (!s) return false; const r = s.getBoundingClientRect(); return r.width > 100 && r.height > 100; }).length};
 })()`
 
-// render renders path in Chromium, failing on console errors, exceptions,
-// failed loads and undrawn plots.
+// render renders path in Chromium (browsertest.Render: no error in the
+// page) and checks every plot is drawn.
 func render(tb testing.TB, path string) *browser.Result {
 	tb.Helper()
-	if _, err := browser.Find(""); err != nil {
-		if os.Getenv("CODAPIPE_REQUIRE_CHROMIUM") == "1" {
-			tb.Fatalf("%v (make test requires it: make chromium)", err)
-		}
-		tb.Skipf("%v: the page is not rendered", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := browser.Render(ctx, path, browser.Options{Eval: renderJS})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, l := range slices.Concat(res.Console, res.Exceptions, res.FailedLoads) {
-		if !strings.HasPrefix(l, "warning:") {
-			tb.Errorf("%s: %s", res.Version, l)
-		}
-	}
+	res := browsertest.Render(tb, path, browser.Options{Eval: renderJS})
 	var c struct{ Plots, Drawn int }
 	if err := json.Unmarshal(res.Eval, &c); err != nil || c.Plots == 0 || c.Drawn != c.Plots {
 		tb.Errorf("%d plots, %d drawn (%v)", c.Plots, c.Drawn, err)

@@ -787,10 +787,13 @@ func delta(app string, rs ledger.Scores, rok bool, bs ledger.Scores, bok bool) A
 }
 
 // WriteJSON writes the report as one indented JSON document.
-func (r *Report) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("run report: write JSON: %w", err)
 	}
 	return nil

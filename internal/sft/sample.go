@@ -30,14 +30,8 @@ const (
 )
 
 // ImagePlaceholder marks where an image goes in a message's text, one per
-// image in order (LLaMA-Factory's IMAGE_PLACEHOLDER default, ms-swift's
-// tag).
-const ImagePlaceholder = "<image>"
-
-// reservedTags are the placeholders LLaMA-Factory and ms-swift replace by
-// media: a text holding one would be read as an image (or a video or
-// audio clip) that is not there.
-var reservedTags = []string{"<image>", "<video>", "<audio>"}
+// image in order (prompt.ImagePlaceholder: prompt.Flatten writes it).
+const ImagePlaceholder = prompt.ImagePlaceholder
 
 // Sample is one SFT sample: the planner's messages at one step mapped
 // one to one onto the sharegpt layout, the target as the last assistant
@@ -85,25 +79,32 @@ func ShareGPT(msgs []openai.ChatCompletionMessage, target string) (out []Message
 		if m.Role != want {
 			return nil, nil, fmt.Errorf("the planner's message %d has role %q where a sharegpt sample needs %q (prompt sets stored before layouts were named show the history as assistant turns)", i, m.Role, want)
 		}
-		var text strings.Builder
-		if len(m.MultiContent) == 0 {
-			text.WriteString(m.Content)
+		parts := []prompt.Part{{Text: m.Content}}
+		if len(m.MultiContent) > 0 {
+			parts = parts[:0]
 		}
 		for _, p := range m.MultiContent {
 			switch {
 			case p.Type == openai.ChatMessagePartTypeText:
-				text.WriteString(p.Text)
+				parts = append(parts, prompt.Part{Text: p.Text})
 			case p.Type == openai.ChatMessagePartTypeImageURL && p.ImageURL != nil:
-				text.WriteString(ImagePlaceholder)
-				images = append(images, p.ImageURL.URL)
+				parts = append(parts, prompt.Part{Image: p.ImageURL.URL, IsImage: true})
 			default:
 				return nil, nil, fmt.Errorf("the planner's %s message %d has a %q part", m.Role, i, p.Type)
 			}
 		}
-		out = append(out, Message{Role: want, Content: text.String()})
+		text, imgs, err := prompt.Flatten(parts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the planner's %s message %d: %w", m.Role, i, err)
+		}
+		images = append(images, imgs...)
+		out = append(out, Message{Role: want, Content: text})
 	}
 	if len(out) == 0 || out[len(out)-1].Role != RoleUser {
 		return nil, nil, fmt.Errorf("the planner's messages do not end with a user message")
+	}
+	if tag := prompt.ReservedTag(target); tag != "" {
+		return nil, nil, fmt.Errorf("the target plan: %w: %s, which trainers read as a media placeholder", prompt.ErrReservedTag, tag)
 	}
 	return append(out, Message{Role: RoleAssistant, Content: target}), images, nil
 }
@@ -130,16 +131,6 @@ func PlannerSample(p *prompt.Set, t *traj.Trajectory, i int) (msgs []Message, im
 		return nil, nil, nil, fmt.Errorf("step %d: %w", i, err)
 	}
 	return msgs, images, plannerMessages, nil
-}
-
-// reservedTag returns the first reserved placeholder in s, or "".
-func reservedTag(s string) string {
-	for _, tag := range reservedTags {
-		if strings.Contains(s, tag) {
-			return tag
-		}
-	}
-	return ""
 }
 
 // checkSteps reports the first step that cannot give a sample: no
@@ -252,20 +243,6 @@ func (r *renderer) samples(ctx context.Context, jd *traj.Judged) ([]Sample, erro
 		mm, urls, msgs, err := PlannerSample(p, t, i)
 		if err != nil {
 			return nil, inputErr("%v", err)
-		}
-		placeholders := 0
-		for _, m := range mm {
-			placeholders += strings.Count(m.Content, ImagePlaceholder)
-			text := m.Content
-			if m.Role == RoleUser {
-				text = strings.ReplaceAll(text, ImagePlaceholder, "")
-			}
-			if tag := reservedTag(text); tag != "" {
-				return nil, inputErr("step %d: the %s text holds %s, which trainers read as a media placeholder", i, m.Role, tag)
-			}
-		}
-		if placeholders != len(urls) {
-			return nil, inputErr("step %d: the task, prompt or plan text holds %s", i, ImagePlaceholder)
 		}
 		shas := make([]string, len(urls))
 		for k, u := range urls {

@@ -95,8 +95,9 @@ func DataFile(f Format, split string) string {
 }
 
 // ImagePlaceholder is the tag that stands for one image in a message's
-// string content, for both trainers.
-const ImagePlaceholder = "<image>"
+// string content, for both trainers (prompt.ImagePlaceholder: Flatten
+// writes it with prompt.Flatten).
+const ImagePlaceholder = prompt.ImagePlaceholder
 
 // DefaultDataSource is the default Config.DataSource.
 const DefaultDataSource = "codapipe/scienceboard"
@@ -566,9 +567,10 @@ type Message struct {
 }
 
 // Flatten converts a row's nested messages to messages with string
-// content: text parts as they are, each image part as ImagePlaceholder.
-// The image parts must name the row's images in order; a text part that
-// holds the placeholder itself would shift the images and is an error.
+// content with prompt.Flatten (text parts as they are, each image part as
+// ImagePlaceholder; a text holding a media placeholder is an error, as it
+// would shift the images). The image parts must name the row's images in
+// order.
 func Flatten(msgs []shard.Message, images []shard.Image) ([]Message, error) {
 	if len(msgs) == 0 {
 		return nil, errors.New("no messages")
@@ -576,25 +578,26 @@ func Flatten(msgs []shard.Message, images []shard.Image) ([]Message, error) {
 	out := make([]Message, len(msgs))
 	k := 0
 	for i, m := range msgs {
-		var b strings.Builder
+		parts := make([]prompt.Part, 0, len(m.Content))
 		for _, p := range m.Content {
 			switch p.Type {
 			case shard.PartText:
-				if strings.Contains(p.Text, ImagePlaceholder) {
-					return nil, fmt.Errorf("message %d: text holds %q, which the trainer would take for an image", i, ImagePlaceholder)
-				}
-				b.WriteString(p.Text)
+				parts = append(parts, prompt.Part{Text: p.Text})
 			case shard.PartImage:
 				if k >= len(images) || p.Image != prompt.RefScheme+images[k].SHA256 {
 					return nil, fmt.Errorf("message %d: image %q is not the row's image %d", i, p.Image, k)
 				}
 				k++
-				b.WriteString(ImagePlaceholder)
+				parts = append(parts, prompt.Part{Image: p.Image, IsImage: true})
 			default:
 				return nil, fmt.Errorf("message %d: part type %q", i, p.Type)
 			}
 		}
-		out[i] = Message{Role: m.Role, Content: b.String()}
+		text, _, err := prompt.Flatten(parts)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		out[i] = Message{Role: m.Role, Content: text}
 	}
 	if k != len(images) {
 		return nil, fmt.Errorf("the messages show %d images, the row has %d", k, len(images))

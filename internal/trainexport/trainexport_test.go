@@ -487,6 +487,8 @@ func TestFlatten(t *testing.T) {
 		{name: "wrong-image", msgs: []shard.Message{{Role: "user", Content: []shard.Part{{Type: "image", Image: "sha256:bb"}}}}, imgs: img, bad: true},
 		{name: "missing-image", msgs: []shard.Message{{Role: "user", Content: []shard.Part{{Type: "text", Text: "x"}}}}, imgs: img, bad: true},
 		{name: "placeholder-in-text", msgs: []shard.Message{{Role: "user", Content: []shard.Part{{Type: "text", Text: "<image>"}}}}, bad: true},
+		// verl's loader expands <video> too: the same rule as the SFT set's (prompt.Flatten).
+		{name: "video-tag-in-text", msgs: []shard.Message{{Role: "user", Content: []shard.Part{{Type: "text", Text: "a <video>"}}}}, bad: true},
 		{name: "no-messages", bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

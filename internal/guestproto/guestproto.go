@@ -83,3 +83,14 @@ func fileBase(p string) string {
 	}
 	return p
 }
+
+// ScienceBoard's harness runs its reset script in a VM after every
+// snapshot revert (POST /setup/execute {"command": ResetCommand, "shell":
+// true}; sci/vm/vtask.py VTask._init): vm_config/reset.sh, which bounces
+// the guest's network connection with nmcli. The pool runs ResetCommand
+// after a simulated VM's start and reset (vmpool.Config.AfterRevert), and
+// the simulated guest answers it.
+const (
+	ResetScript  = "/home/user/server/reset.sh"
+	ResetCommand = "/bin/bash " + ResetScript
+)

@@ -41,21 +41,17 @@ type Config struct {
 	// AfterRevert is a shell command the pool runs in the guest after every
 	// Backend.Start and Backend.Reset, before the health check: POST
 	// /setup/execute {"command": AfterRevert, "shell": true}, the way
-	// ScienceBoard's harness runs ScienceBoardReset after each snapshot
+	// ScienceBoard's harness runs its reset script after each snapshot
 	// revert (sci/vm/vtask.py VTask._init). As there, an answer with HTTP
 	// 200 is success whatever the command's exit code (a non-zero one is
 	// logged); no answer or another status fails the start or reset, which
 	// is retried like any other failure. It runs under the start or reset
 	// deadline. "" means the backend's default (DefaultAfterRevert:
-	// ScienceBoardReset for the sim backend, nothing for the others);
+	// ScienceBoard's reset script for the sim backend, nothing for the
+	// others);
 	// AfterRevertOff ("off") runs nothing.
 	AfterRevert string `yaml:"after_revert"`
 }
-
-// ScienceBoardReset is the command ScienceBoard's harness runs in a VM
-// after reverting its snapshot: vm_config/reset.sh, which bounces the
-// guest's network connection with nmcli.
-const ScienceBoardReset = "/bin/bash /home/user/server/reset.sh"
 
 // AfterRevertOff is the Config.AfterRevert that runs nothing after a
 // revert.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/guestproto"
 	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
@@ -850,9 +851,9 @@ func TestPoolAfterRevert(t *testing.T) {
 		want                      string // the command run; "" none
 	}{
 		{"configured", "echo configured", "", "echo configured"},
-		{"the backend's default", "", vmpool.ScienceBoardReset, vmpool.ScienceBoardReset},
-		{"configured over the default", "true", vmpool.ScienceBoardReset, "true"},
-		{"off", vmpool.AfterRevertOff, vmpool.ScienceBoardReset, ""},
+		{"the backend's default", "", guestproto.ResetCommand, guestproto.ResetCommand},
+		{"configured over the default", "true", guestproto.ResetCommand, "true"},
+		{"off", vmpool.AfterRevertOff, guestproto.ResetCommand, ""},
 		{"no default", "", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -891,7 +892,7 @@ func TestPoolAfterRevert(t *testing.T) {
 		tb := newTestBackend(1, t.Name()+":")
 		tb.url = g.URL()
 		cfg := pooltest.Config(t)
-		cfg.AfterRevert = vmpool.ScienceBoardReset
+		cfg.AfterRevert = guestproto.ResetCommand
 		cfg.QuarantineAfter = 2
 		p := pooltest.NewPool(t, cfg, tb)
 		q := p.WantQuarantine(t, "vm-0", "2 failures in a row", "after_revert after start", "nmcli: command not found")

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/codapipe/codapipe/internal/guestproto"
 )
 
 // shellTok is one token of a shell command line.
@@ -139,9 +141,9 @@ const (
 	// VTask._init). The real one (vm_config/reset.sh) bounces the VM's
 	// ethernet connection with nmcli; the simulated one goes through the
 	// motions with the shell's no-op nmcli and sleep and exits 0.
-	ResetScript = HomeDir + "/server/reset.sh"
+	ResetScript = guestproto.ResetScript
 	// ResetCommand is the command line that runs ResetScript.
-	ResetCommand = "/bin/bash " + ResetScript
+	ResetCommand = guestproto.ResetCommand
 	// LeanFile is the Lean source file of the VM's Lake project
 	// (/home/user/sci, made by `lake new sci`) that Lean tasks append their
 	// theorem to and /lean/check builds.

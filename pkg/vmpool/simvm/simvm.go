@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/guestproto"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/backendkit"
@@ -173,10 +174,11 @@ func (b *Backend) Reset(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint,
 	return ep, nil
 }
 
-// DefaultAfterRevert is vmpool.ScienceBoardReset: the simulated VMs are
-// ScienceBoard VMs, whose harness runs it after every revert (the
-// simulated shell runs the simulated script, which exits 0).
-func (b *Backend) DefaultAfterRevert() string { return vmpool.ScienceBoardReset }
+// DefaultAfterRevert is ScienceBoard's reset command
+// (guestproto.ResetCommand): the simulated VMs are ScienceBoard VMs, whose
+// harness runs it after every revert (the simulated shell runs the
+// simulated script, which exits 0).
+func (b *Backend) DefaultAfterRevert() string { return guestproto.ResetCommand }
 
 // Start is Reset: a pool starts from a clean machine.
 func (b *Backend) Start(ctx context.Context, vm vmpool.VMSpec) (vmpool.Endpoint, error) {

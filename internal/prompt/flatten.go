@@ -42,9 +42,9 @@ type Part struct {
 // Flatten is the one conversion of a chat message's parts to the string
 // content trainers and SFT formats take: the texts as they are, each
 // image as ImagePlaceholder where it stood; images are the parts' images
-// in that order. A text that holds one of ReservedTags is an error
-// (ErrReservedTag, naming the tag): the placeholders would no longer
-// match the images.
+// in that order. A text that holds one of ReservedTags, alone or joined
+// to the next part, is an error (ErrReservedTag, naming the tag): the
+// placeholders would no longer match the images.
 func Flatten(parts []Part) (text string, images []string, err error) {
 	var b strings.Builder
 	for _, p := range parts {
@@ -58,5 +58,16 @@ func Flatten(parts []Part) (text string, images []string, err error) {
 		}
 		b.WriteString(p.Text)
 	}
-	return b.String(), images, nil
+	// Two texts side by side can spell a tag neither holds ("<ima",
+	// "ge>"): the whole text must hold the placeholders of the images and
+	// nothing else reserved.
+	text = b.String()
+	rest := strings.ReplaceAll(text, ImagePlaceholder, "")
+	if n := strings.Count(text, ImagePlaceholder); n != len(images) {
+		return "", nil, fmt.Errorf("%w: %s %d times for %d images, which trainers read as media placeholders", ErrReservedTag, ImagePlaceholder, n, len(images))
+	}
+	if tag := ReservedTag(rest); tag != "" {
+		return "", nil, fmt.Errorf("%w: %s, which trainers read as a media placeholder", ErrReservedTag, tag)
+	}
+	return text, images, nil
 }

@@ -22,6 +22,9 @@ func TestFlatten(t *testing.T) {
 		{"video tag", []Part{{Text: "<video>"}}, "", nil, "<video>"},
 		{"audio tag", []Part{{Text: "x<audio>"}}, "", nil, "<audio>"},
 		{"a tag's look-alike", []Part{{Text: "<images> <Image> < image>"}}, "<images> <Image> < image>", nil, ""},
+		{"a tag across two texts", []Part{{Text: "<ima"}, {Text: "ge>"}}, "", nil, "<image>"},
+		{"a video tag across two texts", []Part{{Text: "<vi"}, {Text: "deo>"}}, "", nil, "<video>"},
+		{"a half tag before an image", []Part{{Text: "<image"}, img("x")}, "<image<image>", []string{"x"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			text, images, err := Flatten(c.parts)

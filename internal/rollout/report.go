@@ -49,12 +49,13 @@ Average@K of an earlier run beside the run's.
 
 --runs (run names or patterns such as '2026-11-*') or --since (a date, a time, or a duration back
 from now: 2026-11-20, 2026-11-20T06:00:00Z, 72h) report a range of runs, oldest first: the trend of
-each headline figure over the nights and planner checkpoints, the task × night heat map, and each
-run's section. --app keeps one application's trajectories.
+each headline figure over the nights and planner checkpoints, the task × night heat map, and the
+full figures of the runs of the latest three nights and checkpoints (older runs are in the trend
+and the heat map). --app keeps one application's trajectories.
 
 --out writes one HTML page (no external assets: plots inline, thumbnails as data: URIs, the figures
 as JSON in <script id="report-data">); --json prints the figures as JSON (one run's report, or the
-range's overview); without either, a few lines of text per run.`,
+range's overview); without either, a few lines of text per run (one per app for older runs).`,
 		Common: true,
 		Flags: func(fs *service.Flags) {
 			fs.String(&cfg.Run, "run", "CODAPIPE_RUN", "", "the run to report on (a rollout --run name)")
@@ -158,8 +159,10 @@ func Report(ctx context.Context, env *service.Env, cfg ReportConfig) error {
 	case cfg.JSON:
 		return o.Reports[0].WriteJSON(env.Stdout)
 	}
-	for _, r := range o.Reports {
-		r.Print(env.Stdout)
+	if ranged {
+		o.Print(env.Stdout)
+	} else {
+		o.Reports[0].Print(env.Stdout)
 	}
 	if cfg.Out != "" {
 		fmt.Fprintf(env.Stdout, "report page: %s\n", cfg.Out)

@@ -37,9 +37,9 @@ type RangeConfig struct {
 // the task × run grid and the gallery of the latest run of each app.
 type Overview struct {
 	// Runs are the runs, oldest first (by their first trajectory's
-	// start). Reports are the full reports of the runs of the latest
-	// DetailColumns columns, in that order; the older runs are in the
-	// trend and the task grid only (Summarized).
+	// start). Reports are the full reports of the runs of the
+	// DetailColumns columns of the newest runs, in that order; the other
+	// runs are in the trend and the task grid only (Summarized).
 	Runs       []string  `json:"runs"`
 	Apps       []string  `json:"apps"`
 	Reports    []*Report `json:"reports"`
@@ -152,7 +152,7 @@ func BuildRange(ctx context.Context, src Sources, cfg RangeConfig) (*Overview, e
 		}
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("run report: runs %q since %v app %q: %w", cfg.Runs, cfg.Since, cfg.App, ErrNoRuns)
+		return nil, fmt.Errorf("run report: runs %q since %v%s: %w", cfg.Runs, cfg.Since, appNote(cfg.App), ErrNoRuns)
 	}
 	slices.SortFunc(runs, func(a, b string) int { return cmp.Or(start[a].Compare(start[b]), cmp.Compare(a, b)) })
 	for _, run := range runs {
@@ -239,16 +239,24 @@ func OverviewOf(reports []*Report) *Overview {
 			}
 		}
 	}
+	// The columns of the latest runs are detailed: walking back from the
+	// newest run, the first DetailColumns columns met (a re-run of an
+	// earlier night is in its night's column, and is detailed as the
+	// newest run).
 	runCol := map[string]int{}
 	for ci, c := range o.Columns {
 		for _, run := range c.Runs {
 			runCol[run] = ci
 		}
 	}
+	recent := map[int]bool{}
+	for i := len(reports) - 1; i >= 0 && len(recent) < DetailColumns; i-- {
+		recent[runCol[reports[i].Run]] = true
+	}
 	o.Summarized = []string{}
 	var detailed []*Report
 	for _, r := range reports {
-		if runCol[r.Run] < len(o.Columns)-DetailColumns {
+		if !recent[runCol[r.Run]] {
 			o.Summarized = append(o.Summarized, r.Run)
 			continue
 		}
@@ -293,6 +301,24 @@ func sortTrajectories(trs []*traj.Trajectory) {
 	slices.SortFunc(trs, func(a, b *traj.Trajectory) int {
 		return cmp.Or(cmp.Compare(a.Task.App, b.Task.App), cmp.Compare(a.Task.ID, b.Task.ID), a.Sample-b.Sample)
 	})
+}
+
+// Print writes the overview for people: each detailed run's headline
+// figures (Report.Print), one line per app of each older run from the
+// trend, and the notes.
+func (o *Overview) Print(w io.Writer) {
+	for _, r := range o.Reports {
+		r.Print(w)
+	}
+	for _, p := range o.Trend {
+		if slices.Contains(o.Summarized, p.Run) {
+			fmt.Fprintf(w, "run %s (%s, trend only): %d episodes, success %.1f%%, Average@K %.1f%%, Pass@K %.1f%%\n", traj.PrintName(p.Run),
+				traj.PrintName(p.App), p.Episodes, 100*p.Success, 100*p.AverageAtK, 100*p.PassAtK)
+		}
+	}
+	for _, n := range o.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }
 
 // WriteJSON writes the overview as one indented JSON document.

@@ -125,13 +125,18 @@ func TestAcceptReportPageSize(t *testing.T) {
 				t.Errorf("%d runs, %d reports, %d trend points, %d in the gallery; want %d, %d, %d, some", len(o.Runs), len(o.Reports),
 					len(o.Trend), len(o.Gallery), 2*c.nights, detailed, 2*c.nights)
 			}
+			var text strings.Builder
+			o.Print(&text)
+			if n, want := strings.Count(text.String(), ", trend only): "), 2*(c.nights-min(c.nights, runreport.DetailColumns)); n != want {
+				t.Errorf("the text has %d lines of older runs, want %d:\n%s", n, want, text.String())
+			}
 			for _, r := range o.Reports {
 				if r.Trajectories != 500 || len(r.Tasks) != 500/pageSpec.Samples {
 					t.Errorf("%s: %d trajectories, %d tasks", r.Run, r.Trajectories, len(r.Tasks))
 				}
 			}
 			res := render(t, path)
-			t.Logf("%d night(s) of 1,000 trajectories: %d bytes, %d px tall, load %v", c.nights, info.Size(), res.Height, res.Load)
+			t.Logf("%d night(s) of 1,000 trajectories: %d bytes, %d px tall, load %v in %s", c.nights, info.Size(), res.Height, res.Load, res.Version)
 		})
 	}
 }

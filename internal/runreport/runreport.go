@@ -274,7 +274,7 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 		trs = slices.DeleteFunc(trs, func(t *traj.Trajectory) bool { return t.Task.App != cfg.App })
 	}
 	if len(trs) == 0 {
-		return nil, fmt.Errorf("run report: run %q app %q: %w", cfg.Run, cfg.App, ErrNoRun)
+		return nil, fmt.Errorf("run report: run %q%s: %w", cfg.Run, appNote(cfg.App), ErrNoRun)
 	}
 	reports, err := buildRuns(ctx, src, []string{cfg.Run}, map[string][]*traj.Trajectory{cfg.Run: trs}, cfg.App)
 	if err != nil {
@@ -290,13 +290,21 @@ func Build(ctx context.Context, src Sources, cfg Config) (*Report, error) {
 			base = slices.DeleteFunc(base, func(t *traj.Trajectory) bool { return t.Task.App != cfg.App })
 		}
 		if len(base) == 0 {
-			return nil, fmt.Errorf("run report: baseline %q app %q: %w", cfg.Baseline, cfg.App, ErrNoRun)
+			return nil, fmt.Errorf("run report: baseline %q%s: %w", cfg.Baseline, appNote(cfg.App), ErrNoRun)
 		}
 		b := &Report{}
 		b.figures(base)
 		r.Baseline = compare(cfg.Baseline, r, b)
 	}
 	return r, nil
+}
+
+// appNote names --app in an error, when it is given.
+func appNote(app string) string {
+	if app == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (app %s)", traj.PrintName(app))
 }
 
 // buildRuns computes the report of each run from its trajectories (of

@@ -201,7 +201,20 @@ func TestShareGPTMapping(t *testing.T) {
 		{"system later", []openai.ChatCompletionMessage{user(text("T")), sys}, nil, nil, true},
 		{"empty", nil, nil, nil, true},
 		{"unknown part", []openai.ChatCompletionMessage{sys, user(openai.ChatMessagePart{Type: "audio"})}, nil, nil, true},
+		// Images belong to the user turn; no text may hold a media tag
+		// (prompt.Flatten), the target plan included.
+		{"image in the system message", []openai.ChatCompletionMessage{{Role: "system", MultiContent: []openai.ChatMessagePart{img("sha256:a")}}, user(text("T"))}, nil, nil, true},
+		{"image in an assistant turn", []openai.ChatCompletionMessage{sys, user(text("T")), {Role: "assistant", MultiContent: []openai.ChatMessagePart{img("sha256:a")}}, user(text("U"))}, nil, nil, true},
+		{"<image> in the system text", []openai.ChatCompletionMessage{{Role: "system", Content: "S <image>"}, user(text("T"))}, nil, nil, true},
+		{"<image> in a plain user text", []openai.ChatCompletionMessage{sys, {Role: "user", Content: "see <image>"}}, nil, nil, true},
+		{"<audio> in an assistant turn", []openai.ChatCompletionMessage{sys, user(text("T")), asst("<audio>"), user(text("U"))}, nil, nil, true},
+		{"a tag across two texts", []openai.ChatCompletionMessage{sys, user(text("<vid"), text("eo>"))}, nil, nil, true},
 	}
+	t.Run("<video> in the target", func(t *testing.T) {
+		if got, _, err := ShareGPT([]openai.ChatCompletionMessage{sys, user(text("T"))}, "click <video>"); err == nil {
+			t.Fatalf("accepted: %q", got)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, imgs, err := ShareGPT(c.msgs, "TARGET")

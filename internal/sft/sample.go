@@ -97,6 +97,9 @@ func ShareGPT(msgs []openai.ChatCompletionMessage, target string) (out []Message
 		if err != nil {
 			return nil, nil, fmt.Errorf("the planner's %s message %d: %w", m.Role, i, err)
 		}
+		if want != RoleUser && len(imgs) > 0 {
+			return nil, nil, fmt.Errorf("the planner's %s message %d holds %d images: in a sharegpt sample images belong to the user turn", m.Role, i, len(imgs))
+		}
 		images = append(images, imgs...)
 		out = append(out, Message{Role: want, Content: text})
 	}

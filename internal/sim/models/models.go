@@ -642,8 +642,9 @@ func (s *Servers) Wait() { <-s.done }
 // seconds, so that every stop of a simulated endpoint took 5 s. Shutdown
 // closes them first, as it closes idle ones.
 type freshConns struct {
-	mu    sync.Mutex
-	conns map[net.Conn]bool
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	closed bool // close ran: a connection accepted since is closed at once
 }
 
 func (f *freshConns) track(c net.Conn, st http.ConnState) {
@@ -652,9 +653,12 @@ func (f *freshConns) track(c net.Conn, st http.ConnState) {
 	if f.conns == nil {
 		f.conns = map[net.Conn]bool{}
 	}
-	if st == http.StateNew {
+	switch {
+	case st == http.StateNew && f.closed:
+		_ = c.Close()
+	case st == http.StateNew:
 		f.conns[c] = true
-	} else {
+	default:
 		delete(f.conns, c)
 	}
 }
@@ -662,6 +666,7 @@ func (f *freshConns) track(c net.Conn, st http.ConnState) {
 func (f *freshConns) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.closed = true
 	for c := range f.conns {
 		_ = c.Close()
 	}

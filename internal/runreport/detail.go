@@ -309,19 +309,11 @@ func agreement(docs []*traj.Judged) *Agreement {
 		}
 		a.Agree[i] = make([]*float64, n)
 		for j := range n {
-			a.Agree[i][j] = share(agree[i][j], a.Pairs[i][j])
+			a.Agree[i][j] = judgereport.Ratio(agree[i][j], a.Pairs[i][j])
 		}
-		a.WithDecision[i] = share(withDec[i], decVotes[i])
+		a.WithDecision[i] = judgereport.Ratio(withDec[i], decVotes[i])
 	}
 	return a
-}
-
-func share(n, d int) *float64 {
-	if d == 0 {
-		return nil
-	}
-	v := float64(n) / float64(d)
-	return &v
 }
 
 // groupFig is one step group of the shard rows.

@@ -171,7 +171,8 @@ func FiguresOf(docs []*traj.Judged) Figures {
 	return a.figures()
 }
 
-func ratio(n, d int) *float64 {
+// Ratio is n/d, nil when d is 0 (a figure with nothing to count).
+func Ratio(n, d int) *float64 {
 	if d == 0 {
 		return nil
 	}
@@ -185,8 +186,8 @@ func (a *acc) figures() Figures {
 		f.CallsPerTrajectory = float64(f.Calls) / float64(judged)
 	}
 	f.LatencyMS = LatencyOf(a.lat)
-	f.Precision = ratio(f.TP, f.TP+f.FP)
-	f.Recall = ratio(f.TP, f.TP+f.FN)
+	f.Precision = Ratio(f.TP, f.TP+f.FP)
+	f.Recall = Ratio(f.TP, f.TP+f.FN)
 	if f.Precision != nil && f.Recall != nil && *f.Precision+*f.Recall > 0 {
 		v := 2 * *f.Precision * *f.Recall / (*f.Precision + *f.Recall)
 		f.F1 = &v

@@ -7,8 +7,10 @@ import unittest
 import torch
 
 import context
-from codapipe_trainer import GRPOLossConfig, collate, completion_logprobs, grpo_loss, load_export, token_logprobs
-from tinylm import TinyLM
+from codapipe_trainer import GRPOLossConfig, completion_logprobs, grpo_loss, load_export, token_logprobs
+from codapipe_trainer import collate as _collate
+from codapipe_trainer.data import START_TOKEN
+from tinylm import TinyLM as _TinyLM
 
 torch.set_num_threads(1)
 
@@ -20,9 +22,47 @@ torch.set_num_threads(1)
 PROMPT_TAIL = 32
 
 
-def fixture():
+def _relabelled():
+    """The fixture's trainable rows, prompts cut to PROMPT_TAIL, their token ids relabelled densely.
+
+    The ids (the simulated planner's, in Qwen2.5's 151,665-token vocabulary) become 0..n-1 in
+    their order, START_TOKEN among them: the sequences stay the fixture's, and the tiny model's
+    output layer is n wide instead of 151,665 (a 450 MB logit tensor per forward pass, which made
+    these tests memory-bound). The loss does not look at what an id means.
+    """
     rows = load_export(context.FIXTURE).trainable()
-    return [dataclasses.replace(c, prompt_token_ids=c.prompt_token_ids[-PROMPT_TAIL:]) if c.prompt_token_ids else c for c in rows]
+    rows = [dataclasses.replace(c, prompt_token_ids=c.prompt_token_ids[-PROMPT_TAIL:]) if c.prompt_token_ids else c for c in rows]
+    ids = {START_TOKEN}
+    for c in rows:
+        ids.update(c.prompt_token_ids or [])
+        ids.update(c.completion_token_ids)
+    dense = {t: i for i, t in enumerate(sorted(ids))}
+    rows = [
+        dataclasses.replace(
+            c,
+            prompt_token_ids=[dense[t] for t in c.prompt_token_ids] if c.prompt_token_ids else c.prompt_token_ids,
+            completion_token_ids=[dense[t] for t in c.completion_token_ids],
+        )
+        for c in rows
+    ]
+    return rows, len(dense), dense[START_TOKEN]
+
+
+_ROWS, VOCAB, START = _relabelled()
+
+
+def fixture():
+    return list(_ROWS)
+
+
+def collate(rows):
+    """The trainer's collate, with START_TOKEN relabelled as the rows' ids are."""
+    return _collate(rows, start_token=START)
+
+
+def TinyLM(seed):
+    """The tests' tiny LM over the relabelled vocabulary."""
+    return _TinyLM(seed=seed, vocab=VOCAB)
 
 
 def sample(rows):

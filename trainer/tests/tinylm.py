@@ -12,14 +12,14 @@ assert START_TOKEN < VOCAB
 
 
 class TinyLM(torch.nn.Module):
-    """Embedding (dim 16) -> one GRU layer (dim 16) -> logits over VOCAB."""
+    """Embedding (dim 16) -> one GRU layer (dim 16) -> logits over vocab (default VOCAB) token ids."""
 
-    def __init__(self, seed: int, dim: int = 16, hidden: int = 16):
+    def __init__(self, seed: int, dim: int = 16, hidden: int = 16, vocab: int = VOCAB):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        self.embed = torch.nn.Embedding(VOCAB, dim)
+        self.embed = torch.nn.Embedding(vocab, dim)
         self.gru = torch.nn.GRU(dim, hidden, batch_first=True)
-        self.head = torch.nn.Linear(hidden, VOCAB)
+        self.head = torch.nn.Linear(hidden, vocab)
         with torch.no_grad():
             for p in self.parameters():
                 p.copy_(torch.randn(p.shape, generator=g) * 0.1)
@@ -30,5 +30,5 @@ class TinyLM(torch.nn.Module):
         return h
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits over VOCAB at every position, [B, T, VOCAB]."""
+        """Logits over the vocabulary at every position, [B, T, vocab]."""
         return self.head(self.hidden(tokens))

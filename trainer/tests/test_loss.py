@@ -27,7 +27,7 @@ def _relabelled():
 
     The ids (the simulated planner's, in Qwen2.5's 151,665-token vocabulary) become 0..n-1 in
     their order, START_TOKEN among them: the sequences stay the fixture's, and the tiny model's
-    output layer is n wide instead of 151,665 (a 450 MB logit tensor per forward pass, which made
+    output layer is n wide (826) instead of 151,665 (a 450 MB logit tensor per forward pass, which made
     these tests memory-bound). The loss does not look at what an id means.
     """
     rows = load_export(context.FIXTURE).trainable()

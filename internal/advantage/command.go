@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"io"
 	"os"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/redact"
-	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/shard"
 	"github.com/codapipe/codapipe/pkg/grpo"
@@ -76,12 +76,12 @@ func DefaultOut(dataDir string) string { return dataDir + "/shards" }
 
 // check checks the options that name things (--images, --app, --runs,
 // --judge-version) and spells the apps as the benchmark does
-// (scienceboard.CheckApps). Its errors are usage errors.
+// (appname.Check). Its errors are usage errors.
 func (o *Options) check() error {
 	if o.EmbedImages && o.Images != "" && o.Images != string(shard.ImagesEmbed) {
 		return service.Usage(fmt.Errorf("--embed-images is --images embed; --images %q says otherwise", o.Images))
 	}
-	apps, err := scienceboard.CheckApps("--app", o.Apps)
+	apps, err := appname.Check("--app", o.Apps)
 	if err != nil {
 		return service.Usage(err)
 	}
@@ -210,7 +210,19 @@ acknowledged and counted, never written, so no (trajectory, step, candidate) is 
 See docs/advantage.md, docs/shards.md.`
 
 // Command is the advantage command.
-func Command() service.Command {
+func Command() service.Command { return service.Stage[Options](command).Command() }
+
+// ParseOptions reads advantage's own flags (not the common ones) from
+// args and the environment as the command does, for a job that runs
+// advantage in its own process (nightly): the Options Execute takes, and
+// the secrets the flags carry.
+func ParseOptions(args []string) (Options, *redact.Secrets, error) {
+	return service.Stage[Options](command).Parse(args)
+}
+
+// command is the advantage command and its Options once its flags are
+// parsed.
+func command() (service.Command, func() (Options, error)) {
 	var o Options
 	return service.Command{
 		Name: "advantage", Summary: "compute group-relative advantages (GRPO) and write Arrow/Parquet shards for the trainer",
@@ -263,5 +275,5 @@ func Command() service.Command {
 			}
 			return err
 		},
-	}
+	}, func() (Options, error) { return o, nil }
 }

@@ -48,7 +48,7 @@ remote reward protocol, --reward.remote_url), POST /v1/reward ({"label", "plan"}
 trainer/codapipe_reward/verl_reward.py calls it), GET /healthz, GET /metrics. A bad label or an
 unknown group is a 400 naming the field; an executor failure a 502, a busy server or a passed
 deadline a 503: never a reward. The trajectories, prompt sets and screenshots are read from the blob
-store (--store). For the SIMULATOR's executor, start ` + "`rollout sim --seed S`" + ` with the run's seed
+store (--store). For the SIMULATOR's executor, start ` + "`codasim --seed S`" + ` with the run's seed
 and pass the executor URL and model it prints. See docs/shards.md, "Reward service".`
 
 // rewardServerCommand is advantage reward-server.
@@ -82,7 +82,7 @@ func serveRewards(ctx context.Context, env *service.Env, o RewardServerOptions) 
 		return service.Usage(errors.New("--set is required: the shard set whose groups are scored"))
 	}
 	if o.Executor.BaseURL == "" || o.Executor.Model == "" {
-		return service.Usage(errors.New("configure --executor-url and --executor-model (the run's frozen executor; for the SIMULATOR's, start `rollout sim --seed S` and pass the executor URL and model it prints)"))
+		return service.Usage(errors.New("configure --executor-url and --executor-model (the run's frozen executor; for the SIMULATOR's, start `codasim --seed S` and pass the executor URL and model it prints)"))
 	}
 	var coords *traj.Coords
 	if strings.TrimSpace(o.ExecutorCoords) != "" {

@@ -1,11 +1,9 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -15,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/internal/natstest"
+	"github.com/codapipe/codapipe/internal/simproc"
 )
 
 // EnvSize selects the size of TestAcceptChaos: "full" is make chaos's
@@ -161,14 +159,14 @@ func TestAcceptChaos(t *testing.T) {
 		run := fmt.Sprintf("chaos-%s-%d", strings.ToLower(a.app), seed%100000)
 		runNames = append(runNames, run)
 		runs = append(runs, Run{Name: run, App: a.app, Tasks: h.tasks(a.app), Samples: a.samples})
-		pool := h.poolFile(i, world.guests[i*sz.vmsPerApp:(i+1)*sz.vmsPerApp])
+		pool := h.poolFile(i, world.Guests[i*sz.vmsPerApp:(i+1)*sz.vmsPerApp])
 		args := []string{"--app", a.app, "--run", run, "--group", strconv.Itoa(sz.group), "--samples", strconv.Itoa(a.samples),
 			"--pool", pool, "--tasks", h.taskDir(),
-			"--planner-url", world.planner, "--planner-model", "sim-planner",
-			"--executor-url", world.executor, "--executor-model", "sim-executor"}
+			"--planner-url", world.Planner.URL, "--planner-model", world.Planner.Model,
+			"--executor-url", world.Executor.URL, "--executor-model", world.Executor.Model}
 		rollouts = append(rollouts, h.proc("rollout", fmt.Sprintf("rollout-%d", i), true, args))
 	}
-	judgeArgs := []string{"--judge", world.judge + "=sim-judge", "--votes", "2", "--concurrency", "4",
+	judgeArgs := []string{"--judge", world.Judges[0].URL + "=" + world.Judges[0].Model, "--votes", "2", "--concurrency", "4",
 		"--backoff", "50ms", "--attempts", "4", "--attempt-timeout", "20s", "--ack-wait", "5s"}
 	advArgs := []string{"--runs", strings.Join(runNames, ","), "--out", filepath.Join(h.dir, "shards"),
 		"--max-delay", "1s", "--ack-wait", "5s"}
@@ -407,7 +405,7 @@ func TestAcceptChaos(t *testing.T) {
 	}
 }
 
-// build compiles the four commands into the test's folder, once.
+// build compiles the four commands and codasim into the test's folder, once.
 func (h *harness) build() {
 	h.t.Helper()
 	h.bin = filepath.Join(h.dir, "bin")
@@ -419,7 +417,7 @@ func (h *harness) build() {
 	// reused from the build cache (without it a fresh clone compiles every
 	// codapipe package once more, keyed by its folder: ~30 CPU-seconds);
 	// -s -w: no symbol table and DWARF, a third less time linking.
-	cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags=-s -w", "-o", h.bin+"/", "./cmd/rollout", "./cmd/judge", "./cmd/advantage", "./cmd/sftpack")
+	cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags=-s -w", "-o", h.bin+"/", "./cmd/rollout", "./cmd/judge", "./cmd/advantage", "./cmd/sftpack", "./cmd/codasim")
 	cmd.Dir = repoRoot(h.t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		h.t.Fatalf("go build: %v\n%s", err, out)
@@ -454,13 +452,11 @@ func (h *harness) runAll(ps []*proc) {
 	}
 }
 
-// simWorld is the simulated world's addresses.
-type simWorld struct {
-	planner, executor, judge string
-	guests                   []string
-}
+// simWorld is the simulated world: codasim's addresses.
+type simWorld struct{ *simproc.World }
 
-// startSim starts `rollout sim` as its own process and reads its addresses.
+// startSim starts the simulator as its own process (codasim, through
+// simproc.Launch as rollout --sim starts it) and reads its addresses.
 func (h *harness) startSim(ctx context.Context) simWorld {
 	h.t.Helper()
 	cfg := filepath.Join(h.dir, "sim.json")
@@ -468,57 +464,32 @@ func (h *harness) startSim(ctx context.Context) simWorld {
 		h.t.Fatal(err)
 	}
 	vms := h.sz.vmsPerApp * len(h.sz.apps)
-	cmd := exec.CommandContext(ctx, filepath.Join(h.bin, "rollout"), "sim", "--vms", strconv.Itoa(vms),
-		"--time-scale", strconv.FormatFloat(h.sz.timeScale, 'g', -1, 64), "--sim-config", cfg)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := os.Create(filepath.Join(h.dir, "logs", "sim.log"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
+	w, err := simproc.Launch(ctx, simproc.Request{Binary: filepath.Join(h.bin, simproc.Name), VMs: vms,
+		TimeScale: h.sz.timeScale, Config: cfg, Stderr: stderr})
 	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("codasim: %v; log: %s", err, tailFile(stderr.Name(), 2000))
 	}
 	h.t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
+		if err := w.Close(); err != nil {
+			h.t.Errorf("codasim: %v", err)
+		}
 		stderr.Close()
 	})
-	var w simWorld
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		switch {
-		case len(f) >= 2 && f[0] == "planner":
-			w.planner = f[1]
-		case len(f) >= 2 && f[0] == "executor":
-			w.executor = f[1]
-		case len(f) >= 2 && f[0] == "judge":
-			w.judge = f[1]
-		case len(f) >= 3 && f[0] == "vm":
-			w.guests = append(w.guests, f[2])
-		}
-		if strings.HasPrefix(sc.Text(), "serving until interrupted") {
-			break
-		}
+	if len(w.Guests) != vms || len(w.Judges) == 0 {
+		h.t.Fatalf("codasim started %d of %d VMs and %d judges; log: %s", len(w.Guests), vms, len(w.Judges), tailFile(stderr.Name(), 2000))
 	}
-	go func() { _, _ = io.Copy(io.Discard, out) }() // owned by cmd: ends with its stdout
-	if w.planner == "" || w.executor == "" || w.judge == "" || len(w.guests) != vms {
-		h.t.Fatalf("rollout sim printed planner %q executor %q judge %q and %d of %d VMs; log: %s",
-			w.planner, w.executor, w.judge, len(w.guests), vms, tailFile(stderr.Name(), 2000))
-	}
-	return w
+	return simWorld{w}
 }
 
 // stats sums the guests' fault counters (SIMULATOR: GET /sim/stats).
 func (w simWorld) stats(ctx context.Context) string {
 	var calls, hangs, errs, deaths, deadHits int
 	client := &http.Client{Timeout: 5 * time.Second}
-	for _, g := range w.guests {
+	for _, g := range w.Guests {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, g+"/sim/stats", nil)
 		if err != nil {
 			return err.Error()

@@ -2,11 +2,10 @@ package judge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -14,11 +13,9 @@ import (
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/model"
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/sim"
-	"github.com/codapipe/codapipe/internal/sim/fault"
-	simmodels "github.com/codapipe/codapipe/internal/sim/models"
+	"github.com/codapipe/codapipe/internal/simproc"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -47,9 +44,11 @@ type Options struct {
 	VoteTTL      time.Duration
 	Summary      string // write the Stats as JSON here
 
-	// Sim judges with the SIMULATOR's judge endpoint, started in-process;
-	// SimConfig is a JSON file with a sim.WorldConfig whose "models" part
-	// configures it; TimeScale scales its latencies; Seed seeds it.
+	// Sim judges with the SIMULATOR's judge endpoint (simproc.Start: the
+	// codasim process, models only); SimConfig is a JSON file with the
+	// simulator's configuration, whose "models" part configures it;
+	// TimeScale scales its latencies; Seed seeds it (0: the config's,
+	// else 1).
 	Sim       bool
 	SimConfig string
 	TimeScale float64
@@ -74,7 +73,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, fmt.Errorf("%w: give --judge URL=MODEL (repeat it for an ensemble), or --sim to judge with the built-in SIMULATOR's judge", ErrNotConfigured)
 	}
 	var err error
-	if o.Apps, err = scienceboard.CheckApps("--app", o.Apps); err != nil {
+	if o.Apps, err = appname.Check("--app", o.Apps); err != nil {
 		return Stats{}, service.Usage(err)
 	}
 	o.Runs = service.NameList(o.Runs)
@@ -94,18 +93,19 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, service.Usage(err)
 	}
 	if o.Sim && len(specs) == 0 {
-		sctx, stop := context.WithCancel(ctx)
-		servers, simSpecs, err := startSim(sctx, o)
+		r := simproc.Request{TimeScale: o.TimeScale, Config: o.SimConfig, Stderr: env.Stderr}
+		if o.Seed != 0 {
+			r.Seed = &o.Seed
+		}
+		world, err := simproc.Start(ctx, r)
 		if err != nil {
-			stop()
 			return Stats{}, err
 		}
-		defer func() {
-			stop()
-			servers.Wait()
-		}()
-		specs = simSpecs
-		log.Info("SIMULATOR started: a simulated judge stands in for a VLM judge (for checking a pipeline, not for training data)", "judge", servers.JudgeURL, "models", len(specs))
+		defer world.Close()
+		for _, j := range world.Judges {
+			specs = append(specs, EndpointSpec{URL: j.URL, Model: j.Model})
+		}
+		log.Info("SIMULATOR started: a simulated judge stands in for a VLM judge (for checking a pipeline, not for training data)", "judge", world.Judges[0].URL, "models", len(specs), "process", world.Process)
 	}
 	if o.DefaultStages {
 		o.Policy = o.Policy.WithStages(DefaultStages(len(specs)))
@@ -159,47 +159,6 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		}
 	}
 	return st, err
-}
-
-func startSim(ctx context.Context, o Options) (*simmodels.Servers, []EndpointSpec, error) {
-	wc := sim.DefaultWorldConfig()
-	if o.SimConfig != "" {
-		b, err := os.ReadFile(o.SimConfig)
-		if err != nil {
-			return nil, nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
-		}
-		if err := json.Unmarshal(b, &wc); err != nil {
-			return nil, nil, service.Usage(fmt.Errorf("--sim-config %s: %w", o.SimConfig, err))
-		}
-	}
-	mc := wc.Models
-	switch {
-	case o.Seed != 0:
-		mc.Seed = o.Seed
-	case wc.Seed != 0:
-		mc.Seed = wc.Seed
-	default:
-		mc.Seed = 1
-	}
-	scale := o.TimeScale
-	if scale <= 0 {
-		scale = 0.01
-	}
-	mc.Clock = fault.Clock{Scale: scale}
-	m, err := simmodels.New(mc)
-	if err != nil {
-		return nil, nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
-	}
-	servers, err := m.Start(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	jc := m.Config().Judge
-	specs := []EndpointSpec{{URL: servers.JudgeURL, Model: jc.Model}}
-	if jc.Second != nil { // the simulated ensemble's second model
-		specs = append(specs, EndpointSpec{URL: servers.JudgeURL, Model: jc.Second.Model})
-	}
-	return servers, specs, nil
 }
 
 // versioned is the --summary document: the build, then the Stats.
@@ -264,10 +223,46 @@ Environment-error trajectories are recorded as not judged, without a model call.
 with the built-in SIMULATOR's judge. See docs/judge.md.`
 
 // Command is the judge command with its report subcommand.
-func Command() service.Command {
+func Command() service.Command { return service.Stage[Options](command).Command() }
+
+// ParseOptions reads judge's own flags (not the common ones) from args
+// and the environment as the command does, for a job that runs judge in
+// its own process (nightly): the Options Execute takes, and the secrets
+// the flags carry.
+func ParseOptions(args []string) (Options, *redact.Secrets, error) {
+	return service.Stage[Options](command).Parse(args)
+}
+
+// command is the judge command and the resolution of its Options once
+// its flags are parsed.
+func command() (service.Command, func() (Options, error)) {
 	o := Options{Policy: CODAPolicy()}
 	var rule, temps, topps, lowres, stages string
 	var flags *service.Flags
+	resolve := func() (Options, error) {
+		var err error
+		o.Policy.Rule = Rule(strings.TrimSpace(rule))
+		if err := o.setStages(flags, stages); err != nil {
+			return o, service.Usage(err)
+		}
+		if o.Policy.Temperatures, err = ParseFloats(temps); err != nil {
+			return o, service.Usage(fmt.Errorf("--temperature %w", err))
+		}
+		if o.Policy.TopPs, err = ParseFloats(topps); err != nil {
+			return o, service.Usage(fmt.Errorf("--top-p %w", err))
+		}
+		o.Policy.LowRes = Size{}
+		switch {
+		case strings.TrimSpace(lowres) != "":
+			if o.Policy.LowRes, err = ParseSize(lowres); err != nil {
+				return o, service.Usage(fmt.Errorf("--lowres: %w", err))
+			}
+		case o.Policy.Rule == Staged && !flags.Given("lowres"):
+			o.Policy.LowRes = DefaultLowRes
+		}
+		o.Progress = true
+		return o, nil
+	}
 	return service.Command{
 		Name: "judge", Summary: "score trajectories with VLM judges (voting, multi-resolution, ensembles) and publish judgements",
 		Usage: usage, Common: true, Consumer: true,
@@ -312,35 +307,17 @@ func Command() service.Command {
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_JUDGE_ACK_WAIT", time.Minute, "a trajectory whose judge process died is judged again this long after its last heartbeat")
 			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")
 			fs.Group(service.GroupSim)
-			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "judge with the SIMULATOR's judge endpoint, started in-process (for checking a pipeline, not for training data)")
-			fs.String(&o.SimConfig, "sim-config", "CODAPIPE_SIM_CONFIG", "", "with --sim: JSON file with the simulator's configuration; its \"models\".\"judge\" part sets the judge's error model, its second model and faults (docs/simulator.md)")
-			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", 0.01, "with --sim: wall time per simulated second")
-			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator (0: 1)")
+			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "judge with the SIMULATOR's judge endpoint (codasim, started for this run; for checking a pipeline, not for training data)")
+			simproc.Flags(fs, &o.SimConfig, &o.TimeScale, nil, "with --sim: ")
+			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator (0: the --sim-config's seed, else 1)")
 			fs.Group(service.GroupOutput)
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
-			var err error
-			o.Policy.Rule = Rule(strings.TrimSpace(rule))
-			if err := o.setStages(flags, stages); err != nil {
-				return service.Usage(err)
+			o, err := resolve()
+			if err != nil {
+				return err
 			}
-			if o.Policy.Temperatures, err = ParseFloats(temps); err != nil {
-				return service.Usage(fmt.Errorf("--temperature %w", err))
-			}
-			if o.Policy.TopPs, err = ParseFloats(topps); err != nil {
-				return service.Usage(fmt.Errorf("--top-p %w", err))
-			}
-			o.Policy.LowRes = Size{}
-			switch {
-			case strings.TrimSpace(lowres) != "":
-				if o.Policy.LowRes, err = ParseSize(lowres); err != nil {
-					return service.Usage(fmt.Errorf("--lowres: %w", err))
-				}
-			case o.Policy.Rule == Staged && !flags.Given("lowres"):
-				o.Policy.LowRes = DefaultLowRes
-			}
-			o.Progress = true
 			st, err := Execute(ctx, env, o)
 			err = service.WorkerStopped(ctx, env.Common.Drain, err)
 			if err == nil || st.Trajectories() > 0 {
@@ -349,7 +326,7 @@ func Command() service.Command {
 			return err
 		},
 		Sub: []service.Command{reportCommand()},
-	}
+	}, resolve
 }
 
 // setStages sets the policy's stages from --stages (v) and whether
@@ -409,7 +386,7 @@ judged last.`,
 				}
 			}
 			if cfg.App != "" {
-				apps, err := scienceboard.CheckApps("--app", []string{cfg.App})
+				apps, err := appname.Check("--app", []string{cfg.App})
 				if err != nil {
 					return service.Usage(err)
 				}

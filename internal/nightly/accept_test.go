@@ -106,100 +106,8 @@ func TestAcceptNightlyTwice(t *testing.T) {
 		}
 	}
 
-	// The stages' counts agree, read back from the streams and the files.
-	raw, judged := readStreams(t, dir)
-	runs := map[string]string{} // run → shard set folder
-	for _, a := range second.Apps {
-		runs[a.Run] = a.Shards.Dir
-	}
-	ids := map[string]*traj.Trajectory{}
-	for _, tr := range raw {
-		if _, ok := runs[tr.Run]; !ok {
-			t.Errorf("raw trajectory of run %q, not the night's", tr.Run)
-		}
-		ids[tr.ID] = tr
-	}
-	if len(raw) != len(apps)*want || len(ids) != len(raw) {
-		t.Errorf("%d raw trajectories (%d ids), want %d", len(raw), len(ids), len(apps)*want)
-	}
-	judgedOnce := map[string]*traj.Judged{}
-	for _, jd := range judged {
-		if judgedOnce[jd.Trajectory.ID] != nil {
-			t.Errorf("trajectory %s judged twice", jd.Trajectory.ID)
-		}
-		judgedOnce[jd.Trajectory.ID] = jd
-	}
-	for id := range ids {
-		if judgedOnce[id] == nil {
-			t.Errorf("trajectory %s not judged", id)
-		}
-	}
-
-	// Rows: every row in its run's set, a clean success's steps × G.
-	rows := map[string]int{} // trajectory → rows
-	sets, err := filepath.Glob(filepath.Join(dir, "shards", "*", shard.ManifestName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sets) != len(apps) {
-		t.Errorf("%d shard sets, want one per app (%d)", len(sets), len(apps))
-	}
-	for _, mf := range sets {
-		setDir := filepath.Dir(mf)
-		var m shard.Manifest
-		if err := readJSON(mf, &m); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range m.Files {
-			err := shard.ReadFile(context.Background(), filepath.Join(setDir, f.Path), m.Format, func(r *shard.Row) error {
-				if runs[r.Run] != setDir {
-					t.Errorf("row of run %s in set %s, want its run's set %s", r.Run, setDir, runs[r.Run])
-				}
-				rows[r.TrajectoryID]++
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	clean, cleanSteps := 0, 0
-	for id, jd := range judgedOnce {
-		want := 0
-		if jd.Judgement.Decision == traj.CleanSuccess {
-			clean++
-			cleanSteps += len(jd.Trajectory.Steps)
-			want = len(jd.Trajectory.Steps) * group
-		}
-		if rows[id] != want {
-			t.Errorf("trajectory %s (%s, %d steps): %d rows, want %d", id, jd.Judgement.Decision, len(jd.Trajectory.Steps), rows[id], want)
-		}
-	}
-
-	// SFT: the night's runs only, every clean success once with its steps.
-	m, err := sft.ReadManifest(second.SFT.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for run := range m.Runs {
-		if _, ok := runs[run]; !ok {
-			t.Errorf("SFT set holds run %q, not the night's", run)
-		}
-	}
-	samplesN := 0
-	for _, sp := range m.Splits {
-		samplesN += sp.Samples
-	}
-	if got := m.Counts.Decisions[string(traj.CleanSuccess)]; got != clean {
-		t.Errorf("SFT set saw %d clean successes, the judged stream has %d", got, clean)
-	}
-	if m.Counts.Duplicates == 0 && m.Counts.Skipped == 0 && samplesN != cleanSteps {
-		t.Errorf("SFT set: %d samples, the clean successes have %d steps", samplesN, cleanSteps)
-	}
-	if samplesN > cleanSteps {
-		t.Errorf("SFT set: %d samples, more than the clean successes' %d steps", samplesN, cleanSteps)
-	}
-	t.Logf("%d trajectories, %d clean successes (%d steps), %d SFT samples, rows %d+%d", len(raw), clean, cleanSteps, samplesN, first.New.Rows, second.New.Rows)
+	raw, clean, cleanSteps, samplesN := checkCounts(t, dir, second, group, len(apps)*want)
+	t.Logf("%d trajectories, %d clean successes (%d steps), %d SFT samples, rows %d+%d", raw, clean, cleanSteps, samplesN, first.New.Rows, second.New.Rows)
 	if first.New.Rows == 0 {
 		t.Fatal("the night wrote no rows: the re-judged night below needs them")
 	}
@@ -239,37 +147,131 @@ func TestAcceptNightlyTwice(t *testing.T) {
 	}
 }
 
-// checkVersionRecorded: the night's summary and its stages' summaries
+// checkCounts checks that the stages' counts of a finished night agree,
+// read back from the streams and the files in dir: n trajectories of the
+// night's runs on the stream, each judged once; every judged
+// trajectory's rows in its run's shard set (a clean success's steps × G,
+// nothing of the others); the SFT set holds the night's runs only, every
+// clean success once with its steps. It returns the trajectories, the
+// clean successes, their steps and the SFT samples.
+func checkCounts(t *testing.T, dir string, second *Summary, group, n int) (trajectories, clean, cleanSteps, samplesN int) {
+	t.Helper()
+	// The stages' counts agree, read back from the streams and the files.
+	raw, judged := readStreams(t, dir)
+	runs := map[string]string{} // run → shard set folder
+	for _, a := range second.Apps {
+		runs[a.Run] = a.Shards.Dir
+	}
+	ids := map[string]*traj.Trajectory{}
+	for _, tr := range raw {
+		if _, ok := runs[tr.Run]; !ok {
+			t.Errorf("raw trajectory of run %q, not the night's", tr.Run)
+		}
+		ids[tr.ID] = tr
+	}
+	if len(raw) != n || len(ids) != len(raw) {
+		t.Errorf("%d raw trajectories (%d ids), want %d", len(raw), len(ids), n)
+	}
+	judgedOnce := map[string]*traj.Judged{}
+	for _, jd := range judged {
+		if judgedOnce[jd.Trajectory.ID] != nil {
+			t.Errorf("trajectory %s judged twice", jd.Trajectory.ID)
+		}
+		judgedOnce[jd.Trajectory.ID] = jd
+	}
+	for id := range ids {
+		if judgedOnce[id] == nil {
+			t.Errorf("trajectory %s not judged", id)
+		}
+	}
+
+	// Rows: every row in its run's set, a clean success's steps × G.
+	rows := map[string]int{} // trajectory → rows
+	sets, err := filepath.Glob(filepath.Join(dir, "shards", "*", shard.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) != len(second.Apps) {
+		t.Errorf("%d shard sets, want one per app (%d)", len(sets), len(second.Apps))
+	}
+	for _, mf := range sets {
+		setDir := filepath.Dir(mf)
+		var m shard.Manifest
+		if err := service.ReadJSON(mf, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range m.Files {
+			err := shard.ReadFile(context.Background(), filepath.Join(setDir, f.Path), m.Format, func(r *shard.Row) error {
+				if runs[r.Run] != setDir {
+					t.Errorf("row of run %s in set %s, want its run's set %s", r.Run, setDir, runs[r.Run])
+				}
+				rows[r.TrajectoryID]++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, jd := range judgedOnce {
+		want := 0
+		if jd.Judgement.Decision == traj.CleanSuccess {
+			clean++
+			cleanSteps += len(jd.Trajectory.Steps)
+			want = len(jd.Trajectory.Steps) * group
+		}
+		if rows[id] != want {
+			t.Errorf("trajectory %s (%s, %d steps): %d rows, want %d", id, jd.Judgement.Decision, len(jd.Trajectory.Steps), rows[id], want)
+		}
+	}
+
+	// SFT: the night's runs only, every clean success once with its steps.
+	m, err := sft.ReadManifest(second.SFT.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := range m.Runs {
+		if _, ok := runs[run]; !ok {
+			t.Errorf("SFT set holds run %q, not the night's", run)
+		}
+	}
+	for _, sp := range m.Splits {
+		samplesN += sp.Samples
+	}
+	if got := m.Counts.Decisions[string(traj.CleanSuccess)]; got != clean {
+		t.Errorf("SFT set saw %d clean successes, the judged stream has %d", got, clean)
+	}
+	if m.Counts.Duplicates == 0 && m.Counts.Skipped == 0 && samplesN != cleanSteps {
+		t.Errorf("SFT set: %d samples, the clean successes have %d steps", samplesN, cleanSteps)
+	}
+	if samplesN > cleanSteps {
+		t.Errorf("SFT set: %d samples, more than the clean successes' %d steps", samplesN, cleanSteps)
+	}
+	return len(raw), clean, cleanSteps, samplesN
+}
+
+// checkVersionRecorded: the night's summary and its rollouts' summaries
 // (rollout, judge, advantage, sftpack: <data>/nightly/<night>/*.json), its
 // shard sets' manifests and its SFT set's manifest record the build that
 // wrote them (service.Version).
 func checkVersionRecorded(t *testing.T, dir, night string, s *Summary) {
 	t.Helper()
 	ver := service.Version().String()
-	summaries, err := filepath.Glob(filepath.Join(dir, "nightly", night, "*.json"))
-	if err != nil {
+	var doc map[string]any
+	if err := service.ReadJSON(s.SummaryFile, &doc); err != nil {
 		t.Fatal(err)
 	}
-	stages := map[string]bool{}
-	for _, f := range summaries {
-		var doc map[string]any
-		if err := readJSON(f, &doc); err != nil {
-			t.Fatal(err)
-		}
-		if doc["codapipe_version"] != ver {
-			t.Errorf("%s: codapipe_version %v, want %q", f, doc["codapipe_version"], ver)
-		}
-		name := strings.TrimSuffix(filepath.Base(f), ".json")
-		stages[name[strings.LastIndexByte(name, '.')+1:]] = true
+	if doc["codapipe_version"] != ver {
+		t.Errorf("%s: codapipe_version %v, want %q", s.SummaryFile, doc["codapipe_version"], ver)
 	}
-	for _, stage := range []string{"rollout", "judge", "advantage", "sftpack", "summary"} {
-		if !stages[stage] {
-			t.Errorf("no %s summary among %v", stage, summaries)
+	for _, a := range s.Apps {
+		if a.Rollout == nil || a.Rollout.CodapipeVersion != ver {
+			t.Errorf("%s: the rollout summary's codapipe_version is not %q: %+v", a.App, ver, a.Rollout)
 		}
 	}
 	for _, a := range s.Apps {
 		var m shard.Manifest
-		if err := readJSON(filepath.Join(a.Shards.Dir, shard.ManifestName), &m); err != nil {
+		if err := service.ReadJSON(filepath.Join(a.Shards.Dir, shard.ManifestName), &m); err != nil {
 			t.Fatal(err)
 		}
 		if m.Meta.Version != ver {

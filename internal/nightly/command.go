@@ -5,6 +5,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/simproc"
 )
 
 const usage = `nightly — the nightly specialization job: every app's run, judged and made shards, then the SFT set.
@@ -20,10 +21,11 @@ judge worker and an advantage worker beside it (both --runs <night>-<app>: the j
 that run, one shard set per app); then judge --drain and advantage --drain finish what the workers
 left. After every app: sftpack build
 --runs with the night's runs (and --sft-runs) into --sft-out, and sftpack export to --export when
-given. The stages run in this process as their commands do, on one NATS server (the embedded one in
---data, or --nats); the stages' own flags come from the environment (CODAPIPE_POOL,
-CODAPIPE_PLANNER_URL, CODAPIPE_JUDGE, ...) or from --rollout-args, --judge-args,
---advantage-args and --sftpack-args (split on spaces). --night defaults to today's UTC date.
+given. The stages run in this process, on one NATS server (the embedded one in --data, or --nats);
+the stages' own flags come from the environment (CODAPIPE_POOL, CODAPIPE_PLANNER_URL,
+CODAPIPE_JUDGE, ...) or from --rollout-args, --judge-args, --advantage-args and --sftpack-args
+(split on spaces, checked at start; the flags the night sets itself, such as --run, --runs,
+--group, --out or --sim, are refused there). --night defaults to today's UTC date.
 
 Re-running a night finishes only what is missing: the rollout resumes from the run ledger, judge and
 advantage drain their durable consumers, and the SFT build of the same runs writes the same
@@ -43,8 +45,8 @@ func Command() service.Command {
 			fs.Group(service.GroupRun)
 			fs.List(&o.Apps, "apps", "CODAPIPE_NIGHTLY_APPS", "applications, one rollout run and one shard set each (e.g. ChimeraX,KAlgebra)")
 			fs.String(&o.Night, "night", "CODAPIPE_NIGHT", "", "the night's name, prefix of its run names <night>-<app> (default today's UTC date, YYYY-MM-DD)")
-			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", 8, "G: plans per step besides the executed one")
-			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", 1, "K: episodes per task")
+			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", rollout.DefaultGroup, "G: plans per step besides the executed one")
+			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", rollout.DefaultSamples, "K: episodes per task")
 			fs.Bool(&o.Workers, "workers", "CODAPIPE_NIGHTLY_WORKERS", true, "run a judge and an advantage worker beside each rollout (false: they only drain after it)")
 			fs.List(&o.SFTRuns, "sft-runs", "CODAPIPE_NIGHTLY_SFT_RUNS", "more runs for the SFT set, names or globs (default none: only the night's runs)")
 			fs.Group("Stages")
@@ -54,9 +56,8 @@ func Command() service.Command {
 			fs.String(&o.SFTArgs, "sftpack-args", "CODAPIPE_NIGHTLY_SFTPACK_ARGS", "", "more sftpack build flags, split on spaces (e.g. '--require-eval --max-per-task 8')")
 			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run every stage on the built-in SIMULATOR (simulated VMs and models)")
-			fs.Int(&o.VMs, "vms", "CODAPIPE_VMS", 4, "with --sim: number of simulated VMs")
-			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator (0: 1)")
-			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", rollout.DefaultTimeScale, "with --sim: wall time per simulated second")
+			simproc.Flags(fs, &o.SimConfig, &o.TimeScale, &o.VMs, "with --sim: ")
+			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator and the rollout's model requests (0: the --sim-config's seed, else 1)")
 			fs.Group(service.GroupOutput)
 			fs.String(&o.Shards, "shards", "CODAPIPE_SHARDS", "", "where the shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")
 			fs.String(&o.SFTOut, "sft-out", "CODAPIPE_NIGHTLY_SFT_OUT", "", "folder of the night's SFT set (default <data>/sft/<night>)")

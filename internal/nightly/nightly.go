@@ -2,9 +2,10 @@
 // each app of a list, a named rollout run against the planner checkpoint
 // with judge and advantage working beside it and then drained, one shard
 // set per app, and at the end the SFT set of the night's runs, exported
-// when a bucket is configured. The stages run in this process as their
-// commands run them (service.MainContext with their flags), sharing one
-// NATS server: the embedded one this process starts in the data
+// when a bucket is configured. The stages run in this process through
+// their typed entry points (their Execute with their Options, parsed from
+// the night's --*-args by their ParseOptions), sharing one NATS
+// connection: the embedded one this process starts in the data
 // directory, or --nats. Re-running a night finishes what is missing: the
 // rollout resumes from the run ledger, judge (--runs: the night's run
 // only) and advantage drain their durable consumers, and the SFT build is
@@ -16,9 +17,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"io"
 	"log/slog"
 	"os"
@@ -26,7 +27,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,9 +37,9 @@ import (
 	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/ledger"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/runreport"
-	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sft"
 	"github.com/codapipe/codapipe/internal/shard"
@@ -54,11 +54,12 @@ type Options struct {
 	// Group and Samples are rollout's G and K.
 	Group, Samples int
 	// Sim runs every stage on the SIMULATOR, with VMs simulated
-	// machines, Seed and TimeScale.
+	// machines, Seed, TimeScale and SimConfig (simproc.Request).
 	Sim       bool
 	VMs       int
 	Seed      int64
 	TimeScale float64
+	SimConfig string
 	// Workers runs a judge and an advantage worker beside each rollout
 	// (as in production); without it they only drain after it.
 	Workers bool
@@ -89,7 +90,7 @@ func (o *Options) check() error {
 	if len(o.Apps) == 0 {
 		return service.Usage(errors.New("no apps: give --apps APP[,APP] (e.g. ChimeraX,KAlgebra)"))
 	}
-	apps, err := scienceboard.CheckApps("--apps", o.Apps)
+	apps, err := appname.Check("--apps", o.Apps)
 	if err != nil {
 		return service.Usage(err)
 	}
@@ -212,9 +213,75 @@ type job struct {
 	o      Options
 	env    *service.Env
 	log    *slog.Logger
-	common []string  // the common flags every stage gets
-	dir    string    // <data>/nightly/<night>: the stages' summaries
+	stages stages
+	dir    string    // <data>/nightly/<night>: the night's summary and report
 	out    io.Writer // the stages' shared output (a syncio.Writer: they run at once)
+}
+
+// stages are the stages' typed options, from their --*-args and the
+// environment as their commands read them, before the night's own are
+// set; and the secrets those flags carry, stripped from their output.
+type stages struct {
+	rollout              rollout.Options
+	judge                judge.Options
+	advantage            advantage.Options
+	sft                  sft.Options
+	rolloutSec, judgeSec *redact.Secrets
+	advSec, sftSec       *redact.Secrets
+}
+
+// owned are the stage flags the night sets itself: given in a stage's
+// --*-args they would be overwritten, so they are refused there.
+var owned = map[string][]string{
+	"rollout-args":   {"app", "run", "group", "samples", "summary", "sim", "vms", "seed", "time-scale", "sim-config"},
+	"judge-args":     {"runs", "summary", "sim", "seed", "time-scale", "sim-config"},
+	"advantage-args": {"runs", "summary", "out"},
+	"sftpack-args":   {"runs", "out", "summary"},
+}
+
+// parseStages reads the stages' options from the night's --*-args.
+func (o *Options) parseStages() (stages, error) {
+	var st stages
+	var err error
+	for _, p := range []struct {
+		flag, args string
+		parse      func([]string) error
+	}{
+		{"rollout-args", o.RolloutArgs, func(a []string) (err error) { st.rollout, st.rolloutSec, err = rollout.ParseOptions(a); return }},
+		{"judge-args", o.JudgeArgs, func(a []string) (err error) { st.judge, st.judgeSec, err = judge.ParseOptions(a); return }},
+		{"advantage-args", o.AdvantageArgs, func(a []string) (err error) { st.advantage, st.advSec, err = advantage.ParseOptions(a); return }},
+		{"sftpack-args", o.SFTArgs, func(a []string) (err error) { st.sft, st.sftSec, err = sft.ParseOptions(a); return }},
+	} {
+		args := strings.Fields(p.args)
+		for _, a := range args {
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if strings.HasPrefix(a, "-") && slices.Contains(owned[p.flag], name) {
+				return st, service.Usage(fmt.Errorf("--%s: --%s is the night's own: give it to nightly (the stages' %s come from the night)", p.flag, name, strings.Join(owned[p.flag], ", ")))
+			}
+		}
+		if err = p.parse(args); err != nil {
+			return st, service.Usage(fmt.Errorf("--%s: %w", p.flag, err))
+		}
+	}
+	return st, nil
+}
+
+// simSeed is the rollout's --seed of a night on the simulator (nil: the
+// simulator's seed rule).
+func (o *Options) simSeed() *int64 {
+	if !o.Sim || o.Seed == 0 {
+		return nil
+	}
+	seed := o.Seed
+	return &seed
+}
+
+// stageEnv is the Env of one stage of the night: the night's bus and
+// store, drain or not, its output on the night's stderr with its secrets
+// stripped.
+func (j *job) stageEnv(name string, secrets *redact.Secrets, drain bool) (*service.Env, error) {
+	j.log.Info("stage", "stage", name)
+	return j.env.Stage(name, secrets, drain, j.out, j.out)
 }
 
 // Execute runs the night: every app, then the SFT set and its export. It
@@ -223,8 +290,12 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	st, err := o.parseStages()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
-	j := &job{o: o, env: env, log: env.Log.With("night", o.Night), out: &syncio.Writer{W: env.Stderr},
+	j := &job{o: o, env: env, log: env.Log.With("night", o.Night), out: &syncio.Writer{W: env.Stderr}, stages: st,
 		dir: filepath.Join(env.Common.DataDir, "nightly", o.Night)}
 	if err := os.MkdirAll(j.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("nightly: %w", err)
@@ -234,7 +305,6 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err != nil {
 		return nil, err
 	}
-	j.common = commonArgs(env.Common, b.URL())
 
 	s := &Summary{Night: o.Night, Started: start.UTC(), Errors: []string{}, ShardFiles: []string{}, CodapipeVersion: service.Version().String()}
 	s.SummaryFile = o.Summary
@@ -265,7 +335,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		if err != nil {
 			s.Errors = append(s.Errors, "sftpack: "+err.Error())
 		} else if o.Export != "" {
-			if err := j.stage(ctx, "sftpack export", sft.Command(), []string{"export", sftSum.Dir, o.Export}, false); err != nil {
+			if err := j.export(ctx, sftSum.Dir); err != nil {
 				s.Errors = append(s.Errors, "sftpack export: "+err.Error())
 			} else {
 				s.Exported = o.Export
@@ -294,122 +364,33 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	return s, werr
 }
 
-// commonArgs are the common flags of the stages: this process's, on the
-// NATS server at url (the embedded one; "" keeps --nats).
-func commonArgs(c *service.Common, url string) []string {
-	args := []string{"--data", c.DataDir, "--replicas", strconv.Itoa(max(c.Replicas, 1))}
-	if url == "" {
-		url = c.NATS.URL
-	}
-	add := func(flag, v string) {
-		if v != "" {
-			args = append(args, flag, v)
-		}
-	}
-	add("--log-level", c.LogLevel)
-	add("--log-format", c.LogFormat)
-	if c.NATS.Timeout > 0 {
-		add("--nats-timeout", c.NATS.Timeout.String())
-	}
-	add("--nats", url)
-	add("--nats-user", c.NATS.User)
-	add("--nats-password", c.NATS.Password)
-	add("--nats-token", c.NATS.Token)
-	add("--nats-creds", c.NATS.CredsFile)
-	add("--nats-ca", c.NATS.TLSCA)
-	add("--nats-cert", c.NATS.TLSCert)
-	add("--nats-key", c.NATS.TLSKey)
-	add("--store", c.Store)
-	if c.UpdateTopology {
-		args = append(args, "--update-topology")
-	}
-	return args
-}
-
-// stage runs one command as its main function does, with the common
-// flags unless bare (sftpack export has none). args start with the
-// subcommand's name, if any.
-func (j *job) stage(ctx context.Context, name string, cmd service.Command, args []string, common bool) error {
-	if common {
-		var sub []string
-		if len(args) > 0 && len(cmd.Sub) > 0 && !strings.HasPrefix(args[0], "-") {
-			sub, args = args[:1], args[1:]
-		}
-		args = append(append(sub, j.common...), args...)
-	}
-	j.log.Info("stage", "stage", name)
-	tail := &lastLines{b: &bytes.Buffer{}}
-	code := service.MainContext(ctx, cmd, args, j.out, io.MultiWriter(j.out, tail))
-	if code != 0 {
-		msg := strings.TrimSpace(tail.b.String())
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:]
-		}
-		return fmt.Errorf("%s: exit %d: %s", name, code, msg)
-	}
-	return nil
-}
-
-// lastLines keeps the tail of a stage's error output for its error.
-type lastLines struct {
-	mu sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (l *lastLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Write(p)
-	if l.b.Len() > 4096 {
-		tail := slices.Clone(l.b.Bytes()[l.b.Len()-2048:])
-		l.b.Reset()
-		l.b.Write(tail)
-	}
-	return len(p), nil
-}
-
-func (j *job) simArgs(withVMs bool) []string {
-	if !j.o.Sim {
-		return nil
-	}
-	args := []string{"--sim", "--time-scale", strconv.FormatFloat(j.o.TimeScale, 'g', -1, 64)}
-	if j.o.Seed != 0 {
-		args = append(args, "--seed", strconv.FormatInt(j.o.Seed, 10))
-	}
-	if withVMs {
-		args = append(args, "--vms", strconv.Itoa(max(j.o.VMs, 1)))
-	}
-	return args
-}
-
 // app runs one app's part of the night.
 func (j *job) app(ctx context.Context, app string) App {
 	a := App{App: app, Run: RunName(j.o.Night, app)}
 	log := j.log.With("app", app, "run", a.Run)
-	file := func(stage string) string {
-		p := filepath.Join(j.dir, a.Run+"."+stage+".json")
-		_ = os.Remove(p) // never read an earlier invocation's
-		return p
-	}
-	judgeArgs := func(summary string) []string {
-		// Only the night's run: judging the whole stream would cost a
-		// real judge's GPU time for other runs (left to their own judges).
-		args := []string{"--runs", a.Run, "--summary", summary}
-		return append(append(args, j.simArgs(false)...), strings.Fields(j.o.JudgeArgs)...)
-	}
-	advArgs := func(summary string) []string {
-		args := []string{"--runs", a.Run, "--summary", summary}
-		if j.o.Shards != "" {
-			args = append(args, "--out", j.o.Shards)
-		}
-		return append(args, strings.Fields(j.o.AdvantageArgs)...)
-	}
-	var summaries struct{ judge, adv []string }
 	fail := func(err error) App {
 		a.Err = err.Error()
 		log.Error("app failed", "err", err)
 		return a
 	}
+	// Only the night's run: judging the whole stream would cost a real
+	// judge's GPU time for other runs (left to their own judges).
+	jo := j.stages.judge
+	jo.Runs, jo.Sim, jo.SimConfig, jo.TimeScale, jo.Seed = []string{a.Run}, j.o.Sim, j.o.SimConfig, j.o.TimeScale, j.o.Seed
+	ao := j.stages.advantage
+	ao.Runs = []string{a.Run}
+	if j.o.Shards != "" {
+		ao.Out = j.o.Shards
+	}
+	judges := &consumer[judge.Stats]{j: j, secrets: j.stages.judgeSec, print: judge.PrintStats,
+		did:  func(st judge.Stats) bool { return st.Trajectories() > 0 },
+		exec: func(ctx context.Context, env *service.Env) (judge.Stats, error) { return judge.Execute(ctx, env, jo) }}
+	advs := &consumer[advantage.Stats]{j: j, secrets: j.stages.advSec, print: advantage.PrintStats,
+		did: func(st advantage.Stats) bool { return st.Messages > 0 },
+		exec: func(ctx context.Context, env *service.Env) (advantage.Stats, error) {
+			return advantage.Execute(ctx, env, ao)
+		}}
+	runJudge, runAdvantage := judges.run, advs.run
 
 	// Judge and advantage work beside the rollout, as in production; they
 	// are stopped (their in-flight messages finished) and waited for
@@ -417,74 +398,53 @@ func (j *job) app(ctx context.Context, app string) App {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if j.o.Workers {
-		jf, af := file("judge-worker"), file("advantage-worker")
-		summaries.judge, summaries.adv = append(summaries.judge, jf), append(summaries.adv, af)
-		for _, w := range []struct {
-			name string
-			cmd  service.Command
-			args []string
-		}{
-			{"judge worker", judge.Command(), judgeArgs(jf)},
-			{"advantage worker", advantage.Command(), advArgs(af)},
-		} {
+		for name, run := range map[string]func(context.Context, string, bool) error{"judge worker": runJudge, "advantage worker": runAdvantage} {
 			wg.Add(1)
 			go func() { // owned by app: stopped and waited for below
 				defer wg.Done()
-				if err := j.stage(wctx, w.name, w.cmd, w.args, true); err != nil && wctx.Err() == nil {
-					log.Warn("worker stopped; the drain after the rollout finishes its work", "worker", w.name, "err", err)
+				if err := run(wctx, name, false); err != nil && wctx.Err() == nil {
+					log.Warn("worker stopped; the drain after the rollout finishes its work", "worker", name, "err", err)
 				}
 			}()
 		}
 	}
-	rf := file("rollout")
-	rargs := []string{"--app", app, "--run", a.Run, "--group", strconv.Itoa(j.o.Group), "--samples", strconv.Itoa(j.o.Samples), "--summary", rf}
-	rargs = append(append(rargs, j.simArgs(true)...), strings.Fields(j.o.RolloutArgs)...)
-	rerr := j.stage(ctx, "rollout", rollout.Command(), rargs, true)
+	ro := j.stages.rollout
+	ro.App, ro.Run, ro.Group, ro.Samples = app, a.Run, j.o.Group, j.o.Samples
+	if j.o.Sim {
+		ro.Sim, ro.VMs, ro.SimConfig, ro.TimeScale, ro.Seed = true, max(j.o.VMs, 1), j.o.SimConfig, j.o.TimeScale, j.o.simSeed()
+	}
+	rs, rerr := j.rollout(ctx, ro)
 	stopWorkers()
 	wg.Wait()
-	var rs rollout.Summary
-	if err := readJSON(rf, &rs); err == nil {
-		a.Rollout = &rs
+	if rs != nil {
+		a.Rollout = rs
 		a.New.Episodes = rs.Episodes
-	} else if rerr == nil {
-		return fail(fmt.Errorf("rollout summary: %w", err))
 	}
 	if rerr != nil {
-		return fail(rerr)
+		return fail(fmt.Errorf("rollout: %w", rerr))
 	}
-
-	jf := file("judge")
-	summaries.judge = append(summaries.judge, jf)
-	if err := j.stage(ctx, "judge --drain", judge.Command(), append([]string{"--drain"}, judgeArgs(jf)...), true); err != nil {
-		return fail(err)
+	if err := runJudge(ctx, "judge --drain", true); err != nil {
+		return fail(fmt.Errorf("judge --drain: %w", err))
 	}
-	af := file("advantage")
-	summaries.adv = append(summaries.adv, af)
-	if err := j.stage(ctx, "advantage --drain", advantage.Command(), append([]string{"--drain"}, advArgs(af)...), true); err != nil {
-		return fail(err)
+	if err := runAdvantage(ctx, "advantage --drain", true); err != nil {
+		return fail(fmt.Errorf("advantage --drain: %w", err))
 	}
-	for _, f := range summaries.judge {
-		var st judge.Stats
-		if readJSON(f, &st) == nil {
-			a.New.Judgements += st.Trajectories()
-		}
+	for _, st := range judges.stats {
+		a.New.Judgements += st.Trajectories()
 	}
 	var set string
 	var others advantage.Stats // judgements of other judge versions, over the stages
-	for _, f := range summaries.adv {
-		var st advantage.Stats
-		if readJSON(f, &st) == nil {
-			a.New.Rows += st.Counts.Rows
-			if st.Set != "" {
-				set = st.Set
+	for _, st := range advs.stats {
+		a.New.Rows += st.Counts.Rows
+		if st.Set != "" {
+			set = st.Set
+		}
+		others.JudgeVersion = cmp.Or(st.JudgeVersion, others.JudgeVersion)
+		for v, n := range st.OtherJudgeVersion {
+			if others.OtherJudgeVersion == nil {
+				others.OtherJudgeVersion = map[string]int{}
 			}
-			others.JudgeVersion = cmp.Or(st.JudgeVersion, others.JudgeVersion)
-			for v, n := range st.OtherJudgeVersion {
-				if others.OtherJudgeVersion == nil {
-					others.OtherJudgeVersion = map[string]int{}
-				}
-				others.OtherJudgeVersion[v] += n
-			}
+			others.OtherJudgeVersion[v] += n
 		}
 	}
 
@@ -504,6 +464,58 @@ func (j *job) app(ctx context.Context, app string) App {
 	}
 	log.Info("app done", "episodes", a.New.Episodes, "judgements", a.New.Judgements, "rows", a.New.Rows)
 	return a
+}
+
+// consumer is the judge or the advantage stage of an app: each run
+// (the worker, the drain) executes it in a stage Env of its own, prints
+// its stats when it did something (or drained) and keeps them.
+type consumer[S any] struct {
+	j       *job
+	secrets *redact.Secrets
+	exec    func(context.Context, *service.Env) (S, error)
+	print   func(io.Writer, S)
+	did     func(S) bool
+
+	mu    sync.Mutex
+	stats []S // one per run, added as the runs end
+}
+
+func (c *consumer[S]) run(ctx context.Context, name string, drain bool) error {
+	env, err := c.j.stageEnv(name, c.secrets, drain)
+	if err != nil {
+		return err
+	}
+	st, err := c.exec(ctx, env)
+	c.mu.Lock()
+	c.stats = append(c.stats, st)
+	c.mu.Unlock()
+	if drain || c.did(st) {
+		c.print(env.Stdout, st)
+	}
+	return err
+}
+
+// rollout runs the night's rollout of an app, with its summary.
+func (j *job) rollout(ctx context.Context, o rollout.Options) (*rollout.Summary, error) {
+	env, err := j.stageEnv("rollout", j.stages.rolloutSec, false)
+	if err != nil {
+		return nil, err
+	}
+	o.Progress = env.Stderr
+	s, err := rollout.Execute(ctx, env, o)
+	if s != nil {
+		s.Print(env.Stdout)
+	}
+	return s, err
+}
+
+// export uploads the night's SFT set to --export.
+func (j *job) export(ctx context.Context, dir string) error {
+	env, err := j.stageEnv("sftpack export", nil, false)
+	if err != nil {
+		return err
+	}
+	return sft.Export(ctx, env, dir, j.o.Export)
 }
 
 // shards reads the manifest of the set from advantage's --out: a local
@@ -546,7 +558,7 @@ func localDir(out string) string {
 // does.
 func shardFiles(dir string) []string {
 	var m shard.Manifest
-	if readJSON(filepath.Join(dir, shard.ManifestName), &m) != nil {
+	if service.ReadJSON(filepath.Join(dir, shard.ManifestName), &m) != nil {
 		return nil
 	}
 	var out []string
@@ -564,10 +576,13 @@ func (j *job) sft(ctx context.Context, runs []string) (*SFT, error) {
 	}
 	manifest := filepath.Join(dir, "manifest.json")
 	before, _ := os.ReadFile(manifest)
-	f := filepath.Join(j.dir, "sftpack.json")
-	_ = os.Remove(f)
-	args := []string{"build", "--runs", strings.Join(runs, ","), "--out", dir, "--summary", f}
-	if err := j.stage(ctx, "sftpack build", sft.Command(), append(args, strings.Fields(j.o.SFTArgs)...), true); err != nil {
+	env, err := j.stageEnv("sftpack build", j.stages.sftSec, false)
+	if err != nil {
+		return nil, err
+	}
+	o := j.stages.sft
+	o.Runs, o.Out = runs, dir
+	if _, err := sft.Execute(ctx, env, o); err != nil {
 		return nil, err
 	}
 	m, err := sft.ReadManifest(dir)
@@ -625,17 +640,6 @@ func (j *job) report(ctx context.Context, b *bus.Bus, start time.Time) (string, 
 	}
 	j.log.Info("report written", "file", page, "runs", len(o.Runs))
 	return page, nil
-}
-
-func readJSON(path string, v any) error {
-	body, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }
 
 // Print writes the summary as text: the closing summary of a night.

@@ -56,7 +56,7 @@ func TestAcceptRecipes(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(root, "bin")
-	build := exec.Command(goBinary(), "build", "-trimpath", "-ldflags=-s -w", "-o", bin+"/", "./cmd/nightly", "./cmd/judge", "./cmd/advantage")
+	build := exec.Command(goBinary(), "build", "-trimpath", "-ldflags=-s -w", "-o", bin+"/", "./cmd/nightly", "./cmd/judge", "./cmd/advantage", "./cmd/codasim")
 	build.Dir = repo
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -22,6 +22,7 @@ import (
 	"github.com/codapipe/codapipe/internal/natstest"
 	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/proctest"
+	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/vmlock"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -103,7 +104,7 @@ func (h *sharedHost) episodeLogs(t testing.TB, msg string) map[ledger.EpisodeKey
 func (h *sharedHost) readSummary(t testing.TB) *Summary {
 	t.Helper()
 	var s Summary
-	if err := readJSON(h.summary, &s); err != nil {
+	if err := service.ReadJSON(h.summary, &s); err != nil {
 		t.Fatalf("%s: summary: %v\n%s", h.name, err, tail(h.log, 40))
 	}
 	return &s

@@ -3,8 +3,8 @@
 // (internal/sched), published on the bus and recorded in a ledger for
 // resuming, with a summary. Run is the library (everything resolved);
 // Execute and Command are the command layer, which also starts the
-// SIMULATOR for --sim. The "tasks" subcommand lists ScienceBoard tasks,
-// "sim" serves the simulator alone and "report" reports on a run
+// SIMULATOR's process for --sim (internal/simproc). The "tasks"
+// subcommand lists ScienceBoard tasks and "report" reports on a run
 // (internal/runreport).
 package rollout
 
@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,13 +21,11 @@ import (
 	"github.com/codapipe/codapipe/internal/bus"
 	"github.com/codapipe/codapipe/internal/ground"
 	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/sim"
-	"github.com/codapipe/codapipe/internal/sim/fault"
-	simmodels "github.com/codapipe/codapipe/internal/sim/models"
-	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
+	"github.com/codapipe/codapipe/internal/simproc"
 	"github.com/codapipe/codapipe/internal/vmlock"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -111,10 +108,15 @@ const (
 	VMLocksNATS = "nats" // the CODA_VMLOCKS key-value bucket with a TTL: VMs shared by hosts
 )
 
+// The defaults of --group (G) and --samples (K), rollout's and nightly's.
+const (
+	DefaultGroup   = 8
+	DefaultSamples = 1
+)
+
 // DefaultTimeScale is the simulator's default wall time per simulated
-// second, for rollout --sim and rollout sim alike: 100× faster than real
-// time.
-const DefaultTimeScale = 0.01
+// second (simproc.DefaultTimeScale): 100× faster than real time.
+const DefaultTimeScale = simproc.DefaultTimeScale
 
 // ErrNotConfigured is returned when neither the simulator nor a VM pool
 // and model endpoints are configured.
@@ -219,6 +221,25 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	log := env.Log
+	// The simulated world provides the VMs and the models (and, without
+	// --tasks, the tasks): codasim, started here and stopped at the end.
+	var world *simproc.World
+	if o.Sim {
+		pc, ec, _ := o.coords()
+		r := simproc.Request{VMs: max(o.VMs, 1), Seed: o.Seed, TimeScale: o.TimeScale, Config: o.SimConfig,
+			PlannerCoords: uitars.CoordsString(pc), ExecutorCoords: uitars.CoordsString(ec),
+			Tasks: o.Tasks == "", OnRequest: o.simRequests, Stderr: env.Stderr}
+		var err error
+		if world, err = simproc.Start(ctx, r); err != nil {
+			return nil, err
+		}
+		defer world.Close() // every guest and model server has stopped
+		log.Info("SIMULATOR started: simulated VMs and models stand in for real ones", "vms", len(world.Guests), "planner", world.Planner.URL, "process", world.Process)
+		if o.Tasks == "" {
+			o.Tasks = world.Tasks
+		}
+	}
 	// The tasks first: --app is matched to the spelling of the app's task
 	// files (ignoring case), which names its subject, run and history.
 	tasks, err := loadTasks(o)
@@ -226,7 +247,6 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		return nil, err
 	}
 	o.App = tasks[0].App
-	log := env.Log
 	if o.Run == "" {
 		o.Run = DefaultRunName(o.App, time.Now())
 	}
@@ -245,36 +265,21 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 		Spool: filepath.Join(env.Common.DataDir, "spool"), Verify: o.Verify, LengthFamily: o.LengthFamily,
 	}
 
-	// The simulated world provides the VMs and the models.
-	if o.Sim {
-		wctx, stopWorld := context.WithCancel(ctx)
-		world, err := startSim(wctx, o, pc, ec, log)
-		if err != nil {
-			stopWorld()
-			return nil, err
-		}
-		defer func() {
-			stopWorld()
-			world.Wait() // every guest and model server has stopped
-		}()
-		sc := simvm.URLs(world.GuestURLs...)
+	if world != nil {
+		sc := simvm.URLs(world.Guests...)
 		cfg.Pool = poolfile.Config{Backend: simvm.Name, Sim: &sc, Pool: vmpool.Config{ID: "sim-" + bus.AppToken(o.Run),
 			IdleCheck: -1, LockDir: filepath.Join(env.Common.DataDir, "vmlocks"), Timeouts: o.SimTimeouts}}
 		if cfg.Planner.BaseURL == "" {
-			cfg.Planner.BaseURL, cfg.Planner.Model = world.Models.PlannerURL, simmodels.DefaultPlannerModel
+			cfg.Planner.BaseURL, cfg.Planner.Model = world.Planner.URL, world.Planner.Model
 			if o.simPlanner != nil {
 				cfg.Planner.BaseURL = o.simPlanner(cfg.Planner.BaseURL)
 			}
 		}
 		if cfg.Executor.BaseURL == "" {
-			cfg.Executor.BaseURL, cfg.Executor.Model = world.Models.ExecutorURL, simmodels.DefaultExecutorModel
+			cfg.Executor.BaseURL, cfg.Executor.Model = world.Executor.URL, world.Executor.Model
 		}
-		seed := int64(1)
-		if o.Seed != nil {
-			seed = *o.Seed
-		}
-		cfg.RequestSeed = &seed
-		cfg.Sleep = fault.Clock{Scale: o.timeScale()}.Sleep
+		cfg.RequestSeed = &world.Seed // the simulator's, by its one seed rule
+		cfg.Sleep = world.Sleep
 	} else if cfg.Pool, err = poolfile.Load(o.Pool); err != nil {
 		return nil, err
 	}
@@ -327,37 +332,6 @@ func (o *Options) timeScale() float64 {
 	return DefaultTimeScale
 }
 
-// startSim starts the simulated world of a --sim run: its models answer in
-// the configured coordinate spaces unless the sim config sets others (a
-// deliberately misconfigured model).
-func startSim(ctx context.Context, o Options, pc, ec traj.Coords, log *slog.Logger) (*sim.World, error) {
-	wc := sim.DefaultWorldConfig()
-	if o.SimConfig != "" {
-		if err := readJSON(o.SimConfig, &wc); err != nil {
-			return nil, service.Usage(fmt.Errorf("--sim-config: %w", err))
-		}
-	}
-	wc.VMs = max(o.VMs, 1)
-	wc.Seed = 1
-	if o.Seed != nil {
-		wc.Seed = *o.Seed
-	}
-	wc.Clock = fault.Clock{Scale: o.timeScale()}
-	if wc.Models.Planner.Coords == (traj.Coords{}) {
-		wc.Models.Planner.Coords = pc
-	}
-	if wc.Models.Executor.Coords == (traj.Coords{}) {
-		wc.Models.Executor.Coords = ec
-	}
-	wc.Models.OnRequest = o.simRequests
-	world, err := sim.StartWorld(ctx, wc)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("SIMULATOR started: simulated VMs and models stand in for real ones", "vms", len(world.GuestURLs), "planner", world.Models.PlannerURL)
-	return world, nil
-}
-
 func loadTasks(o Options) ([]scienceboard.Task, error) {
 	var set *scienceboard.Set
 	var err error
@@ -369,18 +343,6 @@ func loadTasks(o Options) ([]scienceboard.Task, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--tasks %s: %w", o.Tasks, err)
-		}
-	case o.Sim:
-		st, err := simtasks.All()
-		if err != nil {
-			return nil, err
-		}
-		ts := make([]scienceboard.Task, len(st))
-		for i := range st {
-			ts[i] = st[i].Task
-		}
-		if set, err = scienceboard.NewSet(ts); err != nil {
-			return nil, err
 		}
 	}
 	set, err = set.Filter(o.App)
@@ -400,7 +362,6 @@ Usage:
           [--planner-url U --planner-model M] [--executor-url U --executor-model M]
           [--nats URL] [--store URL] [--run NAME] [--verify] [--sim] [--summary FILE]
   rollout tasks --tasks DIR [--app APP] [--json]   list the tasks of a ScienceBoard task folder
-  rollout sim [--vms N] [--seed S]                 start the SIMULATOR alone and print its addresses
   rollout report --run NAME [--baseline RUN] [--json] [--out FILE.html]
                                                    a run's figures and plots (JSON or an HTML page)
 
@@ -416,15 +377,44 @@ another after --lease. A trajectory that cannot be published is kept in <data>/s
 on the next start. A run is one planner checkpoint: --planner-checkpoint,
 or else the "root" the planner endpoint's GET /v1/models reports (required outside --sim); it is
 recorded in every trajectory, and re-running a --run name with another checkpoint is refused. --sim runs everything on the built-in SIMULATOR
-(simulated VMs and models).`
+(simulated VMs and models: codasim, started for the run and stopped after it).`
 
 // Command is the rollout command with its subcommands, for service.Main.
-func Command() service.Command {
+func Command() service.Command { return service.Stage[Options](command).Command() }
+
+// ParseOptions reads rollout's own flags (not the common ones) from args
+// and the environment as the command does, for a job that runs a rollout
+// in its own process (nightly): the Options Execute takes, and the
+// secrets the flags carry.
+func ParseOptions(args []string) (Options, *redact.Secrets, error) {
+	return service.Stage[Options](command).Parse(args)
+}
+
+// command is the rollout command and its Options once its flags are
+// parsed (all but Progress, the command's standard error).
+func command() (service.Command, func() (Options, error)) {
 	var o Options
 	var schedule, samplingFile string
 	var seed int64
 	var flags *service.Flags
 	planner, executor := &samplingFlags{kind: "planner"}, &samplingFlags{kind: "executor"}
+	resolve := func() (Options, error) {
+		file, err := LoadSampling(samplingFile)
+		if err != nil {
+			return o, service.Usage(err)
+		}
+		if o.PlannerSampling, err = planner.over(flags, file.Planner); err != nil {
+			return o, err
+		}
+		if o.ExecutorSampling, err = executor.over(flags, file.Executor); err != nil {
+			return o, err
+		}
+		o.Schedule = sched.Mode(schedule)
+		if seed != 0 {
+			o.Seed = &seed
+		}
+		return o, nil
+	}
 	return service.Command{
 		Name: "rollout", Summary: "run the agent on an app's tasks and publish trajectories", Usage: usage,
 		Common: true,
@@ -432,11 +422,11 @@ func Command() service.Command {
 			flags = fs
 			fs.Group(service.GroupRun)
 			fs.String(&o.App, "app", "CODAPIPE_APP", "", "application whose tasks to run (e.g. ChimeraX)")
-			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", 8, "G: plans per step besides the executed one (each step samples G+1)")
-			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", 1, "K: episodes per task")
+			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", DefaultGroup, "G: plans per step besides the executed one (each step samples G+1)")
+			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", DefaultSamples, "K: episodes per task")
 			fs.String(&o.Tasks, "tasks", "CODAPIPE_TASKS", "", "ScienceBoard tasks folder (with --sim: default the simulator's tasks)")
 			fs.String(&o.Run, "run", "CODAPIPE_RUN", "", "run name; re-running a name finishes its missing episodes (default <app>-<UTC time>)")
-			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: 1)")
+			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: the --sim-config's seed, else 1, for both)")
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
 			service.OutageBudgetFlag(fs, &o.OutageBudget, model.DefaultOutageBudget, "the episodes left run when the same --run is started again")
 			fs.String(&schedule, "schedule", "CODAPIPE_SCHEDULE", string(sched.Dynamic), "dynamic (shared queue) or static (contiguous split per VM, for comparison)")
@@ -464,26 +454,14 @@ func Command() service.Command {
 			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
 			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run on the SIMULATOR: simulated VMs and models (for checking a pipeline, not for training data)")
-			fs.Int(&o.VMs, "vms", "CODAPIPE_VMS", 4, "with --sim: number of simulated VMs")
-			fs.String(&o.SimConfig, "sim-config", "CODAPIPE_SIM_CONFIG", "", "with --sim: JSON file with the simulator's configuration (skills, faults, latencies; docs/simulator.md)")
-			fs.Float64(&o.TimeScale, "time-scale", "CODAPIPE_TIME_SCALE", DefaultTimeScale, "with --sim: wall time per simulated second (0.01: 100x faster than real time)")
+			simproc.Flags(fs, &o.SimConfig, &o.TimeScale, &o.VMs, "with --sim: ")
 			fs.Group(service.GroupOutput)
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
-			file, err := LoadSampling(samplingFile)
+			o, err := resolve()
 			if err != nil {
-				return service.Usage(err)
-			}
-			if o.PlannerSampling, err = planner.over(flags, file.Planner); err != nil {
 				return err
-			}
-			if o.ExecutorSampling, err = executor.over(flags, file.Executor); err != nil {
-				return err
-			}
-			o.Schedule = sched.Mode(schedule)
-			if seed != 0 {
-				o.Seed = &seed
 			}
 			o.Progress = env.Stderr
 			sum, err := Execute(ctx, env, o)
@@ -492,8 +470,8 @@ func Command() service.Command {
 			}
 			return err
 		},
-		Sub: []service.Command{tasksCommand(), simCommand(), reportCommand()},
-	}
+		Sub: []service.Command{tasksCommand(), reportCommand()},
+	}, resolve
 }
 
 // Main runs the rollout command with its arguments (without the program

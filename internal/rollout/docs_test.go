@@ -11,6 +11,7 @@ import (
 	"github.com/codapipe/codapipe/internal/docstest"
 	"github.com/codapipe/codapipe/internal/judge"
 	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/sim/serve"
 )
 
 const operationsDoc = "../../docs/operations.md"
@@ -26,7 +27,7 @@ func TestOperationsDocsMatchHelp(t *testing.T) {
 	}{
 		{Command(), []string{"flags: common", "flags: rollout"}},
 		{tasksCommand(), []string{"flags: rollout tasks"}},
-		{simCommand(), []string{"flags: rollout sim"}},
+		{serve.Command(), []string{"flags: codasim"}},
 		{reportCommand(), []string{"flags: common", "flags: rollout report"}},
 		{judge.Command(), []string{"flags: common", "flags: consumer", "flags: judge"}},
 		{judge.Command().Sub[0], []string{"flags: common", "flags: judge report"}},
@@ -62,12 +63,12 @@ func TestMetricsDocumented(t *testing.T) {
 	docstest.CheckMetrics(t, docs, docstest.Scrape(t, ctx, metricsURL), "rollout")
 }
 
-// TestSharedFlagsAgree: flags that rollout and rollout sim share under one
+// TestSharedFlagsAgree: flags that rollout and codasim share under one
 // environment variable have one default (--time-scale once differed: 0.01
 // and 1 under CODAPIPE_TIME_SCALE), and rollout, a batch job, has no
 // --drain.
 func TestSharedFlagsAgree(t *testing.T) {
-	main, simc := Command().FlagSet(), simCommand().FlagSet()
+	main, simc := Command().FlagSet(), serve.Command().FlagSet()
 	simc.VisitAll(func(f *flag.Flag) {
 		g := main.Lookup(f.Name)
 		if g == nil || service.EnvOf(g.Usage) != service.EnvOf(f.Usage) {
@@ -77,7 +78,7 @@ func TestSharedFlagsAgree(t *testing.T) {
 			return // rollout's seeds the model requests too (0: none); documented apart
 		}
 		if g.DefValue != f.DefValue {
-			t.Errorf("--%s (env %s): rollout defaults to %q, rollout sim to %q", f.Name, service.EnvOf(f.Usage), g.DefValue, f.DefValue)
+			t.Errorf("--%s (env %s): rollout defaults to %q, codasim to %q", f.Name, service.EnvOf(f.Usage), g.DefValue, f.DefValue)
 		}
 	})
 	if main.Lookup("drain") != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"math"
 	"net/url"
 	"regexp"
@@ -205,11 +206,11 @@ func replyJSON(r *Request, b []byte, what string) (any, error) {
 func (e *evaluator) prepare() error {
 	var err error
 	switch e.t.App {
-	case AppChimeraX:
+	case appname.ChimeraX:
 		e.dump, err = e.statesDump()
-	case AppCelestia:
+	case appname.Celestia:
 		e.dump, err = e.callJSON(CelestiaDump(e.t.Query))
-	case AppGrassGIS:
+	case appname.GrassGIS:
 		e.dump, err = e.callJSON(&Request{Server: AppServer, Method: "GET", Path: "/dump"})
 	}
 	return err
@@ -271,7 +272,7 @@ func (e *evaluator) check(c Check) (bool, string, error) {
 	case *StatesCheck:
 		return e.states(a)
 	case *InfoCheck:
-		if e.t.App == AppChimeraX {
+		if e.t.App == appname.ChimeraX {
 			return e.chimeraxInfo(a)
 		}
 		return e.keyPred(e.dump, a.Key, a.Pred, a.Value)

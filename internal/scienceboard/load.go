@@ -3,6 +3,7 @@ package scienceboard
 import (
 	"errors"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"io/fs"
 	"maps"
 	"os"
@@ -176,14 +177,14 @@ func (s *Set) Counts() map[string]int {
 }
 
 // Filter returns the tasks of one app, the app name matched as
-// CanonicalApp matches it among the set's apps (exactly, else ignoring
+// appname.Canonical matches it among the set's apps (exactly, else ignoring
 // case). An empty name returns the whole set. An app not in the set is an
 // error listing the apps that are.
 func (s *Set) Filter(app string) (*Set, error) {
 	if app == "" {
 		return s, nil
 	}
-	app, err := CanonicalApp(app, s.Apps()...)
+	app, err := appname.Canonical(app, s.Apps()...)
 	if err != nil {
 		return nil, err
 	}

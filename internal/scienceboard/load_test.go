@@ -3,6 +3,7 @@ package scienceboard
 import (
 	"encoding/json"
 	"errors"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -92,7 +93,7 @@ func TestRealFilesRoundTrip(t *testing.T) {
 			if task.ID != wantID || task.Path != f {
 				t.Errorf("ID %q Path %q, want %q %q", task.ID, task.Path, wantID, f)
 			}
-			if task.Steps <= 0 || task.Instruction == "" || task.Sort != "VM" || (task.Snapshot == "" && task.App != AppLean) { // Lean files leave the default snapshot implicit
+			if task.Steps <= 0 || task.Instruction == "" || task.Sort != "VM" || (task.Snapshot == "" && task.App != appname.Lean) { // Lean files leave the default snapshot implicit
 				t.Errorf("top-level fields: %+v", task)
 			}
 			assertRoundTrip(t, data, task)

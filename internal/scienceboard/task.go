@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"maps"
 	"slices"
 	"strings"
@@ -11,16 +12,6 @@ import (
 	"unicode"
 
 	"github.com/codapipe/codapipe/pkg/traj"
-)
-
-// The app names of the benchmark's task files (their "type" field).
-const (
-	AppChimeraX  = "ChimeraX"
-	AppKAlgebra  = "KAlgebra"
-	AppCelestia  = "Celestia"
-	AppGrassGIS  = "GrassGIS"
-	AppLean      = "Lean"
-	AppTeXstudio = "TeXstudio"
 )
 
 // Task is one benchmark task as read from its file.
@@ -705,7 +696,7 @@ var genericFuncs = map[string]func() InitArgs{
 // appFuncs are each app's own initialize funcs (the _NAME methods of its
 // task class in ScienceBoard, which win over the generic ones).
 var appFuncs = map[string]map[string]func() InitArgs{
-	AppChimeraX: {
+	appname.ChimeraX: {
 		"open":            func() InitArgs { return &Open{} },
 		"turn":            func() InitArgs { return &Turn{} },
 		"clear_log":       func() InitArgs { return &ClearLog{} },
@@ -713,24 +704,24 @@ var appFuncs = map[string]map[string]func() InitArgs{
 		"alphafold_match": func() InitArgs { return &AlphaFoldMatch{} },
 		"destroy":         func() InitArgs { return &Destroy{} },
 	},
-	AppKAlgebra: {
+	appname.KAlgebra: {
 		"tab":     func() InitArgs { return &Tab{} },
 		"func_2d": func() InitArgs { return &Func2D{} },
 		"func_3d": func() InitArgs { return &Func3D{} },
 	},
-	AppGrassGIS: {
+	appname.GrassGIS: {
 		"map":   func() InitArgs { return &Map{} },
 		"layer": func() InitArgs { return &Layer{} },
 		"scale": func() InitArgs { return &Scale{} },
 		"cmd":   func() InitArgs { return &GrassCmd{} },
 	},
-	AppLean: {
+	appname.Lean: {
 		"import": func() InitArgs { return &Import{} },
 		"open":   func() InitArgs { return &OpenLibs{} },
 		"def":    func() InitArgs { return &Def{} },
 		"query":  func() InitArgs { return &LeanQuery{} },
 	},
-	AppTeXstudio: {
+	appname.TeXstudio: {
 		"chimerax_open":      func() InitArgs { return &Open{} },
 		"chimerax_turn":      func() InitArgs { return &Turn{} },
 		"chimerax_clear_log": func() InitArgs { return &ClearLog{} },
@@ -740,27 +731,27 @@ var appFuncs = map[string]map[string]func() InitArgs{
 // appChecks are the check types each app's evaluator knows ("stop" is
 // everyone's).
 var appChecks = map[string]map[string]func() CheckArgs{
-	AppChimeraX: {
+	appname.ChimeraX: {
 		"states": func() CheckArgs { return &StatesCheck{} },
 		"info":   func() CheckArgs { return &InfoCheck{} },
 		"file":   func() CheckArgs { return &FileCheck{} },
 	},
-	AppKAlgebra: {
+	appname.KAlgebra: {
 		"val": func() CheckArgs { return &ValCheck{} },
 		"var": func() CheckArgs { return &VarCheck{} },
 		"eqn": func() CheckArgs { return &EqnCheck{} },
 	},
-	AppCelestia: {
+	appname.Celestia: {
 		"info": func() CheckArgs { return &InfoCheck{} },
 	},
-	AppGrassGIS: {
+	appname.GrassGIS: {
 		"info": func() CheckArgs { return &InfoCheck{} },
 		"db":   func() CheckArgs { return &DBCheck{} },
 	},
-	AppLean: {
+	appname.Lean: {
 		"placeholder": func() CheckArgs { return &PlaceholderCheck{} },
 	},
-	AppTeXstudio: {
+	appname.TeXstudio: {
 		"compile": func() CheckArgs { return &CompileCheck{} },
 		"file":    func() CheckArgs { return &FileCheck{} },
 		"include": func() CheckArgs { return &IncludeCheck{} },
@@ -769,7 +760,7 @@ var appChecks = map[string]map[string]func() CheckArgs{
 
 // appOrder is the order in which an app the tables do not name looks its
 // funcs and checks up (the first app that knows a name wins).
-var appOrder = []string{AppChimeraX, AppKAlgebra, AppCelestia, AppGrassGIS, AppTeXstudio, AppLean}
+var appOrder = []string{appname.ChimeraX, appname.KAlgebra, appname.Celestia, appname.GrassGIS, appname.TeXstudio, appname.Lean}
 
 // initCtor returns the constructor of func name for app.
 func initCtor(app, name string) (func() InitArgs, bool) {

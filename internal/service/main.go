@@ -77,10 +77,14 @@ type Env struct {
 	readyMu  sync.RWMutex
 	readyBus *bus.Bus // the bus while open, for busReady
 	consumer bool     // ready only while the bus runs a consumer
+	parent   *Env     // a stage's job (Stage): its bus and store are the job's
 }
 
 // Store opens the blob store of --store (default <data>/blobs) once.
 func (e *Env) Store(ctx context.Context) (*blob.Store, error) {
+	if e.parent != nil {
+		return e.parent.Store(ctx)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.storeLocked(ctx)
@@ -106,6 +110,9 @@ func (e *Env) storeLocked(ctx context.Context) (*blob.Store, error) {
 // on the command's registry, and ensures the stream topology (--replicas,
 // --update-topology).
 func (e *Env) Bus(ctx context.Context) (*bus.Bus, error) {
+	if e.parent != nil {
+		return e.parent.Bus(ctx)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.bus != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/codapipe/codapipe/internal/blob"
+	"github.com/codapipe/codapipe/internal/jsonpos"
 )
 
 // Module is codapipe's module path.
@@ -101,6 +103,34 @@ func WriteSummary(path string, v any) error {
 		return fmt.Errorf("summary %s: %w", path, err)
 	}
 	return writeFileAtomic(path, body.Bytes())
+}
+
+// ReadJSON decodes the JSON file at path strictly into v: a field v does
+// not have, or a second document after the first, is an error, and an
+// error names the file, line and column. The one reader of the files the
+// commands write (--summary) and read (--sim-config).
+func ReadJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON document")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("truncated: %w", err)
+	}
+	if err != nil {
+		if off, ok := jsonpos.Offset(data, err); ok {
+			l, c := jsonpos.Position(data, off)
+			return fmt.Errorf("%s:%d:%d: %w", path, l, c, err)
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // writeFileAtomic writes data to path through a temporary file in its

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/codapipe/codapipe/internal/scienceboard/appname"
 	"io"
 	"log/slog"
 	"os"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/redact"
-	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
@@ -71,7 +71,7 @@ func (o *Options) config() (Config, error) {
 	if err := traj.CheckNames("--runs", traj.RunName, cfg.Runs...); err != nil {
 		return cfg, err
 	}
-	apps, err := scienceboard.CheckApps("--apps", cfg.Apps)
+	apps, err := appname.Check("--apps", cfg.Apps)
 	if err != nil {
 		return cfg, err
 	}
@@ -258,7 +258,19 @@ func Command() service.Command {
 	}
 }
 
-func buildCommand() service.Command {
+func buildCommand() service.Command { return service.Stage[Options](build).Command() }
+
+// ParseOptions reads sftpack build's own flags (not the common ones) from
+// args and the environment as the command does, for a job that builds a
+// set in its own process (nightly): the Options Execute takes, and the
+// secrets the flags carry.
+func ParseOptions(args []string) (Options, *redact.Secrets, error) {
+	return service.Stage[Options](build).Parse(args)
+}
+
+// build is the sftpack build command and its Options once its flags are
+// parsed.
+func build() (service.Command, func() (Options, error)) {
 	var o Options
 	return service.Command{
 		Name: "sftpack build", Summary: "select clean successes and write the SFT dataset (JSONL + images, Parquet, manifest)",
@@ -288,7 +300,7 @@ func buildCommand() service.Command {
 			}
 			return err
 		},
-	}
+	}, func() (Options, error) { return o, nil }
 }
 
 // writeSummary writes the build's counts as JSON.
@@ -311,17 +323,23 @@ func exportCommand() service.Command {
 			if len(env.Args) != 2 {
 				return service.Usage(errors.New("want DIR and s3://bucket/prefix"))
 			}
-			dir, dst := env.Args[0], env.Args[1]
-			if _, err := ReadManifest(dir); err != nil {
-				return service.Usage(fmt.Errorf("%s is not an sftpack dataset: %w", dir, err))
-			}
-			if err := ExportDir(ctx, dir, dst, env.Log, env.Stderr); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "sftpack: exported %s to %s\n", dir, redact.URL(dst))
-			return nil
+			return Export(ctx, env, env.Args[0], env.Args[1])
 		},
 	}
+}
+
+// Export uploads the built set in dir to dst (s3://bucket/prefix) as
+// sftpack export does: resumably, the manifest last; a folder that holds
+// no set is a usage error.
+func Export(ctx context.Context, env *service.Env, dir, dst string) error {
+	if _, err := ReadManifest(dir); err != nil {
+		return service.Usage(fmt.Errorf("%s is not an sftpack dataset: %w", dir, err))
+	}
+	if err := ExportDir(ctx, dir, dst, env.Log, env.Stderr); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "sftpack: exported %s to %s\n", dir, redact.URL(dst))
+	return nil
 }
 
 // logger returns log or a discarding logger.

@@ -1,4 +1,7 @@
-package scienceboard
+// Package appname holds the names of ScienceBoard's applications and the
+// rule that spells an app as the benchmark does: what every command that
+// takes an --app checks, without linking the task files' evaluator.
+package appname
 
 import (
 	"errors"
@@ -9,22 +12,32 @@ import (
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
+// The app names of the benchmark's task files (their "type" field).
+const (
+	ChimeraX  = "ChimeraX"
+	KAlgebra  = "KAlgebra"
+	Celestia  = "Celestia"
+	GrassGIS  = "GrassGIS"
+	Lean      = "Lean"
+	TeXstudio = "TeXstudio"
+)
+
 // Apps returns the applications of the ScienceBoard benchmark, spelled as
 // its task files spell them ("type").
 func Apps() []string {
-	return []string{AppChimeraX, AppKAlgebra, AppCelestia, AppGrassGIS, AppLean, AppTeXstudio}
+	return []string{ChimeraX, KAlgebra, Celestia, GrassGIS, Lean, TeXstudio}
 }
 
-// ErrUnknownApp is matched (errors.Is) by the error of CanonicalApp for
+// ErrUnknown is matched (errors.Is) by the error of Canonical for
 // an app that none of the known names matches.
-var ErrUnknownApp = errors.New("unknown app")
+var ErrUnknown = errors.New("unknown app")
 
-// CanonicalApp returns the spelling of app among known: app itself when
+// Canonical returns the spelling of app among known: app itself when
 // known holds it, else the one name of known equal to it ignoring case
 // ("Chimerax" is ChimeraX). An app that no name of known matches is an
-// error matching ErrUnknownApp that lists known; one that matches several
+// error matching ErrUnknown that lists known; one that matches several
 // names only ignoring case is an error naming them.
-func CanonicalApp(app string, known ...string) (string, error) {
+func Canonical(app string, known ...string) (string, error) {
 	if slices.Contains(known, app) {
 		return app, nil
 	}
@@ -38,25 +51,25 @@ func CanonicalApp(app string, known ...string) (string, error) {
 	case 1:
 		return match[0], nil
 	case 0:
-		return "", fmt.Errorf("%w %s (known apps: %s)", ErrUnknownApp, traj.QuoteName(app), strings.Join(known, ", "))
+		return "", fmt.Errorf("%w %s (known apps: %s)", ErrUnknown, traj.QuoteName(app), strings.Join(known, ", "))
 	}
 	return "", fmt.Errorf("app %s is ambiguous: it matches %s, which differ only in case; give one of them exactly", traj.QuoteName(app), strings.Join(match, ", "))
 }
 
-// CheckApps checks the app names a flag gives (traj.CheckNames) and
+// Check checks the app names a flag gives (traj.CheckNames) and
 // returns them with each ScienceBoard app spelled as the benchmark does
-// (CanonicalApp with Apps: chimerax is ChimeraX), so that it selects the
+// (Canonical with Apps: chimerax is ChimeraX), so that it selects the
 // same subject and history as rollout's. Any other name is an app of the
 // user's own task folders (their "type"), kept as it is.
-func CheckApps(flag string, apps []string) ([]string, error) {
+func Check(flag string, apps []string) ([]string, error) {
 	if err := traj.CheckNames(flag, traj.AppName, apps...); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(apps))
 	for _, a := range apps {
-		c, err := CanonicalApp(a, Apps()...)
+		c, err := Canonical(a, Apps()...)
 		switch {
-		case errors.Is(err, ErrUnknownApp):
+		case errors.Is(err, ErrUnknown):
 			c = a
 		case err != nil:
 			return nil, fmt.Errorf("%s: %w", flag, err)

@@ -1,4 +1,4 @@
-package scienceboard
+package appname
 
 import (
 	"errors"
@@ -26,15 +26,15 @@ func TestCanonicalApp(t *testing.T) {
 		{"no apps", "x", nil, "", `unknown app "x"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := CanonicalApp(tc.app, tc.known...)
+			got, err := Canonical(tc.app, tc.known...)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.Is(err, ErrUnknownApp) != tc.unknown {
-					t.Fatalf("CanonicalApp(%q) = %q, %v; want an error with %q (unknown %v)", tc.app, got, err, tc.wantErr, tc.unknown)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.Is(err, ErrUnknown) != tc.unknown {
+					t.Fatalf("Canonical(%q) = %q, %v; want an error with %q (unknown %v)", tc.app, got, err, tc.wantErr, tc.unknown)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("CanonicalApp(%q) = %q, %v; want %q", tc.app, got, err, tc.want)
+				t.Fatalf("Canonical(%q) = %q, %v; want %q", tc.app, got, err, tc.want)
 			}
 		})
 	}
@@ -53,15 +53,15 @@ func TestCheckApps(t *testing.T) {
 		{"bad name", []string{"ChimeraX", "a/b"}, nil, `--app: app name "a/b"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := CheckApps("--app", tc.apps)
+			got, err := Check("--app", tc.apps)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("CheckApps(%q) = %q, %v; want an error with %q", tc.apps, got, err, tc.wantErr)
+					t.Fatalf("Check(%q) = %q, %v; want an error with %q", tc.apps, got, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil || !slices.Equal(got, tc.want) {
-				t.Fatalf("CheckApps(%q) = %q, %v; want %q", tc.apps, got, err, tc.want)
+				t.Fatalf("Check(%q) = %q, %v; want %q", tc.apps, got, err, tc.want)
 			}
 		})
 	}

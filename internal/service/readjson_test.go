@@ -1,4 +1,4 @@
-package rollout
+package service
 
 import (
 	"os"
@@ -13,6 +13,8 @@ func TestReadJSONNamesFileLineColumn(t *testing.T) {
 		{"syntax", "{\n  \"vms\": 2,,\n}", "bad.json:2:12: invalid character ','"},
 		{"type", "{\n  \"vms\": \"two\"\n}", "bad.json:2:14: json: cannot unmarshal string"},
 		{"unknown field", "{\"vmz\": 2}", `bad.json: json: unknown field "vmz"`},
+		{"two documents", "{\"vms\": 2}\n{\"vms\": 3}", "bad.json: more than one JSON document"},
+		{"truncated", "{\"vms\": 2", "bad.json: truncated: unexpected EOF"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -23,7 +25,7 @@ func TestReadJSONNamesFileLineColumn(t *testing.T) {
 			var v struct {
 				VMs int `json:"vms"`
 			}
-			err := readJSON(p, &v)
+			err := ReadJSON(p, &v)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want it to contain %q", err, tc.want)
 			}

@@ -117,6 +117,11 @@ func (o *Options) check() error {
 	if o.Samples < 1 {
 		return service.Usage(fmt.Errorf("--samples %d: want K >= 1", o.Samples))
 	}
+	if o.Sim && o.SimConfig != "" { // read by each stage's simulator: a missing file is the night's usage error
+		if _, err := os.Stat(o.SimConfig); err != nil {
+			return service.Usage(fmt.Errorf("--sim-config: %w", err))
+		}
+	}
 	if o.Export != "" && !strings.HasPrefix(o.Export, "s3://") {
 		return service.Usage(fmt.Errorf("--export %q: want s3://bucket/prefix", o.Export))
 	}
@@ -231,13 +236,21 @@ type stages struct {
 }
 
 // owned are the stage flags the night sets itself: given in a stage's
-// --*-args they would be overwritten, so they are refused there.
-var owned = map[string][]string{
-	"rollout-args":   {"app", "run", "group", "samples", "summary", "sim", "vms", "seed", "time-scale", "sim-config"},
-	"judge-args":     {"runs", "summary", "sim", "seed", "time-scale", "sim-config"},
-	"advantage-args": {"runs", "summary", "out"},
-	"sftpack-args":   {"runs", "out", "summary"},
-}
+// --*-args they would be overwritten, so they are refused there; simOwned
+// are the simulator's, the night's own with --sim only (without it a
+// rollout's --seed seeds its model requests).
+var (
+	owned = map[string][]string{
+		"rollout-args":   {"app", "run", "group", "samples", "summary", "sim"},
+		"judge-args":     {"runs", "summary", "sim"},
+		"advantage-args": {"runs", "summary", "out"},
+		"sftpack-args":   {"runs", "out", "summary"},
+	}
+	simOwned = map[string][]string{
+		"rollout-args": {"vms", "seed", "time-scale", "sim-config"},
+		"judge-args":   {"seed", "time-scale", "sim-config"},
+	}
+)
 
 // parseStages reads the stages' options from the night's --*-args.
 func (o *Options) parseStages() (stages, error) {
@@ -255,13 +268,25 @@ func (o *Options) parseStages() (stages, error) {
 		args := strings.Fields(p.args)
 		for _, a := range args {
 			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if strings.HasPrefix(a, "-") && slices.Contains(owned[p.flag], name) {
-				return st, service.Usage(fmt.Errorf("--%s: --%s is the night's own: give it to nightly (the stages' %s come from the night)", p.flag, name, strings.Join(owned[p.flag], ", ")))
+			mine := owned[p.flag]
+			if o.Sim {
+				mine = slices.Concat(mine, simOwned[p.flag])
+			}
+			if strings.HasPrefix(a, "-") && slices.Contains(mine, name) {
+				return st, service.Usage(fmt.Errorf("--%s: --%s is the night's own: give it to nightly (the stages' %s come from the night)", p.flag, name, strings.Join(mine, ", ")))
 			}
 		}
 		if err = p.parse(args); err != nil {
 			return st, service.Usage(fmt.Errorf("--%s: %w", p.flag, err))
 		}
+	}
+	// The night's own, set whatever the environment says (CODAPIPE_SUMMARY
+	// names one file for every command; CODAPIPE_SIM the simulator).
+	st.rollout.Summary, st.judge.Summary, st.advantage.Summary, st.sft.Summary = "", "", "", ""
+	st.rollout.Sim, st.judge.Sim = o.Sim, o.Sim
+	if o.Sim {
+		st.rollout.VMs, st.rollout.SimConfig, st.rollout.TimeScale, st.rollout.Seed = max(o.VMs, 1), o.SimConfig, o.TimeScale, o.simSeed()
+		st.judge.SimConfig, st.judge.TimeScale, st.judge.Seed = o.SimConfig, o.TimeScale, o.Seed
 	}
 	return st, nil
 }
@@ -376,7 +401,7 @@ func (j *job) app(ctx context.Context, app string) App {
 	// Only the night's run: judging the whole stream would cost a real
 	// judge's GPU time for other runs (left to their own judges).
 	jo := j.stages.judge
-	jo.Runs, jo.Sim, jo.SimConfig, jo.TimeScale, jo.Seed = []string{a.Run}, j.o.Sim, j.o.SimConfig, j.o.TimeScale, j.o.Seed
+	jo.Runs = []string{a.Run}
 	ao := j.stages.advantage
 	ao.Runs = []string{a.Run}
 	if j.o.Shards != "" {
@@ -410,9 +435,6 @@ func (j *job) app(ctx context.Context, app string) App {
 	}
 	ro := j.stages.rollout
 	ro.App, ro.Run, ro.Group, ro.Samples = app, a.Run, j.o.Group, j.o.Samples
-	if j.o.Sim {
-		ro.Sim, ro.VMs, ro.SimConfig, ro.TimeScale, ro.Seed = true, max(j.o.VMs, 1), j.o.SimConfig, j.o.TimeScale, j.o.simSeed()
-	}
 	rs, rerr := j.rollout(ctx, ro)
 	stopWorkers()
 	wg.Wait()
@@ -486,6 +508,7 @@ func (c *consumer[S]) run(ctx context.Context, name string, drain bool) error {
 		return err
 	}
 	st, err := c.exec(ctx, env)
+	err = c.secrets.Error(err) // as Main strips a command's error
 	c.mu.Lock()
 	c.stats = append(c.stats, st)
 	c.mu.Unlock()
@@ -506,7 +529,7 @@ func (j *job) rollout(ctx context.Context, o rollout.Options) (*rollout.Summary,
 	if s != nil {
 		s.Print(env.Stdout)
 	}
-	return s, err
+	return s, j.stages.rolloutSec.Error(err)
 }
 
 // export uploads the night's SFT set to --export.
@@ -583,7 +606,7 @@ func (j *job) sft(ctx context.Context, runs []string) (*SFT, error) {
 	o := j.stages.sft
 	o.Runs, o.Out = runs, dir
 	if _, err := sft.Execute(ctx, env, o); err != nil {
-		return nil, err
+		return nil, j.stages.sftSec.Error(err)
 	}
 	m, err := sft.ReadManifest(dir)
 	if err != nil {

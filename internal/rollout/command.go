@@ -246,6 +246,13 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	if err != nil {
 		return nil, err
 	}
+	if world != nil && o.Tasks == world.Tasks {
+		for i := range tasks { // the source a trajectory records: VM/<app>/<id>.json, not a passing folder
+			if rel, err := filepath.Rel(world.Tasks, tasks[i].Path); err == nil {
+				tasks[i].Path = filepath.ToSlash(rel)
+			}
+		}
+	}
 	o.App = tasks[0].App
 	if o.Run == "" {
 		o.Run = DefaultRunName(o.App, time.Now())

@@ -14,6 +14,7 @@ func TestReadJSONNamesFileLineColumn(t *testing.T) {
 		{"type", "{\n  \"vms\": \"two\"\n}", "bad.json:2:14: json: cannot unmarshal string"},
 		{"unknown field", "{\"vmz\": 2}", `bad.json: json: unknown field "vmz"`},
 		{"two documents", "{\"vms\": 2}\n{\"vms\": 3}", "bad.json: more than one JSON document"},
+		{"trailing brace", "{\"vms\": 2}}", "bad.json: more than one JSON document"},
 		{"truncated", "{\"vms\": 2", "bad.json: truncated: unexpected EOF"},
 	}
 	for _, tc := range cases {

@@ -117,8 +117,10 @@ func ReadJSON(path string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err = dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON document")
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("more than one JSON document")
+		}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		err = fmt.Errorf("truncated: %w", err)

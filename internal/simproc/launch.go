@@ -151,11 +151,11 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 	case err := <-exited:
 		exited <- err // for stop
 		_ = stop()
-		err = fmt.Errorf("simproc: %s exited before printing its addresses (%v): %s", bin, err, tail.String())
-		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 2 { // codasim's usage errors
-			err = &ConfigError{err}
+		select {
+		case line = <-first.line: // a configuration error, said before it exited
+		default:
+			return nil, fmt.Errorf("simproc: %s exited before printing its addresses (%v): %s", bin, err, tail.String())
 		}
-		return nil, err
 	case <-timer.C:
 		_ = cmd.Process.Kill()
 		_ = stop()
@@ -168,6 +168,10 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 	if err := json.Unmarshal(line, &w); err != nil {
 		_ = stop()
 		return nil, fmt.Errorf("simproc: %s's first line is not its addresses (%w): %.200q", bin, err, line)
+	}
+	if w.ConfigError != "" {
+		_ = stop()
+		return nil, &ConfigError{errors.New(w.ConfigError)}
 	}
 	w.Process = cmd.Process.Pid
 	w.Tasks = tasks

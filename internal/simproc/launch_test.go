@@ -64,6 +64,20 @@ func TestAcceptLaunch(t *testing.T) {
 			t.Errorf("GET %s: %s", u, resp.Status)
 		}
 	}
+	// The signal that stops its parent (a terminal's Ctrl-C, systemd's
+	// SIGTERM to the group) does not stop it: the parent's in-flight work
+	// still needs it.
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if err := syscall.Kill(w.Process, sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // a stop would have begun by now
+	if resp, err := client.Get(w.Planner.URL + "/models"); err != nil {
+		t.Errorf("codasim after SIGINT and SIGTERM: %v", err)
+	} else {
+		resp.Body.Close()
+	}
 	files, err := filepath.Glob(filepath.Join(w.Tasks, "*", "*", "*.json"))
 	if err != nil || len(files) < 50 {
 		t.Errorf("task folder %s: %d task files (%v), want the simulator's 58", w.Tasks, len(files), err)

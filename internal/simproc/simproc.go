@@ -94,6 +94,9 @@ type World struct {
 	Tasks string `json:"tasks,omitempty"`
 	// Process is the simulator's process id (0: in this process).
 	Process int `json:"process,omitempty"`
+	// ConfigError, on codasim's line instead of the addresses, is why
+	// its configuration cannot be used (a ConfigError of Launch).
+	ConfigError string `json:"config_error,omitempty"`
 
 	stop func() error
 }

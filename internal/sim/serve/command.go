@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,6 +49,13 @@ func Command() service.Command {
 				r.Seed = &seed
 			}
 			r.Tasks = tasksOut != ""
+			if asJSON {
+				// A child of a command: it stops when its parent closes its
+				// stdin (or dies), not on the signal that stops its parent
+				// (a terminal's Ctrl-C, systemd's SIGTERM to the group): the
+				// parent's in-flight work still needs it.
+				ctx = context.WithoutCancel(ctx)
+			}
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			if asJSON {
@@ -58,7 +66,11 @@ func Command() service.Command {
 			}
 			w, err := start(ctx, r, tasksOut) // stopped by Close below
 			if err != nil {
-				if _, ok := err.(*simproc.ConfigError); ok {
+				if ce := (*simproc.ConfigError)(nil); errors.As(err, &ce) {
+					if asJSON { // said on the line the parent reads
+						line, _ := json.Marshal(simproc.World{ConfigError: err.Error()})
+						fmt.Fprintf(env.Stdout, "%s\n", line)
+					}
 					return service.Usage(err)
 				}
 				return err

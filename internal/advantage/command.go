@@ -86,7 +86,7 @@ func (o *Options) check() error {
 		return service.Usage(err)
 	}
 	o.Apps = apps
-	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
+	if err := service.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
 		return service.Usage(err)
 	}
 	if v := strings.TrimSpace(o.JudgeVersion); v != "" && !traj.ValidJudgeVersionID(v) {

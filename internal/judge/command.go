@@ -77,7 +77,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, service.Usage(err)
 	}
 	o.Runs = service.NameList(o.Runs)
-	if err := traj.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
+	if err := service.CheckNames("--runs", traj.RunName, o.Runs...); err != nil {
 		return Stats{}, service.Usage(err)
 	}
 	var specs []EndpointSpec
@@ -381,7 +381,7 @@ judged last.`,
 		},
 		Run: func(ctx context.Context, env *service.Env) error {
 			if cfg.Run != "" {
-				if err := traj.CheckNames("--run", traj.RunName, cfg.Run); err != nil {
+				if err := service.CheckNames("--run", traj.RunName, cfg.Run); err != nil {
 					return service.Usage(err)
 				}
 			}

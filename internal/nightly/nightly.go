@@ -107,7 +107,7 @@ func (o *Options) check() error {
 		return service.Usage(fmt.Errorf("--report-since: %w", err))
 	}
 	for _, a := range o.Apps { // the night's run names are <night>-<app>
-		if err := traj.CheckNames("--night", traj.RunName, RunName(o.Night, a)); err != nil {
+		if err := service.CheckNames("--night", traj.RunName, RunName(o.Night, a)); err != nil {
 			return service.Usage(fmt.Errorf("%w (the run name of app %s is <night>-<app>)", err, traj.QuoteName(a)))
 		}
 	}

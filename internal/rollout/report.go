@@ -101,12 +101,12 @@ func Report(ctx context.Context, env *service.Env, cfg ReportConfig) error {
 		return service.Usage(errors.New("--baseline compares one run (--run); a range shows its trend instead"))
 	}
 	if cfg.Run != "" {
-		if err := traj.CheckNames("--run", traj.RunName, cfg.Run); err != nil {
+		if err := service.CheckNames("--run", traj.RunName, cfg.Run); err != nil {
 			return service.Usage(err)
 		}
 	}
 	if cfg.Baseline != "" {
-		if err := traj.CheckNames("--baseline", traj.RunName, cfg.Baseline); err != nil {
+		if err := service.CheckNames("--baseline", traj.RunName, cfg.Baseline); err != nil {
 			return service.Usage(err)
 		}
 	}
@@ -118,7 +118,7 @@ func Report(ctx context.Context, env *service.Env, cfg ReportConfig) error {
 		}
 	}
 	if cfg.App != "" {
-		if err := traj.CheckNames("--app", traj.AppName, cfg.App); err != nil {
+		if err := service.CheckNames("--app", traj.AppName, cfg.App); err != nil {
 			return service.Usage(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/redact"
+	"github.com/codapipe/codapipe/pkg/traj"
 )
 
 // Flags wraps a flag.FlagSet so every flag can fall back to an environment
@@ -296,4 +297,15 @@ func (f *Flags) strings(p *[]string, name, env, usage string, split bool) {
 		*p = SplitList(v)
 	}
 	f.Var(&stringList{p: p, split: split}, name, withEnv(usage, env))
+}
+
+// CheckNames checks every value of a flag with traj.CheckName and returns
+// the first error prefixed with the flag's name ("--run: run name …").
+func CheckNames(flag string, k traj.NameKind, vals ...string) error {
+	for _, v := range vals {
+		if err := traj.CheckName(k, v); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	return nil
 }

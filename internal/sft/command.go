@@ -68,7 +68,7 @@ func (o *Options) config() (Config, error) {
 	if o.Out == "" {
 		return cfg, errors.New("--out is required: a folder or s3://bucket/prefix")
 	}
-	if err := traj.CheckNames("--runs", traj.RunName, cfg.Runs...); err != nil {
+	if err := service.CheckNames("--runs", traj.RunName, cfg.Runs...); err != nil {
 		return cfg, err
 	}
 	apps, err := appname.Check("--apps", cfg.Apps)

@@ -178,14 +178,3 @@ func PrintName(s string) string {
 	}
 	return s
 }
-
-// CheckNames checks every value of a flag or field with CheckName and returns
-// the first error prefixed with the flag's name ("--run: run name …").
-func CheckNames(flag string, k NameKind, vals ...string) error {
-	for _, v := range vals {
-		if err := CheckName(k, v); err != nil {
-			return fmt.Errorf("%s: %w", flag, err)
-		}
-	}
-	return nil
-}

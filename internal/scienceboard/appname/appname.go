@@ -56,14 +56,16 @@ func Canonical(app string, known ...string) (string, error) {
 	return "", fmt.Errorf("app %s is ambiguous: it matches %s, which differ only in case; give one of them exactly", traj.QuoteName(app), strings.Join(match, ", "))
 }
 
-// Check checks the app names a flag gives (traj.CheckNames) and
+// Check checks the app names a flag gives (traj.CheckName) and
 // returns them with each ScienceBoard app spelled as the benchmark does
 // (Canonical with Apps: chimerax is ChimeraX), so that it selects the
 // same subject and history as rollout's. Any other name is an app of the
 // user's own task folders (their "type"), kept as it is.
 func Check(flag string, apps []string) ([]string, error) {
-	if err := traj.CheckNames(flag, traj.AppName, apps...); err != nil {
-		return nil, err
+	for _, a := range apps {
+		if err := traj.CheckName(traj.AppName, a); err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
 	}
 	out := make([]string, 0, len(apps))
 	for _, a := range apps {

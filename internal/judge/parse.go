@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/pystr"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -481,27 +482,11 @@ func (p *litParser) str() (any, error) {
 			p.pos++
 			return b.String(), nil
 		case c == '\\' && p.pos+1 < len(p.s):
-			e := p.s[p.pos+1]
-			p.pos += 2
-			switch e {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case 'r':
-				b.WriteByte('\r')
-			case 'u':
-				if p.pos+4 <= len(p.s) {
-					if n, err := strconv.ParseUint(p.s[p.pos:p.pos+4], 16, 32); err == nil {
-						b.WriteRune(rune(n))
-						p.pos += 4
-						continue
-					}
-				}
-				b.WriteString(`\u`)
-			default:
-				b.WriteByte(e) // \' \" \\ \/ and anything else as itself
-			}
+			// An answer is JSON or a Python literal: the escapes of both
+			// (pystr.Lenient), what neither decodes kept as written.
+			e, size := utf8.DecodeRuneInString(p.s[p.pos+1:])
+			p.pos += 1 + size
+			p.pos += pystr.Lenient(&b, e, p.s[p.pos:])
 		default:
 			_, size := utf8.DecodeRuneInString(p.s[p.pos:])
 			b.WriteString(p.s[p.pos : p.pos+size])

@@ -1,8 +1,11 @@
 // Package pystr decodes the backslash escapes of Python str literals. It is
 // the one decoder of the task files' lambdas (internal/scienceboard/pylambda),
-// the simulator's pyautogui interpreter (internal/sim/desktop) and the tests
-// of pkg/uitars's pyautogui rendering; each of them finds where its literals
-// begin and end, this package says what an escape inside one means. Quote
+// the simulator's pyautogui interpreter (internal/sim/desktop), the tests
+// of pkg/uitars's pyautogui rendering and, with JSON's escapes too
+// (Lenient), of the strings in models' answers: the UI-TARS actions
+// (pkg/uitars) and the judges' verdicts (internal/judge); each of them
+// finds where its literals begin and end, this package says what an
+// escape inside one means. Quote
 // writes such literals: pkg/uitars's pyautogui code and the simulated guest
 // server's repr() (internal/sim/guest).
 package pystr
@@ -11,6 +14,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -108,6 +112,38 @@ func Escape(b *strings.Builder, e rune, rest string) (int, error) {
 	}
 	b.WriteRune(rune(v))
 	return n, nil
+}
+
+// Lenient decodes an escape of a string literal that may be Python's or
+// JSON's — a model's answer, which writes either: Python's escapes as
+// Escape decodes them, and the two of JSON that Python reads otherwise: \/
+// is '/', and the \u escape of a UTF-16 high surrogate followed by the \u
+// escape of a low one is the pair's character. An escape Escape does not
+// decode (a truncated \x, a lone surrogate, \N{...}) is kept as written,
+// backslash included, and what follows it is read as text. It returns how
+// many bytes of rest the escape also took.
+func Lenient(b *strings.Builder, e rune, rest string) int {
+	switch {
+	case e == '/':
+		b.WriteByte('/')
+		return 0
+	case e == 'u' && len(rest) >= 10 && rest[4] == '\\' && rest[5] == 'u':
+		hi, err1 := strconv.ParseUint(rest[:4], 16, 16)
+		lo, err2 := strconv.ParseUint(rest[6:10], 16, 16)
+		if err1 == nil && err2 == nil && 0xD800 <= hi && hi < 0xDC00 && 0xDC00 <= lo && lo < 0xE000 {
+			b.WriteRune(utf16.DecodeRune(rune(hi), rune(lo)))
+			return 10
+		}
+	}
+	var one strings.Builder
+	n, err := Escape(&one, e, rest)
+	if err != nil {
+		b.WriteByte('\\')
+		b.WriteRune(e)
+		return 0
+	}
+	b.WriteString(one.String())
+	return n
 }
 
 // Quote returns s as a Python str literal between quotes q (' or "), the

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // decode is the value of a literal's body made of escapes and other text.
@@ -103,6 +104,40 @@ func TestQuote(t *testing.T) {
 		back, err := decode(got[1 : len(got)-1])
 		if want := strings.ToValidUTF8(c.s, "\ufffd"); err != nil || back != want {
 			t.Errorf("%s decodes to %q, %v; want %q", got, back, err, want)
+		}
+	}
+}
+
+// TestLenient: Python's escapes, JSON's \/ and surrogate pairs, and what
+// does not decode kept as written.
+func TestLenient(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`a\nb\tc`, "a\nb\tc"},
+		{`\'\"\\`, `'"\`},
+		{`\x41\u00e9\U0001F600`, "Aé😀"},
+		{`\/path`, "/path"},
+		{`\ud83d\ude00!`, "😀!"},
+		{`\ud83d!`, `\ud83d!`},           // a lone surrogate
+		{`\ude00\ud83d`, `\ude00\ud83d`}, // low before high
+		{`\x4`, `\x4`},                   // truncated
+		{`\xZZ`, `\xZZ`},                 // not hexadecimal
+		{`\q`, `\q`},                     // unknown: kept, as Python keeps it
+		{`\N{DASH}`, `\N{DASH}`},
+		{`\101`, "A"},
+	} {
+		var b strings.Builder
+		for i := 0; i < len(c.in); {
+			if c.in[i] != '\\' || i+1 >= len(c.in) {
+				b.WriteByte(c.in[i])
+				i++
+				continue
+			}
+			e, size := utf8.DecodeRuneInString(c.in[i+1:])
+			i += 1 + size
+			i += Lenient(&b, e, c.in[i:])
+		}
+		if b.String() != c.want {
+			t.Errorf("Lenient(%s) = %q, want %q", c.in, b.String(), c.want)
 		}
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/codapipe/codapipe/internal/pystr"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -910,32 +912,24 @@ scan:
 }
 
 // decode returns the text of a quoted string between its quotes,
-// in[start:end], with its escapes applied, and whether offsets in it map
-// 1:1 onto the input (no escapes).
+// in[start:end], with its escapes applied as Python (which UI-TARS's own
+// parser evaluates the actions with) or JSON would (pystr.Lenient: an
+// escape neither decodes is kept as written), and whether offsets in it
+// map 1:1 onto the input (no escapes).
 func (p *parser) decode(start, end int) (string, bool) {
 	var b strings.Builder
 	exact := true
-	for i := start; i < end; i++ {
+	for i := start; i < end; {
 		c := p.in[i]
 		if c != '\\' || i+1 >= end {
 			b.WriteByte(c)
+			i++
 			continue
 		}
 		exact = false
-		switch e := p.in[i+1]; e {
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case 'r':
-			b.WriteByte('\r')
-		case '\\', '\'', '"':
-			b.WriteByte(e)
-		default:
-			b.WriteByte('\\') // kept as written; the next byte is read normally
-			continue
-		}
-		i++
+		e, size := utf8.DecodeRuneInString(p.in[i+1 : end])
+		i += 1 + size
+		i += pystr.Lenient(&b, e, p.in[i:end])
 	}
 	return b.String(), exact
 }

@@ -127,6 +127,8 @@ var parseCases = []parseCase{
 		want: []traj.Action{{Type: traj.TypeText, Text: "a'b\"c\\d\ne\tf\rg\\qh"}}},
 	{name: "type/literal newlines", in: "type(content='line 1\n\nline 3\n')",
 		want: []traj.Action{{Type: traj.TypeText, Text: "line 1\n\nline 3\n"}}},
+	{name: "type/python and json escapes", in: `type(content='\x41\u00e9\/\ud83d\ude00\x4')`,
+		want: []traj.Action{{Type: traj.TypeText, Text: "Aé/😀\\x4"}}},
 	{name: "type/unescaped inner quote", in: "type(content='it's fine')",
 		want: []traj.Action{{Type: traj.TypeText, Text: "it's fine"}}},
 	{name: "type/empty", in: "type(content='')",

@@ -18,9 +18,9 @@ import (
 
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/miniotest"
 	"github.com/codapipe/codapipe/internal/natstest"
-	"github.com/codapipe/codapipe/internal/simproc"
 )
 
 // EnvSize selects the size of TestAcceptChaos: "full" is make chaos's
@@ -453,10 +453,10 @@ func (h *harness) runAll(ps []*proc) {
 }
 
 // simWorld is the simulated world: codasim's addresses.
-type simWorld struct{ *simproc.World }
+type simWorld struct{ *codasim.World }
 
 // startSim starts the simulator as its own process (codasim, through
-// simproc.Launch as rollout --sim starts it) and reads its addresses.
+// codasim.Launch as rollout --sim starts it) and reads its addresses.
 func (h *harness) startSim(ctx context.Context) simWorld {
 	h.t.Helper()
 	cfg := filepath.Join(h.dir, "sim.json")
@@ -468,7 +468,7 @@ func (h *harness) startSim(ctx context.Context) simWorld {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	w, err := simproc.Launch(ctx, simproc.Request{Binary: filepath.Join(h.bin, simproc.Name), VMs: vms,
+	w, err := codasim.Launch(ctx, codasim.Request{Binary: filepath.Join(h.bin, codasim.Name), VMs: vms,
 		TimeScale: h.sz.timeScale, Config: cfg, Stderr: stderr})
 	if err != nil {
 		h.t.Fatalf("codasim: %v; log: %s", err, tailFile(stderr.Name(), 2000))

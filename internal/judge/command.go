@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/judge/report"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/simproc"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -44,7 +44,7 @@ type Options struct {
 	VoteTTL      time.Duration
 	Summary      string // write the Stats as JSON here
 
-	// Sim judges with the SIMULATOR's judge endpoint (simproc.Start: the
+	// Sim judges with the SIMULATOR's judge endpoint (codasim.Start: the
 	// codasim process, models only); SimConfig is a JSON file with the
 	// simulator's configuration, whose "models" part configures it;
 	// TimeScale scales its latencies; Seed seeds it (0: the config's,
@@ -93,11 +93,11 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		return Stats{}, service.Usage(err)
 	}
 	if o.Sim && len(specs) == 0 {
-		r := simproc.Request{TimeScale: o.TimeScale, Config: o.SimConfig, Stderr: env.Stderr}
+		r := codasim.Request{TimeScale: o.TimeScale, Config: o.SimConfig, Stderr: env.Stderr}
 		if o.Seed != 0 {
 			r.Seed = &o.Seed
 		}
-		world, err := simproc.Start(ctx, r)
+		world, err := codasim.Start(ctx, r)
 		if err != nil {
 			return Stats{}, err
 		}
@@ -308,7 +308,7 @@ func command() (service.Command, func() (Options, error)) {
 			fs.Duration(&o.VoteTTL, "vote-ttl", "CODAPIPE_JUDGE_VOTE_TTL", DefaultVoteTTL, "how long the vote cache keeps an answered call (when the bucket is created)")
 			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "judge with the SIMULATOR's judge endpoint (codasim, started for this run; for checking a pipeline, not for training data)")
-			simproc.Flags(fs, &o.SimConfig, &o.TimeScale, nil, "with --sim: ")
+			codasim.Flags(fs, &o.SimConfig, &o.TimeScale, nil, "with --sim: ")
 			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator (0: the --sim-config's seed, else 1)")
 			fs.Group(service.GroupOutput)
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the run's counts as JSON to this file")

@@ -3,9 +3,9 @@ package nightly
 import (
 	"context"
 
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/simproc"
 )
 
 const usage = `nightly — the nightly specialization job: every app's run, judged and made shards, then the SFT set.
@@ -56,7 +56,7 @@ func Command() service.Command {
 			fs.String(&o.SFTArgs, "sftpack-args", "CODAPIPE_NIGHTLY_SFTPACK_ARGS", "", "more sftpack build flags, split on spaces (e.g. '--require-eval --max-per-task 8')")
 			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run every stage on the built-in SIMULATOR (simulated VMs and models)")
-			simproc.Flags(fs, &o.SimConfig, &o.TimeScale, &o.VMs, "with --sim: ")
+			codasim.Flags(fs, &o.SimConfig, &o.TimeScale, &o.VMs, "with --sim: ")
 			fs.Int64(&o.Seed, "seed", "CODAPIPE_SEED", 0, "with --sim: seed of the simulator and the rollout's model requests (0: the --sim-config's seed, else 1)")
 			fs.Group(service.GroupOutput)
 			fs.String(&o.Shards, "shards", "CODAPIPE_SHARDS", "", "where the shard sets go: a folder or s3://bucket/prefix (default <data>/shards)")

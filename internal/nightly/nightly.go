@@ -54,7 +54,7 @@ type Options struct {
 	// Group and Samples are rollout's G and K.
 	Group, Samples int
 	// Sim runs every stage on the SIMULATOR, with VMs simulated
-	// machines, Seed, TimeScale and SimConfig (simproc.Request).
+	// machines, Seed, TimeScale and SimConfig (codasim.Request).
 	Sim       bool
 	VMs       int
 	Seed      int64

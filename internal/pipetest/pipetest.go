@@ -36,12 +36,12 @@ import (
 	"github.com/codapipe/codapipe/internal/archive"
 	"github.com/codapipe/codapipe/internal/blob"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/ledger"
 	"github.com/codapipe/codapipe/internal/rollout"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim/serve"
 	simtasks "github.com/codapipe/codapipe/internal/sim/tasks"
-	"github.com/codapipe/codapipe/internal/simproc"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/nats-io/nats.go"
 )
@@ -82,7 +82,7 @@ type Spec struct {
 
 // A package whose tests run the pipeline runs the simulator in its own
 // process: the same servers on loopback that codasim serves.
-func init() { simproc.SetInProcess(serve.Start) }
+func init() { codasim.SetInProcess(serve.Start) }
 
 // DefaultStart is the run start of a Spec that names none.
 var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -3,7 +3,7 @@
 // (internal/sched), published on the bus and recorded in a ledger for
 // resuming, with a summary. Run is the library (everything resolved);
 // Execute and Command are the command layer, which also starts the
-// SIMULATOR's process for --sim (internal/simproc). The "tasks"
+// SIMULATOR's process for --sim (internal/codasim). The "tasks"
 // subcommand lists ScienceBoard tasks and "report" reports on a run
 // (internal/runreport).
 package rollout
@@ -19,13 +19,13 @@ import (
 
 	"github.com/codapipe/codapipe/internal/agent"
 	"github.com/codapipe/codapipe/internal/bus"
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/ground"
 	"github.com/codapipe/codapipe/internal/model"
 	"github.com/codapipe/codapipe/internal/redact"
 	"github.com/codapipe/codapipe/internal/sched"
 	"github.com/codapipe/codapipe/internal/scienceboard"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/simproc"
 	"github.com/codapipe/codapipe/internal/vmlock"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
@@ -115,8 +115,8 @@ const (
 )
 
 // DefaultTimeScale is the simulator's default wall time per simulated
-// second (simproc.DefaultTimeScale): 100× faster than real time.
-const DefaultTimeScale = simproc.DefaultTimeScale
+// second (codasim.DefaultTimeScale): 100× faster than real time.
+const DefaultTimeScale = codasim.DefaultTimeScale
 
 // ErrNotConfigured is returned when neither the simulator nor a VM pool
 // and model endpoints are configured.
@@ -224,14 +224,14 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	log := env.Log
 	// The simulated world provides the VMs and the models (and, without
 	// --tasks, the tasks): codasim, started here and stopped at the end.
-	var world *simproc.World
+	var world *codasim.World
 	if o.Sim {
 		pc, ec, _ := o.coords()
-		r := simproc.Request{VMs: max(o.VMs, 1), Seed: o.Seed, TimeScale: o.TimeScale, Config: o.SimConfig,
+		r := codasim.Request{VMs: max(o.VMs, 1), Seed: o.Seed, TimeScale: o.TimeScale, Config: o.SimConfig,
 			PlannerCoords: uitars.CoordsString(pc), ExecutorCoords: uitars.CoordsString(ec),
 			Tasks: o.Tasks == "", OnRequest: o.simRequests, Stderr: env.Stderr}
 		var err error
-		if world, err = simproc.Start(ctx, r); err != nil {
+		if world, err = codasim.Start(ctx, r); err != nil {
 			return nil, err
 		}
 		defer world.Close() // every guest and model server has stopped
@@ -461,7 +461,7 @@ func command() (service.Command, func() (Options, error)) {
 			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
 			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run on the SIMULATOR: simulated VMs and models (for checking a pipeline, not for training data)")
-			simproc.Flags(fs, &o.SimConfig, &o.TimeScale, &o.VMs, "with --sim: ")
+			codasim.Flags(fs, &o.SimConfig, &o.TimeScale, &o.VMs, "with --sim: ")
 			fs.Group(service.GroupOutput)
 			fs.String(&o.Summary, "summary", "CODAPIPE_SUMMARY", "", "write the summary as JSON to this file")
 		},

@@ -1,11 +1,11 @@
 package rollout
 
 import (
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/sim/serve"
-	"github.com/codapipe/codapipe/internal/simproc"
 )
 
 // The tests run --sim on the simulator in their own process (the same
-// servers on loopback as codasim's; internal/simproc's tests start the
+// servers on loopback as codasim's; internal/codasim's tests start the
 // codasim process itself).
-func init() { simproc.SetInProcess(serve.Start) }
+func init() { codasim.SetInProcess(serve.Start) }

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/service"
-	"github.com/codapipe/codapipe/internal/simproc"
 )
 
 const usage = `codasim — the SIMULATOR: simulated VMs and planner, executor and judge models, on loopback.
@@ -23,21 +23,21 @@ running app's own server), and the simulated planner, executor and judge endpoin
 (OpenAI-compatible), prints their addresses and serves until interrupted. --vms 0 serves the
 models only. rollout, judge and nightly start it for --sim and use it like real VMs and models:
 a pool of its guest URLs (backend sim) and its endpoints. The seed: --seed, else the
-configuration's "seed", else 1. With --json the addresses are one JSON line (simproc.World), and
+configuration's "seed", else 1. With --json the addresses are one JSON line (codasim.World), and
 codasim also stops when its standard input closes (its parent gone). The simulator is for
 checking a pipeline, never for training data (docs/simulator.md).`
 
 // Command is codasim: the simulator alone, serving until interrupted.
 func Command() service.Command {
-	r := simproc.Request{}
+	r := codasim.Request{}
 	var seed int64
 	var asJSON bool
 	var tasksOut string
 	return service.Command{
-		Name: simproc.Name, Summary: "start the SIMULATOR and print its addresses",
+		Name: codasim.Name, Summary: "start the SIMULATOR and print its addresses",
 		Usage: usage,
 		Flags: func(f *service.Flags) {
-			simproc.Flags(f, &r.Config, &r.TimeScale, &r.VMs, "")
+			codasim.Flags(f, &r.Config, &r.TimeScale, &r.VMs, "")
 			f.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the simulator (0: the --sim-config's seed, else 1)")
 			f.String(&r.PlannerCoords, "planner-coords", "", "", "coordinate space the simulated planner writes points in, unless the --sim-config sets one (default grid1000)")
 			f.String(&r.ExecutorCoords, "executor-coords", "", "", "coordinate space the simulated executor answers in, unless the --sim-config sets one (default pixels-resized)")
@@ -66,9 +66,9 @@ func Command() service.Command {
 			}
 			w, err := start(ctx, r, tasksOut) // stopped by Close below
 			if err != nil {
-				if ce := (*simproc.ConfigError)(nil); errors.As(err, &ce) {
+				if ce := (*codasim.ConfigError)(nil); errors.As(err, &ce) {
 					if asJSON { // said on the line the parent reads
-						line, _ := json.Marshal(simproc.World{ConfigError: err.Error()})
+						line, _ := json.Marshal(codasim.World{ConfigError: err.Error()})
 						fmt.Fprintf(env.Stdout, "%s\n", line)
 					}
 					return service.Usage(err)
@@ -95,7 +95,7 @@ func Command() service.Command {
 }
 
 // Print writes a world's addresses for a person.
-func Print(out io.Writer, w *simproc.World) {
+func Print(out io.Writer, w *codasim.World) {
 	fmt.Fprintf(out, "codapipe SIMULATOR (simulated VMs and models, seed %d, time scale %g)\n", w.Seed, w.TimeScale)
 	fmt.Fprintf(out, "planner   %s  (model %s, points in %s)\n", w.Planner.URL, w.Planner.Model, w.Planner.Coords)
 	fmt.Fprintf(out, "executor  %s  (model %s, points in %s)\n", w.Executor.URL, w.Executor.Model, w.Executor.Coords)

@@ -1,7 +1,7 @@
-// Package serve starts the SIMULATOR for a simproc.Request: the codasim
+// Package serve starts the SIMULATOR for a codasim.Request: the codasim
 // command (the simulator as its own process, which rollout, judge and
 // nightly start for --sim) and Start, the same in the caller's process
-// (the tests' fixtures: simproc.SetInProcess(serve.Start)). The seed rule
+// (the tests' fixtures: codasim.SetInProcess(serve.Start)). The seed rule
 // and the world's addresses are defined here once.
 package serve
 
@@ -11,19 +11,19 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/codapipe/codapipe/internal/codasim"
 	"github.com/codapipe/codapipe/internal/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/models"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
-	"github.com/codapipe/codapipe/internal/simproc"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 )
 
-// Start starts the simulator in this process: a simproc.Starter. With
+// Start starts the simulator in this process: a codasim.Starter. With
 // r.Tasks its task files go to a temporary folder removed by Close.
-func Start(ctx context.Context, r simproc.Request) (*simproc.World, error) {
+func Start(ctx context.Context, r codasim.Request) (*codasim.World, error) {
 	dir := ""
 	if r.Tasks {
 		var err error
@@ -39,7 +39,7 @@ func Start(ctx context.Context, r simproc.Request) (*simproc.World, error) {
 		return w, err
 	}
 	stop := w.Close
-	return simproc.NewWorld(*w, func() error {
+	return codasim.NewWorld(*w, func() error {
 		err := stop()
 		_ = os.RemoveAll(dir)
 		return err
@@ -48,7 +48,7 @@ func Start(ctx context.Context, r simproc.Request) (*simproc.World, error) {
 
 // start starts the world of r, writing its task files to tasksDir when
 // r.Tasks.
-func start(ctx context.Context, r simproc.Request, tasksDir string) (*simproc.World, error) {
+func start(ctx context.Context, r codasim.Request, tasksDir string) (*codasim.World, error) {
 	wc := sim.DefaultWorldConfig()
 	if r.Config != "" {
 		if err := readConfig(r.Config, &wc); err != nil {
@@ -74,7 +74,7 @@ func start(ctx context.Context, r simproc.Request, tasksDir string) (*simproc.Wo
 		}
 		pc, err := uitars.ParseCoords(c.spec)
 		if err != nil {
-			return nil, &simproc.ConfigError{Err: fmt.Errorf("sim: %s coordinates: %w", c.name, err)}
+			return nil, &codasim.ConfigError{Err: fmt.Errorf("sim: %s coordinates: %w", c.name, err)}
 		}
 		*c.dst = pc
 	}
@@ -83,14 +83,14 @@ func start(ctx context.Context, r simproc.Request, tasksDir string) (*simproc.Wo
 	mc.Seed, mc.Clock = wc.Seed, wc.Clock
 	eps, err := models.New(mc)
 	if err != nil {
-		return nil, &simproc.ConfigError{Err: fmt.Errorf("--sim-config %s: %w", cmp.Or(r.Config, "(defaults)"), err)}
+		return nil, &codasim.ConfigError{Err: fmt.Errorf("--sim-config %s: %w", cmp.Or(r.Config, "(defaults)"), err)}
 	}
 	if tasksDir != "" && r.Tasks {
 		if err := tasks.Write(tasksDir); err != nil {
 			return nil, err
 		}
 	}
-	// The world runs until Close, not until ctx ends (simproc.Starter).
+	// The world runs until Close, not until ctx ends (codasim.Starter).
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var servers *models.Servers
 	var guests []string
@@ -118,19 +118,19 @@ func start(ctx context.Context, r simproc.Request, tasksDir string) (*simproc.Wo
 	if ec == (traj.Coords{}) {
 		ec = uitars.Resized()
 	}
-	w := simproc.World{
+	w := codasim.World{
 		Seed: wc.Seed, TimeScale: scale, Guests: guests, Tasks: tasksDir,
-		Planner:  simproc.Endpoint{URL: servers.PlannerURL, Model: models.DefaultPlannerModel, Coords: uitars.CoordsString(pc)},
-		Executor: simproc.Endpoint{URL: servers.ExecutorURL, Model: models.DefaultExecutorModel, Coords: uitars.CoordsString(ec)},
-		Judges:   []simproc.Endpoint{{URL: servers.JudgeURL, Model: cmp.Or(mcfg.Judge.Model, models.DefaultJudgeModel)}},
+		Planner:  codasim.Endpoint{URL: servers.PlannerURL, Model: models.DefaultPlannerModel, Coords: uitars.CoordsString(pc)},
+		Executor: codasim.Endpoint{URL: servers.ExecutorURL, Model: models.DefaultExecutorModel, Coords: uitars.CoordsString(ec)},
+		Judges:   []codasim.Endpoint{{URL: servers.JudgeURL, Model: cmp.Or(mcfg.Judge.Model, models.DefaultJudgeModel)}},
 	}
 	if s := mcfg.Judge.Second; s != nil { // the simulated ensemble's second model
-		w.Judges = append(w.Judges, simproc.Endpoint{URL: servers.JudgeURL, Model: s.Model})
+		w.Judges = append(w.Judges, codasim.Endpoint{URL: servers.JudgeURL, Model: s.Model})
 	}
 	if !r.Tasks {
 		w.Tasks = ""
 	}
-	return simproc.NewWorld(w, func() error {
+	return codasim.NewWorld(w, func() error {
 		cancel()
 		wait() // every guest and model server has stopped
 		return nil
@@ -141,7 +141,7 @@ func start(ctx context.Context, r simproc.Request, tasksDir string) (*simproc.Wo
 // the file, line and column of an error.
 func readConfig(path string, v any) error {
 	if err := service.ReadJSON(path, v); err != nil {
-		return &simproc.ConfigError{Err: fmt.Errorf("--sim-config: %w", err)}
+		return &codasim.ConfigError{Err: fmt.Errorf("--sim-config: %w", err)}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Package simproc is the SIMULATOR seen from the commands that use it:
+// Package codasim is the SIMULATOR seen from the commands that use it:
 // what is asked of it (Request), where it answers (World: the model
 // endpoints, the guest servers, the task files) and how it is started —
 // as its own process, the codasim command, whose addresses are read from
@@ -6,7 +6,7 @@
 // not the simulator: with --sim they start codasim and then talk to it by
 // URL and pool file, as to real VMs and models. Tests start the simulator
 // in their own process instead (SetInProcess), with the same Request.
-package simproc
+package codasim
 
 import (
 	"context"
@@ -158,7 +158,7 @@ func Start(ctx context.Context, r Request) (*World, error) {
 	case inProcess != nil:
 		w, err = inProcess(ctx, r)
 	case r.OnRequest != nil:
-		return nil, errors.New("simproc: OnRequest needs the simulator in this process (tests)")
+		return nil, errors.New("codasim: OnRequest needs the simulator in this process (tests)")
 	default:
 		w, err = Launch(ctx, r)
 	}

@@ -1,4 +1,4 @@
-package simproc
+package codasim
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ const Name = "codasim"
 const EnvBinary = "CODAPIPE_CODASIM"
 
 // ErrNoBinary is returned when no codasim binary is found.
-var ErrNoBinary = errors.New("simproc: the SIMULATOR's binary, codasim, is not found")
+var ErrNoBinary = errors.New("codasim: the SIMULATOR's binary, codasim, is not found")
 
 // The deadlines of a codasim process: to print its addresses after it
 // started, and to exit after its stdin closed.
@@ -95,7 +95,7 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 	var tasks string
 	if r.Tasks {
 		if tasks, err = os.MkdirTemp("", "codasim-tasks-"); err != nil {
-			return nil, fmt.Errorf("simproc: %w", err)
+			return nil, fmt.Errorf("codasim: %w", err)
 		}
 	}
 	removeTasks := func() {
@@ -107,7 +107,7 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		removeTasks()
-		return nil, fmt.Errorf("simproc: %w", err)
+		return nil, fmt.Errorf("codasim: %w", err)
 	}
 	first := &firstLine{line: make(chan []byte, 1)}
 	tail := &tailBuffer{}
@@ -118,7 +118,7 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		removeTasks()
-		return nil, fmt.Errorf("simproc: start %s: %w", bin, err)
+		return nil, fmt.Errorf("codasim: start %s: %w", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // owned by the World: its stop waits for it
@@ -132,12 +132,12 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 			select {
 			case err := <-exited:
 				if err != nil {
-					stopErr = fmt.Errorf("simproc: %s exited: %w: %s", Name, err, tail.String())
+					stopErr = fmt.Errorf("codasim: %s exited: %w: %s", Name, err, tail.String())
 				}
 			case <-time.After(stopTimeout):
 				_ = cmd.Process.Kill()
 				<-exited
-				stopErr = fmt.Errorf("simproc: %s did not exit %v after its stdin closed; killed", Name, stopTimeout)
+				stopErr = fmt.Errorf("codasim: %s did not exit %v after its stdin closed; killed", Name, stopTimeout)
 			}
 			removeTasks()
 		})
@@ -154,12 +154,12 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 		select {
 		case line = <-first.line: // a configuration error, said before it exited
 		default:
-			return nil, fmt.Errorf("simproc: %s exited before printing its addresses (%v): %s", bin, err, tail.String())
+			return nil, fmt.Errorf("codasim: %s exited before printing its addresses (%v): %s", bin, err, tail.String())
 		}
 	case <-timer.C:
 		_ = cmd.Process.Kill()
 		_ = stop()
-		return nil, fmt.Errorf("simproc: %s printed no addresses in %v: %s", bin, startTimeout, tail.String())
+		return nil, fmt.Errorf("codasim: %s printed no addresses in %v: %s", bin, startTimeout, tail.String())
 	case <-ctx.Done():
 		_ = stop()
 		return nil, ctx.Err()
@@ -167,7 +167,7 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 	var w World
 	if err := json.Unmarshal(line, &w); err != nil {
 		_ = stop()
-		return nil, fmt.Errorf("simproc: %s's first line is not its addresses (%w): %.200q", bin, err, line)
+		return nil, fmt.Errorf("codasim: %s's first line is not its addresses (%w): %.200q", bin, err, line)
 	}
 	if w.ConfigError != "" {
 		_ = stop()

@@ -1,4 +1,4 @@
-package simproc
+package codasim
 
 import (
 	"context"

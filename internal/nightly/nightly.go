@@ -266,12 +266,12 @@ func (o *Options) parseStages() (stages, error) {
 		{"sftpack-args", o.SFTArgs, func(a []string) (err error) { st.sft, st.sftSec, err = sft.ParseOptions(a); return }},
 	} {
 		args := strings.Fields(p.args)
+		mine := owned[p.flag]
+		if o.Sim {
+			mine = slices.Concat(mine, simOwned[p.flag])
+		}
 		for _, a := range args {
 			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			mine := owned[p.flag]
-			if o.Sim {
-				mine = slices.Concat(mine, simOwned[p.flag])
-			}
 			if strings.HasPrefix(a, "-") && slices.Contains(mine, name) {
 				return st, service.Usage(fmt.Errorf("--%s: --%s is the night's own: give it to nightly (the stages' %s come from the night)", p.flag, name, strings.Join(mine, ", ")))
 			}
@@ -285,20 +285,13 @@ func (o *Options) parseStages() (stages, error) {
 	st.rollout.Summary, st.judge.Summary, st.advantage.Summary, st.sft.Summary = "", "", "", ""
 	st.rollout.Sim, st.judge.Sim = o.Sim, o.Sim
 	if o.Sim {
-		st.rollout.VMs, st.rollout.SimConfig, st.rollout.TimeScale, st.rollout.Seed = max(o.VMs, 1), o.SimConfig, o.TimeScale, o.simSeed()
+		st.rollout.VMs, st.rollout.SimConfig, st.rollout.TimeScale, st.rollout.Seed = max(o.VMs, 1), o.SimConfig, o.TimeScale, nil
+		if o.Seed != 0 { // else the simulator's seed rule
+			st.rollout.Seed = &o.Seed
+		}
 		st.judge.SimConfig, st.judge.TimeScale, st.judge.Seed = o.SimConfig, o.TimeScale, o.Seed
 	}
 	return st, nil
-}
-
-// simSeed is the rollout's --seed of a night on the simulator (nil: the
-// simulator's seed rule).
-func (o *Options) simSeed() *int64 {
-	if !o.Sim || o.Seed == 0 {
-		return nil
-	}
-	seed := o.Seed
-	return &seed
 }
 
 // stageEnv is the Env of one stage of the night: the night's bus and

@@ -104,17 +104,44 @@ type Config struct {
 }
 
 // Run runs the episodes of cfg's run that are not published yet and
-// returns the run's summary: it plans the jobs from the ledger (resume),
-// builds the agent and the VM pool, schedules the episodes, publishes each
-// trajectory, and summarises.
+// returns the run's summary, in four parts: planRun (the ledger: what is
+// published, what is left; the spool of an earlier start), openRun (the
+// agent and its endpoints' outage breaker, the prompt set, the length
+// history, the shared work queue, the VM pool and its events), executeRun
+// (the scheduler over the pool, publishing each trajectory) and finishRun
+// (the summary; the end of the run in the ledger).
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
-	log := cfg.Log
-	if log == nil {
-		log = slog.Default()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
 	if err := checkNames(cfg); err != nil {
 		return nil, err
 	}
+	pl, err := planRun(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	op, err := openRun(ctx, cfg, pl)
+	if err != nil {
+		return nil, err
+	}
+	defer op.close(ctx)
+	ex := executeRun(ctx, cfg, pl, op)
+	return finishRun(ctx, cfg, pl, op, ex)
+}
+
+// planned is a run's plan: its ledger, the publisher of its trajectories
+// (the spool of an earlier start published first: those episodes are in
+// the ledger then, and not run again) and the jobs left.
+type planned struct {
+	runs    *ledger.Ledger
+	pub     *Publisher
+	jobs    jobPlan
+	flushed int // trajectories of the spool published
+}
+
+func planRun(ctx context.Context, cfg Config) (*planned, error) {
+	log := cfg.Log
 	runs, err := ledger.Open(ctx, cfg.Bus, cfg.Topology)
 	if err != nil {
 		return nil, err
@@ -122,23 +149,45 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	runs.SetRetryBudget(cfg.PublishRetry)
 	subject := bus.Subject(bus.Raw, cfg.App)
 	pub := &Publisher{Bus: cfg.Bus, Ledger: runs, Subject: subject, Run: cfg.Run, Retry: cfg.PublishRetry, Spool: cfg.Spool, Log: log}
-	// Trajectories an earlier start could not publish go first: they are
-	// then in the ledger, and not run again.
 	flushed, _, ferr := flushSpool(ctx, pub, cfg.Spool, log)
 	if ferr != nil {
 		log.Warn("rollout: some spooled trajectories could not be published yet", "spool", cfg.Spool, "err", ferr)
 	}
-	plan, err := planJobs(ctx, cfg, runs, subject, log)
+	jobs, err := planJobs(ctx, cfg, runs, subject, log)
 	if err != nil {
 		return nil, err
 	}
-	pub.Redo = plan.redo
+	pub.Redo = jobs.redo
+	return &planned{runs: runs, pub: pub, jobs: jobs, flushed: flushed}, nil
+}
+
+// opened is what a run opens to execute its plan; close releases it, in
+// the reverse order, whatever was opened.
+type opened struct {
+	agent    *agent.Agent
+	outages  *model.Outages
+	lengths  *lengthTracker
+	queue    *workQueue // nil: the run's own queue
+	pool     *vmpool.Pool
+	rec      *vmRecorder // nil without a blob store
+	stopKeep func()      // stops rec's periodic writes
+	log      *slog.Logger
+}
+
+func openRun(ctx context.Context, cfg Config, pl *planned) (op *opened, err error) {
+	log := cfg.Log
+	op = &opened{log: log}
+	defer func() {
+		if err != nil {
+			op.close(ctx)
+		}
+	}()
 	ag, prompts, probes, err := newAgent(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	outages := model.NewOutages(model.OutageConfig{Probes: probes, Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: log, Registerer: cfg.Metrics})
-	defer outages.Close()
+	op.agent = ag
+	op.outages = model.NewOutages(model.OutageConfig{Probes: probes, Budget: cfg.OutageBudget, ProbeEvery: cfg.OutageProbe, Log: log, Registerer: cfg.Metrics})
 	// Every trajectory records its prompt set's hash; the set itself is
 	// stored once per run so the planner's messages can be rendered again.
 	if err := prompt.Store(ctx, cfg.Store, prompts); err != nil {
@@ -146,93 +195,120 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	// The episodes go longest predicted first: from their tasks' length
 	// history, or their step limits.
-	lengths := openLengths(ctx, cfg, log)
-	pub.Predict = lengths.predictor()
-	var queue *workQueue
+	op.lengths = openLengths(ctx, cfg, log)
+	pl.pub.Predict = op.lengths.predictor()
 	// The embedded server (no --nats) serves this process alone: no other
 	// host can join the run, and the run's own queue does without leases
 	// (a restart would wait out the lease of what the last one held).
 	if !cfg.LocalQueue && cfg.Schedule != sched.Static && cfg.Bus.URL() == "" {
-		if queue, err = openWorkQueue(ctx, cfg, runs, plan.start, plan.jobs, plan.redo, lengths.predictor(), log); err != nil {
+		if op.queue, err = openWorkQueue(ctx, cfg, pl.runs, pl.jobs.start, pl.jobs.jobs, pl.jobs.redo, op.lengths.predictor(), log); err != nil {
 			return nil, err
 		}
 	}
 	// The pool's VM events of this invocation go to the blob store
 	// (ledger.VMEvents): every vmEventsEvery while it runs, and once more
 	// after the pool has closed, also when the run is stopped.
-	invocation := time.Now()
 	poolOpts := cfg.PoolOptions
 	var rec *vmRecorder
 	if cfg.Store != nil {
-		rec = newVMRecorder(cfg.Store, cfg.Run, invocation, log)
+		rec = newVMRecorder(cfg.Store, cfg.Run, time.Now(), log)
 		poolOpts = append(slices.Clone(poolOpts), vmpool.WithEvents(rec.event))
 	}
-	pool, err := poolfile.NewPool(ctx, cfg.Pool, log, poolOpts...)
-	if err != nil {
+	if op.pool, err = poolfile.NewPool(ctx, cfg.Pool, log, poolOpts...); err != nil {
 		return nil, err
 	}
 	if rec != nil {
-		defer rec.finish(ctx)
-		defer rec.keep(ctx, vmEventsEvery)()
+		op.rec, op.stopKeep = rec, rec.keep(ctx, vmEventsEvery)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := pool.Close(cctx); err != nil {
-			log.Warn("closing the VM pool", "err", err)
-		}
-	}()
-	log.Info("rollout: planned", "episodes", len(cfg.Tasks)*cfg.Samples, "to_run", len(plan.jobs), "vms", pool.Size(),
-		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(plan.done),
-		"planner_checkpoint", cfg.Planner.Checkpoint, "shared_queue", queue != nil, "spool_published", flushed)
 	if cfg.Metrics != nil {
 		// The pool's figures stay readable after the run (a final scrape);
 		// a later run in the same process replaces them.
 		cfg.Metrics.Unregister(poolCollector{})
-		if err := cfg.Metrics.Register(poolCollector{pool}); err != nil {
+		if err := cfg.Metrics.Register(poolCollector{op.pool}); err != nil {
 			return nil, fmt.Errorf("rollout: pool metrics: %w", err)
 		}
 	}
+	log.Info("rollout: planned", "episodes", len(cfg.Tasks)*cfg.Samples, "to_run", len(pl.jobs.jobs), "vms", op.pool.Size(),
+		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(pl.jobs.done),
+		"planner_checkpoint", cfg.Planner.Checkpoint, "shared_queue", op.queue != nil, "spool_published", pl.flushed)
+	return op, nil
+}
 
-	prog := newProgress(cfg.Progress, len(plan.jobs), log)
+// close closes the pool (its VMs released), then writes the VM events a
+// last time, then stops the outage breaker.
+func (op *opened) close(ctx context.Context) {
+	if op.pool != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if err := op.pool.Close(cctx); err != nil {
+			op.log.Warn("closing the VM pool", "err", err)
+		}
+		cancel()
+	}
+	if op.rec != nil {
+		op.stopKeep()
+		op.rec.finish(ctx)
+	}
+	if op.outages != nil {
+		op.outages.Close()
+	}
+}
+
+// executed is what the scheduler did.
+type executed struct {
+	results []sched.Result
+	err     error // why the scheduler stopped early (nil: it ran every job)
+	took    time.Duration
+}
+
+func executeRun(ctx context.Context, cfg Config, pl *planned, op *opened) executed {
+	log := cfg.Log
+	prog := newProgress(cfg.Progress, len(pl.jobs.jobs), log)
 	s := &sched.Scheduler{
-		Runner: ag, Pool: sched.VMPool(pool), Workers: pool.Size(), EnvRetries: cfg.EnvRetries,
-		Samples: cfg.Samples, Mode: cfg.Schedule, Log: log, Metrics: sched.NewMetrics(cfg.Metrics), Outages: outages,
-		ID:      func(j sched.Job) string { return traj.EpisodeID(plan.start, cfg.Run, j.Task.ID, j.Sample) },
-		Publish: pub.Publish,
-		Predict: lengths.predictor(),
+		Runner: op.agent, Pool: sched.VMPool(op.pool), Workers: op.pool.Size(), EnvRetries: cfg.EnvRetries,
+		Samples: cfg.Samples, Mode: cfg.Schedule, Log: log, Metrics: sched.NewMetrics(cfg.Metrics), Outages: op.outages,
+		ID:      func(j sched.Job) string { return traj.EpisodeID(pl.jobs.start, cfg.Run, j.Task.ID, j.Sample) },
+		Publish: pl.pub.Publish,
+		Predict: op.lengths.predictor(),
 		Done: func(r sched.Result) {
-			lengths.done(ctx, r)
+			op.lengths.done(ctx, r)
 			prog.done(r)
 		},
 	}
-	if queue != nil {
-		s.Source = queue
+	if op.queue != nil {
+		s.Source = op.queue
 	}
 	start := time.Now()
-	results, runErr := s.Run(ctx, plan.jobs)
+	results, err := s.Run(ctx, pl.jobs.jobs)
 	prog.finish()
-	log.Debug("rollout: scheduler ended", "err", runErr)
+	log.Debug("rollout: scheduler ended", "err", err)
 	// Trajectories spooled during the run go out now if NATS is back.
-	if spoolLeft(cfg.Spool) > 0 && runErr == nil {
-		if n, _, err := flushSpool(context.WithoutCancel(ctx), pub, cfg.Spool, log); n > 0 || err != nil {
-			log.Info("rollout: spool flushed at the end of the run", "published", n, "err", err)
+	if spoolLeft(cfg.Spool) > 0 && err == nil {
+		if n, _, ferr := flushSpool(context.WithoutCancel(ctx), pl.pub, cfg.Spool, log); n > 0 || ferr != nil {
+			log.Info("rollout: spool flushed at the end of the run", "published", n, "err", ferr)
 		}
 	}
-	done := plan.done
+	return executed{results: results, err: err, took: time.Since(start)}
+}
+
+// finish summarises the run and, when it is over, records its end in the
+// ledger; the error says what is left or which episodes failed.
+func finishRun(ctx context.Context, cfg Config, pl *planned, op *opened, ex executed) (*Summary, error) {
+	log := cfg.Log
+	results, runErr := ex.results, ex.err
+	done := pl.jobs.done
 	var others map[ledger.EpisodeKey]ledger.Record
-	if queue != nil && runErr == nil {
+	if op.queue != nil && runErr == nil {
 		// The run's other hosts ran the rest: the outcome figures cover
 		// the whole run.
-		others = byOtherHosts(ctx, cfg, runs, plan.done, results, log)
-		done = maps.Clone(plan.done)
+		others = byOtherHosts(ctx, cfg, pl.runs, pl.jobs.done, results, log)
+		done = maps.Clone(pl.jobs.done)
 		maps.Copy(done, others)
 	}
-	sum := summarize(cfg, results, done, time.Since(start), pool.Stats())
-	sum.Skipped, sum.ByOtherHosts = len(plan.done), len(others)
-	sum.Verified, sum.LostRerun = cfg.Verify, len(plan.redo)
-	sum.SharedQueue = queue != nil
-	sum.Lengths = lengths.summary()
+	sum := summarize(cfg, results, done, ex.took, op.pool.Stats())
+	sum.Skipped, sum.ByOtherHosts = len(pl.jobs.done), len(others)
+	sum.Verified, sum.LostRerun = cfg.Verify, len(pl.jobs.redo)
+	sum.SharedQueue = op.queue != nil
+	sum.Lengths = op.lengths.summary()
 	sum.SpoolLeft = spoolLeft(cfg.Spool)
 	// The run's trajectories on the stream, as its ledger records them
 	// (the subject holds every run of the app): read also after Ctrl-C.
@@ -241,13 +317,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	for i := range cfg.Tasks {
 		names[i] = cfg.Tasks[i].ID
 	}
-	if recs, err := runs.Done(cctx, cfg.Run, names); err == nil {
+	if recs, err := pl.runs.Done(cctx, cfg.Run, names); err == nil {
 		sum.OnStream = uint64(len(recs))
 	} else {
 		log.Warn("rollout: could not count the run's published trajectories", "err", err)
 	}
 	cancel()
-	sum.Outages, sum.OutageRequeued = outages.Stats()
+	sum.Outages, sum.OutageRequeued = op.outages.Stats()
 	log.Debug("rollout: summarised")
 	if runErr != nil {
 		published := 0
@@ -256,7 +332,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 				published++
 			}
 		}
-		sum.Left = max(len(plan.jobs)-published, 0)
+		sum.Left = max(len(pl.jobs.jobs)-published, 0)
 		sum.Stopped = "interrupted"
 		if oe := (*model.OutageError)(nil); errors.As(runErr, &oe) {
 			sum.Stopped = oe.Error()
@@ -270,7 +346,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		// The run is not over while trajectories of it wait on disk.
 		log.Warn("rollout: trajectories wait in the spool; the end of the run is not recorded (the next start publishes them)",
 			"spool", cfg.Spool, "files", sum.SpoolLeft)
-	} else if err := runs.Finish(context.WithoutCancel(ctx), cfg.Run, time.Now()); err != nil {
+	} else if err := pl.runs.Finish(context.WithoutCancel(ctx), cfg.Run, time.Now()); err != nil {
 		log.Warn("could not record the end of the run", "err", err)
 	}
 	var errs []error

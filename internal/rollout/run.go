@@ -174,10 +174,10 @@ type opened struct {
 	log      *slog.Logger
 }
 
-func openRun(ctx context.Context, cfg Config, pl *planned) (op *opened, err error) {
+func openRun(ctx context.Context, cfg Config, pl *planned) (_ *opened, err error) {
 	log := cfg.Log
-	op = &opened{log: log}
-	defer func() {
+	op := &opened{log: log}
+	defer func() { // the returns say nil: op is what was opened
 		if err != nil {
 			op.close(ctx)
 		}
@@ -220,6 +220,9 @@ func openRun(ctx context.Context, cfg Config, pl *planned) (op *opened, err erro
 	if rec != nil {
 		op.rec, op.stopKeep = rec, rec.keep(ctx, vmEventsEvery)
 	}
+	log.Info("rollout: planned", "episodes", len(cfg.Tasks)*cfg.Samples, "to_run", len(pl.jobs.jobs), "vms", op.pool.Size(),
+		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(pl.jobs.done),
+		"planner_checkpoint", cfg.Planner.Checkpoint, "shared_queue", op.queue != nil, "spool_published", pl.flushed)
 	if cfg.Metrics != nil {
 		// The pool's figures stay readable after the run (a final scrape);
 		// a later run in the same process replaces them.
@@ -228,9 +231,6 @@ func openRun(ctx context.Context, cfg Config, pl *planned) (op *opened, err erro
 			return nil, fmt.Errorf("rollout: pool metrics: %w", err)
 		}
 	}
-	log.Info("rollout: planned", "episodes", len(cfg.Tasks)*cfg.Samples, "to_run", len(pl.jobs.jobs), "vms", op.pool.Size(),
-		"tasks", len(cfg.Tasks), "samples", cfg.Samples, "group", cfg.Group, "already_published", len(pl.jobs.done),
-		"planner_checkpoint", cfg.Planner.Checkpoint, "shared_queue", op.queue != nil, "spool_published", pl.flushed)
 	return op, nil
 }
 

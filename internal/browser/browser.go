@@ -16,7 +16,6 @@ package browser
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +30,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/syncio"
 )
 
 // Options says how Render renders a page. The zero value is usable.
@@ -201,7 +202,7 @@ func Render(ctx context.Context, path string, o Options) (*Result, error) {
 type browser struct {
 	cmd     *exec.Cmd
 	profile string
-	out     *tailBuffer // Chromium's stdout and stderr, the tail
+	out     *syncio.Ring // Chromium's stdout and stderr, the tail
 
 	exited  chan struct{} // closed when cmd.Wait has returned
 	waitErr error         // cmd.Wait's error, set before exited is closed
@@ -280,7 +281,7 @@ func launch(ctx context.Context, bin string, o Options) (_ *browser, err error) 
 		"--disable-extensions", "--hide-scrollbars", "--mute-audio",
 		"--user-data-dir="+profile, "--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, evW}
-	out := &tailBuffer{max: stderrTail}
+	out := &syncio.Ring{Max: stderrTail}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {
@@ -473,7 +474,7 @@ func (b *browser) deadErr(ctx context.Context, cause error) error {
 	if b.waitErr != nil {
 		status = b.waitErr.Error()
 	}
-	tail := b.out.tail(stderrInErrs)
+	tail := b.out.Tail(stderrInErrs)
 	if tail == "" {
 		tail = "(no output)"
 	}
@@ -1009,35 +1010,4 @@ func (l *list) replace(prefix, s string) {
 			return
 		}
 	}
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// tail returns about the last n bytes, from a line start.
-func (t *tailBuffer) tail(n int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > n {
-		b = b[len(b)-n:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return strings.TrimSpace(string(b))
 }

@@ -11,9 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/syncio"
 )
 
 // Name is the simulator command's name.
@@ -110,7 +111,7 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 		return nil, fmt.Errorf("codasim: %w", err)
 	}
 	first := &firstLine{line: make(chan []byte, 1)}
-	tail := &tailBuffer{}
+	tail := &syncio.Ring{Max: 4096}
 	cmd.Stdout = first
 	cmd.Stderr = tail
 	if r.Stderr != nil {
@@ -132,7 +133,7 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 			select {
 			case err := <-exited:
 				if err != nil {
-					stopErr = fmt.Errorf("codasim: %s exited: %w: %s", Name, err, tail.String())
+					stopErr = fmt.Errorf("codasim: %s exited: %w: %s", Name, err, tailText(tail))
 				}
 			case <-time.After(stopTimeout):
 				_ = cmd.Process.Kill()
@@ -154,12 +155,12 @@ func Launch(ctx context.Context, r Request) (*World, error) {
 		select {
 		case line = <-first.line: // a configuration error, said before it exited
 		default:
-			return nil, fmt.Errorf("codasim: %s exited before printing its addresses (%v): %s", bin, err, tail.String())
+			return nil, fmt.Errorf("codasim: %s exited before printing its addresses (%v): %s", bin, err, tailText(tail))
 		}
 	case <-timer.C:
 		_ = cmd.Process.Kill()
 		_ = stop()
-		return nil, fmt.Errorf("codasim: %s printed no addresses in %v: %s", bin, startTimeout, tail.String())
+		return nil, fmt.Errorf("codasim: %s printed no addresses in %v: %s", bin, startTimeout, tailText(tail))
 	case <-ctx.Done():
 		_ = stop()
 		return nil, ctx.Err()
@@ -206,29 +207,10 @@ func (f *firstLine) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// tailBuffer keeps the last 4 KiB written to it: the end of a child's log
-// for an error.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = append([]byte(nil), t.b[len(t.b)-4096:]...)
+// tailText is the end of a child's output for an error.
+func tailText(r *syncio.Ring) string {
+	if s := r.Tail(4096); s != "" {
+		return s
 	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.b))
-	if s == "" {
-		return "(no output)"
-	}
-	return s
+	return "(no output)"
 }

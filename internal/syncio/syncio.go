@@ -1,6 +1,7 @@
 // Package syncio has the writers several goroutines may share: Writer serializes their writes to
 // one stream (stages running at once, printing to one terminal), Buffer keeps what they write for
-// a reader that reads while they write (a server's or a logger's output a test inspects).
+// a reader that reads while they write (a server's or a logger's output a test inspects), Ring
+// keeps only the end of it (a child process's output, for the error that says why it failed).
 package syncio
 
 import (
@@ -50,4 +51,37 @@ func (b *Buffer) Tail(n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// Ring keeps the last Max bytes written to it. The zero value keeps nothing; set Max.
+type Ring struct {
+	Max int
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write appends p, dropping what is more than Max bytes old.
+func (r *Ring) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, p...)
+	if over := len(r.buf) - r.Max; over > 0 {
+		r.buf = append(r.buf[:0], r.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// Tail returns about the last n bytes kept, from the start of a line, without surrounding
+// white space.
+func (r *Ring) Tail(n int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.buf
+	if len(b) > n {
+		b = b[len(b)-n:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(bytes.TrimSpace(b))
 }

@@ -50,3 +50,19 @@ func TestTail(t *testing.T) {
 		t.Errorf("Tail(2) = %q, want …ef", got)
 	}
 }
+
+// TestRing: a Ring keeps the last Max bytes, and its Tail starts at a line.
+func TestRing(t *testing.T) {
+	r := &Ring{Max: 16}
+	for _, s := range []string{"first line\n", "second line\n", "third\n"} {
+		if _, err := r.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := r.Tail(100); got != "cond line\nthird" {
+		t.Errorf("Tail(100) = %q: want the 16 kept bytes, trimmed", got)
+	}
+	if got := r.Tail(8); got != "third" { // "e\nthird\n", from the next line
+		t.Errorf("Tail(8) = %q, want %q", got, "third")
+	}
+}

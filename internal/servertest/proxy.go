@@ -64,6 +64,11 @@ func (p *Proxy) serve(ln net.Listener) {
 				return
 			}
 			p.mu.Lock()
+			if p.ln != ln { // Down ran between Accept and here: this connection must not outlive it
+				p.mu.Unlock()
+				c.Close()
+				return
+			}
 			target := p.target
 			p.conns[c] = true
 			p.mu.Unlock()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -124,4 +127,66 @@ func (f *fatalT) Helper() {}
 func (f *fatalT) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+// Once Down has returned, no connection forwards any more, including
+// one the proxy accepted while Down ran (a connection that slipped
+// through kept an HTTP client talking to a "down" planner through a whole
+// outage).
+func TestProxyDownCutsEveryConnection(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() { // owned by the test: ends when echo closes
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	for round := 0; round < 200; round++ {
+		p := NewProxy(t)
+		p.Route("http://" + echo.Addr().String())
+		var down atomic.Bool
+		var leaked atomic.Int64
+		var wg sync.WaitGroup
+		for i := 0; i < 6; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < 40; j++ {
+					c, err := net.DialTimeout("tcp", p.addr, time.Second)
+					if err != nil {
+						return // Down: refused
+					}
+					c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+					buf := make([]byte, 1)
+					if _, err := c.Write([]byte{'x'}); err == nil {
+						if _, err := io.ReadFull(c, buf); err == nil {
+							// A connection open when Down returned must not echo.
+							wasDown := down.Load()
+							c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+							if _, err := c.Write([]byte{'y'}); err == nil {
+								if _, err := io.ReadFull(c, buf); err == nil && wasDown {
+									leaked.Add(1)
+								}
+							}
+						}
+					}
+					c.Close()
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		p.Down()
+		down.Store(true)
+		wg.Wait()
+		if n := leaked.Load(); n > 0 {
+			t.Fatalf("round %d: %d connections still forwarded after Down", round, n)
+		}
+	}
 }

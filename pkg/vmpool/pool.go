@@ -230,7 +230,6 @@ type Pool struct {
 	onEvent     func(Event)
 	guestOpts   guest.Options
 	ownClient   *http.Client // the guests' HTTP client when the pool made it: ours to close, or nil
-	locker      Locker
 
 	ctx     context.Context // ends at Close: every background operation derives from it
 	cancel  context.CancelFunc
@@ -244,7 +243,8 @@ type Pool struct {
 	closed      bool
 	quarantined int
 	st          Stats // counters only; states are counted on demand
-	lockLoop    bool  // retryLocks is running
+	locks       *machineLocks
+	byKey       map[string]*vm // by VMSpec.Key
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -252,10 +252,9 @@ type Pool struct {
 // vm is the pool's record of one VM; guarded by Pool.mu except where noted.
 type vm struct {
 	spec     VMSpec
-	lock     Lock
 	lockLost bool // lock lost while leased, starting, resetting or checking: its owner lets it go
-	// ctx lives as long as the pool holds lock: the VM's starts, resets
-	// and health checks run under it, and losing the lock cancels it.
+	// ctx lives as long as the pool holds the VM's lock: its starts,
+	// resets and health checks run under it, and losing the lock cancels it.
 	ctx        context.Context
 	cancel     context.CancelFunc
 	state      State
@@ -329,10 +328,11 @@ func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (
 		onEvent:     o.onEvent,
 		guestOpts:   o.guestOpts,
 		created:     time.Now(),
-		locker:      o.locker,
+		byKey:       map[string]*vm{},
 	}
-	if p.locker == nil {
-		p.locker = fileLocker{dir: cfg.LockDir}
+	locker := o.locker
+	if locker == nil {
+		locker = fileLocker{dir: cfg.LockDir}
 	}
 	switch p.afterRevert {
 	case "":
@@ -347,11 +347,14 @@ func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (
 		p.guestOpts.HTTPClient = p.ownClient
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.locks = newMachineLocks(p.ctx, locker, cfg.LockRetry, log, p.goLocked, p.lockEvents())
 	for i := range specs {
 		if specs[i].Key == "" {
 			specs[i].Key = backend.Name() + ":" + specs[i].ID
 		}
-		p.vms = append(p.vms, &vm{spec: specs[i], state: StateLockedElsewhere})
+		v := &vm{spec: specs[i], state: StateLockedElsewhere}
+		p.vms = append(p.vms, v)
+		p.byKey[v.spec.Key] = v
 	}
 
 	p.mu.Lock()
@@ -366,9 +369,6 @@ func NewPool(ctx context.Context, cfg Config, backend Backend, opts ...Option) (
 		if !locked {
 			elsewhere++
 		}
-	}
-	if lockErr == nil && elsewhere > 0 {
-		p.startLockLoopLocked()
 	}
 	if lockErr == nil && cfg.IdleCheck > 0 {
 		p.goLocked(p.checkLoop)
@@ -407,48 +407,79 @@ func checkSpecs(backend string, specs []VMSpec) error {
 
 // tryLockLocked tries to take v's machine lock; on success v starts.
 func (p *Pool) tryLockLocked(v *vm) (bool, error) {
-	l, holder, err := p.locker.TryLock(v.spec.Key, p.lockNote(v))
-	return p.applyLockLocked(v, l, holder, err)
+	l, holder, err := p.locks.try(v.spec.Key, p.lockNote(v))
+	if err != nil {
+		return false, &VMError{VM: v.spec.ID, Op: "lock", Err: err}
+	}
+	if l == nil {
+		p.lockBusyLocked(v, holder)
+		return false, nil
+	}
+	p.startLocked(v)
+	return true, nil
 }
 
 // lockNote says who asks for v's lock.
 func (p *Pool) lockNote(v *vm) string { return "pool=" + p.cfg.ID + " vm=" + v.spec.ID }
 
-// applyLockLocked records the outcome of a TryLock of v's machine lock: a
-// held lock starts v; a holder elsewhere is logged once.
-func (p *Pool) applyLockLocked(v *vm, l Lock, holder string, err error) (bool, error) {
-	if err != nil {
-		return false, &VMError{VM: v.spec.ID, Op: "lock", Err: err}
+// lockEvents is how the pool's machine locks reach the pool.
+func (p *Pool) lockEvents() lockEvents {
+	return lockEvents{
+		taken: func(key string, l Lock) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			v := p.byKey[key]
+			switch {
+			case p.closed || !p.locks.holds(key, l):
+				// Close releases it, or it was lost before this ran.
+			case v.state != StateLockedElsewhere:
+				p.locks.release(key) // not wanted by the VM's state: never happens
+			default:
+				p.startLocked(v)
+			}
+		},
+		busy: func(key, holder string) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if v := p.byKey[key]; !p.closed && v.state == StateLockedElsewhere {
+				p.lockBusyLocked(v, holder)
+			}
+		},
+		lost: func(key string, l Lock) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.loseLockLocked(p.byKey[key], l)
+		},
+		fail: func(key string, err error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if v := p.byKey[key]; !p.closed {
+				p.log.Warn("vmpool: lock failed", "vm", v.spec.ID, "err", &VMError{VM: v.spec.ID, Op: "lock", Err: err})
+			}
+		},
 	}
-	if l == nil {
-		if v.lastErr == nil { // log once per VM, not every retry
-			v.lastErr = fmt.Errorf("locked by another process (%s)", holder)
-			p.log.Warn("vmpool: VM is in use by another process; will retry", "vm", v.spec.ID, "key", v.spec.Key,
-				"holder", holder, "retry", p.cfg.LockRetry)
-			p.emitLocked(Event{VM: v.spec.ID, Kind: EventLockHeld, Err: v.lastErr})
-		}
-		return false, nil
+}
+
+// lockBusyLocked records that another process holds v's lock; it is
+// logged once per VM, not every retry.
+func (p *Pool) lockBusyLocked(v *vm, holder string) {
+	if v.lastErr != nil {
+		return
 	}
-	v.lock = l
+	v.lastErr = fmt.Errorf("locked by another process (%s)", holder)
+	p.log.Warn("vmpool: VM is in use by another process; will retry", "vm", v.spec.ID, "key", v.spec.Key,
+		"holder", holder, "retry", p.cfg.LockRetry)
+	p.emitLocked(Event{VM: v.spec.ID, Kind: EventLockHeld, Err: v.lastErr})
+}
+
+// startLocked starts v, whose lock the pool has just taken.
+func (p *Pool) startLocked(v *vm) {
 	v.lastErr = nil
 	v.ctx, v.cancel = context.WithCancel(p.ctx)
-	if ln, ok := l.(LossNotifier); ok {
-		lost, held := ln.Lost(), v.ctx
-		p.goLocked(func() {
-			select {
-			case <-lost:
-				p.mu.Lock()
-				p.loseLockLocked(v, l)
-				p.mu.Unlock()
-			case <-held.Done(): // Close, or the lock was let go
-			}
-		})
-	}
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventLocked})
 	v.state = StateStarting
 	p.emitLocked(Event{VM: v.spec.ID, Kind: EventStarting})
 	p.goLocked(func() { p.bringUp(v, "start") })
-	return true, nil
 }
 
 // loseLockLocked lets v go after its lock l was lost: another pool may
@@ -456,25 +487,28 @@ func (p *Pool) applyLockLocked(v *vm, l Lock, holder string, err error) (bool, e
 // and it is not stopped at Close. A ready VM leaves the idle queue; a
 // leased one waits for its lease's End (Lease.Lost tells the caller), a
 // starting, resetting or checking one for the goroutine that owns it; then
-// relockLocked. A quarantined VM stays quarantined.
+// relockLocked. A quarantined VM stays quarantined. A lock lost before the
+// pool started the VM on it is wanted again.
 func (p *Pool) loseLockLocked(v *vm, l Lock) {
-	if p.closed || v.lock != l || v.lockLost {
+	if p.closed || !p.locks.holds(v.spec.Key, l) || v.lockLost {
 		return
 	}
-	err := errors.New("the VM's machine lock was lost; another process may drive the VM now")
 	p.st.LocksLost++
-	v.started = false // not ours to stop any more
-	v.cancel()
 	p.log.Error("vmpool: VM lock lost; the pool lets the VM go and will take it again once it is free",
 		"vm", v.spec.ID, "key", v.spec.Key, "state", v.state)
-	p.emitLocked(Event{VM: v.spec.ID, Kind: EventLockLost, Err: err})
+	p.emitLocked(Event{VM: v.spec.ID, Kind: EventLockLost, Err: errLockLost})
+	if v.state == StateLockedElsewhere { // taken by the retries, lost before it started
+		p.relockLocked(v)
+		return
+	}
+	v.started = false // not ours to stop any more
+	v.cancel()
 	switch v.state {
 	case StateReady:
 		p.idle = slices.DeleteFunc(p.idle, func(o *vm) bool { return o == v })
 		p.relockLocked(v)
 	case StateQuarantined:
-		p.unlockLocked(l)
-		v.lock = nil
+		p.locks.release(v.spec.Key)
 	case StateLeased:
 		v.lockLost = true
 		if v.lease != nil {
@@ -485,56 +519,21 @@ func (p *Pool) loseLockLocked(v *vm, l Lock) {
 	}
 }
 
-// lockLost reports whether l is known to be lost (Close no longer heeds
-// the loss events: a lock lost while it waits is checked here).
-func lockLost(l Lock) bool {
-	ln, ok := l.(LossNotifier)
-	if !ok {
-		return false
-	}
-	select {
-	case <-ln.Lost():
-		return true
-	default:
-		return false
-	}
-}
-
-// relockLocked hands v, whose lock was lost and which nobody holds now, to
-// the lock retries, like a VM another process holds.
+// relockLocked hands v, whose lock was lost and which nobody drives now,
+// to the lock retries, like a VM another process holds.
 func (p *Pool) relockLocked(v *vm) {
 	v.lockLost = false
 	v.started = false
-	if v.lock != nil {
-		p.unlockLocked(v.lock)
-		v.lock = nil
-	}
+	p.locks.release(v.spec.Key)
 	v.state = StateLockedElsewhere
 	v.lastErr = nil // the next try logs who holds it
-	p.startLockLoopLocked()
+	p.locks.want(v.spec.Key, p.lockNote(v))
 	p.matchLocked() // a waiter that avoided the idle VMs may now take one
 }
 
-// unlockLocked releases a lost lock in the background, not under p.mu:
-// a Locker over the network may take a while (Close waits for it).
-func (p *Pool) unlockLocked(l Lock) {
-	p.goLocked(func() {
-		if err := l.Unlock(); err != nil {
-			p.log.Debug("vmpool: unlock of a lost lock", "err", err)
-		}
-	})
-}
-
-// startLockLoopLocked starts retryLocks unless it runs.
-func (p *Pool) startLockLoopLocked() {
-	if !p.lockLoop {
-		p.lockLoop = true
-		p.goLocked(p.retryLocks)
-	}
-}
-
 // goLocked runs f in a goroutine the pool owns. Called with p.mu held and
-// p.closed false, so it never races with Close's Wait.
+// p.closed false, or from a goroutine the pool owns, so it never races
+// with Close's Wait.
 func (p *Pool) goLocked(f func()) {
 	p.wg.Add(1)
 	go func() {
@@ -567,59 +566,6 @@ func (p *Pool) tickLocked(t *time.Ticker) bool {
 		return false
 	}
 	return true
-}
-
-// retryLocks retries the locks of VMs that other processes hold. The
-// Locker is asked without the pool's mutex (a Locker over the network may
-// take a while), and the locks it gives are applied under it.
-func (p *Pool) retryLocks() {
-	t := time.NewTicker(p.cfg.LockRetry)
-	defer t.Stop()
-	for p.tickLocked(t) {
-		var want []*vm
-		for _, v := range p.vms {
-			if v.state == StateLockedElsewhere {
-				want = append(want, v)
-			}
-		}
-		p.mu.Unlock()
-		type try struct {
-			l      Lock
-			holder string
-			err    error
-		}
-		tries := make([]try, len(want))
-		for i, v := range want {
-			tries[i].l, tries[i].holder, tries[i].err = p.locker.TryLock(v.spec.Key, p.lockNote(v))
-		}
-		p.mu.Lock()
-		for i, v := range want {
-			tr := tries[i]
-			if p.closed || v.state != StateLockedElsewhere {
-				if tr.l != nil {
-					_ = tr.l.Unlock()
-				}
-				continue
-			}
-			if _, err := p.applyLockLocked(v, tr.l, tr.holder, tr.err); err != nil {
-				p.log.Warn("vmpool: lock failed", "vm", v.spec.ID, "err", err)
-			}
-		}
-		// Counted over every VM, not only those tried: a lock lost while
-		// the Locker was asked adds a VM to retry.
-		left := 0
-		for _, v := range p.vms {
-			if v.state == StateLockedElsewhere {
-				left++
-			}
-		}
-		if left == 0 || p.closed {
-			p.lockLoop = false
-			p.mu.Unlock()
-			return
-		}
-		p.mu.Unlock()
-	}
 }
 
 // checkLoop health-checks VMs that have sat idle for IdleCheck, so a VM
@@ -927,7 +873,7 @@ func (p *Pool) close(ctx context.Context) error {
 	p.mu.Lock()
 	var started []*vm
 	for _, v := range p.vms {
-		if v.started && !lockLost(v.lock) {
+		if v.started && !p.locks.lost(v.spec.Key) {
 			started = append(started, v)
 		}
 	}
@@ -955,15 +901,13 @@ func (p *Pool) close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("vmpool: close %s backend: %w", p.backend.Name(), err))
 	}
 
-	p.mu.Lock()
-	for _, v := range p.vms {
-		if v.lock != nil {
-			if err := v.lock.Unlock(); err != nil {
-				errs = append(errs, &VMError{VM: v.spec.ID, Op: "unlock", Err: err})
-			}
-			v.lock = nil
+	unlockErrs := p.locks.close()
+	for _, v := range p.vms { // in the pool's order
+		if err := unlockErrs[v.spec.Key]; err != nil {
+			errs = append(errs, &VMError{VM: v.spec.ID, Op: "unlock", Err: err})
 		}
 	}
+	p.mu.Lock()
 	st := p.statsLocked()
 	p.mu.Unlock()
 	if p.ownClient != nil {

@@ -7,7 +7,7 @@ SHELL   := /bin/bash
 # MinIO is a test tool (AGPL): built from the Go module proxy into the ignored
 # .bin/, never a dependency in go.mod. Pinned.
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
-# nats-server for the multi-process cluster tests (internal/natstest
+# nats-server for the multi-process cluster tests (internal/testkit/natstest
 # StartCluster): the version go.mod embeds, built the same way. Pinned.
 NATS_VERSION := v2.15.2
 TOOLS   := $(CURDIR)/.bin
@@ -20,7 +20,7 @@ TRIM    := -trimpath
 # The trainer/ tests (Python, PyTorch) run with Debian's interpreter, which sees Debian's
 # python3-torch (the `python3` first on PATH may be another one).
 PYTHON  := /usr/bin/python3
-# Headless Chromium for internal/browser (its tests, tools/pagepng, make report-png): Debian's
+# Headless Chromium for internal/infra/browser (its tests, tools/pagepng, make report-png): Debian's
 # chromium, installed by `make chromium`. The recipes hand it to Go as CODAPIPE_CHROMIUM.
 CHROMIUM ?= /usr/bin/chromium
 # The version is Debian's, not an exact pin: bookworm-security carries one chromium at a time and
@@ -40,7 +40,7 @@ build:
 ## tools: install the pinned test tools into .bin (MinIO, nats-server; 2-3 minutes the first time)
 ## and the independent Arrow/Parquet reader's npm packages into tools/reader/node_modules,
 ## and Debian's python3-torch for the trainer/ tests when $(PYTHON) cannot import torch,
-## and Debian's chromium for the internal/browser tests when $(CHROMIUM) is missing
+## and Debian's chromium for the internal/infra/browser tests when $(CHROMIUM) is missing
 tools: $(TOOLS)/minio $(TOOLS)/nats-server tools/reader/node_modules/.installed python-torch chromium
 
 ## python-torch: install Debian's python3-torch (PyTorch 1.13 on bookworm, about 2 minutes; as root,
@@ -53,21 +53,21 @@ python-torch:
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch && \
 	  $(PYTHON) -c 'import torch'; }
 
-## chromium: install Debian's chromium (headless Chromium for internal/browser: its tests,
+## chromium: install Debian's chromium (headless Chromium for internal/infra/browser: its tests,
 ## tools/pagepng, make report-png; as root, or through sudo) unless $(CHROMIUM) is there, then
 ## check that it runs. Nothing is downloaded when the tests run.
 # The check discards stderr when it passes: Debian's /usr/bin/chromium (a shell script) can
 # print a harmless "[: ...: unexpected operator" from /etc/chromium.d/dev-shm.
 chromium:
 	@test -x $(CHROMIUM) || { \
-	  echo "installing Debian's chromium for internal/browser (apt-get, first time only)"; \
+	  echo "installing Debian's chromium for internal/infra/browser (apt-get, first time only)"; \
 	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
 	  $$sudo apt-get update && \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 	@v=$$($(CHROMIUM) --version 2>/dev/null) || { echo "chromium: $(CHROMIUM) --version fails:" >&2; $(CHROMIUM) --version; exit 1; }; \
 	  major=$$(echo "$$v" | sed -n 's/^[^0-9]*\([0-9][0-9]*\)\..*/\1/p'); \
 	  if [ -z "$$major" ] || [ "$$major" -lt $(CHROMIUM_MIN_MAJOR) ]; then \
-	    echo "chromium: $$v is older than $(CHROMIUM_MIN_MAJOR) (internal/browser needs the DevTools pipe and full-page captures of $(CHROMIUM_MIN_MAJOR)+)" >&2; exit 1; fi
+	    echo "chromium: $$v is older than $(CHROMIUM_MIN_MAJOR) (internal/infra/browser needs the DevTools pipe and full-page captures of $(CHROMIUM_MIN_MAJOR)+)" >&2; exit 1; fi
 
 ## trainer-test: the reference trainer's tests (trainer/, Python unittest on CPU); make test runs them too
 trainer-test: python-torch
@@ -114,7 +114,7 @@ ACCEPTANCE := ^TestAccept
 # advantage 93 s; the other seven 7-47 s), so that no long one runs alone at the end.
 # Then nightly and agent (CI's test.json, 2026-11-28: nightly 63-78 s, agent 54-66 s), which had
 # ended the pass alone after the short packages.
-ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantage internal/nightly internal/agent
+ACCEPT_FIRST := internal/testkit/chaos internal/stage/rollout internal/stage/judge internal/stage/advantage internal/stage/nightly internal/stage/agent
 # GORACE=atexit_sleep_ms=0: a binary built with -race sleeps 1 s before it exits (the race
 # runtime's default, to catch races of threads still running at exit), so each of the ~75 test
 # binaries of the race pass, and each child process its tests start, ended 1 s late: ~40 s of
@@ -125,7 +125,7 @@ ACCEPT_FIRST := internal/chaos internal/rollout internal/judge internal/advantag
 # The report lists skipped and failed tests with their output, the tests that
 # ran against a real MinIO, the ten slowest tests, and closes with "N passed,
 # N failed, N skipped"; the raw `go test -json` stream is kept in .bin/test.json.
-# CODAPIPE_REQUIRE_CHROMIUM=1: the internal/browser tests fail, rather than skip, without
+# CODAPIPE_REQUIRE_CHROMIUM=1: the internal/infra/browser tests fail, rather than skip, without
 # Chromium (`make tools` installs it: the chromium target); CODAPIPE_CHROMIUM is the one it checked.
 test: tools lint
 	@$(GO) build -o $(TOOLS)/testreport ./tools/testreport
@@ -156,14 +156,14 @@ vet:
 ## make test runs the same test at its short size. CHAOS_SEED=N repeats a schedule.
 chaos: $(TOOLS)/minio $(TOOLS)/nats-server
 	CODAPIPE_CHAOS=full $(if $(CHAOS_SEED),CODAPIPE_CHAOS_SEED=$(CHAOS_SEED)) \
-	  $(GO) test ./internal/chaos -run '^TestAcceptChaos$$' -count=1 -v -timeout 60m
+	  $(GO) test ./internal/testkit/chaos -run '^TestAcceptChaos$$' -count=1 -v -timeout 60m
 
 ## bench: run the benchmarks beside the code they measure; prints one figure per line, `name value`
 # BENCH selects benchmarks (a -bench pattern). The end-to-end benchmarks
-# (internal/agent BenchmarkStepLatency, internal/sched BenchmarkScheduler)
+# (internal/stage/agent BenchmarkStepLatency, internal/stage/sched BenchmarkScheduler)
 # do one full run per iteration, longer than -benchtime, so they run once.
 # benchreport (tools/benchreport) turns go test's output into the figures
-# and fails when the run failed. The MinIO benchmarks of internal/blob need
+# and fails when the run failed. The MinIO benchmarks of internal/infra/blob need
 # `make tools` first (they are skipped without it).
 BENCH ?= .
 bench:
@@ -183,7 +183,7 @@ fuzz:
 ## make test runs them (CI, last): each package's instrumented test binary is built once (go test -c -fuzz, nproc at a time),
 ## then run per target in the package's folder (a finding is written to its testdata/fuzz/<target>/);
 ## the binaries (~80 MB each) go to a temporary folder, removed at the end
-# The targets are the `func Fuzz*` of every *_test.go (docs/fuzzing.md lists them; internal/docstest
+# The targets are the `func Fuzz*` of every *_test.go (docs/fuzzing.md lists them; internal/testkit/docstest
 # checks the list). `go test -fuzz` would rebuild and relink per target. A count, not a duration:
 # with a duration, Go 1.26's fuzzing coordinator can fail a target with a bare "context deadline
 # exceeded" at the deadline on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).

@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/infra/service"
 	"github.com/codapipe/codapipe/internal/sim/serve"
 )
 

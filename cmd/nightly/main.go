@@ -6,8 +6,8 @@ package main
 import (
 	"os"
 
-	"github.com/codapipe/codapipe/internal/nightly"
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/infra/service"
+	"github.com/codapipe/codapipe/internal/stage/nightly"
 )
 
 func main() { os.Exit(service.Main(nightly.Command(), os.Args[1:], os.Stdout, os.Stderr)) }

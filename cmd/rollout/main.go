@@ -5,8 +5,8 @@ package main
 import (
 	"os"
 
-	"github.com/codapipe/codapipe/internal/rollout"
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/infra/service"
+	"github.com/codapipe/codapipe/internal/stage/rollout"
 )
 
 func main() { os.Exit(service.Main(rollout.Command(), os.Args[1:], os.Stdout, os.Stderr)) }

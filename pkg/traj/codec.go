@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/codapipe/codapipe/internal/jsonpos"
+	"github.com/codapipe/codapipe/internal/contract/jsonpos"
 )
 
 // ErrSchemaVersion is returned by Decode for a document whose

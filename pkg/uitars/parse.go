@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/codapipe/codapipe/internal/pystr"
+	"github.com/codapipe/codapipe/internal/contract/pystr"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/codapipe/codapipe/internal/pystr"
+	"github.com/codapipe/codapipe/internal/contract/pystr"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/codapipe/codapipe/internal/pystr"
+	"github.com/codapipe/codapipe/internal/contract/pystr"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 

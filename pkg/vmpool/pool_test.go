@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/guestproto"
-	"github.com/codapipe/codapipe/internal/poll"
+	"github.com/codapipe/codapipe/internal/contract/guestproto"
+	"github.com/codapipe/codapipe/internal/testkit/poll"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/lockfile"

@@ -5,7 +5,7 @@
 //     (b.ReportMetric(v, "sched.makespan_vs_bound")) becomes
 //     `<short pkg>.<metric>`, or just `<metric>` when it already starts
 //     with the short package name ("agent.step_latency_ratio_g8" reported
-//     in internal/agent stays as it is).
+//     in internal/stage/agent stays as it is).
 //   - Every other metric — the standard ns/op, MB/s, B/op, allocs/op and
 //     custom units such as msgs/s — becomes
 //     `<short pkg>.<BenchmarkName>.<unit>` with "/" in the unit spelled

@@ -38,28 +38,28 @@ ok  	github.com/codapipe/codapipe/pkg/uitars	0.026s
 ?   	github.com/codapipe/codapipe/cmd/judge	[no test files]
 goos: linux
 goarch: amd64
-pkg: github.com/codapipe/codapipe/internal/bus
+pkg: github.com/codapipe/codapipe/internal/infra/bus
 cpu: AMD EPYC
 BenchmarkPublish/body=1KiB-2         	    2000	    512000 ns/op	   2.00 MB/s	      1953 msgs/s
 BenchmarkPublish/body=16KiB-2        	    1000	   1024000 ns/op	  16.00 MB/s	       976.5 msgs/s
 PASS
-ok  	github.com/codapipe/codapipe/internal/bus	5.1s
+ok  	github.com/codapipe/codapipe/internal/infra/bus	5.1s
 goos: linux
 goarch: amd64
-pkg: github.com/codapipe/codapipe/internal/agent
+pkg: github.com/codapipe/codapipe/internal/stage/agent
 cpu: AMD EPYC
 BenchmarkStepLatency-2   	time=2026-11-21T11:40:30Z level=INFO msg="a log line the benchmark wrote"
 another log line
        1	21000000000 ns/op	       231.5 agent.step_latency_ms_g0	       1.070 agent.step_latency_ratio_g8	       247.7 agent.step_latency_ms_g8
 PASS
-ok  	github.com/codapipe/codapipe/internal/agent	25.3s
+ok  	github.com/codapipe/codapipe/internal/stage/agent	25.3s
 goos: linux
 goarch: amd64
-pkg: github.com/codapipe/codapipe/internal/rollout
+pkg: github.com/codapipe/codapipe/internal/stage/rollout
 cpu: AMD EPYC
 BenchmarkScheduler-2   	       1	70000000000 ns/op	         1.08 sched.makespan_vs_bound	         1.45 sched.speedup_vs_static	        12.00 sched.dynamic_env_retries
 PASS
-ok  	github.com/codapipe/codapipe/internal/rollout	72.0s
+ok  	github.com/codapipe/codapipe/internal/stage/rollout	72.0s
 `
 
 func TestText(t *testing.T) {
@@ -108,10 +108,10 @@ func TestJSON(t *testing.T) {
 {"Action":"output","Package":"github.com/codapipe/codapipe/pkg/uitars","Output":"PASS\n"}
 {"Action":"output","Package":"github.com/codapipe/codapipe/pkg/uitars","Output":"ok  \tgithub.com/codapipe/codapipe/pkg/uitars\t0.019s\n"}
 {"Action":"pass","Package":"github.com/codapipe/codapipe/pkg/uitars","Elapsed":0.02}
-{"Action":"output","Package":"github.com/codapipe/codapipe/internal/agent","Test":"BenchmarkStepLatency","Output":"BenchmarkStepLatency-2   \t"}
-{"Action":"output","Package":"github.com/codapipe/codapipe/internal/agent","Test":"BenchmarkStepLatency","Output":"a log line\n"}
-{"Action":"output","Package":"github.com/codapipe/codapipe/internal/agent","Test":"BenchmarkStepLatency","Output":"       1\t21000000000 ns/op\t 1.07 agent.step_latency_ratio_g8"}
-{"Action":"pass","Package":"github.com/codapipe/codapipe/internal/agent","Elapsed":21}
+{"Action":"output","Package":"github.com/codapipe/codapipe/internal/stage/agent","Test":"BenchmarkStepLatency","Output":"BenchmarkStepLatency-2   \t"}
+{"Action":"output","Package":"github.com/codapipe/codapipe/internal/stage/agent","Test":"BenchmarkStepLatency","Output":"a log line\n"}
+{"Action":"output","Package":"github.com/codapipe/codapipe/internal/stage/agent","Test":"BenchmarkStepLatency","Output":"       1\t21000000000 ns/op\t 1.07 agent.step_latency_ratio_g8"}
+{"Action":"pass","Package":"github.com/codapipe/codapipe/internal/stage/agent","Elapsed":21}
 `
 	wantFigures(t, in, `uitars.BenchmarkParse.ns_per_op 1939
 uitars.BenchmarkParse.MB_per_s 101.58

@@ -1,5 +1,5 @@
 // Command pagepng renders a local HTML page in headless Chromium
-// (internal/browser) and writes a full-page PNG of it, for a person to look
+// (internal/infra/browser) and writes a full-page PNG of it, for a person to look
 // at (make report-png renders the run report page with it):
 //
 //	go run ./tools/pagepng -in page.html -out page.png [-width 1280]
@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/browser"
+	"github.com/codapipe/codapipe/internal/infra/browser"
 )
 
 // timeout bounds the whole rendering (Chromium's start, the load, the

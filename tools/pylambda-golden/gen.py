@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Differential goldens for internal/scienceboard/pylambda.
+"""Differential goldens for internal/contract/scienceboard/pylambda.
 
 Evaluates every Python lambda of the ScienceBoard task files (and a list of
 extra lambdas that exercise the translation) with CPython, on inputs shaped
 like each app's real state dumps, and writes the results to
-internal/scienceboard/pylambda/testdata/golden.json. The Go test replays the
+internal/contract/scienceboard/pylambda/testdata/golden.json. The Go test replays the
 same calls with Starlark and compares the results exactly (types included;
 floats bit for bit).
 
-Run it through `go test ./internal/scienceboard/pylambda -run TestGolden -update`
+Run it through `go test ./internal/contract/scienceboard/pylambda -run TestGolden -update`
 or directly: python3 tools/pylambda-golden/gen.py [tasks-dir] [out-file].
 ScienceBoard runs Python 3.11; use that version when regenerating.
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // read.mjs — an independent reader of codapipe shards, used by the Go tests
-// (internal/shard/shardtest) to check what the Go writer produced with code
+// (internal/contract/shard/shardtest) to check what the Go writer produced with code
 // that shares nothing with it: Arrow IPC files are read with the apache-arrow
 // package, Parquet files with DuckDB (@duckdb/node-api).
 //

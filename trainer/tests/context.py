@@ -8,5 +8,5 @@ if TRAINER not in sys.path:
     sys.path.insert(0, TRAINER)
 
 # FIXTURE is `advantage export --format jsonl` of the simulated corpus
-# (internal/advantage TestAcceptTrainerFixture writes it with -update).
+# (internal/stage/advantage TestAcceptTrainerFixture writes it with -update).
 FIXTURE = os.path.join(TRAINER, "tests", "testdata", "export")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/scienceboard/sbtest"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard/sbtest"
 	"github.com/codapipe/codapipe/internal/sim/apps/celestia"
 	"github.com/codapipe/codapipe/internal/sim/apps/chimerax"
 	"github.com/codapipe/codapipe/internal/sim/apps/grass"

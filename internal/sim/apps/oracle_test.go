@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/desktop/desktoptest"
 	"github.com/codapipe/codapipe/internal/sim/guest"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 )
 
 // TestRealTaskSetups runs the setup of every real ScienceBoard task file of

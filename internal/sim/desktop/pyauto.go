@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/codapipe/codapipe/internal/pystr"
+	"github.com/codapipe/codapipe/internal/contract/pystr"
 )
 
 // PyAutoGUIError reports why ParsePyAutoGUI rejected a program. Offset is

@@ -96,7 +96,7 @@ func TestParsePyAutoGUIErrors(t *testing.T) {
 		{"trailing garbage", "pyautogui.click(1, 2) x", "unexpected", 22},
 		{"bad escape", `pyautogui.write('\xZZ')`, "invalid \\x escape", 17},
 		// Python would accept these two; the simulator says it cannot
-		// (internal/pystr: no Unicode name table; a surrogate has no UTF-8
+		// (internal/contract/pystr: no Unicode name table; a surrogate has no UTF-8
 		// form to type) rather than typing something else than Python.
 		{"named escape", `pyautogui.write('\N{BULLET}')`, "\\N{...} escapes are not supported", 17},
 		{"surrogate escape", `pyautogui.write('a\ud800')`, "is a surrogate", 18},

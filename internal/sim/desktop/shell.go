@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/codapipe/codapipe/internal/guestproto"
+	"github.com/codapipe/codapipe/internal/contract/guestproto"
 )
 
 // shellTok is one token of a shell command line.

@@ -13,7 +13,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/clock"
+	"github.com/codapipe/codapipe/internal/infra/clock"
 )
 
 // Clock scales simulated time to wall time: a simulated duration d takes

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 

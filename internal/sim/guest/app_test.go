@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
-	"github.com/codapipe/codapipe/internal/scienceboard/sbtest"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard/sbtest"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"

@@ -19,12 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/poll"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/leaktest"
+	"github.com/codapipe/codapipe/internal/testkit/poll"
 	vmguest "github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 

@@ -12,8 +12,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/codapipe/codapipe/internal/pystr"
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/pystr"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 )
 
 // The real guest server is a Flask app started with app.run(debug=True)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
-	"github.com/codapipe/codapipe/internal/scienceboard/sbtest"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard/sbtest"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/tasks"

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/servertest"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/guest"
 	"github.com/codapipe/codapipe/internal/sim/screen"
+	"github.com/codapipe/codapipe/internal/testkit/servertest"
 )
 
 // fakeApp is a simulated app for the tests of the servers, independent

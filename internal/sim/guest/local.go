@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/codapipe/codapipe/internal/guestproto"
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/guestproto"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 

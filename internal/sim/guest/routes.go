@@ -18,7 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 )
 

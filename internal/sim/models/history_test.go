@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/prompt"
+	"github.com/codapipe/codapipe/internal/contract/prompt"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 

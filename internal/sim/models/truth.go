@@ -12,7 +12,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/codapipe/codapipe/internal/model"
+	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/pkg/traj"

@@ -28,7 +28,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/codapipe/codapipe/internal/clock"
+	"github.com/codapipe/codapipe/internal/infra/clock"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/tasks"
 )

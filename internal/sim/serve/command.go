@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/codapipe/codapipe/internal/codasim"
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/infra/codasim"
+	"github.com/codapipe/codapipe/internal/infra/service"
 )
 
 const usage = `codasim — the SIMULATOR: simulated VMs and planner, executor and judge models, on loopback.

@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/codapipe/codapipe/internal/codasim"
-	"github.com/codapipe/codapipe/internal/service"
+	"github.com/codapipe/codapipe/internal/infra/codasim"
+	"github.com/codapipe/codapipe/internal/infra/service"
 	"github.com/codapipe/codapipe/internal/sim"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	"github.com/codapipe/codapipe/internal/sim/models"

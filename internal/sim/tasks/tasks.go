@@ -19,7 +19,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/codapipe/codapipe/internal/scienceboard"
+	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/guest"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/poll"
+	"github.com/codapipe/codapipe/internal/testkit/poll"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/pooltest"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/guestproto"
+	"github.com/codapipe/codapipe/internal/contract/guestproto"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/guestproto"
+	"github.com/codapipe/codapipe/internal/contract/guestproto"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/errtext"
 )
 

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/infra/syncio"
 	"github.com/codapipe/codapipe/internal/sim/apps"
 	"github.com/codapipe/codapipe/internal/sim/desktop"
 	"github.com/codapipe/codapipe/internal/sim/fault"
 	simguest "github.com/codapipe/codapipe/internal/sim/guest"
-	"github.com/codapipe/codapipe/internal/syncio"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/pooltest"

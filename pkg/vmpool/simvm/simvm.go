@@ -15,7 +15,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/guestproto"
+	"github.com/codapipe/codapipe/internal/contract/guestproto"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/internal/backendkit"

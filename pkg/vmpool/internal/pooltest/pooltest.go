@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/poll"
-	"github.com/codapipe/codapipe/internal/syncio"
+	"github.com/codapipe/codapipe/internal/infra/syncio"
+	"github.com/codapipe/codapipe/internal/testkit/poll"
 	"github.com/codapipe/codapipe/pkg/vmpool"
 )
 

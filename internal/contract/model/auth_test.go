@@ -1,0 +1,54 @@
+package model_test
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/codapipe/codapipe/internal/contract/model"
+	"github.com/codapipe/codapipe/pkg/traj"
+)
+
+// TestURLCredentials: user:password@ in the base URL is sent as basic
+// authentication (in place of the API key) on chat calls and model lists,
+// the Client's Config names the endpoint without it, and an error of an
+// endpoint that refuses the call shows neither the password, nor the
+// key, nor their basic-auth encoding.
+func TestURLCredentials(t *testing.T) {
+	const user, pw, key = "alice", "s3cr3t-pw", "sk-not-this-one"
+	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		// An endpoint that echoes what it was sent in its error.
+		http.Error(w, "refused "+r.Header.Get("Authorization")+" on "+r.URL.String(), http.StatusForbidden)
+	}))
+	defer srv.Close()
+	raw := strings.Replace(srv.URL, "http://", "http://"+user+":"+pw+"@", 1) + "/v1"
+	m, err := model.New(model.Config{BaseURL: raw, Model: "m", APIKey: key, Attempts: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(srv.URL, "http://", "http://***@", 1) + "/v1"; m.Config().BaseURL != want {
+		t.Errorf("Config().BaseURL = %q, want %q", m.Config().BaseURL, want)
+	}
+	_, chatErr := m.Chat(context.Background(), model.Request{Encoded: []byte(`[{"role":"user","content":"hi"}]`), N: 1,
+		Params: model.Params{Sampling: traj.Sampling{TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 16}}})
+	_, listErr := m.Models(context.Background())
+	for _, err := range []error{chatErr, listErr} {
+		if err == nil {
+			t.Fatal("a refused call: no error")
+		}
+		for _, secret := range []string{pw, key, basic} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error shows a secret %q: %v", secret, err)
+			}
+		}
+	}
+	if len(got) != 2 || got[0] != "Basic "+basic || got[1] != "Basic "+basic {
+		t.Errorf("Authorization headers %q, want basic authentication of %s twice", got, user)
+	}
+}

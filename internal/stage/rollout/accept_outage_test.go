@@ -59,19 +59,7 @@ func TestAcceptPlannerOutageIsWaitedOut(t *testing.T) {
 	if d := time.Since(time.Unix(0, downSince.Load())); d < outage {
 		t.Errorf("the run ended %v after the outage began, before the planner came back (%v)", d, outage)
 	}
-	b := openTestBus(t, dir)
-	defer b.Close()
-	ps := readPublished(t, b, openStore(t, dir), acceptApp)
-	seen := map[ledger.EpisodeKey]int{}
-	for _, p := range ps {
-		seen[ledger.EpisodeKey{Task: p.Traj.Task.ID, Sample: p.Traj.Sample}]++
-		if p.Traj.Outcome.IsEnvError() {
-			t.Errorf("trajectory %s (%s/%d): env_error %q", p.Traj.ID, p.Traj.Task.ID, p.Traj.Sample, p.Traj.Outcome.Reason)
-		}
-	}
-	if len(ps) != episode || len(seen) != episode {
-		t.Errorf("%d trajectories of %d episodes on the stream, want each of the %d once", len(ps), len(seen), episode)
-	}
+	ps := publishedEachOnce(t, dir, episode)
 	if sum.EnvErrors != 0 || sum.Outages != 1 || sum.OutageRequeued == 0 || sum.Stopped != "" {
 		t.Errorf("summary: env_errors %d, outages %d, requeued %d, stopped %q; want 0, 1, >0, \"\"", sum.EnvErrors, sum.Outages, sum.OutageRequeued, sum.Stopped)
 	}
@@ -131,6 +119,14 @@ func TestAcceptPlannerDownStopsAndResumes(t *testing.T) {
 	if sum2.Episodes != left || sum2.Skipped != len(taskIDs)*K-left {
 		t.Errorf("the second start ran %d episodes (%d already published), want the %d left", sum2.Episodes, sum2.Skipped, left)
 	}
+	publishedEachOnce(t, dir, len(taskIDs)*K)
+}
+
+// publishedEachOnce reads what the run in dir published for acceptApp and
+// checks that each of the want episodes is there once and none is an
+// environment error.
+func publishedEachOnce(t *testing.T, dir string, want int) []published {
+	t.Helper()
 	b := openTestBus(t, dir)
 	defer b.Close()
 	ps := readPublished(t, b, openStore(t, dir), acceptApp)
@@ -138,10 +134,11 @@ func TestAcceptPlannerDownStopsAndResumes(t *testing.T) {
 	for _, p := range ps {
 		seen[ledger.EpisodeKey{Task: p.Traj.Task.ID, Sample: p.Traj.Sample}]++
 		if p.Traj.Outcome.IsEnvError() {
-			t.Errorf("trajectory %s: env_error %q", p.Traj.ID, p.Traj.Outcome.Reason)
+			t.Errorf("trajectory %s (%s/%d): env_error %q", p.Traj.ID, p.Traj.Task.ID, p.Traj.Sample, p.Traj.Outcome.Reason)
 		}
 	}
-	if len(ps) != len(taskIDs)*K || len(seen) != len(taskIDs)*K {
-		t.Errorf("%d trajectories of %d episodes on the stream, want each of the %d once", len(ps), len(seen), len(taskIDs)*K)
+	if len(ps) != want || len(seen) != want {
+		t.Errorf("%d trajectories of %d episodes on the stream, want each of the %d once", len(ps), len(seen), want)
 	}
+	return ps
 }

@@ -52,3 +52,43 @@ func TestURLCredentials(t *testing.T) {
 		t.Errorf("Authorization headers %q, want basic authentication of %s twice", got, user)
 	}
 }
+
+// TestURLQueryAndBadURLs (issue 40): a base URL with a query (?api_key=K,
+// as some gateways take the key) sends it on every route after the
+// route's path, not inside it, and no error shows the key; a base URL
+// whose password holds an unencoded '#' or '/' is refused by New without
+// echoing any of it.
+func TestURLQueryAndBadURLs(t *testing.T) {
+	const key = "k3y-in-the-query"
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path+"?"+r.URL.RawQuery)
+		http.Error(w, "refused "+r.URL.String(), http.StatusForbidden)
+	}))
+	defer srv.Close()
+	m, err := model.New(model.Config{BaseURL: srv.URL + "/v1/?api_key=" + key, Model: "m", Attempts: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, chatErr := m.Chat(context.Background(), model.Request{Encoded: []byte(`[{"role":"user","content":"hi"}]`), N: 1,
+		Params: model.Params{Sampling: traj.Sampling{TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 16}}})
+	_, listErr := m.Models(context.Background())
+	want := []string{"/v1/chat/completions?api_key=" + key, "/v1/models?api_key=" + key}
+	if strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Errorf("requests %q, want %q", paths, want)
+	}
+	for _, err := range []error{chatErr, listErr} {
+		if err == nil || strings.Contains(err.Error(), key) {
+			t.Errorf("error %v: want one, without the key", err)
+		}
+	}
+	if strings.Contains(m.Config().BaseURL, key) {
+		t.Errorf("Config().BaseURL %q shows the key", m.Config().BaseURL)
+	}
+	for _, raw := range []string{"http://u:ab#SECRET@127.0.0.1:1/v1", "http://u:ab/SECRET@127.0.0.1:1/v1", "http://u:ab?SECRET@h/v1", "ftp://h/v1", "http:///v1"} {
+		_, err := model.New(model.Config{BaseURL: raw, Model: "m"}, nil)
+		if err == nil || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "ab") && strings.Contains(raw, "ab") {
+			t.Errorf("New(%q): %v; want an error without the URL's credentials", raw, err)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,14 +67,26 @@ type Client struct {
 	cfg Config
 	log *slog.Logger
 	// The endpoint's base URL without a final slash and without user
-	// information, the API key or the basic-auth user and password, and
-	// the HTTP client.
-	base, key      string
+	// information (its query, if any, goes on every request), the API
+	// key or the basic-auth user and password, and the HTTP client.
+	base           url.URL
+	key            string
 	user, password string
 	basic          bool
 	hc             *http.Client
 	// secrets are the key and password, stripped from every error.
 	secrets redact.Secrets
+}
+
+// at is the URL of the endpoint's route p ("/models"): the base URL's
+// path and p, and the base URL's query.
+func (m *Client) at(p string) string {
+	u := m.base
+	u.Path += p
+	if u.RawPath != "" {
+		u.RawPath += p
+	}
+	return u.String()
 }
 
 // authorize sets the request's credentials: basic authentication with
@@ -92,6 +105,20 @@ func (m *Client) sleep(ctx context.Context, d time.Duration) error {
 		return m.cfg.Sleep(ctx, d)
 	}
 	return clock.Sleep(ctx, d)
+}
+
+// CheckBaseURL checks an endpoint's base URL as field (a flag's name)
+// gives it: http or https, a host, and nothing that could hide a password
+// (redact.ParseURL). Its error names field and shows no credentials.
+func CheckBaseURL(field, raw string) (*url.URL, error) {
+	u, err := redact.ParseURL(field, raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("%s %s: %w: want http(s)://host[:port]/path, e.g. http://planner:8000/v1", field, redact.Shown(u), redact.ErrBadURL)
+	}
+	return u, nil
 }
 
 // New returns a client for cfg.
@@ -121,12 +148,25 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 		// generous backstop so no call is unbounded even without one.
 		hc = &http.Client{Timeout: cfg.AttemptTimeout + 10*time.Second}
 	}
-	bare, user, password, basic := redact.Userinfo(cfg.BaseURL)
-	cfg.BaseURL = redact.URL(cfg.BaseURL)
+	u, err := CheckBaseURL("model: base URL", cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	var user, password string
+	basic := u.User != nil
+	if basic {
+		user = u.User.Username()
+		password, _ = u.User.Password()
+	}
+	cfg.BaseURL = redact.Shown(u)
+	base := *u
+	base.User = nil
+	base.Path, base.RawPath = strings.TrimRight(base.Path, "/"), strings.TrimRight(base.RawPath, "/")
 	m := &Client{cfg: cfg, log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
-		base: strings.TrimRight(bare, "/"), key: key, user: user, password: password, basic: basic, hc: hc}
+		base: base, key: key, user: user, password: password, basic: basic, hc: hc}
 	m.secrets.Add(cfg.APIKey)
 	m.secrets.AddUserinfo(user, password)
+	m.secrets.AddQuery(u.Query())
 	return m, nil
 }
 
@@ -532,7 +572,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // post sends one encoded chat completion request.
 func (m *Client) post(ctx context.Context, body []byte) (*chatResponse, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.base+"/chat/completions", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.at("/chat/completions"), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

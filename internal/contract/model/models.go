@@ -39,7 +39,7 @@ const maxModelsBytes = 4 << 20
 func (m *Client) Models(ctx context.Context) ([]ModelCard, error) {
 	ctx, cancel := context.WithTimeout(ctx, ModelsTimeout)
 	defer cancel()
-	url := m.base + "/models"
+	url := m.at("/models")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("model: GET %s: %w", url, err)
@@ -95,5 +95,5 @@ func (m *Client) ServedCheckpoint(ctx context.Context) (string, error) {
 		}
 		return "", fmt.Errorf("%w: %s at %s is listed without a \"root\"", ErrNoCheckpoint, m.cfg.Model, m.cfg.BaseURL)
 	}
-	return "", fmt.Errorf("%w: %s/models does not list %q (it lists %q)", ErrNoCheckpoint, m.base, m.cfg.Model, ids)
+	return "", fmt.Errorf("%w: %s/models does not list %q (it lists %q)", ErrNoCheckpoint, m.cfg.BaseURL, m.cfg.Model, ids)
 }

@@ -42,7 +42,7 @@ const PingTimeout = 10 * time.Second
 func (m *Client) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
 	defer cancel()
-	url := m.base + "/models"
+	url := m.at("/models")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("model: ping %s: %w", m.cfg.BaseURL, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/codapipe/codapipe/internal/contract/scienceboard/appname"
+	"github.com/codapipe/codapipe/internal/infra/redact"
 	"maps"
 	"slices"
 	"strings"
@@ -525,7 +526,20 @@ func (*Func2D) isInitArgs()   {}
 func (*Func3D) isInitArgs()   {}
 
 func (e *Execute) validate() error { return e.Command.validate() }
-func (l *Launch) validate() error  { return l.Command.validate() }
+
+// validate refuses a URL that does not parse cleanly, without showing it
+// (it may hold a password: redact.ParseURL).
+func (d *Download) validate() error {
+	u, err := redact.ParseURL(`field "url"`, d.URL)
+	if err != nil {
+		return err
+	}
+	if u.Host == "" {
+		return fmt.Errorf(`field "url" %s: %w: no host`, redact.Shown(u), redact.ErrBadURL)
+	}
+	return nil
+}
+func (l *Launch) validate() error { return l.Command.validate() }
 
 // Values of StopCheck.Value.
 const (

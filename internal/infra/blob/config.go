@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -259,9 +258,9 @@ func parseEndpoint(e string) (host string, secure bool, err error) {
 	if !strings.Contains(e, "://") {
 		e = "https://" + e
 	}
-	u, err := url.Parse(e)
+	u, err := redact.ParseURL("blob: s3 endpoint", e)
 	if err != nil {
-		return "", false, fmt.Errorf("blob: s3 endpoint %q: not a URL", raw)
+		return "", false, err
 	}
 	switch u.Scheme {
 	case "http":

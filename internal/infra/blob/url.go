@@ -2,7 +2,6 @@ package blob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -65,13 +64,9 @@ func ParseURL(raw, defaultDir string) (Location, error) {
 		return localLocation(raw, raw)
 	}
 	shown := redact.URL(raw) // for messages: never the credentials
-	u, err := url.Parse(raw)
+	u, err := redact.ParseURL("blob: store URL", raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL
-		}
-		return Location{}, fmt.Errorf("blob: store URL %q: %w", shown, err)
+		return Location{}, err
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 		return Location{}, fmt.Errorf("blob: store URL %q: query, fragment and user info are not supported (configure S3 with Config or the environment)", shown)

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codapipe/codapipe/internal/infra/clock"
+	"github.com/codapipe/codapipe/internal/infra/redact"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -489,7 +490,7 @@ func (r *runner) deadLetter(ctx context.Context, jm jetstream.Msg, m *Msg, reaso
 		h[k] = append([]string(nil), v...)
 	}
 	h.Del(jetstream.MsgIDHeader)
-	h.Set(HeaderDeadReason, headerValue(reason, maxDeadReason))
+	h.Set(HeaderDeadReason, headerValue(redact.Text(reason), maxDeadReason)) // stored: never a URL's credentials
 	h.Set(HeaderDeadSubject, m.Subject)
 	h.Set(HeaderDeadStream, m.Stream)
 	h.Set(HeaderDeadSeq, strconv.FormatUint(m.Seq, 10))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -48,9 +47,9 @@ func CheckURL(s string) error {
 		if !ok {
 			continue // host:port, nats:// by default
 		}
-		u, err := url.Parse(seed)
+		u, err := redact.ParseURL("NATS server URL", seed)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrBadURL, redact.URL(seed), redact.Text(err.Error()))
+			return fmt.Errorf("%w: %w", ErrBadURL, err)
 		}
 		switch scheme = strings.ToLower(scheme); {
 		case slices.Contains(URLSchemes, scheme):

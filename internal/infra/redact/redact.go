@@ -12,6 +12,8 @@ package redact
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"regexp"
@@ -44,16 +46,81 @@ func oneURL(s string) string {
 	if k := strings.Index(s, "://"); k >= 0 {
 		start = k + 3
 	}
+	if at := userinfoEnd(s, start); at >= 0 {
+		s = s[:start] + Mask + s[at:]
+	}
+	return query(s)
+}
+
+// userinfoEnd returns the index of the "@" that ends the user information
+// of the URL s whose authority begins at start, or -1 when it has none.
+// The user information is what comes before the authority's last "@" (a
+// path or query may hold an "@" of its own). A password that holds a '/',
+// '?' or '#' the URL did not percent-encode makes the authority seem to end
+// early, before an "@" that a host[:port] follows: then that "@" ends the
+// user information, unless the authority seen is itself a host[:port]
+// followed by a path ("http://h:1/v1/a@b" keeps its path).
+func userinfoEnd(s string, start int) int {
 	end := len(s)
 	if e := strings.IndexAny(s[start:], "/?#"); e >= 0 {
 		end = start + e
 	}
-	// The user information is what comes before the authority's last "@"
-	// (a path or query may hold an "@" of its own).
 	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
-		s = s[:start] + Mask + s[start+at:]
+		return start + at
 	}
-	return query(s)
+	if end == len(s) || s[end] == '/' && hostPort(s[start:end]) {
+		return -1
+	}
+	for rest := s[end:]; ; {
+		at := strings.LastIndexByte(rest, '@')
+		if at < 0 {
+			return -1
+		}
+		host := s[end+at+1:]
+		if e := strings.IndexAny(host, "/?#"); e >= 0 {
+			host = host[:e]
+		}
+		if hostPort(host) {
+			return end + at
+		}
+		rest = rest[:at]
+	}
+}
+
+// hostPort reports whether s is a host name, an IPv4 address or a
+// bracketed IPv6 address, with an optional numeric port.
+func hostPort(s string) bool {
+	host, port := s, ""
+	if strings.HasPrefix(s, "[") {
+		i := strings.IndexByte(s, ']')
+		if i < 0 {
+			return false
+		}
+		host, port = s[1:i], s[i+1:]
+		if port != "" && port[0] != ':' {
+			return false
+		}
+		if strings.Trim(host, "0123456789abcdefABCDEF:.") != "" {
+			return false
+		}
+	} else if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		host, port = s[:i], s[i:]
+	}
+	if port != "" {
+		port = port[1:]
+		if port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
+			return false
+		}
+	}
+	if host == "" {
+		return false
+	}
+	for _, c := range []byte(host) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':' && s[0] == '[') {
+			return false
+		}
+	}
+	return true
 }
 
 // query masks the values of credential-like query parameters.
@@ -101,7 +168,10 @@ func Text(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	return urlInText.ReplaceAllStringFunc(s, oneURL)
+	return urlInText.ReplaceAllStringFunc(s, func(u string) string {
+		core := strings.TrimRight(u, ".:;!)") // the sentence's, not the URL's
+		return oneURL(core) + u[len(core):]
+	})
 }
 
 // Secrets is a set of secret strings (API keys, passwords, tokens, the
@@ -226,7 +296,11 @@ func (s *Secrets) AddUserinfo(user, password string) {
 func (s *Secrets) AddURL(raw string) {
 	for _, p := range strings.Split(raw, ",") {
 		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
+		if err != nil {
+			continue
+		}
+		s.AddQuery(u.Query())
+		if u.User == nil {
 			continue
 		}
 		pw, ok := u.User.Password()
@@ -234,6 +308,16 @@ func (s *Secrets) AddURL(raw string) {
 			s.AddUserinfo(u.User.Username(), pw)
 		} else {
 			s.Add(u.User.Username()) // a token as the user name
+		}
+	}
+}
+
+// AddQuery adds the values of a URL's credential-like query parameters
+// (api_key=..., token=...).
+func (s *Secrets) AddQuery(q url.Values) {
+	for name, vals := range q {
+		if credentialParam(name) {
+			s.Add(vals...)
 		}
 	}
 }
@@ -399,4 +483,42 @@ func escapedJSON(v string) string {
 func escapedGo(v string) string {
 	q := strconv.Quote(v)
 	return q[1 : len(q)-1]
+}
+
+// ErrBadURL is wrapped by the errors of ParseURL.
+var ErrBadURL = errors.New("not a valid URL")
+
+// ParseURL parses a URL that a flag, an environment variable or a file
+// field gives; field names it in the error ("--planner-url", "pool.yaml:
+// vms[2].guest_url"). The error says what is wrong without the URL or any
+// part of it: a URL that does not parse, or that holds an "@" after its
+// host, may hold a password that cannot be told apart from the rest. The
+// URL returned has parsed cleanly; Shown prints it without credentials.
+func ParseURL(field, raw string) (*url.URL, error) {
+	const encode = "; a user name or password in a URL must percent-encode '#' (%23), '/' (%2F), '?' (%3F), '@' (%40) and ':' (%3A)"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w: it does not parse (want a scheme, then user:password@ if any, then host[:port], path and query)%s", field, ErrBadURL, encode)
+	case u.Scheme == "":
+		return nil, fmt.Errorf("%s: %w: no scheme (want e.g. http://host:port/path)", field, ErrBadURL)
+	case strings.Contains(u.Path, "@") || strings.Contains(u.RawQuery, "@") || strings.Contains(u.Fragment, "@") || strings.Contains(u.Opaque, "@"):
+		return nil, fmt.Errorf("%s: %w: an '@' after the host (user information goes before the host)%s", field, ErrBadURL, encode)
+	}
+	return u, nil
+}
+
+// Shown is u as it may be printed and recorded: its user information
+// masked ("***@") and its credential-like query values too.
+func Shown(u *url.URL) string {
+	c := *u
+	masked := c.User != nil
+	c.User = nil
+	s := c.String()
+	if masked {
+		if k := strings.Index(s, "://"); k >= 0 {
+			s = s[:k+3] + Mask + "@" + s[k+3:]
+		}
+	}
+	return query(s)
 }

@@ -139,3 +139,27 @@ func TestSecretsMaskWholeValues(t *testing.T) {
 		}
 	}
 }
+
+// A password with a '#', '/' or '?' that the URL does not percent-encode
+// (the cases of issue 40): the authority seems to end early, but the
+// user information is still masked, in URL and in Text.
+func TestURLUnencodedPassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://u:ab#SECRET@127.0.0.1:4222":    "nats://***@127.0.0.1:4222",
+		"http://u:ab/SECRET@127.0.0.1:1/v1=m":  "http://***@127.0.0.1:1/v1=m",
+		"http://u:ab?SECRET@h:8000/v1":         "http://***@h:8000/v1",
+		"http://u:a#b/c?d@h":                   "http://***@h",
+		"http://u:ab#SECRET@[::1]:8000/v1":     "http://***@[::1]:8000/v1",
+		"http://user#SECRET@h/v1":              "http://***@h/v1",
+		"http://judge:8000/v1/a@b":             "http://judge:8000/v1/a@b",
+		"http://judge/v1/models/m@2":           "http://judge/v1/models/m@2",
+		"http://u:ab#SECRET@h:8000/v1?key=K#f": "http://***@h:8000/v1?key=***#f",
+	} {
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+		if got := Text("at " + in + ": refused"); got != "at "+want+": refused" {
+			t.Errorf("Text(%q) = %q", in, got)
+		}
+	}
+}

@@ -84,6 +84,9 @@ func serveRewards(ctx context.Context, env *service.Env, o RewardServerOptions) 
 	if o.Executor.BaseURL == "" || o.Executor.Model == "" {
 		return service.Usage(errors.New("configure --executor-url and --executor-model (the run's frozen executor; for the SIMULATOR's, start `codasim --seed S` and pass the executor URL and model it prints)"))
 	}
+	if _, err := model.CheckBaseURL("--executor-url", o.Executor.BaseURL); err != nil {
+		return service.Usage(err)
+	}
 	var coords *traj.Coords
 	if strings.TrimSpace(o.ExecutorCoords) != "" {
 		c, err := uitars.ParseCoords(o.ExecutorCoords)

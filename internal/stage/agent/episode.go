@@ -22,6 +22,7 @@ import (
 	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/infra/clock"
+	"github.com/codapipe/codapipe/internal/infra/redact"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/uitars"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
@@ -238,7 +239,7 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (*traj.Trajectory, error) {
 	}
 	var ee *EnvError
 	if errors.As(err, &ee) {
-		t.Outcome = traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}
+		t.Outcome = envErrorOutcome(ee)
 		lvl := slog.LevelWarn
 		if errors.Is(ee, model.ErrUnavailable) {
 			// An endpoint that did not answer: the scheduler's outage
@@ -250,7 +251,7 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (*traj.Trajectory, error) {
 	}
 	if err != nil { // a bug of ours: report it as an environment failure, never as the agent's
 		ee := &EnvError{Op: "internal", Err: err}
-		t.Outcome = traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}
+		t.Outcome = envErrorOutcome(ee)
 		return t, ee
 	}
 	// The screen after the last step: what the evaluator checks and the
@@ -635,4 +636,11 @@ func recorded(s traj.Sampling, seed *int64) *traj.Sampling {
 // the call (ground.Seed), or nil when no seed is configured.
 func (a *Agent) seed(ep Episode, step, call int) *int64 {
 	return ground.Seed(a.cfg.RequestSeed, ep.Task.ID, ep.Sample, step, call)
+}
+
+// envErrorOutcome is the outcome an environment error ends an episode
+// with. Its reason is stored with the trajectory, so a URL in it (a task's
+// download URL, an endpoint's) is written without its credentials.
+func envErrorOutcome(ee *EnvError) traj.Outcome {
+	return traj.Outcome{Kind: traj.OutcomeEnvError, Reason: redact.Text(ee.Error())}
 }

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/codapipe/codapipe/internal/contract/scienceboard"
@@ -119,4 +121,27 @@ func TestDownload(t *testing.T) {
 			t.Errorf("got %v, want a task error", err)
 		}
 	})
+}
+
+// TestEnvErrorReasonMasksURLCredentials (issue 40): a download step whose
+// URL carries user:password@ fails; the environment error's reason, which
+// the trajectory stores, shows the URL without them.
+func TestEnvErrorReasonMasksURLCredentials(t *testing.T) {
+	for _, raw := range []string{"https://u:S3CRETpw@files.example/3ppd.cif", "https://files.example/3ppd.cif?token=S3CRETpw"} {
+		d := &scienceboard.Download{URL: raw, Path: "/home/user/Downloads/prot.cif"}
+		a := &Agent{cfg: Config{Download: func(ctx context.Context, url string) ([]byte, error) {
+			return nil, fmt.Errorf("GET %s: HTTP 404", url)
+		}}}
+		err := a.download(context.Background(), Episode{Guest: &fakeGuest{}}, "setup", d)
+		var ee *EnvError
+		if !errors.As(err, &ee) {
+			t.Fatalf("download: %v, want an EnvError", err)
+		}
+		if !strings.Contains(ee.Error(), "S3CRETpw") {
+			t.Fatalf("the test's error does not carry the URL: %v", ee)
+		}
+		if o := envErrorOutcome(ee); strings.Contains(o.Reason, "S3CRETpw") || !strings.Contains(o.Reason, "files.example") {
+			t.Errorf("stored reason %q: want the URL without its credentials", o.Reason)
+		}
+	}
 }

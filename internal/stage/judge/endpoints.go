@@ -2,10 +2,9 @@ package judge
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -34,17 +33,18 @@ func (s EndpointSpec) Name() string { return redact.URL(s.URL) }
 func ParseEndpoint(v string) (EndpointSpec, error) {
 	i := strings.LastIndex(v, "=")
 	if i <= 0 || i == len(v)-1 {
-		return EndpointSpec{}, fmt.Errorf("--judge %q: want URL=MODEL, e.g. http://judge:8000/v1=Qwen2.5-VL-72B-Instruct", redact.URL(v))
+		// Not shown: a value that is not URL=MODEL may be a URL whose
+		// password makes it unparseable.
+		return EndpointSpec{}, errors.New("--judge: want URL=MODEL, e.g. http://judge:8000/v1=Qwen2.5-VL-72B-Instruct (the value is not shown: it may hold a password)")
 	}
-	u, model := strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
-	if model == "" {
-		return EndpointSpec{}, fmt.Errorf("--judge %q: no model after the last \"=\": want URL=MODEL", redact.URL(v))
+	u, name := strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
+	if name == "" {
+		return EndpointSpec{}, errors.New("--judge: no model after the last \"=\": want URL=MODEL (the value is not shown: it may hold a password)")
 	}
-	pu, err := url.Parse(u)
-	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-		return EndpointSpec{}, fmt.Errorf("--judge %q: %q is not an http(s) URL", redact.URL(v), redact.URL(u))
+	if _, err := model.CheckBaseURL("--judge", u); err != nil {
+		return EndpointSpec{}, err
 	}
-	return EndpointSpec{URL: u, Model: model}, nil
+	return EndpointSpec{URL: u, Model: name}, nil
 }
 
 // Limits bound the calls to each endpoint.

@@ -20,7 +20,7 @@ func FuzzParseEndpoint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		spec, err := ParseEndpoint(v)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "--judge ") {
+			if !strings.HasPrefix(err.Error(), "--judge") {
 				t.Fatalf("error does not name the flag: %v", err)
 			}
 			return

@@ -166,6 +166,14 @@ func (o *Options) check() error {
 	if err := traj.CheckName(traj.AppName, o.App); err != nil {
 		return fmt.Errorf("%w: --app: %w", ErrInvalidConfig, err)
 	}
+	for _, f := range []struct{ name, url string }{{"--planner-url", o.Planner.BaseURL}, {"--executor-url", o.Executor.BaseURL}} {
+		if f.url == "" {
+			continue // --sim: the simulator's
+		}
+		if _, err := model.CheckBaseURL(f.name, f.url); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
 	if o.Run != "" {
 		if err := traj.CheckName(traj.RunName, o.Run); err != nil {
 			return fmt.Errorf("%w: --run: %w", ErrInvalidConfig, err)

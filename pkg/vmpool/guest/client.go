@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codapipe/codapipe/internal/infra/redact"
 )
 
 // Defaults of Options. The retry and screenshot values are those of the
@@ -171,21 +173,30 @@ func ParseURL(raw string, defaultPort int) (*url.URL, error) {
 	if !strings.Contains(s, "://") {
 		s = "http://" + s
 	}
+	if strings.Contains(s, "@") {
+		// Not shown: an '@' is where user information ends, and a
+		// password may hold what makes the URL not parse.
+		return nil, errors.New("an '@' in the URL: want scheme://host:port[/path] only, without user information (the URL is not shown: it may hold a password)")
+	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%q: %w", redact.URL(raw), err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q: scheme %q, want http or https", raw, u.Scheme)
+		return nil, fmt.Errorf("%q: scheme %q, want http or https", redact.URL(raw), u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("%q: no host", raw)
+		return nil, fmt.Errorf("%q: no host", redact.URL(raw))
 	}
 	if u.Port() == "" {
 		u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(defaultPort))
 	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("%q: want scheme://host:port[/path] only", raw)
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%q: want scheme://host:port[/path] only", redact.URL(raw))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""

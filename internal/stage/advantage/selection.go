@@ -95,10 +95,17 @@ func (s Selection) resolve(now time.Time) (shard.Selection, error) {
 // selector matches trajectories against a resolved selection.
 type selector struct {
 	sel shard.Selection
+	// apps, when not empty, are the set's apps: a trajectory of another
+	// app whose name maps to the same subject token ("K.A" and "K_A")
+	// arrives on the same subject and is not the set's.
+	apps []string
 }
 
 // match reports whether t is selected, and if not, why.
 func (x selector) match(t *traj.Trajectory) (bool, string) {
+	if len(x.apps) > 0 && !slices.Contains(x.apps, t.Task.App) {
+		return false, "app " + traj.QuoteName(t.Task.App) + ", which shares the subject of the set's " + strings.Join(x.apps, ", ")
+	}
 	if len(x.sel.Runs) > 0 && !slices.Contains(x.sel.Runs, t.Run) {
 		return false, "run " + t.Run
 	}

@@ -277,7 +277,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	}
 	defer w.Close()
 	s := &server{cfg: cfg, set: set, log: cfg.Log.With("set", set), render: newRenderer(cfg.Store, cfg.Images), st: st,
-		start: time.Now(), flushing: map[string]bool{}, inflight: map[string]chan struct{}{}, sel: selector{sel}, judge: jb}
+		start: time.Now(), flushing: map[string]bool{}, inflight: map[string]chan struct{}{}, sel: selector{sel: sel, apps: cfg.Apps}, judge: jb}
 	s.stats.Selection, s.stats.Set = &sel, set
 	s.co = newCommitter(w, st, cfg.Workers, cfg.Idle, cfg.MaxDelay)
 	s.co.onCommit = func(c Commit, d time.Duration) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codapipe/codapipe/internal/infra/bus"
 	"github.com/codapipe/codapipe/pkg/traj"
 )
 
@@ -78,5 +79,28 @@ func Check(flag string, apps []string) ([]string, error) {
 		}
 		out = append(out, c)
 	}
+	if err := Collisions(out); err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
 	return out, nil
+}
+
+// ErrCollide is wrapped by the error of Collisions.
+var ErrCollide = errors.New("apps collide on one subject")
+
+// Collisions refuses two different app names that map to the same subject
+// token (bus.AppToken: "K.A" and "K_A" are both K_A): their messages would
+// share the subjects coda.traj.K_A, coda.judged.K_A, ..., and a consumer of
+// one would take the other's.
+func Collisions(apps []string) error {
+	seen := map[string]string{}
+	for _, a := range apps {
+		tok := bus.AppToken(a)
+		if other, ok := seen[tok]; ok && other != a {
+			return fmt.Errorf("%w: %s and %s both map to the subject token %s (coda.traj.%s, ...); rename one of them",
+				ErrCollide, traj.QuoteName(other), traj.QuoteName(a), tok, tok)
+		}
+		seen[tok] = a
+	}
+	return nil
 }

@@ -51,6 +51,9 @@ func TestCheckApps(t *testing.T) {
 		{"benchmark apps spelled canonically", []string{"chimerax", "KALGEBRA", "GrassGIS"}, []string{"ChimeraX", "KAlgebra", "GrassGIS"}, ""},
 		{"user apps kept", []string{"Lab", "chimera*", "a b"}, []string{"Lab", "chimera*", "a b"}, ""},
 		{"bad name", []string{"ChimeraX", "a/b"}, nil, `--app: app name "a/b"`},
+		{"names that share a subject (issue 40)", []string{"K.A", "K_A"}, nil, `--app: apps collide on one subject: "K.A" and "K_A" both map to the subject token K_A`},
+		{"names that share a subject by space", []string{"ChimeraX", "GRASS GIS", "GRASS_GIS"}, nil, `"GRASS GIS" and "GRASS_GIS" both map to the subject token GRASS_GIS`},
+		{"the same name twice", []string{"K.A", "K.A"}, []string{"K.A", "K.A"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Check("--app", tc.apps)

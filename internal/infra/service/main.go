@@ -213,6 +213,8 @@ func MainContext(ctx context.Context, cmd Command, args []string, stdout, stderr
 	var secrets redact.Secrets
 	fs.Secrets(&secrets)
 	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
+	// Nor a control character from outside (EscapeControl).
+	stdout, stderr = controlWriter{stdout}, controlWriter{stderr}
 	// The flag package prints nothing: Main prints the help for --help,
 	// and for a flag it cannot parse the error, the nearest flag's name
 	// and where the help is (flagError), not the whole help.

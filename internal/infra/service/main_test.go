@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -105,5 +106,33 @@ func TestMainChecksTheNATSURL(t *testing.T) {
 				t.Errorf("stderr %q does not name the flag", errb.String())
 			}
 		})
+	}
+}
+
+// TestMainEscapesControlCharacters (issue 40, "raw bytes on the
+// terminal"): a guest's 500 page with an ESC in its title reaches the
+// final error line, and a log line, as text: every control character but
+// newline and tab is escaped in what the command prints.
+func TestMainEscapesControlCharacters(t *testing.T) {
+	page := "500 <title>\x1b]0;pwned\x07\x1b[2J\rgone\u009b31m</title>"
+	cmd := Command{Name: "t", Run: func(ctx context.Context, env *Env) error {
+		env.Log.Warn("guest answered", "body", page)
+		fmt.Fprintln(env.Stdout, "summary:", page)
+		return fmt.Errorf("guest: %s", page)
+	}}
+	var out, errb bytes.Buffer
+	if code := MainContext(t.Context(), cmd, nil, &out, &errb); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for name, got := range map[string]string{"stdout": out.String(), "stderr": errb.String()} {
+		if strings.ContainsAny(got, "\x1b\x07\r\u009b") {
+			t.Errorf("%s holds a raw control character: %q", name, got)
+		}
+	}
+	if want := `t: guest: 500 <title>\x1b]0;pwned\x07\x1b[2J\rgone\u009b31m</title>`; !strings.Contains(errb.String(), want+"\n") {
+		t.Errorf("the last line is not escaped as %q:\n%q", want, errb.String())
+	}
+	if EscapeControl("a\tb\nc") != "a\tb\nc" {
+		t.Error("tab and newline are escaped")
 	}
 }

@@ -161,7 +161,14 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	cfg.BaseURL = redact.Shown(u)
 	base := *u
 	base.User = nil
-	base.Path, base.RawPath = strings.TrimRight(base.Path, "/"), strings.TrimRight(base.RawPath, "/")
+	if base.RawPath != "" { // an encoded path ("/v1%2F"): trim what was written
+		base.RawPath = strings.TrimRight(base.RawPath, "/")
+		if p, err := url.PathUnescape(base.RawPath); err == nil {
+			base.Path = p
+		}
+	} else {
+		base.Path = strings.TrimRight(base.Path, "/")
+	}
 	m := &Client{cfg: cfg, log: log.With("model", cfg.Model, "endpoint", cfg.BaseURL),
 		base: base, key: key, user: user, password: password, basic: basic, hc: hc}
 	m.secrets.Add(cfg.APIKey)

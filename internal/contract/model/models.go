@@ -37,6 +37,11 @@ const maxModelsBytes = 4 << 20
 // Models lists the models the endpoint serves (GET <base URL>/models),
 // in one attempt bounded by ModelsTimeout.
 func (m *Client) Models(ctx context.Context) ([]ModelCard, error) {
+	cards, err := m.models(ctx)
+	return cards, m.secrets.Error(err) // the URL's query may hold a key
+}
+
+func (m *Client) models(ctx context.Context) ([]ModelCard, error) {
 	ctx, cancel := context.WithTimeout(ctx, ModelsTimeout)
 	defer cancel()
 	url := m.at("/models")
@@ -56,7 +61,7 @@ func (m *Client) Models(ctx context.Context) ([]ModelCard, error) {
 		return nil, fmt.Errorf("model: GET %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, m.secrets.Error(fmt.Errorf("model: GET %s: %s: %.200q", url, resp.Status, body))
+		return nil, fmt.Errorf("model: GET %s: %s: %.200q", url, resp.Status, body)
 	}
 	var list struct {
 		Data []ModelCard `json:"data"`

@@ -254,7 +254,6 @@ func (c Config) resolveS3() (s3Settings, error) {
 // parseEndpoint accepts "http://host:port", "https://host[:port]" or "host[:port]" (TLS) and
 // returns the host[:port] and whether to use TLS.
 func parseEndpoint(e string) (host string, secure bool, err error) {
-	raw := redact.URL(e)
 	if !strings.Contains(e, "://") {
 		e = "https://" + e
 	}
@@ -262,6 +261,7 @@ func parseEndpoint(e string) (host string, secure bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
+	raw := redact.Shown(u)
 	switch u.Scheme {
 	case "http":
 	case "https":

@@ -63,11 +63,11 @@ func ParseURL(raw, defaultDir string) (Location, error) {
 	if IsPath(raw) {
 		return localLocation(raw, raw)
 	}
-	shown := redact.URL(raw) // for messages: never the credentials
 	u, err := redact.ParseURL("blob: store URL", raw)
 	if err != nil {
 		return Location{}, err
 	}
+	shown := redact.Shown(u) // for messages: never the credentials
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 		return Location{}, fmt.Errorf("blob: store URL %q: query, fragment and user info are not supported (configure S3 with Config or the environment)", shown)
 	}

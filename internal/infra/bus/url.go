@@ -38,29 +38,39 @@ func CheckURL(s string) error {
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}
-	for _, seed := range strings.Split(s, ",") {
+	seeds := strings.Split(s, ",")
+	for i, seed := range seeds {
 		seed = strings.TrimSpace(seed)
 		if seed == "" {
-			return fmt.Errorf("%w: %s has an empty server between commas", ErrBadURL, redact.URL(s))
+			return fmt.Errorf("%w: an empty server between commas (server %d of %d)", ErrBadURL, i+1, len(seeds))
 		}
 		scheme, _, ok := strings.Cut(seed, "://")
 		if !ok {
-			continue // host:port, nats:// by default
+			// host:port, nats:// by default, as the client reads it: its
+			// parse errors would show a password the seed holds.
+			scheme, seed = "nats", "nats://"+seed
 		}
 		u, err := redact.ParseURL("NATS server URL", seed)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrBadURL, err)
 		}
+		// A single URL is shown without its credentials; a server of a
+		// list only by its place: a ',' in a password splits it, and
+		// what follows could pass for a host.
+		name, host := redact.Shown(u), u.Hostname()
+		if len(seeds) > 1 {
+			name, host = fmt.Sprintf("server %d of %d", i+1, len(seeds)), ""
+		}
 		switch scheme = strings.ToLower(scheme); {
 		case slices.Contains(URLSchemes, scheme):
 			if u.Hostname() == "" {
-				return fmt.Errorf("%w: %s has no host", ErrBadURL, redact.URL(seed))
+				return fmt.Errorf("%w: %s has no host", ErrBadURL, name)
 			}
 		case scheme == "http" || scheme == "https":
 			return fmt.Errorf("%w: %s is an HTTP URL; NATS clients connect with %s (the HTTP port, 8222 by default, is the server's monitoring port; the client port is usually 4222, e.g. nats://%s:4222)",
-				ErrBadURL, redact.URL(seed), schemeList(), hostOr(u.Hostname(), "HOST"))
+				ErrBadURL, name, schemeList(), hostOr(host, "HOST"))
 		default:
-			return fmt.Errorf("%w: %s: scheme %q; want %s", ErrBadURL, redact.URL(seed), scheme, schemeList())
+			return fmt.Errorf("%w: %s: scheme %q; want %s", ErrBadURL, name, scheme, schemeList())
 		}
 	}
 	return nil

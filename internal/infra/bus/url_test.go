@@ -25,7 +25,7 @@ func TestCheckURL(t *testing.T) {
 		{"wss://h", nil},
 		{"nats://u:p@a:4222, nats://b:4222", nil},
 		{"natss://h:4222", []string{`scheme "natss"`, "want nats://, tls://, ws:// or wss://"}},
-		{"nats://a:4222,redis://b:6379", []string{`redis://b:6379: scheme "redis"`}},
+		{"nats://a:4222,redis://b:6379", []string{`server 2 of 2: scheme "redis"`}},
 		{"http://127.0.0.1:8222", []string{"http://127.0.0.1:8222 is an HTTP URL", "monitoring port", "usually 4222", "nats://127.0.0.1:4222"}},
 		{"https://nats.example:8222", []string{"HTTP URL", "nats://nats.example:4222"}},
 		{"nats://a:4222,,nats://b:4222", []string{"empty server"}},

@@ -145,7 +145,7 @@ func query(s string) string {
 
 // credentialWords are the query parameter names (or parts of them, case
 // ignored) whose values are credentials.
-var credentialWords = []string{"key", "token", "password", "passwd", "pwd", "secret", "signature", "sig", "credential", "auth", "x-amz-"}
+var credentialWords = []string{"key", "token", "password", "passwd", "pwd", "secret", "signature", "sig", "credential", "auth", "x-amz-", "code"}
 
 func credentialParam(name string) bool {
 	if n, err := url.QueryUnescape(name); err == nil {
@@ -294,7 +294,11 @@ func (s *Secrets) AddUserinfo(user, password string) {
 // AddURL adds the credentials in a URL's (or URL list's) user
 // information.
 func (s *Secrets) AddURL(raw string) {
-	for _, p := range strings.Split(raw, ",") {
+	parts := strings.Split(raw, ",")
+	if len(parts) > 1 {
+		parts = append(parts, raw) // one URL whose password holds a ','
+	}
+	for _, p := range parts {
 		u, err := url.Parse(strings.TrimSpace(p))
 		if err != nil {
 			continue
@@ -494,6 +498,10 @@ var ErrBadURL = errors.New("not a valid URL")
 // part of it: a URL that does not parse, or that holds an "@" after its
 // host, may hold a password that cannot be told apart from the rest. The
 // URL returned has parsed cleanly; Shown prints it without credentials.
+//
+// An '@' in a path must be written %40, even where the path is an object
+// key (s3://bucket/team%40corp): "s3://tok/en@host/x" cannot be told from a
+// token holding a '/'.
 func ParseURL(field, raw string) (*url.URL, error) {
 	const encode = "; a user name or password in a URL must percent-encode '#' (%23), '/' (%2F), '?' (%3F), '@' (%40) and ':' (%3A)"
 	u, err := url.Parse(raw)
@@ -502,7 +510,7 @@ func ParseURL(field, raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%s: %w: it does not parse (want a scheme, then user:password@ if any, then host[:port], path and query)%s", field, ErrBadURL, encode)
 	case u.Scheme == "":
 		return nil, fmt.Errorf("%s: %w: no scheme (want e.g. http://host:port/path)", field, ErrBadURL)
-	case strings.Contains(u.Path, "@") || strings.Contains(u.RawQuery, "@") || strings.Contains(u.Fragment, "@") || strings.Contains(u.Opaque, "@"):
+	case strings.Contains(u.EscapedPath(), "@") || strings.Contains(u.RawQuery, "@") || strings.Contains(u.EscapedFragment(), "@") || strings.Contains(u.Opaque, "@"):
 		return nil, fmt.Errorf("%s: %w: an '@' after the host (user information goes before the host)%s", field, ErrBadURL, encode)
 	}
 	return u, nil

@@ -163,3 +163,30 @@ func TestURLUnencodedPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestParseURL: what ParseURL refuses, never showing the URL, and what it
+// takes (an '@' written %40 in a path; percent-encoded user information).
+func TestParseURL(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"http://u:p%23w@h:8000/v1":          true,
+		"s3://bucket/team%40corp/runs":      true,
+		"http://[::1]:8000/v1":              true,
+		"http://h/v1?api_key=K":             true,
+		"s3://bucket/team@corp/runs":        false,
+		"http://tok/en@h:1/v1":              false,
+		"http://u:ab#SECRET@h:1/v1":         false,
+		"http://u:ab/SECRET@h:1/v1":         false,
+		"http://h/v1?x=a@b":                 false,
+		"http://u:8000/SECRET@h/v1":         false,
+		"http://h/v1#SECRET@h":              false,
+		"nats://u:4222/SECRET@127.0.0.1:42": false,
+	} {
+		u, err := ParseURL("--x", raw)
+		if (err == nil) != ok {
+			t.Errorf("ParseURL(%q) = %v, %v; want ok %v", raw, u, err, ok)
+		}
+		if err != nil && (strings.Contains(err.Error(), "SECRET") || !strings.HasPrefix(err.Error(), "--x")) {
+			t.Errorf("ParseURL(%q): %v", raw, err)
+		}
+	}
+}

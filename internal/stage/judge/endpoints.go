@@ -26,7 +26,12 @@ type EndpointSpec struct {
 // credentials replaced by *** (redact.URL), stable across password
 // changes; New refuses an ensemble whose endpoints differ only in their
 // credentials, so it is distinct per endpoint.
-func (s EndpointSpec) Name() string { return redact.URL(s.URL) }
+func (s EndpointSpec) Name() string {
+	if u, err := redact.ParseURL("--judge", s.URL); err == nil {
+		return redact.Shown(u) // a ',' in a password is no list separator here
+	}
+	return redact.URL(s.URL)
+}
 
 // ParseEndpoint reads "URL=MODEL", e.g.
 // "http://judge-a:8000/v1=Qwen2.5-VL-72B-Instruct" (the last "=" splits).

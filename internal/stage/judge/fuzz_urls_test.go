@@ -20,12 +20,12 @@ import (
 // or accept), neither the password nor the secret query value shows in
 // its error or in what it keeps to print or record.
 func FuzzURLSecrets(f *testing.F) {
-	for _, s := range []string{"", "ab", "ab#x", "ab/x", "ab?x", "a@b", "a@b/c", "x@h/y", "8000/x", "a b", "%zz", "[::1]", "a:b:c", "@", "#@", "/@h:1/"} {
+	for _, s := range []string{"", "ab", "ab#x", "ab/x", "ab?x", "a@b", "a@b/c", "x@h/y", "8000/x", "a b", "%zz", "[::1]", "a:b:c", "@", "#@", "/@h:1/", "a,b", ":4222/x"} {
 		f.Add(s, uint8(0))
 	}
 	const marker = "SEKRET9" // ends every secret: what must not show
 	f.Fuzz(func(t *testing.T, p string, form uint8) {
-		pw := p + marker
+		pw := marker + p + marker // at both ends: a part of it shows too
 		raws := map[string]string{
 			"user:password": "http://u:" + pw + "@h.example:8000/v1",
 			"token":         "http://" + pw + "@h.example:8000/v1",
@@ -65,6 +65,11 @@ func FuzzURLSecrets(f *testing.F) {
 			}
 			if err := bus.CheckURL("nats://127.0.0.1:4222," + other); err != nil {
 				check(form+": --nats list's error", err.Error())
+			}
+			if bare, ok := strings.CutPrefix(raw, "http://"); ok { // a NATS seed without a scheme
+				if err := bus.CheckURL(bare); err != nil {
+					check(form+": a scheme-less --nats's error", err.Error())
+				}
 			}
 			if loc, err := blob.ParseURL(other, ""); err != nil {
 				check(form+": the store URL's error", err.Error())

@@ -28,6 +28,8 @@ func TestHostileURLSecrets(t *testing.T) {
 	}{
 		{"judge --nats with # in the password", judge.Command(), []string{"--drain", "--sim", "--app", "ChimeraX", "--nats", "nats://u:ab#SECRET@127.0.0.1:4222"}, "NATS"},
 		{"judge --nats list with / in the password", judge.Command(), []string{"--drain", "--sim", "--app", "ChimeraX", "--nats", "nats://127.0.0.1:4222,nats://u:ab/SECRET@127.0.0.1:4223"}, "NATS"},
+		{"judge --nats without a scheme, / in the password", judge.Command(), []string{"--drain", "--sim", "--app", "ChimeraX", "--nats", "u:4222/SECRET@127.0.0.1:4222"}, "NATS"},
+		{"judge --nats without a scheme, # in the password", judge.Command(), []string{"--drain", "--sim", "--app", "ChimeraX", "--nats", "u:ab#SECRET@127.0.0.1:4222"}, "NATS"},
 		{"judge --judge with / in the password", judge.Command(), []string{"--drain", "--app", "ChimeraX", "--judge", "http://u:ab/SECRET@127.0.0.1:1/v1=m"}, "--judge"},
 		{"judge --judge with # in the password", judge.Command(), []string{"--drain", "--app", "ChimeraX", "--judge", "http://u:ab#SECRET@127.0.0.1:1/v1=m"}, "--judge"},
 		{"rollout --planner-url with # in the password", rollout.Command(), []string{"--app", "ChimeraX", "--pool", pool, "--tasks", tasks,

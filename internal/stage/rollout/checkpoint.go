@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/codapipe/codapipe/internal/contract/model"
+	"github.com/codapipe/codapipe/internal/infra/redact"
 )
 
 // resolveCheckpoints fills the models' checkpoint tags where the flags
@@ -30,13 +31,13 @@ func resolveCheckpoints(ctx context.Context, planner, executor *model.Config, lo
 			return fmt.Errorf("rollout: no --planner-checkpoint, and the planner endpoint's model list could not be read (give --planner-checkpoint TAG to skip it): %w", err)
 		}
 		planner.Checkpoint = tag
-		log.Info("rollout: planner checkpoint read from the endpoint's /v1/models", "checkpoint", tag, "endpoint", planner.BaseURL)
+		log.Info("rollout: planner checkpoint read from the endpoint's /v1/models", "checkpoint", tag, "endpoint", redact.URL(planner.BaseURL))
 	}
 	if executor.Checkpoint == "" {
 		if tag, err := servedCheckpoint(ctx, *executor, log); err == nil {
 			executor.Checkpoint = tag
 		} else {
-			log.Debug("rollout: executor checkpoint unknown", "endpoint", executor.BaseURL, "err", err)
+			log.Debug("rollout: executor checkpoint unknown", "endpoint", redact.URL(executor.BaseURL), "err", err)
 		}
 	}
 	return nil

@@ -3,10 +3,14 @@ package model_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -90,5 +94,37 @@ func TestURLQueryAndBadURLs(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "ab") && strings.Contains(raw, "ab") {
 			t.Errorf("New(%q): %v; want an error without the URL's credentials", raw, err)
 		}
+	}
+}
+
+// TestAnswerTooLarge (issue 40, "images that explode": an 8 MiB answer):
+// an answer longer than MaxAnswerBytes fails the call at once, unretried,
+// with an error that names the limit and the flag that raises it.
+func TestAnswerTooLarge(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"`+strings.Repeat("x", 2<<20)+`"}}]}`)
+	}))
+	defer srv.Close()
+	m, err := model.New(model.Config{BaseURL: srv.URL + "/v1", Model: "m", Attempts: 4, Backoff: time.Millisecond,
+		MaxAnswerBytes: 1 << 20, MaxAnswerFlag: "--max-answer-bytes"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Chat(context.Background(), model.Request{Encoded: []byte(`[{"role":"user","content":"hi"}]`), N: 1,
+		Params: model.Params{Sampling: traj.Sampling{TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 16}}})
+	var big *model.AnswerTooLargeError
+	if !errors.As(err, &big) || big.Limit != 1<<20 || !strings.Contains(err.Error(), "--max-answer-bytes raises it") {
+		t.Fatalf("Chat: %v, want an AnswerTooLargeError naming the limit and the flag", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d requests, want 1: a too-long answer is not retried", n)
+	}
+	m2, _ := model.New(model.Config{BaseURL: srv.URL + "/v1", Model: "m", Attempts: 1, MaxAnswerBytes: 4 << 20}, nil)
+	if _, err := m2.Chat(context.Background(), model.Request{Encoded: []byte(`[{"role":"user","content":"hi"}]`), N: 1,
+		Params: model.Params{Sampling: traj.Sampling{TopP: 1, TopK: -1, RepetitionPenalty: 1, MaxTokens: 16}}}); err != nil {
+		t.Errorf("a 2 MiB answer under a 4 MiB limit: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -55,6 +56,12 @@ type Config struct {
 	// Backoff is the first retry's wait; it doubles each retry, with
 	// jitter, up to 30 s (default 1 s).
 	Backoff time.Duration
+	// MaxAnswerBytes bounds one answer's body (default
+	// DefaultMaxAnswerBytes); a longer one is an *AnswerTooLargeError,
+	// not retried. MaxAnswerFlag names the flag that raises it, for the
+	// error.
+	MaxAnswerBytes int64
+	MaxAnswerFlag  string
 	// HTTPClient overrides the transport (tests).
 	HTTPClient *http.Client
 	// Sleep waits between attempts (nil: clock.Sleep); tests pass one
@@ -591,9 +598,13 @@ func (m *Client) post(ctx context.Context, body []byte) (*chatResponse, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	limit := cmp.Or(m.cfg.MaxAnswerBytes, DefaultMaxAnswerBytes)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &AnswerTooLargeError{Limit: limit, Flag: m.cfg.MaxAnswerFlag}
 	}
 	if resp.StatusCode >= 400 {
 		var answer error
@@ -624,8 +635,25 @@ func (m *Client) post(ctx context.Context, body []byte) (*chatResponse, error) {
 	return &out, nil
 }
 
-// maxAnswerBytes bounds an answer read by post.
-const maxAnswerBytes = 64 << 20
+// DefaultMaxAnswerBytes bounds an answer's body by default: 16 MiB, room
+// for n = 9 answers of 1,024 tokens each with their log-probabilities and
+// token ids (about 1.5 MB), ten times over.
+const DefaultMaxAnswerBytes = 16 << 20
+
+// AnswerTooLargeError is the error of an answer longer than the client's
+// limit: read no further, not retried (the endpoint would answer alike).
+type AnswerTooLargeError struct {
+	Limit int64
+	Flag  string // the flag that raises the limit, if any
+}
+
+func (e *AnswerTooLargeError) Error() string {
+	msg := fmt.Sprintf("the answer is longer than the limit of %d bytes (%.1f MiB)", e.Limit, float64(e.Limit)/(1<<20))
+	if e.Flag != "" {
+		msg += "; " + e.Flag + " raises it"
+	}
+	return msg
+}
 
 // retry runs attempt until it succeeds, fails in a way that retrying
 // cannot fix, or Attempts are used up, with a deadline per attempt and
@@ -679,7 +707,8 @@ func (m *Client) backoff(attempt int) time.Duration {
 
 // retryable reports whether a failed attempt may succeed when repeated.
 func retryable(err error, attemptCtx context.Context) bool {
-	if errors.Is(err, ErrContextOverflow) {
+	var big *AnswerTooLargeError
+	if errors.Is(err, ErrContextOverflow) || errors.As(err, &big) {
 		return false
 	}
 	var api *openai.APIError

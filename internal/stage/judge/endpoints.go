@@ -66,6 +66,9 @@ type Limits struct {
 	AttemptTimeout time.Duration
 	Attempts       int
 	Backoff        time.Duration
+	// MaxAnswerBytes bounds one answer (model.DefaultMaxAnswerBytes when
+	// 0); --max-answer-bytes.
+	MaxAnswerBytes int64
 	// APIKey is sent as a bearer token to every endpoint.
 	APIKey string
 }
@@ -120,6 +123,7 @@ func newEndpoint(spec EndpointSpec, lim Limits, log *slog.Logger) (*endpoint, er
 	m, err := model.New(model.Config{
 		BaseURL: spec.URL, Model: spec.Model, APIKey: lim.APIKey,
 		AttemptTimeout: lim.AttemptTimeout, Attempts: lim.Attempts, Backoff: lim.Backoff,
+		MaxAnswerBytes: lim.MaxAnswerBytes, MaxAnswerFlag: "--max-answer-bytes",
 		// Each attempt's deadline is its context's (AttemptTimeout).
 		HTTPClient: &http.Client{Transport: rt},
 	}, log)

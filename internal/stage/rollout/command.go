@@ -425,6 +425,8 @@ func command() (service.Command, func() (Options, error)) {
 			return o, err
 		}
 		o.Schedule = sched.Mode(schedule)
+		o.Executor.MaxAnswerBytes = o.Planner.MaxAnswerBytes
+		o.Planner.MaxAnswerFlag, o.Executor.MaxAnswerFlag = "--max-answer-bytes", "--max-answer-bytes"
 		if seed != 0 {
 			o.Seed = &seed
 		}
@@ -459,6 +461,7 @@ func command() (service.Command, func() (Options, error)) {
 			fs.String(&o.Executor.Checkpoint, "executor-checkpoint", "CODAPIPE_EXECUTOR_CHECKPOINT", "", "executor checkpoint tag recorded in trajectories (default: the root the executor endpoint's /v1/models reports, if any)")
 			fs.String(&o.PlannerCoords, "planner-coords", "CODAPIPE_PLANNER_COORDS", "grid1000", "coordinate space of the planner's points: grid1000, pixels-resized[:factor=28,min_pixels=3136,max_pixels=12845056], pixels-screen or unit (docs/actions.md)")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "folder with prompt templates overriding ours (planner.tmpl, planner_user.tmpl, executor.tmpl)")
+			fs.Int64(&o.Planner.MaxAnswerBytes, "max-answer-bytes", "CODAPIPE_MAX_ANSWER_BYTES", model.DefaultMaxAnswerBytes, "the longest answer body read from the planner or the executor endpoint; a longer one fails the call, unretried")
 			fs.Group(service.GroupSampling)
 			fs.String(&samplingFile, "sampling", "CODAPIPE_SAMPLING", "", "JSON file with the planner's and executor's sampling parameters, {\"planner\":{...},\"executor\":{...}} (docs/operations.md); the --planner-* and --executor-* sampling flags override it")
 			planner.register(fs, agent.DefaultPlannerSampling())

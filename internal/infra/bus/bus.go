@@ -64,7 +64,7 @@ type Config struct {
 
 // ErrTooLarge is returned for a body above the payload limit when no claim
 // store is configured.
-var ErrTooLarge = errors.New("message body above the server's payload limit and no claim store configured")
+var ErrTooLarge = errors.New("message above the server's payload limit")
 
 // ErrDataDirInUse is returned when another process runs the embedded
 // server on the same data directory.
@@ -309,6 +309,17 @@ func (b *Bus) URL() string {
 // MaxPayload is the server's payload limit for this connection.
 func (b *Bus) MaxPayload() int64 { return b.nc.MaxPayload() }
 
+// CheckPayload returns an error wrapping ErrTooLarge when a message (a
+// key-value entry) of n bytes cannot be stored whole: what a writer with
+// no claim check knows before it writes, so that too large is a permanent
+// error, not a failed write retried as transient.
+func (b *Bus) CheckPayload(n int) error {
+	if limit := b.nc.MaxPayload() - headerAllowance; int64(n) > limit {
+		return fmt.Errorf("%w: %d bytes, the server takes %d (its max_payload, less room for headers)", ErrTooLarge, n, limit)
+	}
+	return nil
+}
+
 // Headers codapipe sets on messages.
 const (
 	HeaderClaim     = "Coda-Claim"      // "sha256:<hex>" of a body kept in the claim store
@@ -356,7 +367,7 @@ func (b *Bus) Publish(ctx context.Context, subject, id string, body []byte, hdr 
 	claimed := false
 	if int64(len(body)) > b.nc.MaxPayload()-headerAllowance {
 		if b.claims == nil {
-			return PubAck{}, fmt.Errorf("bus: publish %s to %s: %d bytes: %w", id, subject, len(body), ErrTooLarge)
+			return PubAck{}, fmt.Errorf("bus: publish %s to %s: %d bytes, and no claim store configured: %w", id, subject, len(body), ErrTooLarge)
 		}
 		ref, err := b.claims.PutBytes(ctx, body)
 		if err != nil {

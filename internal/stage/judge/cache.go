@@ -59,6 +59,7 @@ func CallKey(id, ver string, v, a int) string {
 // KVCache is the Cache on a JetStream key-value bucket.
 type KVCache struct {
 	kv      jetstream.KeyValue
+	bus     *bus.Bus
 	timeout time.Duration
 }
 
@@ -72,7 +73,7 @@ func OpenCache(ctx context.Context, b *bus.Bus, t bus.Topology, ttl time.Duratio
 	if err != nil {
 		return nil, fmt.Errorf("judge: vote cache: %w", err)
 	}
-	return &KVCache{kv: kv, timeout: 10 * time.Second}, nil
+	return &KVCache{kv: kv, bus: b, timeout: 10 * time.Second}, nil
 }
 
 // Get implements Cache.
@@ -99,6 +100,9 @@ func (c *KVCache) Put(ctx context.Context, key string, call Call) error {
 	b, err := json.Marshal(call)
 	if err != nil {
 		return err
+	}
+	if err := c.bus.CheckPayload(len(b)); err != nil {
+		return fmt.Errorf("judge: vote cache: put %s: %w", key, err) // permanent: the same answer is as large again
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

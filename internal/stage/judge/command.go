@@ -153,6 +153,9 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		cfg.ProgressEvery = env.Common.ProgressEvery()
 	}
 	st, err := Serve(ctx, cfg)
+	if err == nil && st.TooLarge > 0 {
+		err = fmt.Errorf("judge: %d trajectories went to the dead letters because a judge answer was too large for the bus (%w): lower --max-answer-bytes, or raise the NATS server's max_payload", st.TooLarge, bus.ErrTooLarge)
+	}
 	if o.Summary != "" {
 		if werr := service.WriteSummary(o.Summary, versioned{service.Version().String(), st}); werr != nil {
 			err = errors.Join(err, werr)

@@ -194,8 +194,11 @@ type Stats struct {
 	// not counted as retries or unusable votes).
 	Outages    int `json:"endpoint_outages,omitempty"`
 	OutageHeld int `json:"outage_held,omitempty"`
-	// DeadLettered counts messages given up on with a reason.
+	// DeadLettered counts messages given up on with a reason; TooLarge
+	// those of them whose judge answer was too large to keep in the vote
+	// cache (bus.ErrTooLarge): Execute fails when there are any.
 	DeadLettered int `json:"dead_lettered"`
+	TooLarge     int `json:"too_large,omitempty"`
 	Retried      int `json:"retried"`
 	// Missing are the raw stream's sequences it no longer holds (store
 	// damage, bus.Bus.Missing): trajectories never judged.
@@ -448,6 +451,11 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 			// The judge stops; the trajectory comes back to the next one.
 			s.stop(err)
 			return bus.Retry(s.cfg.RetryDelay, fmt.Sprintf("judge: trajectory %s: %v", t.ID, err)), nil
+		case errors.Is(err, bus.ErrTooLarge):
+			// Known before writing: the same judging is as large again.
+			s.count(func(st *Stats) { st.TooLarge++ })
+			log.Error("judge: a judge call's answer is too large to keep; the trajectory goes to the dead letters", "err", err)
+			return bus.Reject(fmt.Sprintf("judge: trajectory %s: %v", t.ID, err)), nil
 		case errors.As(err, &ee):
 			return retry("judge endpoint", err), nil
 		case err != nil:

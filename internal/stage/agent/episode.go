@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/contract/ground"
+	"github.com/codapipe/codapipe/internal/contract/imaging"
 	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/internal/contract/prompt"
 	"github.com/codapipe/codapipe/internal/contract/scienceboard"
@@ -81,6 +82,9 @@ type Config struct {
 	// DownloadInGuest has the guest fetch download items itself (curl
 	// through /setup/execute) instead; the guest then needs the network.
 	DownloadInGuest bool
+	// MaxImagePixels bounds a screenshot, read from its PNG header
+	// (imaging.DefaultMaxPixels when 0): a larger one is the VM's fault.
+	MaxImagePixels int64
 	// Sleep pauses for the task's setup waits and the wait() action (nil:
 	// a real timer; a simulated world passes one on its own clock). It
 	// returns ctx's error when ctx ends first.
@@ -564,6 +568,9 @@ func (a *Agent) observe(ctx context.Context, shot []byte) (traj.ImageRef, error)
 	cfg, err := png.DecodeConfig(bytes.NewReader(shot))
 	if err != nil {
 		return traj.ImageRef{}, vmErr("screenshot", fmt.Errorf("not a PNG: %w", err))
+	}
+	if err := imaging.CheckPixels("screenshot", cfg.Width, cfg.Height, a.cfg.MaxImagePixels, "--max-image-pixels"); err != nil {
+		return traj.ImageRef{}, vmErr("screenshot", err)
 	}
 	ref, err := a.cfg.Store.PutBytes(ctx, shot)
 	if err != nil {

@@ -1,13 +1,18 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/codapipe/codapipe/internal/contract/imaging"
 	"github.com/codapipe/codapipe/internal/contract/scienceboard"
+	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 )
 
@@ -144,4 +149,38 @@ func TestEnvErrorReasonMasksURLCredentials(t *testing.T) {
 			t.Errorf("stored reason %q: want the URL without its credentials", o.Reason)
 		}
 	}
+}
+
+// TestObserveRefusesHugeScreenshots (issue 40, "images that explode"): a
+// guest /screenshot that answers a valid 20000×20000 PNG (a few hundred
+// KB on the wire) is the VM's fault, refused from its header with the
+// limit and the flag that raises it, and not stored.
+func TestObserveRefusesHugeScreenshots(t *testing.T) {
+	ctx := context.Background()
+	store, err := blob.Open(ctx, t.TempDir(), blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var huge bytes.Buffer
+	if err := imaging.HugePNG(&huge, 20000, 20000); err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{cfg: Config{Store: store}}
+	_, err = a.observe(ctx, huge.Bytes())
+	var ee *EnvError
+	if !errors.As(err, &ee) || !ee.VM || !strings.Contains(err.Error(), "--max-image-pixels raises it") {
+		t.Fatalf("observe: %v; want the VM's environment error naming the limit and its flag", err)
+	}
+	if _, err := store.Stat(ctx, sha256Hex(huge.Bytes())); err == nil {
+		t.Error("the refused screenshot was stored")
+	}
+	a.cfg.MaxImagePixels = 20000 * 20000
+	if _, err := a.observe(ctx, huge.Bytes()); err != nil {
+		t.Errorf("with --max-image-pixels 400000000: %v", err)
+	}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

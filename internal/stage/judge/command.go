@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/contract/imaging"
 	"github.com/codapipe/codapipe/internal/contract/ledger"
 	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/internal/infra/bus"
@@ -279,6 +280,8 @@ func command() (service.Command, func() (Options, error)) {
 			fs.Duration(&o.Limits.AttemptTimeout, "attempt-timeout", "CODAPIPE_JUDGE_ATTEMPT_TIMEOUT", 2*time.Minute, "deadline of one HTTP attempt of a judge call")
 			fs.Int(&o.Limits.Attempts, "attempts", "CODAPIPE_JUDGE_ATTEMPTS", 4, "attempts of one judge call (429, 5xx and transport errors are retried with backoff and jitter)")
 			fs.Int64(&o.Limits.MaxAnswerBytes, "max-answer-bytes", "CODAPIPE_JUDGE_MAX_ANSWER_BYTES", model.DefaultMaxAnswerBytes, "the longest answer body read from a judge endpoint; a longer one fails the call, unretried")
+			fs.Int64(&o.Limits.MaxImagePixels, "max-image-pixels", "CODAPIPE_MAX_IMAGE_PIXELS", imaging.DefaultMaxPixels, "the most pixels of one screenshot, read from its header before it is decoded; a trajectory with a larger one goes to the dead letters")
+			fs.Int64(&o.Limits.MaxRequestPixels, "max-request-pixels", "CODAPIPE_JUDGE_MAX_REQUEST_PIXELS", DefaultMaxRequestPixels, "the most pixels of the frames of one judge call together, as sent; a trajectory beyond it goes to the dead letters")
 			fs.Duration(&o.Limits.Backoff, "backoff", "CODAPIPE_JUDGE_BACKOFF", time.Second, "first retry wait of a judge call, doubling per attempt")
 			fs.String(&o.Prompts, "prompts", "CODAPIPE_PROMPTS", "", "the judge's prompt set: a shipped one by name ("+strings.Join(PromptSets, ", ")+"; default coda) or a folder with a judge.tmpl and, when its answers are not coda's result dict, an answer.json saying how to read them (docs/judge.md)")
 			fs.Group("Voting")

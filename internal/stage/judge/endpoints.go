@@ -69,6 +69,12 @@ type Limits struct {
 	// MaxAnswerBytes bounds one answer (model.DefaultMaxAnswerBytes when
 	// 0); --max-answer-bytes.
 	MaxAnswerBytes int64
+	// MaxImagePixels bounds one screenshot (imaging.DefaultMaxPixels when
+	// 0; --max-image-pixels), MaxRequestPixels the frames of one call
+	// together, as sent (DefaultMaxRequestPixels when 0;
+	// --max-request-pixels). A trajectory beyond either is not judged: it
+	// goes to the dead letters, with the limit and its flag.
+	MaxImagePixels, MaxRequestPixels int64
 	// APIKey is sent as a bearer token to every endpoint.
 	APIKey string
 }

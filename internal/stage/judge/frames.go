@@ -31,6 +31,13 @@ type Frame struct {
 // DefaultMaxFrames is the default bound on the frames of one judge call.
 const DefaultMaxFrames = 16
 
+// DefaultMaxRequestPixels bounds the pixels of the frames of one judge
+// call together by default: 128 million, 16 frames of a 4K screen (3840×
+// 2160, 8.3 million each). A Qwen2.5-VL server resizes each image to at
+// most 12.8 million pixels (its max_pixels), but it reads the whole
+// request first.
+const DefaultMaxRequestPixels = 128_000_000
+
 // Keyframes returns the frames the judge sees of t, in order: every step's
 // observation, then the final screenshot. When there are more than max
 // (max >= 2), it returns an even subsample of max of them that keeps the
@@ -121,7 +128,7 @@ func Resize(data []byte, box Size) ([]byte, Size, error) {
 	if to.W == cfg.Width && to.H == cfg.Height {
 		return data, to, nil
 	}
-	src, err := png.Decode(bytes.NewReader(data))
+	src, err := imaging.DecodePNG("screenshot", data, 0, "--max-image-pixels") // checked again: never decoded past the limit
 	if err != nil {
 		return nil, Size{}, fmt.Errorf("resize: %w", err)
 	}

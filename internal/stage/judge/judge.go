@@ -8,16 +8,19 @@
 package judge
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"image/png"
 	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/codapipe/codapipe/internal/contract/imaging"
 	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/stage/judge/report"
@@ -212,6 +215,16 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 	if err != nil {
 		return err
 	}
+	lim := j.cfg.Limits
+	for i, b := range full { // the header's size, before anything is decoded
+		cfg, err := png.DecodeConfig(bytes.NewReader(b))
+		if err == nil {
+			err = imaging.CheckPixels("screenshot", cfg.Width, cfg.Height, lim.MaxImagePixels, "--max-image-pixels")
+		}
+		if err != nil {
+			return &InputError{Reason: fmt.Sprintf("screenshot %s of step %d: %v", frames[i].Image.SHA256, frames[i].Step, err)}
+		}
+	}
 	passes := map[bool]*pass{}
 	passFor := func(low bool) (*pass, error) {
 		if p := passes[low]; p != nil {
@@ -231,6 +244,14 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 				}
 				imgs[i], fd[i].Width, fd[i].Height = small, size.W, size.H
 			}
+		}
+		var total int64
+		for _, f := range fd {
+			total += int64(f.Width) * int64(f.Height)
+		}
+		if limit := cmp.Or(lim.MaxRequestPixels, DefaultMaxRequestPixels); total > limit {
+			return nil, &InputError{Reason: (&imaging.PixelsError{W: int(total), H: 1, Limit: limit, Flag: "--max-request-pixels",
+				What: fmt.Sprintf("a judge request of %d frames", len(fd))}).Error()}
 		}
 		msgs, err := j.cfg.Prompt.Messages(Data(t, frames), fd, imgs)
 		if err != nil {

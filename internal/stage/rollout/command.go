@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/contract/ground"
+	"github.com/codapipe/codapipe/internal/contract/imaging"
 	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/infra/bus"
@@ -66,6 +67,8 @@ type Options struct {
 	// DownloadInGuest has the guest fetch a task's download items itself
 	// (default: the host fetches and copies them in, as ScienceBoard does).
 	DownloadInGuest bool
+	// MaxImagePixels bounds a screenshot (agent.Config).
+	MaxImagePixels int64
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
 	// OutageBudget: see Config.
@@ -273,7 +276,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (*Summary, error)
 	cfg := Config{
 		App: o.App, Group: o.Group, Samples: o.Samples, Run: o.Run,
 		Planner: o.Planner, Executor: o.Executor, PlannerSampling: o.PlannerSampling, ExecutorSampling: o.ExecutorSampling, PlannerCoords: pc, ExecutorCoords: ec, Prompts: o.Prompts,
-		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, OutageBudget: o.OutageBudget, OutageProbe: o.outageProbe, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest,
+		RequestSeed: o.Seed, EnvRetries: o.EnvRetries, OutageBudget: o.OutageBudget, OutageProbe: o.outageProbe, Schedule: o.Schedule, DownloadInGuest: o.DownloadInGuest, MaxImagePixels: o.MaxImagePixels,
 		Topology: env.Common.Topology(), Metrics: env.Metrics, Progress: o.Progress, Log: log,
 		PoolOptions: []vmpool.Option{vmpool.WithGuestOptions(o.Guest)},
 		LocalQueue:  o.LocalQueue, Lease: o.Lease, PublishRetry: o.PublishRetry,
@@ -469,6 +472,7 @@ func command() (service.Command, func() (Options, error)) {
 			fs.Group(service.GroupPool)
 			fs.String(&o.Pool, "pool", "CODAPIPE_POOL", "", "VM pool file (YAML or JSON, see docs/vmpool.md)")
 			fs.String(&o.VMLocks, "vm-locks", "CODAPIPE_VM_LOCKS", VMLocksFile, "where the VM locks are: file (lock files in the pool's lock_dir, for VMs only this host drives) or nats (the CODA_VMLOCKS key-value bucket, 30 s TTL renewed by the holder, for VMs shared by several hosts)")
+			fs.Int64(&o.MaxImagePixels, "max-image-pixels", "CODAPIPE_MAX_IMAGE_PIXELS", imaging.DefaultMaxPixels, "the most pixels of a guest's screenshot, read from its header: a larger one is the VM's fault (an environment error), not stored")
 			fs.Bool(&o.DownloadInGuest, "download-in-guest", "CODAPIPE_DOWNLOAD_IN_GUEST", false, "have the guest fetch task files itself (curl in the VM) instead of the host fetching and copying them in, as ScienceBoard does")
 			fs.Group(service.GroupSim)
 			fs.Bool(&o.Sim, "sim", "CODAPIPE_SIM", false, "run on the SIMULATOR: simulated VMs and models (for checking a pipeline, not for training data)")

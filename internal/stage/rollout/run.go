@@ -55,8 +55,10 @@ type Config struct {
 	// Sleep and RequestSeed go to the agent (agent.Config).
 	Sleep       func(ctx context.Context, d time.Duration) error
 	RequestSeed *int64
-	// DownloadInGuest has the guest fetch download items (agent.Config).
+	// DownloadInGuest has the guest fetch download items, MaxImagePixels
+	// bounds a screenshot (agent.Config).
 	DownloadInGuest bool
+	MaxImagePixels  int64
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
 	// OutageBudget is how long the run waits for a model endpoint that is
@@ -479,7 +481,7 @@ func newAgent(cfg Config, log *slog.Logger) (*agent.Agent, *prompt.Set, map[stri
 		Planner: planner, Executor: executor, Prompts: prompts, Store: cfg.Store, Group: cfg.Group, Run: cfg.Run, Log: log,
 		PlannerCoords: cfg.PlannerCoords, ExecutorCoords: cfg.ExecutorCoords,
 		PlannerParams: plannerParams(cfg.PlannerSampling), ExecutorParams: model.Params{Sampling: cfg.ExecutorSampling},
-		Sleep: cfg.Sleep, RequestSeed: cfg.RequestSeed, DownloadInGuest: cfg.DownloadInGuest, Metrics: agent.NewMetrics(cfg.Metrics),
+		Sleep: cfg.Sleep, RequestSeed: cfg.RequestSeed, DownloadInGuest: cfg.DownloadInGuest, MaxImagePixels: cfg.MaxImagePixels, Metrics: agent.NewMetrics(cfg.Metrics),
 	})
 	return ag, prompts, probes, err
 }

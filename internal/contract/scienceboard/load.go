@@ -66,7 +66,10 @@ func NewSet(tasks []Task) (*Set, error) {
 // one *DuplicateIDError per duplicate id. The returned Set then still holds
 // the tasks that loaded, so callers may choose to go on; it is nil only when
 // path itself cannot be read or holds no task files (ErrNoTasks).
-func LoadDir(path string) (*Set, error) {
+func LoadDir(path string) (*Set, error) { return LoadDirLimits(path, Limits{}) }
+
+// LoadDirLimits is LoadDir with the Limits a task file may not pass.
+func LoadDirLimits(path string, lim Limits) (*Set, error) {
 	files, err := taskFiles(path)
 	if err != nil {
 		return nil, err
@@ -74,7 +77,7 @@ func LoadDir(path string) (*Set, error) {
 	var errs []error
 	tasks := make([]Task, 0, len(files))
 	for _, f := range files {
-		t, err := LoadFile(f)
+		t, err := loadFile(f, lim)
 		if err != nil {
 			errs = append(errs, err)
 			continue

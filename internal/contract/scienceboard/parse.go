@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -84,20 +85,64 @@ func (e *fieldError) Unwrap() []error {
 	return []error{e.kind, e.cause}
 }
 
-// LoadFile reads and parses one task file.
-func LoadFile(path string) (*Task, error) {
-	data, err := os.ReadFile(path)
+// Limits bound what a task file may ask for; the zero value is the
+// defaults. Rollout's --max-task-bytes and --max-steps set them.
+type Limits struct {
+	// Bytes bounds a task file (DefaultMaxTaskBytes when 0): the
+	// benchmark's are a few KB, and a file is read whole.
+	Bytes int64
+	// Steps bounds "steps", the step limit (DefaultMaxSteps when 0).
+	Steps int
+}
+
+// DefaultMaxTaskBytes and DefaultMaxSteps are the defaults of Limits:
+// ScienceBoard's task files are 1-5 KB with step limits of 15 to 50.
+const (
+	DefaultMaxTaskBytes = 1 << 20
+	DefaultMaxSteps     = 500
+)
+
+func (l Limits) bytes() int64 {
+	if l.Bytes > 0 {
+		return l.Bytes
+	}
+	return DefaultMaxTaskBytes
+}
+
+func (l Limits) steps() int {
+	if l.Steps > 0 {
+		return l.Steps
+	}
+	return DefaultMaxSteps
+}
+
+// LoadFile reads and parses one task file under the default Limits.
+func LoadFile(path string) (*Task, error) { return loadFile(path, Limits{}) }
+
+func loadFile(path string, lim Limits) (*Task, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, &FileError{Path: path, Err: err}
 	}
-	return ParseTask(path, data)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, lim.bytes()+1))
+	if err != nil {
+		return nil, &FileError{Path: path, Err: err}
+	}
+	if int64(len(data)) > lim.bytes() {
+		return nil, &FileError{Path: path, Err: &fieldError{kind: ErrInvalidField,
+			msg: fmt.Sprintf("larger than the limit of %d bytes for a task file; --max-task-bytes raises it", lim.bytes())}}
+	}
+	return parseTask(path, data, lim)
 }
 
 // ParseTask parses the content of one task file. path names the file in
 // errors, gives the task its Path, and its stem becomes the id part after
 // the app. Every returned error is a *FileError for path, or several joined
 // with errors.Join.
-func ParseTask(path string, data []byte) (*Task, error) {
+func ParseTask(path string, data []byte) (*Task, error) { return parseTask(path, data, Limits{}) }
+
+func parseTask(path string, data []byte, lim Limits) (*Task, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // tolerate a UTF-8 BOM
 
 	var top map[string]json.RawMessage
@@ -150,6 +195,8 @@ func ParseTask(path string, data []byte) (*Task, error) {
 		bad("steps", err)
 	} else if t.Steps <= 0 {
 		bad("steps", &fieldError{kind: ErrInvalidField, msg: fmt.Sprintf("expected a positive integer, got %d", t.Steps)})
+	} else if t.Steps > lim.steps() {
+		bad("steps", &fieldError{kind: ErrInvalidField, msg: fmt.Sprintf("%d is more than the limit of %d steps; --max-steps raises it", t.Steps, lim.steps())})
 	}
 	if str("sort", &t.Sort, "") {
 		t.has |= hasSort

@@ -69,6 +69,8 @@ type Options struct {
 	DownloadInGuest bool
 	// MaxImagePixels bounds a screenshot (agent.Config).
 	MaxImagePixels int64
+	// TaskLimits bound the task files (--max-task-bytes, --max-steps).
+	TaskLimits scienceboard.Limits
 	// EnvRetries bounds re-runs of an episode ended by an environment error.
 	EnvRetries int
 	// OutageBudget: see Config.
@@ -355,7 +357,7 @@ func loadTasks(o Options) ([]scienceboard.Task, error) {
 	var err error
 	switch {
 	case o.Tasks != "":
-		set, err = scienceboard.LoadDir(o.Tasks)
+		set, err = scienceboard.LoadDirLimits(o.Tasks, o.TaskLimits)
 		if set == nil {
 			return nil, err
 		}
@@ -445,6 +447,7 @@ func command() (service.Command, func() (Options, error)) {
 			fs.Int(&o.Group, "group", "CODAPIPE_GROUP", DefaultGroup, "G: plans per step besides the executed one (each step samples G+1)")
 			fs.Int(&o.Samples, "samples", "CODAPIPE_SAMPLES", DefaultSamples, "K: episodes per task")
 			fs.String(&o.Tasks, "tasks", "CODAPIPE_TASKS", "", "ScienceBoard tasks folder (with --sim: default the simulator's tasks)")
+			taskLimitFlags(fs, &o.TaskLimits)
 			fs.String(&o.Run, "run", "CODAPIPE_RUN", "", "run name; re-running a name finishes its missing episodes (default <app>-<UTC time>)")
 			fs.Int64(&seed, "seed", "CODAPIPE_SEED", 0, "seed of the model requests, for reproducible sampling where the server honours it (vLLM does; 0: none), and with --sim of the simulator (0: the --sim-config's seed, else 1, for both)")
 			fs.Int(&o.EnvRetries, "env-retries", "CODAPIPE_ENV_RETRIES", 2, "re-runs of an episode ended by an environment error")
@@ -502,11 +505,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return service.MainContext(ctx, Command(), args, stdout, stderr)
 }
 
+// taskLimitFlags defines --max-task-bytes and --max-steps, the limits
+// of a task file, for rollout and rollout tasks.
+func taskLimitFlags(fs *service.Flags, l *scienceboard.Limits) {
+	fs.Int64(&l.Bytes, "max-task-bytes", "CODAPIPE_MAX_TASK_BYTES", scienceboard.DefaultMaxTaskBytes, "the largest task file read; a larger one is reported and skipped like any bad task file")
+	fs.Int(&l.Steps, "max-steps", "CODAPIPE_MAX_STEPS", scienceboard.DefaultMaxSteps, "the largest step limit (\"steps\") a task file may ask for; a larger one is reported and skipped like any bad task file")
+}
+
 // TasksConfig configures the tasks subcommand.
 type TasksConfig struct {
-	Dir  string // task folder or file
-	App  string // only this app, if set
-	JSON bool   // one JSON document instead of a table
+	Dir    string // task folder or file
+	App    string // only this app, if set
+	JSON   bool   // one JSON document instead of a table
+	Limits scienceboard.Limits
 }
 
 func tasksCommand() service.Command {
@@ -518,6 +529,7 @@ func tasksCommand() service.Command {
 			fs.String(&cfg.Dir, "tasks", "CODAPIPE_TASKS", "", "ScienceBoard tasks folder (the `tasks` root or any folder beneath it) or one task file")
 			fs.String(&cfg.App, "app", "CODAPIPE_APP", "", "only list this application's tasks")
 			fs.Bool(&cfg.JSON, "json", "", false, "print one JSON document instead of a table")
+			taskLimitFlags(fs, &cfg.Limits)
 		},
 		Run: func(ctx context.Context, env *service.Env) error { return Tasks(ctx, cfg, env.Stdout) },
 	}
@@ -530,7 +542,7 @@ func Tasks(_ context.Context, cfg TasksConfig, w io.Writer) error {
 	}
 	// LoadDir returns the tasks that loaded together with every file error:
 	// list the good ones, then report the bad ones (exit status 1).
-	set, loadErr := scienceboard.LoadDir(cfg.Dir)
+	set, loadErr := scienceboard.LoadDirLimits(cfg.Dir, cfg.Limits)
 	if set == nil {
 		return loadErr
 	}

@@ -48,7 +48,9 @@ type Options struct {
 	Durable       string
 	AckWait       time.Duration
 	MaxDelay      time.Duration
-	Summary       string
+	// DiskFullBudget: --disk-full-budget (Config.DiskFullBudget).
+	DiskFullBudget time.Duration
+	Summary        string
 }
 
 // estimator builds the estimator: the preset when one is named, else
@@ -129,7 +131,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		Mode: o.Mode, Label: grpo.LabelMode(o.Label), Estimator: est, Step: step, Outcome: o.Outcome,
 		Format: shard.Format(o.Format), RowsPerShard: o.RowsPerShard, BytesPerShard: o.BytesPerShard, EmbedImages: o.EmbedImages, Images: shard.ImageMode(o.Images),
 		TempDir: env.Common.DataDir + "/tmp",
-		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, JudgeVersion: strings.TrimSpace(o.JudgeVersion), Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay,
+		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, JudgeVersion: strings.TrimSpace(o.JudgeVersion), Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay, DiskFullBudget: o.DiskFullBudget,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: service.Version().String(), Log: env.Log,
 		RunFinished: runs.Finished, Metrics: NewMetrics(env.Metrics),
 	}
@@ -239,6 +241,7 @@ func command() (service.Command, func() (Options, error)) {
 			fs.String(&o.Durable, "durable", "CODAPIPE_ADVANTAGE_DURABLE", "", "consumer name shared by the processes (default advantage_<set>)")
 			fs.Duration(&o.AckWait, "ack-wait", "CODAPIPE_ADVANTAGE_ACK_WAIT", time.Minute, "a message whose process died is handled again this long after its last heartbeat; an outcome group's or the manifest's lease passes to another process this long after it was taken or last renewed")
 			fs.Duration(&o.MaxDelay, "max-delay", "CODAPIPE_ADVANTAGE_MAX_DELAY", 10*time.Second, "rows wait at most this long for their shard to be committed")
+			fs.Duration(&o.DiskFullBudget, "disk-full-budget", "CODAPIPE_ADVANTAGE_DISK_FULL_BUDGET", 2*time.Minute, "how long writes may keep failing for want of space before the command stops (exit 1); nothing is lost: what failed is not acknowledged")
 			fs.Group("Estimator")
 			fs.String(&o.Mode, "mode", "CODAPIPE_ADVANTAGE_MODE", ModeStep, "step (a group per positive step) or outcome (a group per task and run)")
 			fs.String(&o.Label, "label", "CODAPIPE_ADVANTAGE_LABEL", string(grpo.LabelModeClean), "step labels: clean (clean successes' steps) or prefix (also a failure's steps before its first error)")

@@ -16,6 +16,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/contract/archive"
@@ -64,13 +65,18 @@ type Config struct {
 	JudgeVersion string
 	// Select chooses the runs, checkpoints and time the set takes; a new
 	// set must have one (see Selection and ErrNoSelection).
-	Select   Selection
-	Durable  string // default "advantage_<set>"
-	Workers  int    // messages handled at once (default 64)
-	AckWait  time.Duration
-	Idle     time.Duration // commit when every handler waits and nothing came for this long (default 250 ms)
-	MaxDelay time.Duration // commit rows at the latest this long after the first was added (default 10 s)
-	Drain    bool
+	Select  Selection
+	Durable string // default "advantage_<set>"
+	Workers int    // messages handled at once (default 64)
+	AckWait time.Duration
+	Idle    time.Duration // commit when every handler waits and nothing came for this long (default 250 ms)
+	// DiskFullBudget is how long writes may keep failing for want of space
+	// (ENOSPC, EDQUOT: where the shards or their temporary files go) before
+	// the service stops with a *DiskFullError (default 2 min). Nothing is
+	// lost: what failed is not acknowledged, and a later run writes it.
+	DiskFullBudget time.Duration
+	MaxDelay       time.Duration // commit rows at the latest this long after the first was added (default 10 s)
+	Drain          bool
 	// RunFinished reports whether a run's rollout is over, so an outcome
 	// group missing members can be completed without them (nil: never).
 	RunFinished func(ctx context.Context, run string) (bool, error)
@@ -165,6 +171,7 @@ func (c *Config) defaults() error {
 	c.AckWait = service.Positive(c.AckWait, 60*time.Second)
 	c.Idle = service.Positive(c.Idle, 250*time.Millisecond)
 	c.MaxDelay = service.Positive(c.MaxDelay, 10*time.Second)
+	c.DiskFullBudget = service.Positive(c.DiskFullBudget, 2*time.Minute)
 	c.Format = cmp.Or(c.Format, shard.FormatArrow)
 	if c.Images = c.imageMode(); !c.Images.Valid() {
 		return fmt.Errorf("advantage: --images %q, want files, embed or store", c.Images)
@@ -221,8 +228,12 @@ type server struct {
 	sel    selector
 	judge  *binder
 
+	// stop ends the consumer with a cause (a *DiskFullError).
+	stop context.CancelCauseFunc
+
 	mu       sync.Mutex
 	stats    Stats
+	diskFull time.Time                // when writes began to fail for want of space; zero: they do not
 	flushing map[string]bool          // outcome groups being flushed in this process
 	inflight map[string]chan struct{} // step mode: message ids being handled in this process, closed when done
 }
@@ -283,6 +294,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	s.co.onCommit = func(c Commit, d time.Duration) {
 		cfg.Metrics.committed(c, d)
 		s.mu.Lock()
+		s.diskFull = time.Time{} // a commit went through: space again
 		s.stats.Commits++
 		if c.File != nil {
 			s.stats.Files++
@@ -326,6 +338,8 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 			return s.result(), err
 		}
 	}
+	ctx, s.stop = context.WithCancelCause(ctx)
+	defer s.stop(nil)
 	cst, cerr := cfg.Bus.Consume(ctx, service.StageConsumer(bus.Judged, cfg.Apps, bus.ConsumerSpec{
 		Durable: cfg.Durable, StartTime: s.sel.startTime(), Workers: cfg.Workers, AckWait: cfg.AckWait, Drain: cfg.Drain,
 	}), s.handle)
@@ -333,6 +347,10 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 	s.co.tick(context.WithoutCancel(ctx))
 	stopTick()
 	twg.Wait()
+	var dfe *DiskFullError
+	if errors.As(context.Cause(ctx), &dfe) {
+		return s.result(), dfe
+	}
 	if cerr != nil {
 		return s.result(), cerr
 	}
@@ -481,6 +499,39 @@ func (s *server) judgeVersion(ctx context.Context, m *bus.Msg, j *traj.Judgement
 	return false, nil
 }
 
+// DiskFullError stops the service when writes fail for want of space for
+// longer than Config.DiskFullBudget.
+type DiskFullError struct {
+	Budget time.Duration
+	Err    error // the last write's
+}
+
+func (e *DiskFullError) Error() string {
+	return fmt.Sprintf("writes failed for want of space for %v (--disk-full-budget); free space where the shards and their temporary files go, and run again: nothing is lost, what failed was not acknowledged: %v", e.Budget, e.Err)
+}
+
+func (e *DiskFullError) Unwrap() error { return e.Err }
+
+// outOfSpace reports whether err is a write that failed for want of space,
+// and stops the service when such writes have failed for the budget; any
+// other outcome of a write clears the clock (diskFullOK).
+func (s *server) outOfSpace(err error) bool {
+	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
+		return false
+	}
+	s.mu.Lock()
+	if s.diskFull.IsZero() {
+		s.diskFull = time.Now()
+	}
+	since := time.Since(s.diskFull)
+	s.mu.Unlock()
+	if since >= s.cfg.DiskFullBudget && s.stop != nil {
+		s.log.Error("advantage: out of space for the budget; stopping", "budget", s.cfg.DiskFullBudget, "err", err)
+		s.stop(&DiskFullError{Budget: s.cfg.DiskFullBudget, Err: err})
+	}
+	return true
+}
+
 // failed turns an error into a dead letter (bad input) or a retry.
 func (s *server) failed(m *bus.Msg, err error) bus.Result {
 	var ie *InputError
@@ -497,6 +548,9 @@ func (s *server) failed(m *bus.Msg, err error) bus.Result {
 	}
 	s.count(func(st *Stats) { st.Retried++ })
 	d := min(5*time.Second*time.Duration(1<<min(m.Deliveries-1, 6)), 5*time.Minute)
+	if s.outOfSpace(err) {
+		d = min(d, time.Second) // the budget is counted in time, not in deliveries
+	}
 	s.log.Warn("advantage: will try again", "message", m.ID, "after", d, "err", err)
 	return bus.Retry(d, fmt.Sprintf("advantage: message %s: %v", m.ID, err))
 }

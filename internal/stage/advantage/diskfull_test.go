@@ -1,0 +1,78 @@
+package advantage
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codapipe/codapipe/internal/infra/blob"
+	"github.com/codapipe/codapipe/internal/infra/service"
+)
+
+// TestDiskFullStopsWithinTheBudget (issue 40, "work that never ends"):
+// advantage --drain writing onto a full disk (a 64 KB tmpfs under the
+// shard spool and the set's folder) retried "no space left on device"
+// every 5 s forever. Now it stops once writes have failed for want of space
+// for --disk-full-budget, exit 1, with a message that says so; nothing is
+// lost: once there is space, the same command writes every row, once.
+func TestDiskFullStopsWithinTheBudget(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs (a full disk) needs root")
+	}
+	dir, judged := corpus(t)
+	full := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(full, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full).CombinedOutput(); err != nil {
+		t.Fatalf("mount a 64 KB tmpfs as root: %v: %s", err, out)
+	}
+	mounted := true
+	unmount := func() {
+		if mounted {
+			if out, err := exec.Command("umount", full).CombinedOutput(); err != nil {
+				t.Errorf("umount %s: %v: %s", full, err, out)
+			}
+			mounted = false
+		}
+	}
+	t.Cleanup(unmount)
+	out := filepath.Join(full, "shards")
+	args := []string{"--data", dir, "--log-level", "warn", "--drain", "--since", SinceAll, "--embed-images", "--out", out}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := service.MainContext(ctx, Command(), append(args, "--disk-full-budget", "2s"), &stdout, &stderr)
+	took := time.Since(start)
+	t.Logf("on a full disk: exit %d after %v\n%s", code, took.Round(time.Millisecond), stderr.String())
+	if code != 1 || !strings.Contains(stderr.String(), "failed for want of space for 2s (--disk-full-budget)") {
+		t.Fatalf("exit %d, want 1 with the disk-full message", code)
+	}
+
+	unmount() // space again: the folder is on the test's disk now
+	if code := service.MainContext(ctx, Command(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("with space again: exit %d\n%s", code, stderr.String())
+	}
+	want := expectedKeys(t, judged)
+	bucket, err := blob.OpenBucket(context.Background(), out, blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := onlyManifest(t, bucket)
+	got := readKeys(t, bucket, m)
+	for k := range want {
+		if got[k] != 1 {
+			t.Errorf("row %v written %d times, want once", k, got[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("the set holds %d distinct rows, want %d", len(got), len(want))
+	}
+}

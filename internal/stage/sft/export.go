@@ -38,10 +38,13 @@ func ExportDir(ctx context.Context, dir, dstURL string, log *slog.Logger, progre
 	if started {
 		prog.end()
 	}
-	log.Info("sftpack: exported", "to", shown, "files", st.Files, "uploaded", st.Uploaded, "skipped", st.Skipped,
-		"bytes", st.Bytes, "manifest_uploaded", st.ManifestUploaded, "elapsed", st.Elapsed.String())
 	if err != nil {
+		// Not "exported": the set is not there whole (its manifest goes last).
+		log.Error("sftpack: export failed", "to", shown, "files", st.Files, "uploaded", st.Uploaded, "skipped", st.Skipped,
+			"bytes", st.Bytes, "elapsed", st.Elapsed.String(), "err", err)
 		return fmt.Errorf("%w (%d of %d files uploaded before it stopped)", err, st.Uploaded, st.Files)
 	}
+	log.Info("sftpack: exported", "to", shown, "files", st.Files, "uploaded", st.Uploaded, "skipped", st.Skipped,
+		"bytes", st.Bytes, "manifest_uploaded", st.ManifestUploaded, "elapsed", st.Elapsed.String())
 	return nil
 }

@@ -351,29 +351,70 @@ func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[Epis
 	for _, t := range tasks {
 		byToken[bus.KeyToken(t)] = t
 	}
+	done := map[EpisodeKey]Record{}
+	err := l.scan(ctx, run, func(taskToken string, sample int, decode func() (Record, error)) error {
+		task, ok := byToken[taskToken]
+		if !ok {
+			return nil // an episode of a task not in this invocation
+		}
+		rec, err := decode()
+		if err != nil {
+			return err
+		}
+		done[EpisodeKey{Task: task, Sample: sample}] = rec
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+// Records returns every published episode's record of run, by trajectory
+// id: what a consumer of the run's trajectories compares with what it
+// received (a trajectory the stream lost to damage is listed here).
+func (l *Ledger) Records(ctx context.Context, run string) (map[string]Record, error) {
+	out := map[string]Record{}
+	err := l.scan(ctx, run, func(_ string, _ int, decode func() (Record, error)) error {
+		rec, err := decode()
+		if err == nil {
+			out[rec.ID] = rec
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scan calls f with each published episode of run (its task as a key
+// token, its sample, and the decoding of its record), read with one
+// watcher; an error of f ends it.
+func (l *Ledger) scan(ctx context.Context, run string, f func(taskToken string, sample int, decode func() (Record, error)) error) error {
 	prefix := bus.KeyToken(run) + ".ep."
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := l.kv.WatchFiltered(wctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("ledger: read run %q: %w", run, err)
+		return fmt.Errorf("ledger: read run %q: %w", run, err)
 	}
 	defer w.Stop()
 	idle := time.NewTimer(l.timeout)
 	defer idle.Stop()
-	done := map[EpisodeKey]Record{}
+	n := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("ledger: read run %q: %w", run, ctx.Err())
+			return fmt.Errorf("ledger: read run %q: %w", run, ctx.Err())
 		case <-idle.C:
-			return nil, fmt.Errorf("ledger: read run %q: nothing from the server for %v after %d records", run, l.timeout, len(done))
+			return fmt.Errorf("ledger: read run %q: nothing from the server for %v after %d records", run, l.timeout, n)
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil, fmt.Errorf("ledger: read run %q: the watcher stopped after %d records", run, len(done))
+				return fmt.Errorf("ledger: read run %q: the watcher stopped after %d records", run, n)
 			}
 			if e == nil {
-				return done, nil // every current record has been delivered
+				return nil // every current record has been delivered
 			}
 			idle.Reset(l.timeout)
 			rest := strings.TrimPrefix(e.Key(), prefix)
@@ -381,16 +422,14 @@ func (l *Ledger) Done(ctx context.Context, run string, tasks []string) (map[Epis
 			if i < 0 {
 				continue
 			}
-			task, ok := byToken[rest[:i]]
 			k, err := strconv.Atoi(rest[i+1:])
-			if !ok || err != nil {
-				continue // an episode of a task not in this invocation
-			}
-			rec, err := decodeRecord(e.Key(), e.Value())
 			if err != nil {
-				return nil, err
+				continue
 			}
-			done[EpisodeKey{Task: task, Sample: k}] = rec
+			n++
+			if err := f(rest[:i], k, func() (Record, error) { return decodeRecord(e.Key(), e.Value()) }); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"github.com/codapipe/codapipe/internal/contract/scienceboard/appname"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,11 +143,15 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		MaxDeliver: o.MaxDeliver, AckWait: o.AckWait, Drain: env.Common.Drain, Log: log,
 		OutageBudget: o.OutageBudget, OutageProbe: o.outageProbe, Registerer: env.Metrics,
 	}
+	runs, lerr := ledger.Open(ctx, b, env.Common.Topology())
+	if lerr == nil {
+		cfg.Ledger = runs // a drain compares what it received with it
+	}
 	if len(o.Runs) > 0 {
-		runs, err := ledger.Open(ctx, b, env.Common.Topology())
-		if err != nil {
-			return Stats{}, err
+		if lerr != nil {
+			return Stats{}, lerr
 		}
+		var err error
 		if cfg.RunsStart, err = RunsStart(ctx, o.Runs, time.Now(), runs.Started); err != nil {
 			log.Warn("judge: the runs' start is not known; a new consumer for them reads the whole stream", "err", err)
 		}
@@ -198,6 +204,10 @@ func PrintStats(w io.Writer, st Stats) {
 	if len(st.Missing) > 0 {
 		fmt.Fprintf(w, "judge: WARNING: the stream %s is missing %d messages (sequences %s), never judged: lost to store damage or removed; rollout --verify --run <run> runs them again\n",
 			bus.StreamName(bus.Raw), st.Missing.Messages(), st.Missing)
+	}
+	for _, run := range slices.Sorted(maps.Keys(st.Unreceived)) {
+		fmt.Fprintf(w, "judge: WARNING: run %s: %d trajectories its ledger lists as published never reached a judge: lost from the stream (a damaged store?); rollout --verify --run %s runs them again\n",
+			traj.PrintName(run), st.Unreceived[run], traj.PrintName(run))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/contract/archive"
+	"github.com/codapipe/codapipe/internal/contract/ledger"
 	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/infra/bus"
@@ -32,6 +33,12 @@ type ServiceConfig struct {
 	Bus   *bus.Bus
 	// Archive is the blob store the judged trajectories are kept in.
 	Archive *blob.Store
+	// Ledger, when set, is the run ledger: at the end of a drain the
+	// trajectories it lists as published for the runs the drain saw are
+	// compared with the archive's judgements, and the ones neither judged
+	// nor dead-lettered (lost from the stream: store damage) are warned
+	// about and counted (Stats.Unreceived).
+	Ledger *ledger.Ledger
 	// Apps filters the trajectories by app (empty: all).
 	Apps []string
 	// Runs, when given, judges only these runs' trajectories (rollout
@@ -203,6 +210,11 @@ type Stats struct {
 	// Missing are the raw stream's sequences it no longer holds (store
 	// damage, bus.Bus.Missing): trajectories never judged.
 	Missing bus.Gaps `json:"missing,omitempty"`
+	// Unreceived counts, by run, the trajectories the run ledger lists as
+	// published that no judge judged or dead-lettered by the end of a
+	// drain: lost from the stream where the server did not tell (a
+	// damaged block). `rollout --verify --run RUN` runs them again.
+	Unreceived map[string]int `json:"unreceived,omitempty"`
 }
 
 // addUnusable counts jd's unusable votes and, when it is undecided, its
@@ -249,6 +261,10 @@ type server struct {
 
 	mu sync.Mutex
 	st Stats
+	// seen are the runs and apps of the trajectories this process took
+	// (for the ledger check), dead the ids it dead-lettered.
+	seen map[[2]string]bool
+	dead map[string]bool
 }
 
 // Serve consumes raw trajectories and judges them until ctx ends, or with
@@ -307,6 +323,9 @@ func Serve(ctx context.Context, cfg ServiceConfig) (Stats, error) {
 		st.Missing = cst.Missing
 		st.Outages, st.OutageHeld = s.outages.Stats()
 	})
+	if cfg.Drain && err == nil && cfg.Ledger != nil {
+		s.checkLedger(context.WithoutCancel(ctx))
+	}
 	stopProgress()
 	if cfg.ProgressEvery > 0 {
 		if cfg.Drain && err == nil {
@@ -368,6 +387,9 @@ func (s *server) progress(msg string) {
 		"failure", st.Decisions[traj.Failure], "undecided", st.Decisions[traj.Undecided], "not_judged", st.Decisions[traj.NotJudged],
 		"calls_per_trajectory", math.Round(cpt*100)/100, "dead_lettered", st.DeadLettered,
 		"per_s", math.Round(float64(n)/max(el, 1e-9)*100)/100)
+	if len(st.Unreceived) > 0 {
+		s.log.Warn(msg+": trajectories the run ledger lists that no judge received", "unreceived", reasons(st.Unreceived))
+	}
 	if len(st.Unusable) > 0 {
 		// Why votes gave no verdict, at info: a prompt set whose answers
 		// the judge cannot read shows here, not only at debug.
@@ -410,7 +432,7 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 }
 
 // process judges one message; jd is the judgement published on ack.
-func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Judgement) {
+func (s *server) process(ctx context.Context, m *bus.Msg) (res bus.Result, _ *traj.Judgement) {
 	t, err := traj.DecodeTrajectory(m.Data)
 	if err == nil {
 		err = t.Validate()
@@ -424,6 +446,10 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (bus.Result, *traj.Jud
 		s.count(func(st *Stats) { st.OtherRuns++ })
 		return bus.Ack(), nil
 	}
+	defer func() { // for the ledger check at the end of a drain
+		r := res.String()
+		s.saw(t, r != "ack" && (r != "retry" || m.Deliveries >= uint64(s.cfg.MaxDeliver+heldDeliveries)))
+	}()
 	log := s.log.With("trajectory", t.ID, "task", t.Task.ID, "delivery", m.Deliveries)
 	ver := s.cfg.Judge.VersionID()
 	key := archive.Key(t.Run, t.Task.App, t.ID, ver)
@@ -537,4 +563,75 @@ func (s *server) archived(ctx context.Context, key string) ([]byte, *traj.Judgem
 		return nil, nil, err
 	}
 	return body, &doc.Judgement, nil
+}
+
+// saw records that this process took trajectory t (for checkLedger).
+func (s *server) saw(t *traj.Trajectory, deadLettered bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen, s.dead = map[[2]string]bool{}, map[string]bool{}
+	}
+	s.seen[[2]string{t.Run, t.Task.App}] = true
+	if deadLettered {
+		s.dead[t.ID] = true
+	}
+}
+
+// checkLedger compares, for each run and app this drain took trajectories
+// of, the run ledger's published trajectories with the judgements in the
+// archive (of this judge version) and the ones this process dead-lettered:
+// what is in neither never reached a judge. The stream's own accounting
+// (Missing) does not see a message whose block was damaged in the middle;
+// the ledger does.
+func (s *server) checkLedger(ctx context.Context) {
+	s.mu.Lock()
+	var seen [][2]string
+	for k := range s.seen {
+		seen = append(seen, k)
+	}
+	dead := maps.Clone(s.dead)
+	s.mu.Unlock()
+	slices.SortFunc(seen, func(a, b [2]string) int { return cmp.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
+	ver := s.cfg.Judge.VersionID()
+	for _, ra := range seen {
+		run, app := ra[0], ra[1]
+		if fin, err := s.cfg.Ledger.Finished(ctx, run); err != nil || !fin {
+			continue // a run still publishing: its ledger is ahead of the stream
+		}
+		recs, err := s.cfg.Ledger.Records(ctx, run)
+		if err != nil {
+			s.log.Warn("judge: the run ledger could not be read to check what the drain received", "run", run, "err", err)
+			continue
+		}
+		judged := map[string]bool{}
+		prefix := archive.Prefix + bus.KeyToken(run) + "/" + bus.KeyToken(app) + "/"
+		for info, err := range s.cfg.Archive.Bucket().List(ctx, prefix) {
+			if err != nil {
+				s.log.Warn("judge: the archive could not be listed to check what the drain received", "run", run, "err", err)
+				return
+			}
+			if n, ok := archive.Parse(info.Key); ok && n.Version == bus.KeyToken(ver) {
+				judged[n.ID] = true
+			}
+		}
+		var missing []string
+		for id := range recs {
+			if !judged[bus.KeyToken(id)] && !dead[id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		slices.Sort(missing)
+		s.count(func(st *Stats) {
+			if st.Unreceived == nil {
+				st.Unreceived = map[string]int{}
+			}
+			st.Unreceived[run] += len(missing)
+		})
+		s.log.Warn("judge: the run ledger lists published trajectories that never reached a judge: lost from the stream (a damaged store?); `rollout --verify --run RUN` runs their episodes again",
+			"run", run, "app", app, "ledger", len(recs), "judged", len(judged), "unreceived", len(missing), "example", missing[0])
+	}
 }

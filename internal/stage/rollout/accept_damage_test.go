@@ -118,3 +118,47 @@ func TestAcceptVerifyRerunsTrajectoriesLostToStoreDamage(t *testing.T) {
 		t.Fatalf("after the repair the raw stream holds %d trajectories and the judged stream %d; want %d each", raw, jd, episodes)
 	}
 }
+
+// Damage (issue 40, "store damage that goes unnoticed"): one bit flipped
+// in the middle of the raw stream's block file, which keeps its length.
+// The server reports nothing missing, and the judge drained 17 of 18 with
+// no warning. Now the judge's drain compares what it received with the
+// run's ledger and says how many trajectories never reached a judge and
+// what repairs them; rollout --verify runs those episodes again and the
+// next drain judges them.
+func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
+	t.Parallel() // beside the outage tests, which mostly wait
+	dir := t.TempDir()
+	tasks := simTaskDir(t, acceptApp, "S01", "S02", "S03")
+	cfg := acceptConfig(dir, tasks, "flipped", slog.New(slog.DiscardHandler))
+	cfg.Samples = 3
+	const episodes = 9
+	if sum := runOK(t, cfg, nil); sum.Episodes != episodes {
+		t.Fatalf("the first invocation ran %d episodes, want %d", sum.Episodes, episodes)
+	}
+	natstest.FlipStreamBlockByte(t, filepath.Join(dir, "nats"), bus.StreamName(bus.Raw))
+
+	out := judgeDrain(t, dir)
+	t.Logf("judge after the damage:\n%s", out)
+	judged := judgedCount(t, out)
+	lost := episodes - judged
+	if lost <= 0 {
+		t.Skipf("the judge judged %d of %d: this server read past the flipped bit", judged, episodes)
+	}
+	if !strings.Contains(out, fmt.Sprintf("run flipped: %d trajectories its ledger lists as published never reached a judge", lost)) ||
+		!strings.Contains(out, "rollout --verify --run flipped runs them again") {
+		t.Fatalf("judge does not report the %d trajectories it never received:\n%s", lost, out)
+	}
+
+	logger, logs := newLogCapture(slog.LevelWarn)
+	cfg.Log = logger
+	cfg.Verify = true
+	if sum := runOK(t, cfg, logs); sum.LostRerun != lost || sum.Episodes != lost {
+		t.Fatalf("rollout --verify: %d lost and run again, %d episodes run; want %d, %d", sum.LostRerun, sum.Episodes, lost, lost)
+	}
+	out = judgeDrain(t, dir)
+	t.Logf("judge after rollout --verify:\n%s", out)
+	if n := judgedCount(t, out); n != lost || strings.Contains(out, "never reached a judge") {
+		t.Fatalf("after the repair the judge judged %d trajectories (want the %d lost ones) or still reports some unreceived:\n%s", n, lost, out)
+	}
+}

@@ -230,3 +230,24 @@ func TruncateStreamBlock(t testing.TB, storeDir, stream string) {
 		t.Fatal(err)
 	}
 }
+
+// FlipStreamBlockByte flips one bit of the byte in the middle of the
+// first message block file of stream under storeDir (see
+// TruncateStreamBlock): a disk that damaged a file without shortening it.
+// No server may be running on the store.
+func FlipStreamBlockByte(t testing.TB, storeDir, stream string) {
+	t.Helper()
+	blks, err := filepath.Glob(filepath.Join(storeDir, "jetstream", "*", "streams", stream, "msgs", "*.blk"))
+	if err != nil || len(blks) == 0 {
+		t.Fatalf("natstest: no block file of stream %s under %s (%v)", stream, storeDir, err)
+	}
+	sort.Strings(blks)
+	data, err := os.ReadFile(blks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x10
+	if err := os.WriteFile(blks[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -705,6 +705,27 @@ func (m *Client) backoff(attempt int) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
+// RefusesEveryRequest reports whether err is an endpoint's answer that
+// every request will get alike, whatever its content: 401 or 403 (a wrong
+// key), 404 or 405 (a wrong URL or route). Not an outage (the endpoint
+// answers) and not an episode's outcome: a run that meets it stops.
+func RefusesEveryRequest(err error) bool {
+	code := 0
+	var api *openai.APIError
+	var re *openai.RequestError
+	switch {
+	case errors.As(err, &api):
+		code = api.HTTPStatusCode
+	case errors.As(err, &re):
+		code = re.HTTPStatusCode
+	}
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed:
+		return true
+	}
+	return false
+}
+
 // retryable reports whether a failed attempt may succeed when repeated.
 func retryable(err error, attemptCtx context.Context) bool {
 	var big *AnswerTooLargeError

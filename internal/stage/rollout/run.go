@@ -19,6 +19,7 @@ import (
 	"github.com/codapipe/codapipe/internal/contract/scienceboard"
 	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/infra/bus"
+	"github.com/codapipe/codapipe/internal/infra/redact"
 	"github.com/codapipe/codapipe/internal/stage/agent"
 	"github.com/codapipe/codapipe/internal/stage/sched"
 	"github.com/codapipe/codapipe/pkg/traj"
@@ -336,8 +337,11 @@ func finishRun(ctx context.Context, cfg Config, pl *planned, op *opened, ex exec
 		}
 		sum.Left = max(len(pl.jobs.jobs)-published, 0)
 		sum.Stopped = "interrupted"
+		var se *sched.SharedError
 		if oe := (*model.OutageError)(nil); errors.As(runErr, &oe) {
 			sum.Stopped = oe.Error()
+		} else if errors.As(runErr, &se) {
+			sum.Stopped = redact.Text(se.Error())
 		} else if errors.Is(runErr, context.Canceled) {
 			runErr = fmt.Errorf("interrupted (%w): %d episodes of run %s are left; run the same command again (same --run) to do them",
 				runErr, sum.Left, traj.PrintName(cfg.Run))

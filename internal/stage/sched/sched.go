@@ -153,8 +153,13 @@ type Scheduler struct {
 	// (see runShared).
 	Source Source
 
-	// stop ends the run with a cause (an outage beyond its budget).
+	// stop ends the run with a cause (an outage beyond its budget, a
+	// *SharedError).
 	stop context.CancelCauseFunc
+	// badShots are the VMs whose last attempt failed on its screenshot
+	// (sharedFailure).
+	shotMu   sync.Mutex
+	badShots map[string]bool
 }
 
 // ErrNoVM is wrapped by the error of a job that got no VM (the pool's
@@ -381,6 +386,16 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	}
 	var ee *agent.EnvError
 	vmFault := errors.As(err, &ee) && ee.VM
+	if se := s.sharedFailure(vm, ee, err); se != nil {
+		// Every VM would end the same way: not this episode's outcome.
+		// The run stops; the episode is not published and runs when the
+		// same run is started again.
+		s.Pool.End(vm, vmpool.Healthy)
+		it.res.Attempts--
+		s.Log.Error("sched: a failure every VM shares; the run stops without burning its episodes", "cause", se.Cause, "err", err)
+		s.stop(se)
+		return false
+	}
 	ep, down := "", false
 	if !vmFault {
 		ep, down = s.Outages.Down(ctx, err)
@@ -421,6 +436,53 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 		}
 	}
 	return false
+}
+
+// ErrShared is wrapped by a *SharedError.
+var ErrShared = errors.New("a failure every VM shares")
+
+// SharedError stops a run when an episode ended by a failure that every
+// VM shares, which another attempt would meet again: the blob store
+// refuses writes, a model endpoint refuses every request (a wrong URL,
+// route or key), or the screenshot is unusable on every VM. Its episode is
+// not published: the same run started again runs it.
+type SharedError struct {
+	Cause string
+	Err   error
+}
+
+func (e *SharedError) Error() string {
+	return fmt.Sprintf("%s: the run stops without recording the episodes it could not run (run the same command again once it is fixed): %v", e.Cause, e.Err)
+}
+
+func (e *SharedError) Unwrap() []error { return []error{ErrShared, e.Err} }
+
+// sharedFailure tells whether the attempt on vm ended by a failure every
+// VM shares. A VM whose screenshot failed is remembered until an attempt
+// on it ends otherwise; once every VM (Workers) is among them, the
+// screenshot is unusable everywhere.
+func (s *Scheduler) sharedFailure(vm VM, ee *agent.EnvError, err error) *SharedError {
+	shot := ee != nil && ee.VM && ee.Op == "screenshot"
+	s.shotMu.Lock()
+	if shot {
+		if s.badShots == nil {
+			s.badShots = map[string]bool{}
+		}
+		s.badShots[vm.ID()] = true
+	} else {
+		delete(s.badShots, vm.ID())
+	}
+	bad := len(s.badShots)
+	s.shotMu.Unlock()
+	switch {
+	case ee != nil && !ee.VM && ee.Op == "blob store":
+		return &SharedError{Cause: "the blob store refuses writes", Err: err}
+	case model.RefusesEveryRequest(err):
+		return &SharedError{Cause: "a model endpoint refuses every request (a wrong URL, route or key?)", Err: err}
+	case shot && s.Workers > 0 && bad >= s.Workers:
+		return &SharedError{Cause: fmt.Sprintf("the screenshot is unusable on every VM (%d)", bad), Err: err}
+	}
+	return nil
 }
 
 // lockLost ends an attempt during which the VM's lock was lost: another

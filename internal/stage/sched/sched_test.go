@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1222,4 +1223,44 @@ func TestSchedulerLockLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badScreens is a Runner whose every attempt ends by an unusable
+// screenshot, a VM fault.
+type badScreens struct{ attempts atomic.Int64 }
+
+func (r *badScreens) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
+	r.attempts.Add(1)
+	ee := &agent.EnvError{Op: "screenshot", Err: errors.New("not a PNG: png: invalid format: not a PNG file"), VM: true}
+	return &traj.Trajectory{ID: fmt.Sprintf("%s-%d", ep.Task.ID, ep.Sample), Outcome: traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}}, ee
+}
+
+// TestSchedulerScreenshotUnusableOnEveryVM (issue 40, runs burned by
+// infrastructure): when the screenshot fails on every VM of the pool, the
+// run stops with a SharedError before it burns the episodes: none is
+// recorded.
+func TestSchedulerScreenshotUnusableOnEveryVM(t *testing.T) {
+	pool := simPool(t, 3, nil)
+	task := &scienceboard.Task{ID: "A", Steps: 5}
+	var jobs []Job
+	for k := range 6 {
+		jobs = append(jobs, Job{Task: task, Sample: k})
+	}
+	r := &badScreens{}
+	s := dynamic(r, pool, 3, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results, err := s.Run(ctx, jobs)
+	var se *SharedError
+	if !errors.As(err, &se) || !errors.Is(err, ErrShared) || !strings.Contains(err.Error(), "the screenshot is unusable on every VM (3)") {
+		t.Fatalf("Run: %v; want the SharedError of an unusable screenshot on every VM", err)
+	}
+	for _, res := range results {
+		if res.Trajectory != nil {
+			t.Errorf("%s/%d: recorded with %s; want nothing recorded", res.Job.Task.ID, res.Job.Sample, res.Trajectory.Outcome.Kind)
+		}
+	}
+	// Until the last VM has failed too, each failure is its VM's: a VM
+	// may be quarantined meanwhile, as one broken VM would be.
+	t.Logf("%d attempts, %d VMs quarantined before the run stopped", r.attempts.Load(), pool.Stats().Quarantined)
 }

@@ -135,4 +135,11 @@ func TestMainEscapesControlCharacters(t *testing.T) {
 	if EscapeControl("a\tb\nc") != "a\tb\nc" {
 		t.Error("tab and newline are escaped")
 	}
+	var bar bytes.Buffer
+	w := controlWriter{&bar}
+	fmt.Fprintf(w, "\r[##..] 2/4 episodes   ")
+	fmt.Fprintf(w, "\r[###.] 3/4 \x1b[2Jepisodes\r   ")
+	if want := "\r[##..] 2/4 episodes   \r[###.] 3/4 \\x1b[2Jepisodes\\r   "; bar.String() != want {
+		t.Errorf("a progress bar through the writer: %q, want %q (its leading carriage returns kept, the rest escaped)", bar.String(), want)
+	}
 }

@@ -61,13 +61,20 @@ func hasControl(s string) bool {
 
 // controlWriter writes through EscapeControl: every line a command prints
 // (logs, summaries, errors, its last line) reaches the terminal escaped.
+// A carriage return that begins a write is kept: it is a progress bar
+// (rollout's, sftpack's) drawing its line again, never text from outside,
+// which stands inside a line.
 type controlWriter struct{ w io.Writer }
 
 func (c controlWriter) Write(p []byte) (int, error) {
 	if !hasControl(string(p)) {
 		return c.w.Write(p)
 	}
-	if _, err := io.WriteString(c.w, EscapeControl(string(p))); err != nil {
+	lead := ""
+	if p[0] == '\r' {
+		lead = "\r"
+	}
+	if _, err := io.WriteString(c.w, lead+EscapeControl(string(p[len(lead):]))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -159,6 +159,9 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxAnswerBytes < 0 {
+		return nil, fmt.Errorf("model: the answer limit %d is negative (%s)", cfg.MaxAnswerBytes, cmp.Or(cfg.MaxAnswerFlag, "MaxAnswerBytes"))
+	}
 	var user, password string
 	basic := u.User != nil
 	if basic {
@@ -636,8 +639,9 @@ func (m *Client) post(ctx context.Context, body []byte) (*chatResponse, error) {
 }
 
 // DefaultMaxAnswerBytes bounds an answer's body by default: 16 MiB, room
-// for n = 9 answers of 1,024 tokens each with their log-probabilities and
-// token ids (about 1.5 MB), ten times over.
+// for n = 9 answers of 1,500 tokens each (the planner's default
+// max_tokens) with their log-probabilities and token ids (about 1.4 MB),
+// ten times over.
 const DefaultMaxAnswerBytes = 16 << 20
 
 // AnswerTooLargeError is the error of an answer longer than the client's

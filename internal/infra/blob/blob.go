@@ -26,8 +26,11 @@ import (
 	"iter"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/minio/minio-go/v7"
 )
 
 // Sentinel errors. Every error returned by this package is wrapped with the operation and key,
@@ -55,6 +58,27 @@ var (
 // Damaged (the upload is repeated).
 func Damaged(err error) bool {
 	return errors.Is(err, ErrChecksumMismatch) && !errors.Is(err, errInTransit)
+}
+
+// Refused reports whether err is a store refusing writes whatever their key
+// or content: full (ENOSPC, EDQUOT, MinIO's XMinioStorageFull, a quota),
+// read-only (EROFS), or not ours to write (permissions, access denied, no
+// such bucket). Every writer would meet it again, unlike a transient
+// failure or damaged content.
+func Refused(err error) bool {
+	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EACCES, syscall.EPERM, ErrAccessDenied, ErrBucketNotFound} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var er minio.ErrorResponse
+	if errors.As(err, &er) {
+		switch er.Code {
+		case "XMinioStorageFull", "QuotaExceeded", "XMinioAdminBucketQuotaExceeded", "StorageFull":
+			return true
+		}
+	}
+	return false
 }
 
 // Info describes a stored object.

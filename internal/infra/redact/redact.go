@@ -145,13 +145,20 @@ func query(s string) string {
 
 // credentialWords are the query parameter names (or parts of them, case
 // ignored) whose values are credentials.
-var credentialWords = []string{"key", "token", "password", "passwd", "pwd", "secret", "signature", "sig", "credential", "auth", "x-amz-", "code"}
+var credentialWords = []string{"key", "token", "password", "passwd", "pwd", "secret", "signature", "sig", "credential", "auth", "x-amz-"}
+
+// credentialNames are query parameter names whose values are credentials
+// only as whole names ("code", an Azure Functions key; not country_code).
+var credentialNames = []string{"code"}
 
 func credentialParam(name string) bool {
 	if n, err := url.QueryUnescape(name); err == nil {
 		name = n
 	}
 	name = strings.ToLower(name)
+	if slices.Contains(credentialNames, name) {
+		return true
+	}
 	for _, w := range credentialWords {
 		if strings.Contains(name, w) {
 			return true

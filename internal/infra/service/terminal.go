@@ -27,9 +27,9 @@ func EscapeControl(s string) string {
 			case '\v':
 				b.WriteString(`\v`)
 			default:
-				if r < 0x80 {
+				if r < 0x7f {
 					fmt.Fprintf(&b, `\x%02x`, r)
-				} else {
+				} else { // DEL and C1 as \u, which is JSON's escape too (a JSON log line stays JSON)
 					fmt.Fprintf(&b, `\u%04x`, r)
 				}
 			}

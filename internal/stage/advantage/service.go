@@ -512,23 +512,35 @@ func (e *DiskFullError) Error() string {
 
 func (e *DiskFullError) Unwrap() error { return e.Err }
 
-// outOfSpace reports whether err is a write that failed for want of space,
-// and stops the service when such writes have failed for the budget; any
-// other outcome of a write clears the clock (diskFullOK).
+// outOfSpace reports whether err is a write that failed for want of space.
+// The first such failure starts the budget's clock: unless a commit goes
+// through before it runs out (which clears the clock), the service stops
+// then with a *DiskFullError. It stops on time, not on a count of
+// failures: the messages are retried slowly meanwhile (failed), so that
+// their deliveries do not run out first.
 func (s *server) outOfSpace(err error) bool {
 	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
 		return false
 	}
+	budget := s.cfg.DiskFullBudget
 	s.mu.Lock()
-	if s.diskFull.IsZero() {
-		s.diskFull = time.Now()
+	defer s.mu.Unlock()
+	if !s.diskFull.IsZero() {
+		return true
 	}
-	since := time.Since(s.diskFull)
-	s.mu.Unlock()
-	if since >= s.cfg.DiskFullBudget && s.stop != nil {
-		s.log.Error("advantage: out of space for the budget; stopping", "budget", s.cfg.DiskFullBudget, "err", err)
-		s.stop(&DiskFullError{Budget: s.cfg.DiskFullBudget, Err: err})
-	}
+	since := time.Now()
+	s.diskFull = since
+	s.log.Warn("advantage: a write failed for want of space; the service stops unless a commit goes through within the budget", "budget", budget, "err", err)
+	stop := s.stop
+	time.AfterFunc(budget, func() { // ends on its own; stop is a no-op once Serve has returned
+		s.mu.Lock()
+		still := s.diskFull.Equal(since)
+		s.mu.Unlock()
+		if still && stop != nil {
+			s.log.Error("advantage: out of space for the budget; stopping", "budget", budget, "err", err)
+			stop(&DiskFullError{Budget: budget, Err: err})
+		}
+	})
 	return true
 }
 
@@ -549,7 +561,9 @@ func (s *server) failed(m *bus.Msg, err error) bus.Result {
 	s.count(func(st *Stats) { st.Retried++ })
 	d := min(5*time.Second*time.Duration(1<<min(m.Deliveries-1, 6)), 5*time.Minute)
 	if s.outOfSpace(err) {
-		d = min(d, time.Second) // the budget is counted in time, not in deliveries
+		// The budget is counted in time (outOfSpace): a quarter of it per
+		// try, so that the deliveries outlast it.
+		d = max(s.cfg.DiskFullBudget/4, 100*time.Millisecond)
 	}
 	s.log.Warn("advantage: will try again", "message", m.ID, "after", d, "err", err)
 	return bus.Retry(d, fmt.Sprintf("advantage: message %s: %v", m.ID, err))

@@ -119,7 +119,11 @@ func (box Size) Fit(w, h int) Size {
 // as PNG again. The text chunks of the
 // original (tEXt, zTXt, iTXt: metadata such as the simulator's state) are
 // copied into the result. An image that already fits is returned as it is.
-func Resize(data []byte, box Size) ([]byte, Size, error) {
+func Resize(data []byte, box Size) ([]byte, Size, error) { return resize(data, box, 0) }
+
+// resize is Resize decoding at most maxPixels (imaging.DefaultMaxPixels
+// when 0): the judge's --max-image-pixels.
+func resize(data []byte, box Size, maxPixels int64) ([]byte, Size, error) {
 	cfg, err := png.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return nil, Size{}, fmt.Errorf("resize: %w", err)
@@ -128,7 +132,7 @@ func Resize(data []byte, box Size) ([]byte, Size, error) {
 	if to.W == cfg.Width && to.H == cfg.Height {
 		return data, to, nil
 	}
-	src, err := imaging.DecodePNG("screenshot", data, 0, "--max-image-pixels") // checked again: never decoded past the limit
+	src, err := imaging.DecodePNG("screenshot", data, maxPixels, "--max-image-pixels") // checked again: never decoded past the limit
 	if err != nil {
 		return nil, Size{}, fmt.Errorf("resize: %w", err)
 	}

@@ -216,7 +216,8 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 		return err
 	}
 	lim := j.cfg.Limits
-	for i, b := range full { // the header's size, before anything is decoded
+	sizes := make([]Size, len(full)) // from the PNG headers, not from what the trajectory says
+	for i, b := range full {         // before anything is decoded
 		cfg, err := png.DecodeConfig(bytes.NewReader(b))
 		if err == nil {
 			err = imaging.CheckPixels("screenshot", cfg.Width, cfg.Height, lim.MaxImagePixels, "--max-image-pixels")
@@ -224,6 +225,7 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 		if err != nil {
 			return &InputError{Reason: fmt.Sprintf("screenshot %s of step %d: %v", frames[i].Image.SHA256, frames[i].Step, err)}
 		}
+		sizes[i] = Size{cfg.Width, cfg.Height}
 	}
 	passes := map[bool]*pass{}
 	passFor := func(low bool) (*pass, error) {
@@ -233,12 +235,12 @@ func (j *Judge) judge(ctx context.Context, t *traj.Trajectory, frames []Frame, j
 		imgs := full
 		fd := make([]FrameData, len(frames))
 		for i, f := range frames {
-			fd[i] = FrameData{Frame: f, Index: i + 1, Width: f.Image.Width, Height: f.Image.Height}
+			fd[i] = FrameData{Frame: f, Index: i + 1, Width: sizes[i].W, Height: sizes[i].H}
 		}
 		if low {
 			imgs = make([][]byte, len(full))
 			for i, b := range full {
-				small, size, err := Resize(b, pol.LowRes)
+				small, size, err := resize(b, pol.LowRes, lim.MaxImagePixels)
 				if err != nil {
 					return nil, &InputError{Reason: fmt.Sprintf("screenshot %s of step %d: %v", frames[i].Image.SHA256, frames[i].Step, err)}
 				}

@@ -211,9 +211,11 @@ type Stats struct {
 	// damage, bus.Bus.Missing): trajectories never judged.
 	Missing bus.Gaps `json:"missing,omitempty"`
 	// Unreceived counts, by run, the trajectories the run ledger lists as
-	// published that no judge judged or dead-lettered by the end of a
-	// drain: lost from the stream where the server did not tell (a
-	// damaged block). `rollout --verify --run RUN` runs them again.
+	// published that were neither judged (by any judge of this version)
+	// nor dead-lettered by this process by the end of a drain: lost from
+	// the stream where the server did not tell (a damaged block), or
+	// dead-lettered by another judge process. `rollout --verify --run RUN`
+	// runs the lost ones again.
 	Unreceived map[string]int `json:"unreceived,omitempty"`
 }
 
@@ -631,7 +633,7 @@ func (s *server) checkLedger(ctx context.Context) {
 			}
 			st.Unreceived[run] += len(missing)
 		})
-		s.log.Warn("judge: the run ledger lists published trajectories that never reached a judge: lost from the stream (a damaged store?); `rollout --verify --run RUN` runs their episodes again",
+		s.log.Warn("judge: the run ledger lists published trajectories that were neither judged nor dead-lettered by this judge: lost from the stream (a damaged store?), or dead-lettered by another judge process; `rollout --verify --run RUN` runs the lost ones again",
 			"run", run, "app", app, "ledger", len(recs), "judged", len(judged), "unreceived", len(missing), "example", missing[0])
 	}
 }

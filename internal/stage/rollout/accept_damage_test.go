@@ -145,8 +145,8 @@ func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
 	if lost <= 0 {
 		t.Skipf("the judge judged %d of %d: this server read past the flipped bit", judged, episodes)
 	}
-	if !strings.Contains(out, fmt.Sprintf("run flipped: %d trajectories its ledger lists as published never reached a judge", lost)) ||
-		!strings.Contains(out, "rollout --verify --run flipped runs them again") {
+	if !strings.Contains(out, fmt.Sprintf("run flipped: %d trajectories its ledger lists as published were neither judged nor dead-lettered", lost)) ||
+		!strings.Contains(out, "rollout --verify --run flipped runs the lost ones again") {
 		t.Fatalf("judge does not report the %d trajectories it never received:\n%s", lost, out)
 	}
 
@@ -158,7 +158,7 @@ func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
 	}
 	out = judgeDrain(t, dir)
 	t.Logf("judge after rollout --verify:\n%s", out)
-	if n := judgedCount(t, out); n != lost || strings.Contains(out, "never reached a judge") {
+	if n := judgedCount(t, out); n != lost || strings.Contains(out, "neither judged nor dead-lettered") {
 		t.Fatalf("after the repair the judge judged %d trajectories (want the %d lost ones) or still reports some unreceived:\n%s", n, lost, out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/contract/model"
 	"github.com/codapipe/codapipe/internal/contract/scienceboard"
+	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/stage/agent"
 	"github.com/codapipe/codapipe/pkg/traj"
 	"github.com/codapipe/codapipe/pkg/vmpool"
@@ -156,10 +157,12 @@ type Scheduler struct {
 	// stop ends the run with a cause (an outage beyond its budget, a
 	// *SharedError).
 	stop context.CancelCauseFunc
-	// badShots are the VMs whose last attempt failed on its screenshot
-	// (sharedFailure).
+	// badShots are the VMs whose attempts failed on their screenshot
+	// since the last attempt anywhere that did not, refusals the attempts
+	// in a row refused by a model endpoint (sharedFailure).
 	shotMu   sync.Mutex
 	badShots map[string]bool
+	refusals int
 }
 
 // ErrNoVM is wrapped by the error of a job that got no VM (the pool's
@@ -386,7 +389,16 @@ func (s *Scheduler) attempt(ctx context.Context, it *item, vm VM) (retry bool) {
 	}
 	var ee *agent.EnvError
 	vmFault := errors.As(err, &ee) && ee.VM
-	if se := s.sharedFailure(vm, ee, err); se != nil {
+	se, again := s.sharedFailure(vm, ee, err)
+	if again {
+		// Maybe every VM's, maybe this request's: not counted, and run
+		// again; a second in a row stops the run.
+		s.Pool.End(vm, vmpool.Healthy)
+		it.res.Attempts--
+		s.Log.Warn("sched: a model endpoint refused the request as it would refuse every request; the episode runs again, and a second refusal in a row stops the run", "task", j.Task.ID, "sample", j.Sample, "err", err)
+		return true
+	}
+	if se != nil {
 		// Every VM would end the same way: not this episode's outcome.
 		// The run stops; the episode is not published and runs when the
 		// same run is started again.
@@ -458,11 +470,16 @@ func (e *SharedError) Error() string {
 func (e *SharedError) Unwrap() []error { return []error{ErrShared, e.Err} }
 
 // sharedFailure tells whether the attempt on vm ended by a failure every
-// VM shares. A VM whose screenshot failed is remembered until an attempt
-// on it ends otherwise; once every VM (Workers) is among them, the
-// screenshot is unusable everywhere.
-func (s *Scheduler) sharedFailure(vm VM, ee *agent.EnvError, err error) *SharedError {
+// VM shares (se), or by one that may be (again: run the episode again,
+// uncounted). The blob store refusing writes (blob.Refused) is shared at
+// once. A model endpoint refusing the request as it would every request
+// (model.RefusesEveryRequest: a wrong URL, route or key) is shared when it
+// happens twice in a row: a proxy's 404 during a restart passes. The
+// screenshot is unusable on every VM when the attempts on every VM
+// (Workers) have failed on it with no other outcome anywhere in between.
+func (s *Scheduler) sharedFailure(vm VM, ee *agent.EnvError, err error) (se *SharedError, again bool) {
 	shot := ee != nil && ee.VM && ee.Op == "screenshot"
+	refused := model.RefusesEveryRequest(err)
 	s.shotMu.Lock()
 	if shot {
 		if s.badShots == nil {
@@ -470,19 +487,26 @@ func (s *Scheduler) sharedFailure(vm VM, ee *agent.EnvError, err error) *SharedE
 		}
 		s.badShots[vm.ID()] = true
 	} else {
-		delete(s.badShots, vm.ID())
+		clear(s.badShots)
 	}
-	bad := len(s.badShots)
+	if refused {
+		s.refusals++
+	} else {
+		s.refusals = 0
+	}
+	bad, refusals := len(s.badShots), s.refusals
 	s.shotMu.Unlock()
 	switch {
-	case ee != nil && !ee.VM && ee.Op == "blob store":
-		return &SharedError{Cause: "the blob store refuses writes", Err: err}
-	case model.RefusesEveryRequest(err):
-		return &SharedError{Cause: "a model endpoint refuses every request (a wrong URL, route or key?)", Err: err}
+	case ee != nil && !ee.VM && ee.Op == "blob store" && blob.Refused(err):
+		return &SharedError{Cause: "the blob store refuses writes", Err: err}, false
+	case refused && refusals < 2:
+		return nil, true
+	case refused:
+		return &SharedError{Cause: "a model endpoint refuses every request (a wrong URL, route or key?)", Err: err}, false
 	case shot && s.Workers > 0 && bad >= s.Workers:
-		return &SharedError{Cause: fmt.Sprintf("the screenshot is unusable on every VM (%d)", bad), Err: err}
+		return &SharedError{Cause: fmt.Sprintf("the screenshot is unusable on every VM (%d)", bad), Err: err}, false
 	}
-	return nil
+	return nil, false
 }
 
 // lockLost ends an attempt during which the VM's lock was lost: another

@@ -29,6 +29,7 @@ import (
 	"github.com/codapipe/codapipe/pkg/vmpool/guest"
 	"github.com/codapipe/codapipe/pkg/vmpool/simvm"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // failFirst is a Runner whose first attempt of each listed episode ends by
@@ -1263,4 +1264,35 @@ func TestSchedulerScreenshotUnusableOnEveryVM(t *testing.T) {
 	// Until the last VM has failed too, each failure is its VM's: a VM
 	// may be quarantined meanwhile, as one broken VM would be.
 	t.Logf("%d attempts, %d VMs quarantined before the run stopped", r.attempts.Load(), pool.Stats().Quarantined)
+}
+
+// refuseOnce is a Runner whose first attempt ends as a model endpoint
+// refusing the request with a 404 (a proxy during a restart); every other
+// attempt finishes.
+type refuseOnce struct{ attempts atomic.Int64 }
+
+func (r *refuseOnce) Run(ctx context.Context, ep agent.Episode) (*traj.Trajectory, error) {
+	t := &traj.Trajectory{ID: fmt.Sprintf("%s-%d", ep.Task.ID, ep.Sample), Outcome: traj.Outcome{Kind: traj.OutcomeFinished}}
+	if r.attempts.Add(1) == 1 {
+		ee := &agent.EnvError{Op: "planner", Err: &openai.APIError{HTTPStatusCode: 404, Message: "no route"}}
+		t.Outcome = traj.Outcome{Kind: traj.OutcomeEnvError, Reason: ee.Error()}
+		return t, ee
+	}
+	return t, nil
+}
+
+// TestSchedulerOneRefusalIsNotShared: one 404 from an endpoint (as a
+// proxy gives while the server restarts) does not stop the run, nor is it
+// the episode's outcome: the episode runs again, uncounted, and finishes.
+func TestSchedulerOneRefusalIsNotShared(t *testing.T) {
+	pool := simPool(t, 2, nil)
+	task := &scienceboard.Task{ID: "A", Steps: 5}
+	jobs := []Job{{Task: task, Sample: 0}, {Task: task, Sample: 1}}
+	r := &refuseOnce{}
+	results := runFor(t, dynamic(r, pool, 1, 0), jobs, time.Minute, "one refusal stopped the run")
+	for _, res := range results {
+		if !finished(res) || res.Attempts != 1 {
+			t.Errorf("%s/%d: %+v: want it finished in one counted attempt", res.Job.Task.ID, res.Job.Sample, res)
+		}
+	}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"github.com/codapipe/codapipe/internal/contract/scienceboard/appname"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,6 +136,10 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, JudgeVersion: strings.TrimSpace(o.JudgeVersion), Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay, DiskFullBudget: o.DiskFullBudget,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: service.Version().String(), Log: env.Log,
 		RunFinished: runs.Finished, Metrics: NewMetrics(env.Metrics),
+		RunTrajectories: func(ctx context.Context, run string) ([]string, error) {
+			recs, err := runs.Records(ctx, run)
+			return slices.Collect(maps.Keys(recs)), err
+		},
 	}
 	if err := os.MkdirAll(cfg.TempDir, 0o755); err != nil {
 		return Stats{}, err
@@ -159,6 +165,10 @@ func PrintStats(w io.Writer, st Stats) {
 	if len(st.Missing) > 0 {
 		fmt.Fprintf(w, "advantage: WARNING: the stream %s is missing %d messages (sequences %s), never taken in: lost to store damage or removed; judge the runs again (docs/operations.md, Damage and repair)\n",
 			bus.StreamName(bus.Judged), st.Missing.Messages(), st.Missing)
+	}
+	for _, run := range slices.Sorted(maps.Keys(st.Unreceived)) {
+		fmt.Fprintf(w, "advantage: WARNING: run %s: %d trajectories its ledger lists as published are not in the set: not judged (judge --drain), dead-lettered by the judge (CODA_DLQ), or lost from a stream (rollout --verify --run %s, then judge --drain)\n",
+			traj.PrintName(run), st.Unreceived[run], traj.PrintName(run))
 	}
 	if st.Selection != nil {
 		fmt.Fprintf(w, "advantage: selection: %s\n", selectionText(*st.Selection))

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,8 +81,12 @@ type Config struct {
 	// RunFinished reports whether a run's rollout is over, so an outcome
 	// group missing members can be completed without them (nil: never).
 	RunFinished func(ctx context.Context, run string) (bool, error)
-	Topology    bus.Topology
-	Version     string // codapipe version, in the schema metadata
+	// RunTrajectories, when set, lists the trajectories a run's ledger
+	// records as published: at the end of a drain they are compared with
+	// what the set took in (Stats.Unreceived).
+	RunTrajectories func(ctx context.Context, run string) ([]string, error)
+	Topology        bus.Topology
+	Version         string // codapipe version, in the schema metadata
 	// ProgressEvery, when positive, is how often the counts so far are
 	// logged at info ("advantage: progress").
 	ProgressEvery time.Duration
@@ -208,9 +213,14 @@ type Stats struct {
 	// Missing are the judged stream's sequences it no longer holds (store
 	// damage, bus.Bus.Missing): judged trajectories never taken in.
 	Missing bus.Gaps `json:"missing,omitempty"`
-	Commits int      `json:"commits"`
-	Files   int      `json:"files"`
-	Counts  Counts   `json:"counts"` // what this process committed
+	// Unreceived counts, by run, the trajectories a finished run's ledger
+	// lists as published that the set has not taken in by the end of a
+	// drain: not judged (or dead-lettered by the judge), or lost from a
+	// stream (a damaged store: rollout --verify, then judge --drain).
+	Unreceived map[string]int `json:"unreceived,omitempty"`
+	Commits    int            `json:"commits"`
+	Files      int            `json:"files"`
+	Counts     Counts         `json:"counts"` // what this process committed
 	// Manifest is the set's manifest as last written (all processes' commits).
 	Manifest *shard.Manifest `json:"-"`
 	// Selection is the set's selection as recorded when it started.
@@ -231,11 +241,13 @@ type server struct {
 	// stop ends the consumer with a cause (a *DiskFullError).
 	stop context.CancelCauseFunc
 
-	mu       sync.Mutex
-	stats    Stats
-	diskFull time.Time                // when writes began to fail for want of space; zero: they do not
-	flushing map[string]bool          // outcome groups being flushed in this process
-	inflight map[string]chan struct{} // step mode: message ids being handled in this process, closed when done
+	mu        sync.Mutex
+	stats     Stats
+	diskFull  time.Time                // when writes began to fail for want of space; zero: they do not
+	seenRuns  map[[2]string]bool       // the runs and apps of the trajectories taken in (checkLedger)
+	unwritten map[string]bool          // trajectories taken in without a commit: another judge version's
+	flushing  map[string]bool          // outcome groups being flushed in this process
+	inflight  map[string]chan struct{} // step mode: message ids being handled in this process, closed when done
 }
 
 // Serve consumes judged trajectories until ctx ends, or with Drain until
@@ -359,6 +371,9 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 			return s.result(), err
 		}
 	}
+	if cfg.Drain && cfg.RunTrajectories != nil {
+		s.checkLedger(context.WithoutCancel(ctx))
+	}
 	m, err := s.writeManifest(context.WithoutCancel(ctx))
 	s.mu.Lock()
 	s.stats.Manifest = m
@@ -401,15 +416,18 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 		return bus.Reject(fmt.Sprintf("advantage: message %s on %s is not a valid judged trajectory: %v", m.ID, m.Subject, err))
 	}
 	if ok, why := s.sel.match(&jd.Trajectory); !ok {
+		// Not the set's: not compared with its run's ledger either.
 		s.count(func(st *Stats) { st.Unselected++ })
 		s.cfg.Metrics.trajectory("outside_selection")
 		s.log.Debug("advantage: outside the selection; acknowledged, not written", "message", m.ID, "trajectory", jd.Trajectory.ID, "because", why)
 		return bus.Ack()
 	}
+	s.saw(&jd.Trajectory, false)
 	if ok, err := s.judgeVersion(ctx, m, &jd.Judgement); !ok || err != nil {
 		if err != nil {
 			return s.failed(m, err)
 		}
+		s.saw(&jd.Trajectory, true)
 		return bus.Ack()
 	}
 	s.count(func(st *Stats) { st.Messages++ })
@@ -553,6 +571,13 @@ func (s *server) failed(m *bus.Msg, err error) bus.Result {
 		ie = &InputError{Reason: fmt.Sprintf("message %s: %v", m.ID, err)}
 	}
 	if ie != nil {
+		id, _, _ := strings.Cut(m.ID, ".") // <trajectory id>.<judge version>
+		s.mu.Lock()
+		if s.unwritten == nil {
+			s.unwritten = map[string]bool{}
+		}
+		s.unwritten[id] = true // dead-lettered here: taken in, not lost
+		s.mu.Unlock()
 		s.count(func(st *Stats) { st.DeadLettered++ })
 		s.cfg.Metrics.trajectory("dead_lettered")
 		s.log.Warn("advantage: dead-lettered", "message", m.ID, "reason", ie.Reason)
@@ -885,4 +910,86 @@ func selectionText(sel shard.Selection) string {
 		parts = append(parts, "all retained")
 	}
 	return strings.Join(parts, " ")
+}
+
+// saw records a judged trajectory of the set's selection taken in, and
+// whether it was acknowledged without a commit (another judge version's).
+func (s *server) saw(t *traj.Trajectory, unwritten bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seenRuns == nil {
+		s.seenRuns, s.unwritten = map[[2]string]bool{}, map[string]bool{}
+	}
+	s.seenRuns[[2]string{t.Run, t.Task.App}] = true
+	if unwritten {
+		s.unwritten[t.ID] = true
+	}
+}
+
+// checkLedger compares, for each finished run this drain took judged
+// trajectories of, the run's ledger with what the set has taken in: its
+// commits (by every process), its outcome groups in waiting, and what this
+// process acknowledged unwritten. What is in neither did not reach the set.
+func (s *server) checkLedger(ctx context.Context) {
+	s.mu.Lock()
+	var seen [][2]string
+	for k := range s.seenRuns {
+		seen = append(seen, k)
+	}
+	unwritten := maps.Clone(s.unwritten)
+	s.mu.Unlock()
+	if len(seen) == 0 {
+		return
+	}
+	slices.SortFunc(seen, func(a, b [2]string) int { return cmp.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
+	taken := map[string]bool{}
+	s.st.mu.Lock()
+	for m := range s.st.messages { // judged message ids: <trajectory id>.<judge version>
+		id, _, _ := strings.Cut(m, ".")
+		taken[id] = true
+	}
+	s.st.mu.Unlock()
+	if s.cfg.Mode == ModeOutcome {
+		groups, err := s.st.waiting(ctx)
+		if err != nil {
+			s.log.Warn("advantage: the groups in waiting could not be read to check what the drain received", "err", err)
+			return
+		}
+		for _, g := range groups {
+			for _, m := range g.Members {
+				taken[m.ID] = true
+			}
+		}
+	}
+	for _, ra := range seen {
+		run := ra[0]
+		if s.cfg.RunFinished != nil {
+			if fin, err := s.cfg.RunFinished(ctx, run); err != nil || !fin {
+				continue // a run still publishing: its ledger is ahead of the streams
+			}
+		}
+		ids, err := s.cfg.RunTrajectories(ctx, run)
+		if err != nil {
+			s.log.Warn("advantage: the run ledger could not be read to check what the drain received", "run", run, "err", err)
+			continue
+		}
+		var missing []string
+		for _, id := range ids {
+			if !taken[id] && !unwritten[id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		slices.Sort(missing)
+		s.count(func(st *Stats) {
+			if st.Unreceived == nil {
+				st.Unreceived = map[string]int{}
+			}
+			st.Unreceived[run] += len(missing)
+		})
+		s.log.Warn("advantage: the run ledger lists published trajectories the set has not taken in: not judged, dead-lettered by the judge, or lost from a stream (a damaged store?)",
+			"run", run, "app", ra[1], "ledger", len(ids), "unreceived", len(missing), "example", missing[0])
+	}
 }

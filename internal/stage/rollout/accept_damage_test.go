@@ -14,6 +14,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/infra/bus"
 	"github.com/codapipe/codapipe/internal/infra/service"
+	"github.com/codapipe/codapipe/internal/stage/advantage"
 	"github.com/codapipe/codapipe/internal/stage/judge"
 	"github.com/codapipe/codapipe/internal/testkit/natstest"
 )
@@ -150,6 +151,12 @@ func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
 		t.Fatalf("judge does not report the %d trajectories it never received:\n%s", lost, out)
 	}
 
+	// advantage, after the judge, says the same of its set.
+	adv := advantageDrain(t, dir)
+	if !strings.Contains(adv, fmt.Sprintf("run flipped: %d trajectories its ledger lists as published are not in the set", lost)) {
+		t.Fatalf("advantage does not report the %d trajectories its set never took in:\n%s", lost, adv)
+	}
+
 	logger, logs := newLogCapture(slog.LevelWarn)
 	cfg.Log = logger
 	cfg.Verify = true
@@ -161,4 +168,20 @@ func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
 	if n := judgedCount(t, out); n != lost || strings.Contains(out, "neither judged nor dead-lettered") {
 		t.Fatalf("after the repair the judge judged %d trajectories (want the %d lost ones) or still reports some unreceived:\n%s", n, lost, out)
 	}
+	if adv := advantageDrain(t, dir); strings.Contains(adv, "not in the set") {
+		t.Fatalf("after the repair advantage still reports trajectories not in its set:\n%s", adv)
+	}
+}
+
+// advantageDrain runs advantage --drain (step mode, every judged
+// trajectory) on dataDir and returns its output.
+func advantageDrain(t *testing.T, dataDir string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if code := service.MainContext(ctx, advantage.Command(), []string{"--data", dataDir, "--log-level", "warn", "--drain", "--since", advantage.SinceAll}, &out, &errb); code != 0 {
+		t.Fatalf("advantage: exit %d\n%s", code, errb.String())
+	}
+	return out.String() + errb.String()
 }

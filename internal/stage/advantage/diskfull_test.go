@@ -3,8 +3,6 @@ package advantage
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/infra/service"
+	"github.com/codapipe/codapipe/internal/testkit/tmpfs"
 )
 
 // TestDiskFullStopsWithinTheBudget (issue 40, "work that never ends"):
@@ -21,27 +20,9 @@ import (
 // for --disk-full-budget, exit 1, with a message that says so; nothing is
 // lost: once there is space, the same command writes every row, once.
 func TestDiskFullStopsWithinTheBudget(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs (a full disk) needs root")
-	}
 	dir, judged := corpus(t)
 	full := filepath.Join(dir, "tmp")
-	if err := os.MkdirAll(full, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full).CombinedOutput(); err != nil {
-		t.Fatalf("mount a 64 KB tmpfs as root: %v: %s", err, out)
-	}
-	mounted := true
-	unmount := func() {
-		if mounted {
-			if out, err := exec.Command("umount", full).CombinedOutput(); err != nil {
-				t.Errorf("umount %s: %v: %s", full, err, out)
-			}
-			mounted = false
-		}
-	}
-	t.Cleanup(unmount)
+	unmount := tmpfs.Mount(t, full, "64k")
 	out := filepath.Join(full, "shards")
 	args := []string{"--data", dir, "--log-level", "warn", "--drain", "--since", SinceAll, "--embed-images", "--out", out}
 

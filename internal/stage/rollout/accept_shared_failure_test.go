@@ -3,14 +3,13 @@ package rollout
 import (
 	"errors"
 	"log/slog"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codapipe/codapipe/internal/stage/sched"
+	"github.com/codapipe/codapipe/internal/testkit/tmpfs"
 )
 
 // Runs burned by infrastructure (issue 40): a failure every VM shares is
@@ -37,25 +36,7 @@ func TestAcceptSharedFailuresStopTheRun(t *testing.T) {
 			return func() { cfg.simPlanner = nil }
 		}, "a model endpoint refuses every request"},
 		{"a full blob store", func(t *testing.T, dir string, cfg *acceptCfg) func() {
-			if os.Geteuid() != 0 {
-				t.Skip("mounting a small tmpfs (a full blob store) needs root")
-			}
-			blobs := filepath.Join(dir, "blobs")
-			if err := os.MkdirAll(blobs, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", blobs).CombinedOutput(); err != nil {
-				t.Fatalf("mount a 64 KB tmpfs as root: %v: %s", err, out)
-			}
-			mounted := true
-			umount := func() {
-				if mounted {
-					exec.Command("umount", blobs).Run()
-					mounted = false
-				}
-			}
-			t.Cleanup(umount)
-			return umount
+			return tmpfs.Mount(t, filepath.Join(dir, "blobs"), "64k")
 		}, "the blob store refuses writes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

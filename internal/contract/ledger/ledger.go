@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -386,6 +387,28 @@ func (l *Ledger) Records(ctx context.Context, run string) (map[string]Record, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// Unreceived compares a finished run's ledger with what a consumer took
+// in: it returns the trajectories the ledger lists as published that have
+// does not know, sorted, and how many it lists. While the run is not over
+// (finished false) nothing is compared: its ledger is ahead of the
+// streams, and have is not called.
+func (l *Ledger) Unreceived(ctx context.Context, run string, have func(id string) bool) (missing []string, listed int, finished bool, err error) {
+	if finished, err = l.Finished(ctx, run); err != nil || !finished {
+		return nil, 0, finished, err
+	}
+	recs, err := l.Records(ctx, run)
+	if err != nil {
+		return nil, 0, true, err
+	}
+	for id := range recs {
+		if !have(id) {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(missing)
+	return missing, len(recs), true, nil
 }
 
 // scan calls f with each published episode of run (its task as a key

@@ -136,10 +136,7 @@ func Execute(ctx context.Context, env *service.Env, o Options) (Stats, error) {
 		Apps:    o.Apps, Select: Selection{Runs: o.Runs, Checkpoints: o.Checkpoints, Since: o.Since}, JudgeVersion: strings.TrimSpace(o.JudgeVersion), Durable: o.Durable, Workers: o.Workers, AckWait: o.AckWait, MaxDelay: o.MaxDelay, DiskFullBudget: o.DiskFullBudget,
 		Drain: env.Common.Drain, Topology: env.Common.Topology(), Version: service.Version().String(), Log: env.Log,
 		RunFinished: runs.Finished, Metrics: NewMetrics(env.Metrics),
-		RunTrajectories: func(ctx context.Context, run string) ([]string, error) {
-			recs, err := runs.Records(ctx, run)
-			return slices.Collect(maps.Keys(recs)), err
-		},
+		RunUnreceived: runs.Unreceived,
 	}
 	if err := os.MkdirAll(cfg.TempDir, 0o755); err != nil {
 		return Stats{}, err

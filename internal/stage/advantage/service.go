@@ -81,12 +81,13 @@ type Config struct {
 	// RunFinished reports whether a run's rollout is over, so an outcome
 	// group missing members can be completed without them (nil: never).
 	RunFinished func(ctx context.Context, run string) (bool, error)
-	// RunTrajectories, when set, lists the trajectories a run's ledger
-	// records as published: at the end of a drain they are compared with
-	// what the set took in (Stats.Unreceived).
-	RunTrajectories func(ctx context.Context, run string) ([]string, error)
-	Topology        bus.Topology
-	Version         string // codapipe version, in the schema metadata
+	// RunUnreceived, when set, is the run ledger's comparison
+	// (ledger.Ledger.Unreceived): at the end of a drain, what a finished
+	// run published is compared with what the set took in
+	// (Stats.Unreceived).
+	RunUnreceived func(ctx context.Context, run string, have func(id string) bool) (missing []string, listed int, finished bool, err error)
+	Topology      bus.Topology
+	Version       string // codapipe version, in the schema metadata
 	// ProgressEvery, when positive, is how often the counts so far are
 	// logged at info ("advantage: progress").
 	ProgressEvery time.Duration
@@ -371,7 +372,7 @@ func Serve(ctx context.Context, cfg Config) (Stats, error) {
 			return s.result(), err
 		}
 	}
-	if cfg.Drain && cfg.RunTrajectories != nil {
+	if cfg.Drain && cfg.RunUnreceived != nil {
 		s.checkLedger(context.WithoutCancel(ctx))
 	}
 	m, err := s.writeManifest(context.WithoutCancel(ctx))
@@ -963,26 +964,14 @@ func (s *server) checkLedger(ctx context.Context) {
 	}
 	for _, ra := range seen {
 		run := ra[0]
-		if s.cfg.RunFinished != nil {
-			if fin, err := s.cfg.RunFinished(ctx, run); err != nil || !fin {
-				continue // a run still publishing: its ledger is ahead of the streams
-			}
-		}
-		ids, err := s.cfg.RunTrajectories(ctx, run)
+		missing, listed, _, err := s.cfg.RunUnreceived(ctx, run, func(id string) bool { return taken[id] || unwritten[id] })
 		if err != nil {
 			s.log.Warn("advantage: the run ledger could not be read to check what the drain received", "run", run, "err", err)
 			continue
 		}
-		var missing []string
-		for _, id := range ids {
-			if !taken[id] && !unwritten[id] {
-				missing = append(missing, id)
-			}
-		}
 		if len(missing) == 0 {
 			continue
 		}
-		slices.Sort(missing)
 		s.count(func(st *Stats) {
 			if st.Unreceived == nil {
 				st.Unreceived = map[string]int{}
@@ -990,6 +979,6 @@ func (s *server) checkLedger(ctx context.Context) {
 			st.Unreceived[run] += len(missing)
 		})
 		s.log.Warn("advantage: the run ledger lists published trajectories the set has not taken in: not judged, dead-lettered by the judge, or lost from a stream (a damaged store?)",
-			"run", run, "app", ra[1], "ledger", len(ids), "unreceived", len(missing), "example", missing[0])
+			"run", run, "app", ra[1], "ledger", listed, "unreceived", len(missing), "example", missing[0])
 	}
 }

@@ -598,35 +598,35 @@ func (s *server) checkLedger(ctx context.Context) {
 	ver := s.cfg.Judge.VersionID()
 	for _, ra := range seen {
 		run, app := ra[0], ra[1]
-		if fin, err := s.cfg.Ledger.Finished(ctx, run); err != nil || !fin {
-			continue // a run still publishing: its ledger is ahead of the stream
+		var judged map[string]bool // the archive's judgements, listed when the run is over
+		var listErr error
+		have := func(id string) bool {
+			if judged == nil {
+				judged = map[string]bool{}
+				prefix := archive.Prefix + bus.KeyToken(run) + "/" + bus.KeyToken(app) + "/"
+				for info, err := range s.cfg.Archive.Bucket().List(ctx, prefix) {
+					if err != nil {
+						listErr = err
+						break
+					}
+					if n, ok := archive.Parse(info.Key); ok && n.Version == bus.KeyToken(ver) {
+						judged[n.ID] = true
+					}
+				}
+			}
+			return listErr != nil || judged[bus.KeyToken(id)] || dead[id]
 		}
-		recs, err := s.cfg.Ledger.Records(ctx, run)
+		missing, listed, _, err := s.cfg.Ledger.Unreceived(ctx, run, have)
+		if err == nil {
+			err = listErr
+		}
 		if err != nil {
-			s.log.Warn("judge: the run ledger could not be read to check what the drain received", "run", run, "err", err)
+			s.log.Warn("judge: the run ledger or the archive could not be read to check what the drain received", "run", run, "err", err)
 			continue
-		}
-		judged := map[string]bool{}
-		prefix := archive.Prefix + bus.KeyToken(run) + "/" + bus.KeyToken(app) + "/"
-		for info, err := range s.cfg.Archive.Bucket().List(ctx, prefix) {
-			if err != nil {
-				s.log.Warn("judge: the archive could not be listed to check what the drain received", "run", run, "err", err)
-				return
-			}
-			if n, ok := archive.Parse(info.Key); ok && n.Version == bus.KeyToken(ver) {
-				judged[n.ID] = true
-			}
-		}
-		var missing []string
-		for id := range recs {
-			if !judged[bus.KeyToken(id)] && !dead[id] {
-				missing = append(missing, id)
-			}
 		}
 		if len(missing) == 0 {
 			continue
 		}
-		slices.Sort(missing)
 		s.count(func(st *Stats) {
 			if st.Unreceived == nil {
 				st.Unreceived = map[string]int{}
@@ -634,6 +634,6 @@ func (s *server) checkLedger(ctx context.Context) {
 			st.Unreceived[run] += len(missing)
 		})
 		s.log.Warn("judge: the run ledger lists published trajectories that were neither judged nor dead-lettered by this judge: lost from the stream (a damaged store?), or dead-lettered by another judge process; `rollout --verify --run RUN` runs the lost ones again",
-			"run", run, "app", app, "ledger", len(recs), "judged", len(judged), "unreceived", len(missing), "example", missing[0])
+			"run", run, "app", app, "ledger", listed, "judged", len(judged), "unreceived", len(missing), "example", missing[0])
 	}
 }

@@ -156,6 +156,22 @@ func Lenient(b *strings.Builder, e rune, rest string) int {
 func Quote(s string, q byte, ascii bool) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
+	quote(&b, s, q, ascii, false)
+	return b.String()
+}
+
+// QuoteJSON writes s to b as Python's json.dumps(s) writes a str by default
+// (ensure_ascii): between double quotes, with \", \\, \n, \r, \t, \b and \f
+// escaped, the other ASCII control characters, DEL and every non-ASCII
+// character as \uXXXX (a surrogate pair above U+FFFF). Each byte that is
+// not valid UTF-8 stands for U+FFFD.
+func QuoteJSON(b *strings.Builder, s string) {
+	quote(b, s, '"', true, true)
+}
+
+// quote writes s between quotes q, escaped as a Python literal, or as
+// json.dumps does with json.
+func quote(b *strings.Builder, s string, q byte, ascii, json bool) {
 	b.WriteByte(q)
 	for _, r := range s { // an invalid byte ranges as (RuneError, 1)
 		switch {
@@ -168,16 +184,24 @@ func Quote(s string, q byte, ascii bool) string {
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
+		case json && r == '\b':
+			b.WriteString(`\b`)
+		case json && r == '\f':
+			b.WriteString(`\f`)
+		case (r < 0x20 || r == 0x7f) && json:
+			fmt.Fprintf(b, `\u%04x`, r)
 		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
+			fmt.Fprintf(b, `\x%02x`, r)
 		case r < utf8.RuneSelf || !ascii:
 			b.WriteRune(r)
 		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
+			fmt.Fprintf(b, `\u%04x`, r)
+		case json:
+			r -= 0x10000
+			fmt.Fprintf(b, `\u%04x\u%04x`, 0xd800+(r>>10)&0x3ff, 0xdc00+r&0x3ff)
 		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
+			fmt.Fprintf(b, `\U%08x`, r)
 		}
 	}
 	b.WriteByte(q)
-	return b.String()
 }

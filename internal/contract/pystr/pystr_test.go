@@ -141,3 +141,25 @@ func TestLenient(t *testing.T) {
 		}
 	}
 }
+
+// TestQuoteJSON compares with what Python 3's json.dumps(s) prints for the
+// same strings (ensure_ascii, its default).
+func TestQuoteJSON(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", `""`},
+		{"plain text", `"plain text"`},
+		{"a\"b\\c'd", `"a\"b\\c'd"`},
+		{"\n\r\t\b\f", `"\n\r\t\b\f"`},
+		{"\x00\x01\x1f\x7f", `"\u0000\u0001\u001f\u007f"`},
+		{"é€", `"\u00e9\u20ac"`},
+		{"😀", `"\ud83d\ude00"`},
+		{"\U0010ffff", `"\udbff\udfff"`},
+		{"a\xffb", `"a\ufffdb"`}, // an invalid byte: U+FFFD, as Python decodes it with errors="replace"
+	} {
+		var b strings.Builder
+		QuoteJSON(&b, tc.in)
+		if b.String() != tc.want {
+			t.Errorf("QuoteJSON(%q) = %s, want %s", tc.in, b.String(), tc.want)
+		}
+	}
+}

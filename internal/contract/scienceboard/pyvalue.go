@@ -8,7 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/codapipe/codapipe/internal/contract/pystr"
 )
 
 // The replies the checks read are JSON written by Python (the guest
@@ -186,7 +187,7 @@ func writePyJSON(b *strings.Builder, v any) {
 	case int:
 		b.WriteString(strconv.Itoa(x))
 	case string:
-		writePyString(b, x)
+		pystr.QuoteJSON(b, x)
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {
@@ -207,7 +208,7 @@ func writePyJSON(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writePyString(b, k)
+			pystr.QuoteJSON(b, k)
 			b.WriteString(": ")
 			writePyJSON(b, x[k])
 		}
@@ -225,44 +226,6 @@ func writePyJSON(b *strings.Builder, v any) {
 		}
 		writePyJSON(b, d)
 	}
-}
-
-// writePyString writes s as json.dumps(s) with ensure_ascii.
-func writePyString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r < 0x20 || (r >= 0x7f && r <= 0xffff):
-			fmt.Fprintf(b, `\u%04x`, r)
-		case r > 0xffff:
-			r1, r2 := utf16Pair(r)
-			fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
-		case r == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-}
-
-func utf16Pair(r rune) (rune, rune) {
-	r -= 0x10000
-	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
 }
 
 // PyFloatRepr is Python's repr of a float: the shortest digits that read

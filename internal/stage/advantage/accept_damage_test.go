@@ -91,20 +91,7 @@ func TestAcceptDamagedScreenshotDeadLettered(t *testing.T) {
 	again := advantageCLI(t, dir, "--embed-images", "--durable", "advantage_repair")
 	t.Logf("after the repair:\n%s", again)
 	want := expectedKeys(t, judged)
-	bucket, err := blob.OpenBucket(context.Background(), filepath.Join(dir, "shards"), blob.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := onlyManifest(t, bucket)
-	got := readKeys(t, bucket, m)
-	for k := range want {
-		if got[k] != 1 {
-			t.Errorf("row %v written %d times, want once", k, got[k])
-		}
-	}
-	if len(got) != len(want) || m.Counts.Rows != len(want) {
-		t.Errorf("the set holds %d distinct rows (manifest: %d), want %d", len(got), m.Counts.Rows, len(want))
-	}
+	checkWrittenOnce(t, filepath.Join(dir, "shards"), want)
 	if !strings.Contains(again, fmt.Sprintf("holds %d rows", len(want))) {
 		t.Errorf("the repair run does not report %d rows:\n%s", len(want), again)
 	}

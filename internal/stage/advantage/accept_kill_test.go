@@ -98,6 +98,28 @@ func readKeys(t *testing.T, bucket blob.Bucket, m shard.Manifest) map[rowKey]int
 	return got
 }
 
+// checkWrittenOnce opens the folder dir as a bucket and checks that its one
+// shard set holds each row of want exactly once and no other row, in its
+// files and in its manifest's count; it returns the manifest.
+func checkWrittenOnce(t *testing.T, dir string, want map[rowKey]bool) shard.Manifest {
+	t.Helper()
+	bucket, err := blob.OpenBucket(context.Background(), dir, blob.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := onlyManifest(t, bucket)
+	got := readKeys(t, bucket, m)
+	for k := range want {
+		if got[k] != 1 {
+			t.Errorf("row %v written %d times, want once", k, got[k])
+		}
+	}
+	if len(got) != len(want) || m.Counts.Rows != len(want) {
+		t.Errorf("the set holds %d distinct rows (manifest: %d), want %d", len(got), m.Counts.Rows, len(want))
+	}
+	return m
+}
+
 // Acceptance 3 (step and outcome modes): advantage is killed with SIGKILL at 5 random
 // moments while it drains the judged stream, and started again until it
 // finishes. The final shard set holds every expected row exactly once

@@ -211,21 +211,7 @@ func TestAcceptBadInputDeadLettered(t *testing.T) {
 	})
 
 	// Every good trajectory's rows are written, the bad ones' are not.
-	bucket, err := blob.OpenBucket(ctx, filepath.Join(dir, "shards"), blob.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := onlyManifest(t, bucket)
-	want := expectedKeys(t, append(append([]*traj.Judged(nil), judged...), okCopy))
-	got := readKeys(t, bucket, m)
-	for k := range want {
-		if got[k] != 1 {
-			t.Errorf("row %v written %d times, want once", k, got[k])
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("%d distinct rows written, want %d", len(got), len(want))
-	}
+	checkWrittenOnce(t, filepath.Join(dir, "shards"), expectedKeys(t, append(append([]*traj.Judged(nil), judged...), okCopy)))
 }
 
 // The input of BenchmarkAdvantageService.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/infra/service"
 	"github.com/codapipe/codapipe/internal/testkit/tmpfs"
 )
@@ -41,19 +40,5 @@ func TestDiskFullStopsWithinTheBudget(t *testing.T) {
 	if code := service.MainContext(ctx, Command(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("with space again: exit %d\n%s", code, stderr.String())
 	}
-	want := expectedKeys(t, judged)
-	bucket, err := blob.OpenBucket(context.Background(), out, blob.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := onlyManifest(t, bucket)
-	got := readKeys(t, bucket, m)
-	for k := range want {
-		if got[k] != 1 {
-			t.Errorf("row %v written %d times, want once", k, got[k])
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("the set holds %d distinct rows, want %d", len(got), len(want))
-	}
+	checkWrittenOnce(t, out, expectedKeys(t, judged))
 }

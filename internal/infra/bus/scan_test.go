@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,5 +105,44 @@ func TestScanAndGet(t *testing.T) {
 	}
 	if _, _, err := b.Get(ctx, bus.Raw, 1<<40); err == nil {
 		t.Fatal("get of a sequence that does not exist succeeded")
+	}
+}
+
+// TestDeadLettered: the ids some consumer dead-lettered from a subject are
+// found on its dead-letter subject, whole or as a judged message's
+// <trajectory id>.<judge version>; another subject's dead letters are not
+// counted.
+func TestDeadLettered(t *testing.T) {
+	b := open(t, t.TempDir())
+	ctx := context.Background()
+	dead := func(subject, msgID string) {
+		t.Helper()
+		h := nats.Header{}
+		h.Set(bus.HeaderDeadMsgID, msgID)
+		if _, err := b.Publish(ctx, bus.DeadSubject(subject), "dead-"+subject+"-"+msgID, []byte("{}"), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, judged := bus.Subject(bus.Raw, "ChimeraX"), bus.Subject(bus.Judged, "ChimeraX")
+	dead(raw, "t1")
+	dead(raw, "t3")
+	dead(bus.Subject(bus.Raw, "KAlgebra"), "t2") // another app's
+	dead(judged, "t4.v1")
+	ids := []string{"t1", "t2", "t3", "t4", "t5"}
+	for _, tc := range []struct {
+		subject string
+		want    []string
+	}{
+		{raw, []string{"t1", "t3"}},
+		{judged, []string{"t4"}},
+		{bus.Subject(bus.Raw, "Celestia"), nil},
+	} {
+		got, err := b.DeadLettered(ctx, tc.subject, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, tc.want) {
+			t.Errorf("%s: dead-lettered %v, want %v", tc.subject, keys, tc.want)
+		}
 	}
 }

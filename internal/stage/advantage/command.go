@@ -164,7 +164,7 @@ func PrintStats(w io.Writer, st Stats) {
 			bus.StreamName(bus.Judged), st.Missing.Messages(), st.Missing)
 	}
 	for _, run := range slices.Sorted(maps.Keys(st.Unreceived)) {
-		fmt.Fprintf(w, "advantage: WARNING: run %s: %d trajectories its ledger lists as published are not in the set: not judged (judge --drain), dead-lettered by the judge (CODA_DLQ), or lost from a stream (rollout --verify --run %s, then judge --drain)\n",
+		fmt.Fprintf(w, "advantage: WARNING: run %s: %d trajectories its ledger lists as published are not in the set and were not dead-lettered: not judged (judge --drain), or lost from a stream (rollout --verify --run %s, then judge --drain)\n",
 			traj.PrintName(run), st.Unreceived[run], traj.PrintName(run))
 	}
 	if st.Selection != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/contract/archive"
+	"github.com/codapipe/codapipe/internal/contract/ledger"
 	"github.com/codapipe/codapipe/internal/contract/shard"
 	"github.com/codapipe/codapipe/internal/infra/blob"
 	"github.com/codapipe/codapipe/internal/infra/bus"
@@ -216,8 +217,9 @@ type Stats struct {
 	Missing bus.Gaps `json:"missing,omitempty"`
 	// Unreceived counts, by run, the trajectories a finished run's ledger
 	// lists as published that the set has not taken in by the end of a
-	// drain: not judged (or dead-lettered by the judge), or lost from a
-	// stream (a damaged store: rollout --verify, then judge --drain).
+	// drain and that no judge or advantage process dead-lettered: not
+	// judged, or lost from a stream (a damaged store: rollout --verify,
+	// then judge --drain).
 	Unreceived map[string]int `json:"unreceived,omitempty"`
 	Commits    int            `json:"commits"`
 	Files      int            `json:"files"`
@@ -242,13 +244,12 @@ type server struct {
 	// stop ends the consumer with a cause (a *DiskFullError).
 	stop context.CancelCauseFunc
 
-	mu        sync.Mutex
-	stats     Stats
-	diskFull  time.Time                // when writes began to fail for want of space; zero: they do not
-	seenRuns  map[[2]string]bool       // the runs and apps of the trajectories taken in (checkLedger)
-	unwritten map[string]bool          // trajectories taken in without a commit: another judge version's
-	flushing  map[string]bool          // outcome groups being flushed in this process
-	inflight  map[string]chan struct{} // step mode: message ids being handled in this process, closed when done
+	mu       sync.Mutex
+	stats    Stats
+	diskFull time.Time                // when writes began to fail for want of space; zero: they do not
+	taken    ledger.Taken             // the runs taken in, and what was acknowledged unwritten or dead-lettered (checkLedger)
+	flushing map[string]bool          // outcome groups being flushed in this process
+	inflight map[string]chan struct{} // step mode: message ids being handled in this process, closed when done
 }
 
 // Serve consumes judged trajectories until ctx ends, or with Drain until
@@ -423,12 +424,12 @@ func (s *server) handle(ctx context.Context, m *bus.Msg) bus.Result {
 		s.log.Debug("advantage: outside the selection; acknowledged, not written", "message", m.ID, "trajectory", jd.Trajectory.ID, "because", why)
 		return bus.Ack()
 	}
-	s.saw(&jd.Trajectory, false)
+	s.taken.Took(jd.Trajectory.Run, jd.Trajectory.Task.App, jd.Trajectory.ID, false)
 	if ok, err := s.judgeVersion(ctx, m, &jd.Judgement); !ok || err != nil {
 		if err != nil {
 			return s.failed(m, err)
 		}
-		s.saw(&jd.Trajectory, true)
+		s.taken.SetAside(jd.Trajectory.ID)
 		return bus.Ack()
 	}
 	s.count(func(st *Stats) { st.Messages++ })
@@ -573,12 +574,7 @@ func (s *server) failed(m *bus.Msg, err error) bus.Result {
 	}
 	if ie != nil {
 		id, _, _ := strings.Cut(m.ID, ".") // <trajectory id>.<judge version>
-		s.mu.Lock()
-		if s.unwritten == nil {
-			s.unwritten = map[string]bool{}
-		}
-		s.unwritten[id] = true // dead-lettered here: taken in, not lost
-		s.mu.Unlock()
+		s.taken.SetAside(id)               // dead-lettered here: taken in, not lost
 		s.count(func(st *Stats) { st.DeadLettered++ })
 		s.cfg.Metrics.trajectory("dead_lettered")
 		s.log.Warn("advantage: dead-lettered", "message", m.ID, "reason", ie.Reason)
@@ -913,36 +909,15 @@ func selectionText(sel shard.Selection) string {
 	return strings.Join(parts, " ")
 }
 
-// saw records a judged trajectory of the set's selection taken in, and
-// whether it was acknowledged without a commit (another judge version's).
-func (s *server) saw(t *traj.Trajectory, unwritten bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seenRuns == nil {
-		s.seenRuns, s.unwritten = map[[2]string]bool{}, map[string]bool{}
-	}
-	s.seenRuns[[2]string{t.Run, t.Task.App}] = true
-	if unwritten {
-		s.unwritten[t.ID] = true
-	}
-}
-
 // checkLedger compares, for each finished run this drain took judged
 // trajectories of, the run's ledger with what the set has taken in: its
 // commits (by every process), its outcome groups in waiting, and what this
 // process acknowledged unwritten. What is in neither did not reach the set.
 func (s *server) checkLedger(ctx context.Context) {
-	s.mu.Lock()
-	var seen [][2]string
-	for k := range s.seenRuns {
-		seen = append(seen, k)
-	}
-	unwritten := maps.Clone(s.unwritten)
-	s.mu.Unlock()
+	seen, unwritten := s.taken.Runs()
 	if len(seen) == 0 {
 		return
 	}
-	slices.SortFunc(seen, func(a, b [2]string) int { return cmp.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
 	taken := map[string]bool{}
 	s.st.mu.Lock()
 	for m := range s.st.messages { // judged message ids: <trajectory id>.<judge version>
@@ -963,8 +938,17 @@ func (s *server) checkLedger(ctx context.Context) {
 		}
 	}
 	for _, ra := range seen {
-		run := ra[0]
+		run := ra.Run
 		missing, listed, _, err := s.cfg.RunUnreceived(ctx, run, func(id string) bool { return taken[id] || unwritten[id] })
+		for _, k := range []bus.Kind{bus.Raw, bus.Judged} { // dead-lettered by a judge, or by another advantage process
+			if err != nil || len(missing) == 0 {
+				break
+			}
+			var dl map[string]bool
+			if dl, err = s.cfg.Bus.DeadLettered(ctx, bus.Subject(k, ra.App), missing); err == nil {
+				missing = slices.DeleteFunc(missing, func(id string) bool { return dl[id] })
+			}
+		}
 		if err != nil {
 			s.log.Warn("advantage: the run ledger could not be read to check what the drain received", "run", run, "err", err)
 			continue
@@ -978,7 +962,7 @@ func (s *server) checkLedger(ctx context.Context) {
 			}
 			st.Unreceived[run] += len(missing)
 		})
-		s.log.Warn("advantage: the run ledger lists published trajectories the set has not taken in: not judged, dead-lettered by the judge, or lost from a stream (a damaged store?)",
-			"run", run, "app", ra[1], "ledger", listed, "unreceived", len(missing), "example", missing[0])
+		s.log.Warn("advantage: the run ledger lists published trajectories the set has not taken in and no judge or advantage process dead-lettered: not judged, or lost from a stream (a damaged store?)",
+			"run", run, "app", ra.App, "ledger", listed, "unreceived", len(missing), "example", missing[0])
 	}
 }

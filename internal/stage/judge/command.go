@@ -206,7 +206,7 @@ func PrintStats(w io.Writer, st Stats) {
 			bus.StreamName(bus.Raw), st.Missing.Messages(), st.Missing)
 	}
 	for _, run := range slices.Sorted(maps.Keys(st.Unreceived)) {
-		fmt.Fprintf(w, "judge: WARNING: run %s: %d trajectories its ledger lists as published were neither judged nor dead-lettered by this judge: lost from the stream (a damaged store?), or dead-lettered by another judge process (CODA_DLQ); rollout --verify --run %s runs the lost ones again\n",
+		fmt.Fprintf(w, "judge: WARNING: run %s: %d trajectories its ledger lists as published were neither judged nor dead-lettered: lost from the stream (a damaged store?); rollout --verify --run %s runs them again\n",
 			traj.PrintName(run), st.Unreceived[run], traj.PrintName(run))
 	}
 }

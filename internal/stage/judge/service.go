@@ -212,10 +212,9 @@ type Stats struct {
 	Missing bus.Gaps `json:"missing,omitempty"`
 	// Unreceived counts, by run, the trajectories the run ledger lists as
 	// published that were neither judged (by any judge of this version)
-	// nor dead-lettered by this process by the end of a drain: lost from
-	// the stream where the server did not tell (a damaged block), or
-	// dead-lettered by another judge process. `rollout --verify --run RUN`
-	// runs the lost ones again.
+	// nor dead-lettered (by any judge process) by the end of a drain: lost
+	// from the stream where the server did not tell (a damaged block).
+	// `rollout --verify --run RUN` runs them again.
 	Unreceived map[string]int `json:"unreceived,omitempty"`
 }
 
@@ -263,10 +262,9 @@ type server struct {
 
 	mu sync.Mutex
 	st Stats
-	// seen are the runs and apps of the trajectories this process took
-	// (for the ledger check), dead the ids it dead-lettered.
-	seen map[[2]string]bool
-	dead map[string]bool
+	// taken are the runs and apps of the trajectories this process took
+	// (for the ledger check), and the ids it dead-lettered.
+	taken ledger.Taken
 }
 
 // Serve consumes raw trajectories and judges them until ctx ends, or with
@@ -450,7 +448,7 @@ func (s *server) process(ctx context.Context, m *bus.Msg) (res bus.Result, _ *tr
 	}
 	defer func() { // for the ledger check at the end of a drain
 		r := res.String()
-		s.saw(t, r != "ack" && (r != "retry" || m.Deliveries >= uint64(s.cfg.MaxDeliver+heldDeliveries)))
+		s.taken.Took(t.Run, t.Task.App, t.ID, r != "ack" && (r != "retry" || m.Deliveries >= uint64(s.cfg.MaxDeliver+heldDeliveries)))
 	}()
 	log := s.log.With("trajectory", t.ID, "task", t.Task.ID, "delivery", m.Deliveries)
 	ver := s.cfg.Judge.VersionID()
@@ -567,37 +565,18 @@ func (s *server) archived(ctx context.Context, key string) ([]byte, *traj.Judgem
 	return body, &doc.Judgement, nil
 }
 
-// saw records that this process took trajectory t (for checkLedger).
-func (s *server) saw(t *traj.Trajectory, deadLettered bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seen == nil {
-		s.seen, s.dead = map[[2]string]bool{}, map[string]bool{}
-	}
-	s.seen[[2]string{t.Run, t.Task.App}] = true
-	if deadLettered {
-		s.dead[t.ID] = true
-	}
-}
-
 // checkLedger compares, for each run and app this drain took trajectories
 // of, the run ledger's published trajectories with the judgements in the
-// archive (of this judge version) and the ones this process dead-lettered:
-// what is in neither never reached a judge. The stream's own accounting
-// (Missing) does not see a message whose block was damaged in the middle;
-// the ledger does.
+// archive (of this judge version) and the dead letters (this process's,
+// then, for what is still missing, the app's dead-letter subject, which
+// every judge process writes to): what is in none never reached a judge.
+// The stream's own accounting (Missing) does not see a message whose block
+// was damaged in the middle; the ledger does.
 func (s *server) checkLedger(ctx context.Context) {
-	s.mu.Lock()
-	var seen [][2]string
-	for k := range s.seen {
-		seen = append(seen, k)
-	}
-	dead := maps.Clone(s.dead)
-	s.mu.Unlock()
-	slices.SortFunc(seen, func(a, b [2]string) int { return cmp.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
+	seen, dead := s.taken.Runs()
 	ver := s.cfg.Judge.VersionID()
 	for _, ra := range seen {
-		run, app := ra[0], ra[1]
+		run, app := ra.Run, ra.App
 		var judged map[string]bool // the archive's judgements, listed when the run is over
 		var listErr error
 		have := func(id string) bool {
@@ -620,6 +599,12 @@ func (s *server) checkLedger(ctx context.Context) {
 		if err == nil {
 			err = listErr
 		}
+		if err == nil && len(missing) > 0 {
+			var dl map[string]bool
+			if dl, err = s.cfg.Bus.DeadLettered(ctx, bus.Subject(bus.Raw, app), missing); err == nil {
+				missing = slices.DeleteFunc(missing, func(id string) bool { return dl[id] })
+			}
+		}
 		if err != nil {
 			s.log.Warn("judge: the run ledger or the archive could not be read to check what the drain received", "run", run, "err", err)
 			continue
@@ -633,7 +618,7 @@ func (s *server) checkLedger(ctx context.Context) {
 			}
 			st.Unreceived[run] += len(missing)
 		})
-		s.log.Warn("judge: the run ledger lists published trajectories that were neither judged nor dead-lettered by this judge: lost from the stream (a damaged store?), or dead-lettered by another judge process; `rollout --verify --run RUN` runs the lost ones again",
+		s.log.Warn("judge: the run ledger lists published trajectories that were neither judged nor dead-lettered: lost from the stream (a damaged store?); `rollout --verify --run RUN` runs them again",
 			"run", run, "app", app, "ledger", listed, "judged", len(judged), "unreceived", len(missing), "example", missing[0])
 	}
 }

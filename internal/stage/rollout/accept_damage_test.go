@@ -147,7 +147,7 @@ func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
 		t.Skipf("the judge judged %d of %d: this server read past the flipped bit", judged, episodes)
 	}
 	if !strings.Contains(out, fmt.Sprintf("run flipped: %d trajectories its ledger lists as published were neither judged nor dead-lettered", lost)) ||
-		!strings.Contains(out, "rollout --verify --run flipped runs the lost ones again") {
+		!strings.Contains(out, "rollout --verify --run flipped runs them again") {
 		t.Fatalf("judge does not report the %d trajectories it never received:\n%s", lost, out)
 	}
 

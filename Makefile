@@ -7,15 +7,12 @@ SHELL   := /bin/bash
 # MinIO is a test tool (AGPL): built from the Go module proxy into the ignored
 # .bin/, never a dependency in go.mod. Pinned.
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
-# nats-server for the multi-process cluster tests (internal/testkit/natstest
-# StartCluster): the version go.mod embeds, built the same way. Pinned.
-NATS_VERSION := v2.15.2
 TOOLS   := $(CURDIR)/.bin
 # -trimpath for the tests, vet and the fuzz binaries: without it the build cache keys every
 # compiled package by the clone's absolute folder too (it is written into the object files), so
 # a fresh clone recompiles all of codapipe's packages, three times (race, plain, fuzz); with it a
 # clone at a new path reuses what an earlier clone of the same sources compiled
-# (docs/performance.md, "make test"). The tools (MinIO, nats-server) build without it.
+# (docs/performance.md, "make test"). MinIO (a tool outside this module) builds without it.
 TRIM    := -trimpath
 # The trainer/ tests (Python, PyTorch) run with Debian's interpreter, which sees Debian's
 # python3-torch (the `python3` first on PATH may be another one).
@@ -37,7 +34,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-## tools: install the pinned test tools into .bin (MinIO, nats-server; 2-3 minutes the first time)
+## tools: install the pinned test tools into .bin (MinIO, nats-server; 4-5 minutes on a never-built Go build cache)
 ## and the independent Arrow/Parquet reader's npm packages into tools/reader/node_modules,
 ## and Debian's python3-torch for the trainer/ tests when $(PYTHON) cannot import torch,
 ## and Debian's chromium for the internal/infra/browser tests when $(CHROMIUM) is missing
@@ -79,15 +76,21 @@ tools/reader/node_modules/.installed: tools/reader/package.json tools/reader/pac
 	cd tools/reader && npm install --no-audit --no-fund --no-save
 	@touch $@
 
+# -s -w: no symbol table and no DWARF, which makes the link (redone in every fresh clone) faster and
+# the binary smaller; a test tool is not debugged.
 $(TOOLS)/minio:
 	@mkdir -p $(TOOLS)
 	@echo "building MinIO $(MINIO_VERSION) into .bin/ (test tool, first time only)"
-	GOBIN=$(TOOLS) $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+	GOBIN=$(TOOLS) $(GO) install -ldflags="-s -w" github.com/minio/minio@$(MINIO_VERSION)
 
-$(TOOLS)/nats-server:
+# nats-server for the multi-process cluster tests (internal/testkit/natstest StartCluster): built
+# from this module, so it is the version go.mod embeds (pinned there), and with the tests' -trimpath,
+# so that its server package is compiled once for the tool and the tests (on a new build cache, one
+# compile of nats-server instead of two). Built again when go.mod changes.
+$(TOOLS)/nats-server: go.mod
 	@mkdir -p $(TOOLS)
-	@echo "building nats-server $(NATS_VERSION) into .bin/ (test tool, first time only)"
-	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_VERSION)
+	@echo "building nats-server (go.mod's version) into .bin/ (test tool)"
+	$(GO) build $(TRIM) -o $@ github.com/nats-io/nats-server/v2
 
 ## test: lint (gofmt + vet), then every test with the race detector but the
 ## acceptance tests (beside it a short fuzz pass, fuzz-short, and the trainer/ tests), then the acceptance tests without it

@@ -2,9 +2,13 @@ package ledger
 
 import (
 	"cmp"
+	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+
+	"github.com/codapipe/codapipe/internal/infra/bus"
 )
 
 // Taken is what one consumer (a judge or advantage process) took in during a
@@ -62,4 +66,49 @@ func (k *Taken) Runs() ([]RunApp, map[string]bool) {
 		aside = map[string]bool{}
 	}
 	return runs, aside
+}
+
+// TrajectoryOf returns the trajectory id a stream message id names: the raw
+// stream's <id>, or <id>~<tag> for an episode run again (rollout --verify),
+// and the judged stream's <id>.<judge version> (archive.MessageID).
+func TrajectoryOf(msgID string) string {
+	if i := strings.IndexAny(msgID, ".~"); i >= 0 {
+		return msgID[:i]
+	}
+	return msgID
+}
+
+// DeadLetters are the trajectories some consumer (any judge or advantage
+// process) dead-lettered, read from the bus once per subject, for the
+// end-of-drain comparison: a trajectory dead-lettered was received, not
+// lost. Not safe for concurrent use.
+type DeadLetters struct {
+	Bus  *bus.Bus
+	read map[string]map[string]bool // by subject: the trajectory ids
+}
+
+// Remove returns missing without the trajectories dead-lettered from any
+// of subjects. On an error (the dead letters could not be read) it
+// returns missing as it is, with the error.
+func (d *DeadLetters) Remove(ctx context.Context, missing []string, subjects ...string) ([]string, error) {
+	if d.read == nil {
+		d.read = map[string]map[string]bool{}
+	}
+	dead := map[string]bool{}
+	for _, subj := range subjects {
+		ids, ok := d.read[subj]
+		if !ok {
+			msgs, err := d.Bus.DeadLetterIDs(ctx, subj)
+			if err != nil {
+				return missing, err
+			}
+			ids = map[string]bool{}
+			for _, m := range msgs {
+				ids[TrajectoryOf(m)] = true
+			}
+			d.read[subj] = ids
+		}
+		maps.Copy(dead, ids)
+	}
+	return slices.DeleteFunc(slices.Clone(missing), func(id string) bool { return dead[id] }), nil
 }

@@ -1,10 +1,14 @@
 package ledger
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/codapipe/codapipe/internal/infra/bus"
+	"github.com/nats-io/nats.go"
 )
 
 func TestTaken(t *testing.T) {
@@ -43,5 +47,69 @@ func TestTaken(t *testing.T) {
 	aside["x"] = true // a copy: the Taken is not changed
 	if _, again := k.Runs(); again["x"] {
 		t.Error("Runs returned the Taken's own map, not a copy")
+	}
+}
+
+func TestTrajectoryOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"01M8JPDBGNRWY43S881XW0E9T8":                  "01M8JPDBGNRWY43S881XW0E9T8",
+		"01M8JPDBGNRWY43S881XW0E9T8~verify-3":         "01M8JPDBGNRWY43S881XW0E9T8", // rollout --verify's re-run
+		"01M8JPDBGNRWY43S881XW0E9T8.8c5c93b64f4f3ac1": "01M8JPDBGNRWY43S881XW0E9T8", // a judged message
+	} {
+		if got := TrajectoryOf(in); got != want {
+			t.Errorf("TrajectoryOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestDeadLettersRemove: the trajectories dead-lettered from the given
+// subjects, by any process and under any message id that names them (a
+// re-run's, a judged message's), are taken out of what the ledger check
+// found missing; another app's dead letters are not; and when the dead
+// letters cannot be read, what was missing is returned as it was, with the
+// error.
+func TestDeadLettersRemove(t *testing.T) {
+	ctx := context.Background()
+	b, _ := openLedger(ctx, t, bus.Config{DataDir: t.TempDir()})
+	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
+		t.Fatal(err)
+	}
+	dead := func(subject, msgID string) {
+		t.Helper()
+		h := nats.Header{}
+		h.Set(bus.HeaderDeadMsgID, msgID)
+		if _, err := b.Publish(ctx, bus.DeadSubject(subject), "dead-"+subject+"-"+msgID, []byte("{}"), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, judged := bus.Subject(bus.Raw, "ChimeraX"), bus.Subject(bus.Judged, "ChimeraX")
+	dead(raw, "t1")
+	dead(raw, "t3~verify-1")
+	dead(bus.Subject(bus.Raw, "KAlgebra"), "t2")
+	dead(judged, "t4.v1")
+	missing := []string{"t1", "t2", "t3", "t4", "t5"}
+	d := DeadLetters{Bus: b}
+	for _, tc := range []struct {
+		subjects []string
+		want     []string
+	}{
+		{[]string{raw}, []string{"t2", "t4", "t5"}},
+		{[]string{raw, judged}, []string{"t2", "t5"}},
+		{[]string{bus.Subject(bus.Raw, "Celestia")}, missing},
+	} {
+		got, err := d.Remove(ctx, missing, tc.subjects...)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("Remove(%v) = %v, %v; want %v", tc.subjects, got, err, tc.want)
+		}
+	}
+	if !slices.Equal(missing, []string{"t1", "t2", "t3", "t4", "t5"}) {
+		t.Errorf("Remove changed its argument: %v", missing)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	other := bus.Subject(bus.Raw, "Lean") // not read yet: the cancelled context fails the read
+	if got, err := d.Remove(cctx, missing, other); err == nil || !slices.Equal(got, missing) {
+		t.Errorf("Remove with the dead letters unreadable = %v, %v; want what was missing and an error", got, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -170,29 +169,19 @@ func scanEnd(subject string, pending uint64) error {
 	return fmt.Errorf("bus: scan %s: a fetch brought nothing while %d messages were pending: %w", subject, pending, nats.ErrTimeout)
 }
 
-// DeadLettered returns the ids of ids whose messages on subject (a stream
-// subject such as Subject(Raw, app)) some consumer dead-lettered: it scans
-// the subject's dead letters (DeadSubject), headers only, for their
-// original message ids, an id matching either whole or as the part before
-// the first '.' (a judged message's <trajectory id>.<judge version>).
-func (b *Bus) DeadLettered(ctx context.Context, subject string, ids []string) (map[string]bool, error) {
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
-	found := map[string]bool{}
+// DeadLetterIDs returns the original message ids (HeaderDeadMsgID) of the
+// dead letters of subject (a stream subject such as Subject(Raw, app)):
+// the messages some consumer gave up on there. It reads headers only.
+func (b *Bus) DeadLetterIDs(ctx context.Context, subject string) ([]string, error) {
+	var ids []string
 	err := b.Scan(ctx, Dead, DeadSubject(subject), time.Time{}, func(m Stored) error {
-		id := m.Header.Get(HeaderDeadMsgID)
-		if !want[id] {
-			id, _, _ = strings.Cut(id, ".")
-		}
-		if want[id] {
-			found[id] = true
+		if id := m.Header.Get(HeaderDeadMsgID); id != "" {
+			ids = append(ids, id)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: read the dead letters of %s: %w", subject, err)
 	}
-	return found, nil
+	return ids, nil
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -918,6 +917,7 @@ func (s *server) checkLedger(ctx context.Context) {
 	if len(seen) == 0 {
 		return
 	}
+	dead := ledger.DeadLetters{Bus: s.cfg.Bus}
 	taken := map[string]bool{}
 	s.st.mu.Lock()
 	for m := range s.st.messages { // judged message ids: <trajectory id>.<judge version>
@@ -940,13 +940,10 @@ func (s *server) checkLedger(ctx context.Context) {
 	for _, ra := range seen {
 		run := ra.Run
 		missing, listed, _, err := s.cfg.RunUnreceived(ctx, run, func(id string) bool { return taken[id] || unwritten[id] })
-		for _, k := range []bus.Kind{bus.Raw, bus.Judged} { // dead-lettered by a judge, or by another advantage process
-			if err != nil || len(missing) == 0 {
-				break
-			}
-			var dl map[string]bool
-			if dl, err = s.cfg.Bus.DeadLettered(ctx, bus.Subject(k, ra.App), missing); err == nil {
-				missing = slices.DeleteFunc(missing, func(id string) bool { return dl[id] })
+		if err == nil && len(missing) > 0 { // dead-lettered by a judge, or by another advantage process
+			var derr error
+			if missing, derr = dead.Remove(ctx, missing, bus.Subject(bus.Raw, ra.App), bus.Subject(bus.Judged, ra.App)); derr != nil {
+				s.log.Warn("advantage: the dead letters could not be read; what the ledger check finds missing may have been dead-lettered by a judge or another advantage process", "run", run, "app", ra.App, "err", derr)
 			}
 		}
 		if err != nil {

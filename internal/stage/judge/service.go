@@ -573,7 +573,8 @@ func (s *server) archived(ctx context.Context, key string) ([]byte, *traj.Judgem
 // The stream's own accounting (Missing) does not see a message whose block
 // was damaged in the middle; the ledger does.
 func (s *server) checkLedger(ctx context.Context) {
-	seen, dead := s.taken.Runs()
+	seen, deadHere := s.taken.Runs()
+	dead := ledger.DeadLetters{Bus: s.cfg.Bus}
 	ver := s.cfg.Judge.VersionID()
 	for _, ra := range seen {
 		run, app := ra.Run, ra.App
@@ -593,16 +594,16 @@ func (s *server) checkLedger(ctx context.Context) {
 					}
 				}
 			}
-			return listErr != nil || judged[bus.KeyToken(id)] || dead[id]
+			return listErr != nil || judged[bus.KeyToken(id)] || deadHere[id]
 		}
 		missing, listed, _, err := s.cfg.Ledger.Unreceived(ctx, run, have)
 		if err == nil {
 			err = listErr
 		}
 		if err == nil && len(missing) > 0 {
-			var dl map[string]bool
-			if dl, err = s.cfg.Bus.DeadLettered(ctx, bus.Subject(bus.Raw, app), missing); err == nil {
-				missing = slices.DeleteFunc(missing, func(id string) bool { return dl[id] })
+			var derr error
+			if missing, derr = dead.Remove(ctx, missing, bus.Subject(bus.Raw, app)); derr != nil {
+				s.log.Warn("judge: the dead letters could not be read; what the ledger check finds missing may have been dead-lettered by another judge process", "run", run, "app", app, "err", derr)
 			}
 		}
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codapipe/codapipe/internal/infra/service"
+	"github.com/codapipe/codapipe/internal/testkit/pipetest"
 	"github.com/codapipe/codapipe/internal/testkit/tmpfs"
 )
 
@@ -19,11 +20,13 @@ import (
 // for --disk-full-budget, exit 1, with a message that says so; nothing is
 // lost: once there is space, the same command writes every row, once.
 func TestDiskFullStopsWithinTheBudget(t *testing.T) {
-	dir, judged := corpus(t)
+	p := pipetest.Shared(t, smallSpec) // the race pass's corpus
+	dir, judged := p.Dir, p.Judged
 	full := filepath.Join(dir, "tmp")
 	unmount := tmpfs.Mount(t, full, "64k")
 	out := filepath.Join(full, "shards")
-	args := []string{"--data", dir, "--log-level", "warn", "--drain", "--since", SinceAll, "--embed-images", "--out", out}
+	// --ack-wait 2s: the messages the stopped drain held are delivered again after 2 s, not a minute.
+	args := []string{"--data", dir, "--log-level", "warn", "--drain", "--since", SinceAll, "--embed-images", "--out", out, "--ack-wait", "2s"}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

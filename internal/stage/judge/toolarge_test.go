@@ -32,7 +32,7 @@ func TestJudgeAnswerTooLargeForTheBus(t *testing.T) {
 	}))
 	defer srv.Close()
 	nats := natstest.Start(t)
-	c := sharedCorpus(t)
+	c := batchCorpus(t) // two trajectories, shared with the race pass's other judge tests
 	common := &service.Common{DataDir: t.TempDir(), Store: filepath.Join(c.dir, "blobs")}
 	common.NATS.URL = nats.URL()
 	_, b, store := pipetest.Open(t, common)

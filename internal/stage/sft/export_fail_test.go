@@ -12,7 +12,7 @@ import (
 // upload fails (here: a destination folder on a full 16 KB tmpfs) exits
 // non-zero and logs that it failed, never "sftpack: exported".
 func TestExportFailureIsNotLoggedAsExported(t *testing.T) {
-	c := sharedCorpus(t)
+	c := smallCorpus(t) // the race pass's corpus
 	local := filepath.Join(t.TempDir(), "sft")
 	buildCLI(t, c.StoreDir(), local)
 	dst := t.TempDir()

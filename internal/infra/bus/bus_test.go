@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,6 +205,13 @@ func TestRejectCopiesToDeadLetterSubject(t *testing.T) {
 		if checks[k] != w {
 			t.Errorf("%s = %q, want %q", k, checks[k], w)
 		}
+	}
+	// DeadLetterIDs finds it by the subject it arrived on, and only there.
+	if ids, err := b.DeadLetterIDs(ctx, subj); err != nil || !slices.Equal(ids, []string{"bad-1"}) {
+		t.Errorf("DeadLetterIDs(%s) = %v, %v; want [bad-1]", subj, ids, err)
+	}
+	if ids, err := b.DeadLetterIDs(ctx, bus.Subject(bus.Raw, "KAlgebra")); err != nil || len(ids) != 0 {
+		t.Errorf("DeadLetterIDs of another app = %v, %v; want none", ids, err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -104,41 +103,5 @@ func TestScanAndGet(t *testing.T) {
 	}
 	if _, _, err := b.Get(ctx, bus.Raw, 1<<40); err == nil {
 		t.Fatal("get of a sequence that does not exist succeeded")
-	}
-}
-
-// TestDeadLetterIDs: the original message ids of a subject's dead letters,
-// not another subject's.
-func TestDeadLetterIDs(t *testing.T) {
-	b := open(t, t.TempDir())
-	ctx := context.Background()
-	dead := func(subject, msgID string) {
-		t.Helper()
-		h := nats.Header{}
-		h.Set(bus.HeaderDeadMsgID, msgID)
-		if _, err := b.Publish(ctx, bus.DeadSubject(subject), "dead-"+subject+"-"+msgID, []byte("{}"), h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw, judged := bus.Subject(bus.Raw, "ChimeraX"), bus.Subject(bus.Judged, "ChimeraX")
-	dead(raw, "t1")
-	dead(raw, "t3~verify-1")
-	dead(bus.Subject(bus.Raw, "KAlgebra"), "t2") // another app's
-	dead(judged, "t4.v1")
-	for _, tc := range []struct {
-		subject string
-		want    []string
-	}{
-		{raw, []string{"t1", "t3~verify-1"}},
-		{judged, []string{"t4.v1"}},
-		{bus.Subject(bus.Raw, "Celestia"), nil},
-	} {
-		got, err := b.DeadLetterIDs(ctx, tc.subject)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Sort(got); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: dead letters %v, want %v", tc.subject, got, tc.want)
-		}
 	}
 }

@@ -112,3 +112,22 @@ func (d *DeadLetters) Remove(ctx context.Context, missing []string, subjects ...
 	}
 	return slices.DeleteFunc(slices.Clone(missing), func(id string) bool { return dead[id] }), nil
 }
+
+// UnreceivedFunc has Ledger.Unreceived's signature (a stand-in where a
+// consumer is given the comparison rather than the ledger).
+type UnreceivedFunc func(ctx context.Context, run string, have func(id string) bool) (missing []string, listed int, finished bool, err error)
+
+// Lost is the end-of-drain check of one run and app: the trajectories
+// unreceived (Ledger.Unreceived) finds the run's ledger lists as published
+// and have does not know, less those some process dead-lettered from
+// subjects (Remove), sorted, and how many the ledger lists. err is
+// unreceived's; readErr says why the dead letters could not be read, and
+// lost is then what the ledger alone finds missing.
+func (d *DeadLetters) Lost(ctx context.Context, unreceived UnreceivedFunc, run string, have func(id string) bool, subjects ...string) (lost []string, listed int, readErr, err error) {
+	missing, listed, _, err := unreceived(ctx, run, have)
+	if err != nil || len(missing) == 0 {
+		return nil, listed, nil, err
+	}
+	lost, readErr = d.Remove(ctx, missing, subjects...)
+	return lost, listed, readErr, nil
+}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -111,5 +112,48 @@ func TestDeadLettersRemove(t *testing.T) {
 	other := bus.Subject(bus.Raw, "Lean") // not read yet: the cancelled context fails the read
 	if got, err := d.Remove(cctx, missing, other); err == nil || !slices.Equal(got, missing) {
 		t.Errorf("Remove with the dead letters unreadable = %v, %v; want what was missing and an error", got, err)
+	}
+}
+
+// TestDeadLettersLost: Lost is the ledger's comparison less the dead
+// letters; the comparison's error is returned as it is, and nothing is
+// read when nothing is missing.
+func TestDeadLettersLost(t *testing.T) {
+	ctx := context.Background()
+	b, _ := openLedger(ctx, t, bus.Config{DataDir: t.TempDir()})
+	if err := b.EnsureTopology(ctx, bus.DefaultTopology()); err != nil {
+		t.Fatal(err)
+	}
+	raw := bus.Subject(bus.Raw, "ChimeraX")
+	h := nats.Header{}
+	h.Set(bus.HeaderDeadMsgID, "t2~verify-1")
+	if _, err := b.Publish(ctx, bus.DeadSubject(raw), "dead-t2", []byte("{}"), h); err != nil {
+		t.Fatal(err)
+	}
+	listed := []string{"t1", "t2", "t3"}
+	unreceived := func(_ context.Context, run string, have func(string) bool) ([]string, int, bool, error) {
+		if run == "broken" {
+			return nil, 0, false, errors.New("ledger unreadable")
+		}
+		var missing []string
+		for _, id := range listed {
+			if !have(id) {
+				missing = append(missing, id)
+			}
+		}
+		return missing, len(listed), true, nil
+	}
+	d := DeadLetters{Bus: b}
+	lost, n, readErr, err := d.Lost(ctx, unreceived, "r", func(id string) bool { return id == "t1" }, raw)
+	if err != nil || readErr != nil || n != 3 || !slices.Equal(lost, []string{"t3"}) {
+		t.Errorf("Lost = %v, %d, %v, %v; want [t3], 3, no errors", lost, n, readErr, err)
+	}
+	if _, _, _, err := d.Lost(ctx, unreceived, "broken", func(string) bool { return false }, raw); err == nil {
+		t.Error("Lost of an unreadable ledger: no error")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel() // nothing missing: the dead letters are not read, so the cancelled context does not matter
+	if lost, _, readErr, err := d.Lost(cctx, unreceived, "r", func(string) bool { return true }, bus.Subject(bus.Raw, "Lean")); lost != nil || readErr != nil || err != nil {
+		t.Errorf("Lost with nothing missing = %v, %v, %v; want nothing", lost, readErr, err)
 	}
 }

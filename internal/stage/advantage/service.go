@@ -85,7 +85,7 @@ type Config struct {
 	// (ledger.Ledger.Unreceived): at the end of a drain, what a finished
 	// run published is compared with what the set took in
 	// (Stats.Unreceived).
-	RunUnreceived func(ctx context.Context, run string, have func(id string) bool) (missing []string, listed int, finished bool, err error)
+	RunUnreceived ledger.UnreceivedFunc
 	Topology      bus.Topology
 	Version       string // codapipe version, in the schema metadata
 	// ProgressEvery, when positive, is how often the counts so far are
@@ -939,12 +939,11 @@ func (s *server) checkLedger(ctx context.Context) {
 	}
 	for _, ra := range seen {
 		run := ra.Run
-		missing, listed, _, err := s.cfg.RunUnreceived(ctx, run, func(id string) bool { return taken[id] || unwritten[id] })
-		if err == nil && len(missing) > 0 { // dead-lettered by a judge, or by another advantage process
-			var derr error
-			if missing, derr = dead.Remove(ctx, missing, bus.Subject(bus.Raw, ra.App), bus.Subject(bus.Judged, ra.App)); derr != nil {
-				s.log.Warn("advantage: the dead letters could not be read; what the ledger check finds missing may have been dead-lettered by a judge or another advantage process", "run", run, "app", ra.App, "err", derr)
-			}
+		// Dead-lettered by a judge (raw), or by another advantage process (judged).
+		missing, listed, readErr, err := dead.Lost(ctx, s.cfg.RunUnreceived, run, func(id string) bool { return taken[id] || unwritten[id] },
+			bus.Subject(bus.Raw, ra.App), bus.Subject(bus.Judged, ra.App))
+		if readErr != nil {
+			s.log.Warn("advantage: the dead letters could not be read; what the ledger check finds missing may have been dead-lettered by a judge or another advantage process", "run", run, "app", ra.App, "err", readErr)
 		}
 		if err != nil {
 			s.log.Warn("advantage: the run ledger could not be read to check what the drain received", "run", run, "err", err)

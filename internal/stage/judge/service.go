@@ -596,15 +596,12 @@ func (s *server) checkLedger(ctx context.Context) {
 			}
 			return listErr != nil || judged[bus.KeyToken(id)] || deadHere[id]
 		}
-		missing, listed, _, err := s.cfg.Ledger.Unreceived(ctx, run, have)
+		missing, listed, readErr, err := dead.Lost(ctx, s.cfg.Ledger.Unreceived, run, have, bus.Subject(bus.Raw, app))
 		if err == nil {
 			err = listErr
 		}
-		if err == nil && len(missing) > 0 {
-			var derr error
-			if missing, derr = dead.Remove(ctx, missing, bus.Subject(bus.Raw, app)); derr != nil {
-				s.log.Warn("judge: the dead letters could not be read; what the ledger check finds missing may have been dead-lettered by another judge process", "run", run, "app", app, "err", derr)
-			}
+		if readErr != nil {
+			s.log.Warn("judge: the dead letters could not be read; what the ledger check finds missing may have been dead-lettered by another judge process", "run", run, "app", app, "err", readErr)
 		}
 		if err != nil {
 			s.log.Warn("judge: the run ledger or the archive could not be read to check what the drain received", "run", run, "err", err)

@@ -51,19 +51,8 @@ func judgedCount(t *testing.T, out string) int {
 // episode of the run is on the raw stream and judged once.
 func TestAcceptVerifyRerunsTrajectoriesLostToStoreDamage(t *testing.T) {
 	t.Parallel() // beside the outage tests, which mostly wait
-	dir := t.TempDir()
-	tasks := simTaskDir(t, acceptApp, "S01", "S02", "S03")
-	cfg := acceptConfig(dir, tasks, "damaged", slog.New(slog.DiscardHandler))
-	cfg.Samples = 2
 	const episodes = 6
-	if sum := runOK(t, cfg, nil); sum.Episodes != episodes {
-		t.Fatalf("the first invocation ran %d episodes, want %d", sum.Episodes, episodes)
-	}
-	natstest.TruncateStreamBlock(t, filepath.Join(dir, "nats"), bus.StreamName(bus.Raw))
-
-	out := judgeDrain(t, dir)
-	t.Logf("judge after the damage:\n%s", out)
-	judged := judgedCount(t, out)
+	cfg, dir, out, judged := damagedRun(t, "damaged", 2, natstest.TruncateStreamBlock)
 	lost := episodes - judged
 	if lost <= 0 {
 		t.Fatalf("the judge judged %d of %d: the damage did not take", judged, episodes)
@@ -129,19 +118,8 @@ func TestAcceptVerifyRerunsTrajectoriesLostToStoreDamage(t *testing.T) {
 // next drain judges them.
 func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
 	t.Parallel() // beside the outage tests, which mostly wait
-	dir := t.TempDir()
-	tasks := simTaskDir(t, acceptApp, "S01", "S02", "S03")
-	cfg := acceptConfig(dir, tasks, "flipped", slog.New(slog.DiscardHandler))
-	cfg.Samples = 3
 	const episodes = 9
-	if sum := runOK(t, cfg, nil); sum.Episodes != episodes {
-		t.Fatalf("the first invocation ran %d episodes, want %d", sum.Episodes, episodes)
-	}
-	natstest.FlipStreamBlockByte(t, filepath.Join(dir, "nats"), bus.StreamName(bus.Raw))
-
-	out := judgeDrain(t, dir)
-	t.Logf("judge after the damage:\n%s", out)
-	judged := judgedCount(t, out)
+	cfg, dir, out, judged := damagedRun(t, "flipped", 3, natstest.FlipStreamBlockByte)
 	lost := episodes - judged
 	if lost <= 0 {
 		t.Skipf("the judge judged %d of %d: this server read past the flipped bit", judged, episodes)
@@ -171,6 +149,24 @@ func TestAcceptByteFlipInTheRawStreamIsReported(t *testing.T) {
 	if adv := advantageDrain(t, dir); strings.Contains(adv, "not in the set") {
 		t.Fatalf("after the repair advantage still reports trajectories not in its set:\n%s", adv)
 	}
+}
+
+// damagedRun runs the acceptance rollout of run (three tasks, samples
+// each), damages the raw stream's store with damage, and drains the judge:
+// it returns the rollout's config (for the repair), the data folder, the
+// judge's output and how many trajectories it judged.
+func damagedRun(t *testing.T, run string, samples int, damage func(t testing.TB, storeDir, stream string)) (cfg acceptCfg, dir, out string, judged int) {
+	t.Helper()
+	dir = t.TempDir()
+	cfg = acceptConfig(dir, simTaskDir(t, acceptApp, "S01", "S02", "S03"), run, slog.New(slog.DiscardHandler))
+	cfg.Samples = samples
+	if sum := runOK(t, cfg, nil); sum.Episodes != 3*samples {
+		t.Fatalf("the first invocation ran %d episodes, want %d", sum.Episodes, 3*samples)
+	}
+	damage(t, filepath.Join(dir, "nats"), bus.StreamName(bus.Raw))
+	out = judgeDrain(t, dir)
+	t.Logf("judge after the damage:\n%s", out)
+	return cfg, dir, out, judgedCount(t, out)
 }
 
 // advantageDrain runs advantage --drain (step mode, every judged
